@@ -1,0 +1,361 @@
+"""``epmem``: a thin synchronous CLI over the async library.
+
+Every failure a user can cause (a broken policy, an unknown contact, a locked or corrupted data
+folder) ends in one readable line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from epmem.audit import AuditCorrupted, AuditLog, export
+from epmem.policy import STRANGER_ID, PolicyError, load_policy, policy_json_schema
+from epmem.store.base import StoreLocked, StoreMismatch
+
+from bot.config import Settings
+from bot.logging import configure_logging
+
+T = TypeVar("T")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate.")
+policy_app = typer.Typer(no_args_is_help=True, help="Check and describe policy files.")
+audit_app = typer.Typer(no_args_is_help=True, help="Read, verify and export the audit log.")
+facts_app = typer.Typer(no_args_is_help=True, help="List and import facts.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (JSON results).")
+app.add_typer(policy_app, name="policy")
+app.add_typer(audit_app, name="audit")
+app.add_typer(facts_app, name="facts")
+app.add_typer(bench_app, name="bench")
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"error: {message}", markup=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    from epmem.embedding.minilm import EmbedderUnavailable
+
+    return (StoreLocked, StoreMismatch, AuditCorrupted, EmbedderUnavailable)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine, turning the errors a user can cause into one line and exit 1."""
+    try:
+        return asyncio.run(coro)
+    except PolicyError as exc:
+        for problem in exc.problems:
+            err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except _errors() as exc:
+        fail(str(exc))
+
+
+def settings() -> Settings:
+    s = Settings()
+    configure_logging(s.log_level, s.log_format)
+    return s
+
+
+async def with_runtime(s: Settings, fn: Callable[[Any], Awaitable[T]]) -> T:
+    from bot.runtime import Runtime
+
+    runtime = await Runtime.open(s)
+    try:
+        return await fn(runtime)
+    finally:
+        await runtime.close()
+
+
+# --------------------------------------------------------------------------- chat
+
+
+@app.command()
+def chat(
+    as_: str = typer.Option(None, "--as", help="contact id to speak as, or 'stranger'"),
+    owner: bool = typer.Option(False, "--owner", help="speak as the owner (commands, full recall)"),
+) -> None:
+    """Talk to the delegate on the console, one message per line."""
+    from connectors.console import ConsoleConnector
+
+    if owner == (as_ is not None):
+        fail("give exactly one of --as CONTACT_ID (or --as stranger) and --owner", 2)
+    s = settings()
+
+    async def go(runtime: Any) -> int:
+        policy = runtime.policy
+        if owner:
+            identity = policy.owner.identities[0] if policy.owner.identities else "console:owner"
+            who = f"the owner ({policy.owner.name})"
+        elif as_ == STRANGER_ID:
+            identity, who = "console:unknown-stranger", "a stranger"
+        elif as_ in policy.contacts:
+            identity, who = f"console:{as_}", f"{policy.contacts[as_].name} ({as_})"
+        else:
+            known = ", ".join(sorted(policy.contacts)) or "none"
+            fail(f"unknown contact {as_!r} in --as; known contacts: {known} (or --as stranger, --owner)")
+        interactive = sys.stdin.isatty()
+        if interactive:
+            err.print(f"Speaking to {policy.owner.name}'s delegate as {who}. Ctrl-D to quit.")
+        console = ConsoleConnector(identity, runtime.agent.handle, max_chars=s.max_message_chars,
+                                   prompt="> " if interactive else "")
+        await console.start()
+        return console.rejected
+
+    rejected = run(with_runtime(s, go))
+    raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
+
+
+@app.command()
+def preview(contact: str, question: str) -> None:
+    """What CONTACT (or a+b for a group chat) would be told; audited as a preview."""
+    s = settings()
+
+    async def go(runtime: Any) -> str:
+        ids = contact.split("+")
+        for cid in ids:
+            if cid != STRANGER_ID and cid not in runtime.policy.contacts:
+                fail(f"unknown contact {cid!r}")
+        reply, audit_id, _ = await runtime.agent.preview(ids, question)
+        return f"{reply}\n(preview audit id {audit_id})"
+
+    out.print(run(with_runtime(s, go)), markup=False)
+
+
+# --------------------------------------------------------------------------- load
+
+
+@app.command()
+def load(scenario_file: Path) -> None:
+    """Replace the memory with a scenario's gold facts and make its policy active."""
+    from epmem.scenario import load_scenario
+
+    from bot.runtime import Runtime, activate_policy, load_scenario_memory
+
+    s = settings()
+
+    async def go() -> tuple[int, Path]:
+        scenario = load_scenario(scenario_file)
+        runtime = await Runtime.open(s, policy=scenario.effective_policy())
+        try:
+            n = await load_scenario_memory(runtime, scenario)
+        finally:
+            await runtime.close()
+        target = s.data_dir / "policy.yaml"
+        if s.policy is None:
+            target = activate_policy(s, scenario, scenario_file)
+        return n, target
+
+    n, target = run(go())
+    out.print(f"loaded {n} facts from {scenario_file} into {s.data_dir}; active policy: {s.policy or target}")
+
+
+# --------------------------------------------------------------------------- policy
+
+
+@policy_app.command("check")
+def policy_check(file: Path) -> None:
+    """Report every problem in a policy file (with line numbers); exit 1 if any."""
+    try:
+        policy = load_policy(file)
+    except PolicyError as exc:
+        for problem in exc.problems:
+            err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    out.print(f"{file}: ok ({len(policy.contacts)} contacts, {len(policy.groups)} groups, "
+              f"{len(policy.categories)} categories, {len(policy.exceptions)} exceptions)")
+
+
+@policy_app.command("schema")
+def policy_schema() -> None:
+    """Print the policy's JSON Schema."""
+    sys.stdout.write(json.dumps(policy_json_schema(), indent=2) + "\n")
+
+
+# --------------------------------------------------------------------------- facts
+
+
+@facts_app.command("list")
+def facts_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Every fact in memory with its annotation."""
+    s = settings()
+
+    async def go(runtime: Any) -> list[Any]:
+        return list(await runtime.memory.all())
+
+    facts = run(with_runtime(s, go))
+    if as_json:
+        for f in facts:
+            sys.stdout.write(f.model_dump_json() + "\n")
+        return
+    table = Table("id", "event", "version", "category", "level", "domain", "state", "text")
+    for f in facts:
+        table.add_row(f.id, f.event_id, f.version, f.category or "", str(f.effective_level()), f.domain or "",
+                      f.state, f.text)
+    out.print(table)
+
+
+@facts_app.command("import")
+def facts_import(file: Path) -> None:
+    """Add facts from a YAML list (the `facts:` shape of a scenario, canary optional)."""
+    from bot.facts_file import read_facts_file
+    from bot.runtime import Runtime
+
+    s = settings()
+
+    async def go() -> int:
+        policy = load_policy(s.policy_path())
+        facts = read_facts_file(file, policy)
+        runtime = await Runtime.open(s, policy=policy)
+        try:
+            await runtime.memory.add(facts)
+        finally:
+            await runtime.close()
+        return len(facts)
+
+    n = run(go())
+    out.print(f"imported {n} facts from {file} into {s.data_dir}")
+
+
+# --------------------------------------------------------------------------- audit
+
+
+async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
+    if not s.audit_db.exists():
+        fail(f"no audit database at {s.audit_db}")
+    log = await AuditLog(s.audit_db).open()
+    try:
+        return await fn(log)
+    finally:
+        await log.close()
+
+
+@audit_app.command("list")
+def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = typer.Option(False, "--json"),
+               limit: int = typer.Option(50, "--limit")) -> None:
+    """Recent decisions, oldest first."""
+    s = settings()
+    records = run(_with_audit(s, lambda log: log.records(contact=contact, limit=limit)))
+    if as_json:
+        sys.stdout.write(export(records, "jsonl"))
+        return
+    table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
+    for r in records:
+        table.add_row(r.id, r.time[:19], r.kind, r.contact or "",
+                      str(r.body.get("question", r.body.get("action", "")))[:50],
+                      ", ".join(r.body.get("disclosed", [])))
+    out.print(table)
+
+
+@audit_app.command("show")
+def audit_show(record_id: str) -> None:
+    """One decision with every candidate fact's verdict and reason."""
+    s = settings()
+    record = run(_with_audit(s, lambda log: log.get(record_id)))
+    if record is None:
+        fail(f"no audit record {record_id!r}")
+    sys.stdout.write(json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")
+
+
+@audit_app.command("verify")
+def audit_verify() -> None:
+    """Check the hash chain; exit 1 naming the first bad record."""
+    s = settings()
+    n, bad = run(_with_audit(s, lambda log: log.verify()))
+    if bad is not None:
+        fail(f"audit chain broken at record {bad.id} (seq {bad.seq}); {n} records before it verify")
+    out.print(f"ok: {n} records, chain intact")
+
+
+@audit_app.command("export")
+def audit_export(fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv")) -> None:
+    """Every record, for review elsewhere."""
+    if fmt not in ("jsonl", "csv"):
+        fail(f"unknown format {fmt!r}: use jsonl or csv", 2)
+    s = settings()
+    records = run(_with_audit(s, lambda log: log.records()))
+    sys.stdout.write(export(records, fmt))
+
+
+@audit_app.command("who-knows")
+def audit_who_knows(fact_or_event: str) -> None:
+    """The disclosure ledger for a fact or an event."""
+    s = settings()
+    ledger = run(_with_audit(s, lambda log: log.who_knows(fact_or_event)))
+    if not ledger:
+        out.print(f"nobody has been told {fact_or_event}")
+        return
+    table = Table("time", "recipient", "fact", "event", "audit id")
+    for d in ledger:
+        table.add_row(d.time[:19], d.recipient, d.fact_id, d.event_id, d.audit_id)
+    out.print(table)
+
+
+# --------------------------------------------------------------------------- bench
+
+
+@bench_app.command("scenarios")
+def bench_scenarios(
+    paths: list[Path],
+    mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
+) -> None:
+    """Run scenario files (or folders of them) and score the three tasks."""
+    from benchmarks.scenario_bench import run_scenarios
+    from epmem.scenario import scenario_files
+
+    from bot.runtime import make_embedder
+
+    configure_logging("WARNING")
+    files = scenario_files(paths)
+    missing = [str(p) for p in files if not p.exists()]
+    if missing or not files:
+        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
+    metrics, per = run(run_scenarios(files, make_embedder(), mode))
+    table = Table("scenario", "permit exact", "leak rate", "completeness", "precision", "differentiation")
+    for path, tally in per.items():
+        m = tally.metrics()
+        table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["answer"]["leak_rate"]),
+                      str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
+                      str(m["answer"]["differentiation"]))
+    err.print(table)
+    for path, tally in per.items():
+        for line in tally.failures:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+    text = json.dumps(metrics, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+
+
+@bench_app.command("calculus")
+def bench_calculus(json_out: Path = typer.Option(None, "--json"),
+                   seconds: float = typer.Option(1.0, "--seconds", help="time per measurement")) -> None:
+    """Verdicts per second, single facts and 3-fact composites, 50-contact policy, one core."""
+    from benchmarks.calculus_bench import run_calculus_bench
+
+    result = run_calculus_bench(seconds)
+    text = json.dumps(result, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The one shape every platform is translated into, and the reply that comes back.
+
+Connectors never import ``bot/``: they receive the agent's handler as a plain callable, so a
+platform adapter can be tested against any handler and the agent never learns which platform
+a message came from beyond the identity strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Literal, Protocol
+
+ChatKind = Literal["direct", "group"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message for the agent.
+
+    ``sender`` and ``audience`` are platform identities such as ``telegram:123456789``,
+    ``slack:T0123/U0456`` or ``console:alice``; never display names, which anyone can set.
+    ``audience`` lists everyone who will read the reply (the sender included); in a direct
+    chat it is just the sender.
+    """
+
+    platform: str
+    chat_id: str
+    chat_kind: ChatKind
+    sender: str
+    text: str
+    audience: tuple[str, ...] = ()
+    message_id: str | None = None
+    sender_display_name: str | None = None
+    time: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    #: why this message has no usable text (``sticker``, ``photo``, ``too_long``...), or None.
+    non_text: str | None = None
+
+    def readers(self) -> tuple[str, ...]:
+        """Everyone who will see the reply; the sender is always among them."""
+        if self.sender in self.audience:
+            return self.audience
+        return (self.sender, *self.audience)
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A button offered with a reply (approve / edit / reject on a held reply)."""
+
+    label: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """The agent's answer. ``text`` None means: stay silent."""
+
+    text: str | None
+    audit_id: str | None = None
+    #: replies to the owner about a held message carry buttons; connectors render them natively.
+    actions: tuple[Action, ...] = ()
+    #: a message the agent wants delivered to the owner as well (approval requests, abuse notes).
+    to_owner: str | None = None
+
+
+Handler = Callable[[Inbound], Awaitable[Outbound]]
+
+
+class Connector(Protocol):
+    """What ``bot/`` needs from a running platform adapter."""
+
+    platform: str
+
+    async def start(self) -> None:
+        """Begin receiving events (polling, webhook or socket); returns once running."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop receiving and release network resources; safe to call twice."""
+        ...
+
+    async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
+        """Deliver a message the agent decided on outside a reply (digest, approved reply)."""
+        ...

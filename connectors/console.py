@@ -1,0 +1,72 @@
+"""The console connector: stdin lines in, replies out. The embedded default's only platform.
+
+It speaks as one identity for the whole session (``console:<contact id>``), so the agent
+resolves it exactly like a Telegram or Slack sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TextIO
+
+from connectors.base import Action, Handler, Inbound
+
+
+class ConsoleConnector:
+    platform = "console"
+
+    def __init__(self, identity: str, handler: Handler, *, stdin: TextIO | None = None,
+                 stdout: TextIO | None = None, stderr: TextIO | None = None, max_chars: int = 4000,
+                 prompt: str = "") -> None:
+        self.identity = identity
+        self.handler = handler
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.max_chars = max_chars
+        self.prompt = prompt
+        self.rejected = 0
+        self._stopped = False
+
+    async def start(self) -> None:
+        """Run until end of input (the console has no background mode)."""
+        lineno = 0
+        while not self._stopped:
+            if self.prompt:
+                self.stdout.write(self.prompt)
+                self.stdout.flush()
+            line = await asyncio.to_thread(self.stdin.readline)
+            if not line:
+                return
+            lineno += 1
+            await self.handle_line(line.rstrip("\n"), lineno)
+
+    async def handle_line(self, text: str, lineno: int = 0) -> None:
+        where = f" (line {lineno})" if lineno else ""
+        if not text.strip():
+            self.rejected += 1
+            self.stderr.write(f"error: empty message{where}: nothing sent\n")
+            return
+        non_text = None
+        if len(text) > self.max_chars:
+            self.rejected += 1
+            self.stderr.write(
+                f"error: message of {len(text)} characters{where} is over the {self.max_chars}-character limit\n"
+            )
+            text, non_text = text[: self.max_chars], "too_long"
+        inbound = Inbound(platform="console", chat_id=self.identity, chat_kind="direct", sender=self.identity,
+                          text=text, audience=(self.identity,), non_text=non_text)
+        out = await self.handler(inbound)
+        if out.text is not None:
+            self.stdout.write(out.text + "\n")
+            for action in out.actions:
+                self.stdout.write(f"  [{action.label}] type: {action.command}\n")
+            self.stdout.flush()
+
+    async def stop(self) -> None:
+        self._stopped = True
+
+    async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
+        self.stdout.write(f"[to {chat_id}] {text}\n")
+        self.stdout.flush()

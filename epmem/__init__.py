@@ -1,0 +1,1 @@
+"""EP-Mem: elastic privacy memory."""

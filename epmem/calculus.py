@@ -1,0 +1,209 @@
+"""The disclosure calculus of DESIGN sec. 3, in code and nowhere else.
+
+Adjudication is never delegated to a model: it is a handful of comparisons in a fixed order, so
+it can be property-tested, explained ("rule 4, whitelisted by group family") and run hundreds
+of thousands of times a second. Facts are first compiled into :class:`Gate` objects, which fold
+the fact's own lists, the policy's exceptions and group membership into two flat maps; the
+verdict functions then touch nothing but those maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from epmem.facts import Fact
+from epmem.policy import STRANGER_ID, Policy, PolicyException
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """Someone who would read a reply. Strangers are level 4 with no domain."""
+
+    id: str
+    level: int
+    domain: str | None = None
+    name: str = "someone"
+    relationship: str = ""
+
+    @property
+    def is_stranger(self) -> bool:
+        return self.id == STRANGER_ID
+
+
+STRANGER = Recipient(STRANGER_ID, 4, None, "a stranger", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A fact compiled for adjudication: its level, domain and the resolved exception maps.
+
+    ``allow`` and ``deny`` map a contact id to the entry that put it there (``whitelist:family``,
+    ``exception:3``), so a verdict can say which exception decided it.
+    """
+
+    fact_id: str
+    level: int
+    domain: str | None
+    never_share: bool = False
+    allow: Mapping[str, str] = field(default_factory=dict)
+    deny: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    rule: int
+    exception: str | None = None
+
+    def explain(self) -> str:
+        text = RULE_TEXT[self.rule]
+        if self.exception:
+            text += f" ({self.exception})"
+        return f"{'allow' if self.allowed else 'deny'}: rule {self.rule}, {text}"
+
+
+RULE_TEXT = {
+    0: "never-share category",
+    1: "blacklisted",
+    2: "level 0 fact",
+    3: "domain differs",
+    4: "fact deeper than recipient",
+    5: "default audience",
+}
+
+_DENY_NEVER = Verdict(False, 0)
+_DENY = {2: Verdict(False, 2), 3: Verdict(False, 3), 4: Verdict(False, 4)}
+_ALLOW_DEFAULT = Verdict(True, 5)
+
+
+def _judge(gate: Gate, r: Recipient, level: int, domain: str | None) -> Verdict:
+    """Rules 0-5 with the gate (level, domain) given explicitly, so composites can substitute
+    their ceiling while keeping the fact's own never-share flag and exception lists."""
+    if gate.never_share:
+        return _DENY_NEVER
+    deny = gate.deny.get(r.id)
+    if deny is not None:
+        return Verdict(False, 1, deny)
+    if level == 0:
+        rule = 2
+    elif domain is not None and r.domain != domain:
+        rule = 3
+    elif level < r.level:
+        rule = 4
+    else:
+        return _ALLOW_DEFAULT
+    allow = gate.allow.get(r.id)
+    if allow is not None:
+        return Verdict(True, rule, allow)
+    return _DENY[rule]
+
+
+def judge(gate: Gate, r: Recipient) -> Verdict:
+    """One fact, one recipient."""
+    return _judge(gate, r, gate.level, gate.domain)
+
+
+def ceiling(gates: Sequence[Gate]) -> tuple[int, str | None]:
+    """The gate of a composite: its deepest level; its one domain; two domains conjoin to L0."""
+    level = min(g.level for g in gates)
+    domains = {g.domain for g in gates if g.domain is not None}
+    if len(domains) > 1:
+        return 0, None
+    return level, (next(iter(domains)) if domains else None)
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeVerdict:
+    allowed: bool
+    parts: tuple[tuple[str, Verdict], ...]
+
+    def first_denial(self) -> tuple[str, Verdict] | None:
+        return next(((f, v) for f, v in self.parts if not v.allowed), None)
+
+
+def judge_composite(gates: Sequence[Gate], r: Recipient) -> CompositeVerdict:
+    """Several facts told together: each judged against the composite's ceiling."""
+    if not gates:
+        raise ValueError("a composite needs at least one fact")
+    level, domain = ceiling(gates)
+    parts = tuple((g.fact_id, _judge(g, r, level, domain)) for g in gates)
+    return CompositeVerdict(all(v.allowed for _, v in parts), parts)
+
+
+def allowed_set(gates: Sequence[Gate], recipients: Iterable[Recipient]) -> frozenset[str]:
+    """The recipients who may be told these facts together."""
+    return frozenset(r.id for r in recipients if judge_composite(gates, r).allowed)
+
+
+def audience_allows(gate: Gate, audience: Sequence[Recipient]) -> bool:
+    """A reply is read by everyone present: a fact is usable only if each of them may know it."""
+    return all(judge(gate, r).allowed for r in audience)
+
+
+# --------------------------------------------------------------------------- compiling gates
+
+
+class Rulebook:
+    """The policy resolved for adjudication at one moment: groups expanded, expired
+    exceptions dropped. Rebuild it when the policy or the exceptions change."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        exceptions: Sequence[PolicyException] = (),
+        now: datetime | None = None,
+    ) -> None:
+        self.policy = policy
+        self.now = now or datetime.now(timezone.utc)
+        self._groups = {gid: frozenset(members) for gid, members in policy.groups.items()}
+        self._recipients = {
+            cid: Recipient(cid, c.level, c.domain, c.name, c.relationship) for cid, c in policy.contacts.items()
+        }
+        self._never = frozenset(name for name, c in policy.categories.items() if c.never_share)
+        active = [*policy.exceptions, *exceptions]
+        self.exceptions: list[tuple[int, PolicyException]] = [
+            (i, e) for i, e in enumerate(active) if e.until is None or _aware(e.until) > self.now
+        ]
+
+    def members(self, entry: str) -> frozenset[str]:
+        """A group stands for its members; a contact for itself."""
+        return self._groups.get(entry, frozenset((entry,)))
+
+    def recipient(self, contact_id: str) -> Recipient:
+        return self._recipients.get(contact_id, STRANGER)
+
+    def is_never_share(self, category: str | None) -> bool:
+        return category in self._never
+
+    def gate(self, fact: Fact) -> Gate:
+        allow: dict[str, str] = {}
+        deny: dict[str, str] = {}
+        for entry in fact.whitelist:
+            for cid in self.members(entry):
+                allow.setdefault(cid, f"whitelist:{entry}")
+        for entry in fact.blacklist:
+            for cid in self.members(entry):
+                deny.setdefault(cid, f"blacklist:{entry}")
+        for index, exc in self.exceptions:
+            kind, target = exc.target()
+            value = {"fact": fact.id, "event": fact.event_id, "category": fact.category}[kind]
+            if value != target:
+                continue
+            into = allow if exc.effect == "allow" else deny
+            for entry in exc.who:
+                for cid in self.members(entry):
+                    into.setdefault(cid, f"exception:{index}:{exc.effect} {entry} on {kind} {target}")
+        return Gate(
+            fact_id=fact.id,
+            level=fact.effective_level(),
+            domain=fact.domain,
+            never_share=self.is_never_share(fact.category),
+            allow=allow,
+            deny=deny,
+        )
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

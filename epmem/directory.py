@@ -1,0 +1,65 @@
+"""Who is asking: platform identity -> the owner, a contact, or a stranger.
+
+Only identities decide. Display names and usernames are chosen by the sender and can be set
+to anything, including the owner's own name, so they never take part in resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from epmem.calculus import STRANGER, Recipient
+from epmem.policy import OWNER_ID, STRANGER_ID, Policy, iter_identities
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    identity: str
+    contact_id: str  # "owner", a contact id, or "stranger"
+    recipient: Recipient
+
+    @property
+    def is_owner(self) -> bool:
+        return self.contact_id == OWNER_ID
+
+    @property
+    def label(self) -> str:
+        """For audit and ledger: strangers are told apart by their identity."""
+        return f"stranger({self.identity})" if self.contact_id == STRANGER_ID else self.contact_id
+
+
+class Directory:
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._by_identity = dict(iter_identities(policy))
+        # every contact can be addressed on the console by its id (`epmem chat --as ID`)
+        for cid in policy.contacts:
+            self._by_identity.setdefault(f"console:{cid}", cid)
+        self._by_identity.setdefault(f"console:{OWNER_ID}", OWNER_ID)
+        self._recipients = {
+            cid: Recipient(cid, c.level, c.domain, c.name, c.relationship) for cid, c in policy.contacts.items()
+        }
+
+    def resolve(self, identity: str) -> Resolved:
+        cid = self._by_identity.get(identity, STRANGER_ID)
+        if cid == OWNER_ID:
+            return Resolved(identity, OWNER_ID, Recipient(OWNER_ID, 0, None, self.policy.owner.name, "owner"))
+        return Resolved(identity, cid, self._recipients.get(cid, STRANGER))
+
+    def contact_identity(self, contact_id: str) -> str:
+        """An identity that resolves to this contact (for previews and the benchmark)."""
+        if contact_id == STRANGER_ID:
+            return "console:unknown-stranger"
+        if contact_id != OWNER_ID and contact_id not in self.policy.contacts:
+            raise KeyError(contact_id)
+        return f"console:{contact_id}"
+
+    def find_contact(self, token: str) -> str | None:
+        """A contact id from an id, a name or an alias (owner commands are typed by people)."""
+        if token in self.policy.contacts or token in self.policy.groups:
+            return token
+        wanted = token.casefold()
+        for cid, c in self.policy.contacts.items():
+            if c.name.casefold() == wanted or any(a.casefold() == wanted for a in c.aliases):
+                return cid
+        return None

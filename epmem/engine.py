@@ -1,0 +1,105 @@
+"""The privacy engine: recall, adjudicate, project, respond.
+
+This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
+responder until the calculus has allowed it for every reader. The responder gets a
+:class:`ReplyContext` built from allowed facts alone, so even a model that repeated its whole
+context would repeat nothing it may not say.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from epmem.calculus import Recipient, Rulebook
+from epmem.memory import FactMemory
+from epmem.overlay import Overlay
+from epmem.policy import Policy
+from epmem.projection import FactDecision, Projection, project
+from epmem.respond import ReplyContext, Responder, deflection
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    reply: str
+    deflected: bool
+    projection: Projection
+    backend: str
+    latency_ms: float
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def used(self) -> list[FactDecision]:
+        return self.projection.used
+
+    def audit_body(self) -> dict[str, object]:
+        return {
+            "candidates": [d.as_dict() for d in self.projection.decisions],
+            "disclosed": [d.fact.id for d in self.used],
+            "deflected": self.deflected,
+            "reply": self.reply,
+            "backend": self.backend,
+            "latency_ms": round(self.latency_ms, 2),
+            "notes": list(self.notes),
+        }
+
+
+class PrivacyEngine:
+    def __init__(self, policy: Policy, overlay: Overlay, memory: FactMemory, responder: Responder) -> None:
+        self.policy = policy
+        self.overlay = overlay
+        self.memory = memory
+        self.responder = responder
+
+    async def rulebook(self, now: datetime | None = None) -> Rulebook:
+        extra = [e for _, e in await self.overlay.exceptions()]
+        return Rulebook(self.policy, extra, now)
+
+    async def answer(
+        self,
+        question: str,
+        audience: Sequence[Recipient],
+        recipient: Recipient,
+        recent_turns: Sequence[str] = (),
+        now: datetime | None = None,
+    ) -> Answer:
+        """Answer ``question`` for everyone in ``audience`` (every reader must be allowed)."""
+        started = time.perf_counter()
+        events = await self.memory.recall(question)
+        projection = project(events, await self.rulebook(now), audience, self.memory.config.relative_cut)
+        facts = tuple(d.fact.text for d in projection.used)
+        if not facts:
+            reply, deflected = deflection(self.policy.owner.name), True
+        else:
+            ctx = ReplyContext(
+                owner_name=self.policy.owner.name,
+                persona=self.policy.owner.persona,
+                recipient_name=recipient.name,
+                relationship=recipient.relationship,
+                question=question,
+                facts=facts,
+                recent_turns=tuple(recent_turns),
+            )
+            reply, deflected = await self.responder.reply(ctx), False
+        return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000)
+
+    async def owner_recall(self, question: str) -> Answer:
+        """The owner may know everything: every relevant fact, with its id and annotation."""
+        started = time.perf_counter()
+        events = await self.memory.recall(question)
+        decisions = tuple(
+            FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts
+        )
+        if decisions:
+            lines = [
+                f"[{d.fact.id}] {d.fact.text} ({d.fact.version}, {d.fact.category}, "
+                f"L{d.fact.effective_level()}{', ' + d.fact.domain if d.fact.domain else ''})"
+                for d in decisions
+            ]
+            reply = "From your memory:\n" + "\n".join(lines)
+        else:
+            reply = "Nothing in your memory matches that."
+        return Answer(reply, not decisions, Projection(decisions), "owner-recall",
+                      (time.perf_counter() - started) * 1000)

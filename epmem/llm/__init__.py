@@ -1,0 +1,53 @@
+"""LLM access: one interface (base.py), the OpenAI-compatible backend, and the prompts.
+
+``OpenAILLM`` / ``OpenAIConfig`` are loaded lazily: importing the openai package costs about
+half a second, which code that only needs ``Message`` or ``LLMError`` (the rules backend, the
+tests) should not pay.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from epmem.llm.base import LLM, LLMError, LLMUsage, Message, Role, T
+from epmem.llm.prompts import (
+    PROMPTS,
+    ExtractedFact,
+    ExtractionResult,
+    PromptTemplate,
+    get_template,
+    neutralize,
+    render,
+)
+
+if TYPE_CHECKING:
+    from epmem.llm.openai_backend import OpenAIConfig, OpenAILLM
+
+_LAZY = {"OpenAIConfig", "OpenAILLM"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from epmem.llm import openai_backend
+
+        return getattr(openai_backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "LLM",
+    "PROMPTS",
+    "ExtractedFact",
+    "ExtractionResult",
+    "LLMError",
+    "LLMUsage",
+    "Message",
+    "OpenAIConfig",
+    "OpenAILLM",
+    "PromptTemplate",
+    "Role",
+    "T",
+    "get_template",
+    "neutralize",
+    "render",
+]

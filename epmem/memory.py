@@ -1,0 +1,202 @@
+"""The owner's F2 facts in the vector store, and recall of the events a question is about.
+
+Recall is deliberately privacy-blind: it finds what is *relevant*, and adjudication decides
+later what is *allowed*. Keeping the two apart means a relevance threshold can never depend on
+a hidden fact, which is what keeps a deflection the same whether or not a secret exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from epmem.embedding.base import Embedder
+from epmem.embedding.sparse import Bm25Encoder
+from epmem.facts import Fact
+from epmem.store.base import Hit, PointIn, VectorStore
+
+FACTS = "facts"
+
+#: questions that ask for news in general rather than about a topic.
+_CATCH_UP = re.compile(
+    r"\b(up to|been up to|what'?s new|what is new|any news|anything new|what'?s going on|what is going on"
+    r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest)\b",
+    re.IGNORECASE,
+)
+
+
+def is_catch_up(question: str) -> bool:
+    """'What is Lin up to these days?' is about everything, not about a topic: no fact will be
+    similar to it, so recall ranks all events instead of thresholding them."""
+    return _CATCH_UP.search(question) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    #: how many facts the store returns before grouping into events.
+    candidates: int = 48
+    #: a fact whose relevance is below this is not about the question.
+    min_relevance: float = 0.5
+    #: weight of the question's similarity to the fact's category (name, description, keywords).
+    category_weight: float = 1.0
+    #: among what may be said, keep facts scoring at least this share of the best one.
+    relative_cut: float = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    fact: Fact
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledEvent:
+    event_id: str
+    score: float
+    facts: tuple[Recalled, ...]
+
+
+class SubjectNormalizer:
+    """Removes the owner's own name before embedding.
+
+    Every memory is about the owner, so the owner's name carries no information about which
+    memory a question means; left in, it pulls every fact towards every question that names
+    the owner and flattens the similarity scores the relevance threshold depends on.
+    """
+
+    def __init__(self, owner_names: Iterable[str]) -> None:
+        words = sorted({w for name in owner_names for w in name.split() if len(w) > 1}, key=len, reverse=True)
+        self._pattern = (
+            re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")(?:'s|’s)?\b", re.IGNORECASE)
+            if words
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        return re.sub(r"\s+", " ", self._pattern.sub("they", text)).strip()
+
+
+class FactMemory:
+    """F2 facts with their annotations, stored as payloads next to dense and BM25 vectors."""
+
+    def __init__(self, store: VectorStore, embedder: Embedder, normalizer: SubjectNormalizer,
+                 config: RecallConfig | None = None, categories: dict[str, str] | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.normalize = normalizer
+        self.config = config or RecallConfig()
+        self.sparse = Bm25Encoder()
+        names = sorted(categories or {})
+        self._category_index = {name: i for i, name in enumerate(names)}
+        self._category_vectors = (
+            embedder.embed([(categories or {})[n] for n in names]) if names else np.zeros((0, embedder.dim))
+        )
+
+    async def open(self) -> FactMemory:
+        await self.store.ensure_collection(FACTS, self.embedder.dim, self.embedder.name)
+        return self
+
+    async def add(self, facts: Sequence[Fact]) -> None:
+        if not facts:
+            return
+        texts = [self.normalize(f.text) for f in facts]
+        vectors = self.embedder.embed(texts)
+        points = [
+            PointIn(
+                key=f.id,
+                payload={**f.model_dump(mode="json"), "event_id": f.event_id},
+                dense=vectors[i],
+                sparse=self.sparse.document(texts[i]),
+            )
+            for i, f in enumerate(facts)
+        ]
+        await self.store.upsert(FACTS, points)
+
+    async def update(self, facts: Sequence[Fact]) -> None:
+        """Annotations live in the payload; re-embedding keeps the seam to plain upserts."""
+        await self.add(facts)
+
+    async def get(self, fact_id: str) -> Fact | None:
+        hits = await self.store.retrieve(FACTS, [fact_id])
+        return _fact(hits[0]) if hits else None
+
+    async def all(self) -> list[Fact]:
+        facts = [_fact(h) for h in await self.store.scroll(FACTS)]
+        return sorted(facts, key=lambda f: _natural(f.id))
+
+    async def by_event(self, event_ids: Sequence[str]) -> list[Fact]:
+        if not event_ids:
+            return []
+        return [_fact(h) for h in await self.store.scroll(FACTS, {"event_id": list(event_ids)})]
+
+    async def forget(self, fact_ids: Sequence[str]) -> None:
+        await self.store.delete(FACTS, list(fact_ids))
+        await self.store.compact()
+
+    async def clear(self) -> None:
+        from epmem.store.base import OWNER_FIELD
+
+        await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
+        await self.store.compact()
+
+    async def count(self) -> int:
+        return await self.store.count(FACTS)
+
+    def _category_scores(self, query: np.ndarray) -> dict[str, float]:
+        scores = self._category_vectors @ query if len(self._category_index) else np.zeros(0)
+        return {name: float(scores[i]) for name, i in self._category_index.items()}
+
+    async def recall(self, question: str) -> list[RecalledEvent]:
+        """Events whose facts are about the question, best first, each with all its facts
+        (so a cover is at hand when its truth is what the question matched).
+
+        A fact's relevance is its similarity to the question plus the question's similarity to
+        the fact's category: "did she get any money from work?" shares no word with "she
+        received a retention bonus", but it is plainly a finances question.
+        """
+        query = self.embedder.embed([self.normalize(question)])[0]
+        hits = await self.store.query_dense(FACTS, query, self.config.candidates)
+        by_category = self._category_scores(query)
+        weight = self.config.category_weight
+        scores = {
+            h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits
+        }
+        floor = float("-inf") if is_catch_up(question) else self.config.min_relevance
+        best: dict[str, float] = {}
+        for h in hits:
+            if scores[h.key] >= floor:
+                event = str(h.payload["event_id"])
+                best[event] = max(best.get(event, 0.0), scores[h.key])
+        if not best:
+            return []
+        members: dict[str, list[Recalled]] = {e: [] for e in best}
+        for fact in await self.by_event(list(best)):
+            members[fact.event_id].append(Recalled(fact, scores.get(fact.id, 0.0)))
+        events = [
+            RecalledEvent(e, best[e], tuple(sorted(members[e], key=lambda r: -r.score))) for e in best
+        ]
+        return sorted(events, key=lambda ev: (-ev.score, ev.event_id))
+
+
+def _fact(hit: Hit) -> Fact:
+    payload = {k: v for k, v in hit.payload.items() if k in Fact.model_fields}
+    return Fact.model_validate(payload)
+
+
+def _natural(key: str) -> tuple[object, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
+
+
+def category_profiles(categories: dict[str, object]) -> dict[str, str]:
+    """What a category is about, as text to embed: its name, description and keywords."""
+    out: dict[str, str] = {}
+    for name, cat in categories.items():
+        keywords = ", ".join(getattr(cat, "keywords", []))
+        description = getattr(cat, "description", "")
+        out[name] = f"{name.replace('_', ' ')}: {description} {keywords}".strip()
+    return out

@@ -1,0 +1,80 @@
+"""What the owner changed by command, kept beside the policy file rather than in it.
+
+The policy YAML is the owner's own document, comments and all; commands never rewrite it.
+Exceptions added with /allow and /deny live here, in SQLite, and are merged with the file's
+exceptions whenever a rulebook is built. Revoking deletes the row; the audit keeps the history.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiosqlite
+
+from epmem.policy import PolicyException
+from epmem.sqlite import Migration, connect, migrate
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "owner exceptions and flags",
+        """
+        CREATE TABLE exceptions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+        );
+        CREATE TABLE flags (name TEXT PRIMARY KEY, value TEXT NOT NULL)
+        """,
+    ),
+]
+
+
+class Overlay:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> Overlay:
+        self._db = await connect(self.path)
+        await migrate(self._db, MIGRATIONS, table="overlay_migrations")
+        return self
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("overlay is not open")
+        return self._db
+
+    async def add_exception(self, exc: PolicyException) -> int:
+        cur = await self.db.execute("INSERT INTO exceptions(body) VALUES (?)", (exc.model_dump_json(),))
+        return int(cur.lastrowid or 0)
+
+    async def exceptions(self) -> list[tuple[int, PolicyException]]:
+        async with self.db.execute("SELECT id, body FROM exceptions ORDER BY id") as cur:
+            return [(row[0], PolicyException.model_validate_json(row[1])) async for row in cur]
+
+    async def revoke(self, exception_id: int) -> PolicyException | None:
+        async with self.db.execute("SELECT body FROM exceptions WHERE id = ?", (exception_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        await self.db.execute("DELETE FROM exceptions WHERE id = ?", (exception_id,))
+        return PolicyException.model_validate_json(row[0])
+
+    async def get_flag(self, name: str, default: object = None) -> object:
+        async with self.db.execute("SELECT value FROM flags WHERE name = ?", (name,)) as cur:
+            row = await cur.fetchone()
+        return json.loads(row[0]) if row else default
+
+    async def set_flag(self, name: str, value: object) -> None:
+        await self.db.execute(
+            "INSERT INTO flags(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            (name, json.dumps(value)),
+        )

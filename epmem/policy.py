@@ -1,0 +1,274 @@
+"""The owner's disclosure policy: who the contacts are, how deep each kind of information is.
+
+The policy is the one document a user edits by hand, so it is loaded with two passes: pydantic
+checks the shape of every field, then :func:`semantic_problems` checks what only the whole
+document can tell (a group naming an unknown contact, a whitelist on a never-share category,
+one identity claimed twice). Both passes report *every* problem with the YAML line it sits on,
+because a user fixing a policy should not have to run the checker once per typo.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+Domain = Literal["work", "life"]
+InfoLevel = Annotated[int, Field(ge=0, le=4, description="0 = nobody by default, 4 = public")]
+TrustLevel = Annotated[int, Field(ge=1, le=4, description="1 = closest, 4 = public/stranger")]
+
+#: ids with a fixed meaning in every policy and scenario.
+OWNER_ID = "owner"
+STRANGER_ID = "stranger"
+RESERVED_IDS = frozenset({OWNER_ID, STRANGER_ID})
+
+_IDENTITY = re.compile(r"^(telegram:\d+|slack:[A-Z0-9]+/[A-Z0-9]+|console:[A-Za-z0-9_.@+-]+)$")
+_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_identities(values: list[str]) -> list[str]:
+    for value in values:
+        if not _IDENTITY.match(value):
+            raise ValueError(
+                f"identity {value!r} must look like telegram:123456789, slack:T0123/U0456 "
+                "or console:name"
+            )
+    return values
+
+
+class Owner(_Strict):
+    name: str = "Owner"
+    identities: list[str] = Field(default_factory=lambda: ["console:owner"])
+    persona: str = ""
+
+    _identities = field_validator("identities")(_check_identities)
+
+
+class Contact(_Strict):
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+    relationship: str = ""
+    level: TrustLevel
+    domain: Domain | None = None
+    identities: list[str] = Field(default_factory=list)
+
+    _identities = field_validator("identities")(_check_identities)
+
+
+class Category(_Strict):
+    level: InfoLevel
+    domain: Domain | None = None
+    keywords: list[str] = Field(default_factory=list)
+    never_share: bool = False
+    description: str = ""
+
+
+class PolicyException(_Strict):
+    """One owner-made exception: allow or deny some people one fact, event or category."""
+
+    effect: Literal["allow", "deny"]
+    who: list[str] = Field(min_length=1, description="contact or group ids")
+    fact: str | None = None
+    event: str | None = None
+    category: str | None = None
+    until: datetime | None = None
+    note: str = ""
+
+    def target(self) -> tuple[str, str]:
+        for kind in ("fact", "event", "category"):
+            value = getattr(self, kind)
+            if value is not None:
+                return kind, value
+        raise ValueError("exception names no fact, event or category")
+
+
+class Policy(_Strict):
+    owner: Owner = Field(default_factory=Owner)
+    contacts: dict[str, Contact] = Field(default_factory=dict)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    categories: dict[str, Category] = Field(min_length=1)
+    default_category: str
+    exceptions: list[PolicyException] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- problems
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a policy, located as precisely as the YAML allows."""
+
+    path: tuple[str | int, ...]
+    message: str
+    line: int | None = None
+
+    def render(self, source: str) -> str:
+        where = f"{source}:{self.line}" if self.line else source
+        field = ".".join(str(p) for p in self.path) or "(document)"
+        return f"{where}: {field}: {self.message}"
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used; ``problems`` lists everything found, not just the first."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__("; ".join(p.render(source) for p in problems))
+
+
+def semantic_problems(policy: Policy) -> list[Problem]:
+    """Cross-reference checks that no single field can make."""
+    problems: list[Problem] = []
+    contacts, groups, categories = policy.contacts, policy.groups, policy.categories
+
+    for cid in contacts:
+        if cid in RESERVED_IDS or not _ID.match(cid):
+            problems.append(Problem(("contacts", cid), f"contact id {cid!r} is reserved or invalid"))
+    for gid, members in groups.items():
+        if gid in contacts or gid in RESERVED_IDS:
+            problems.append(Problem(("groups", gid), f"group id {gid!r} clashes with a contact or reserved id"))
+        for i, member in enumerate(members):
+            if member not in contacts:
+                problems.append(Problem(("groups", gid, i), f"unknown contact {member!r} in group {gid!r}"))
+    if policy.default_category not in categories:
+        problems.append(
+            Problem(("default_category",), f"default_category {policy.default_category!r} is not a category")
+        )
+    for name, cat in categories.items():
+        if cat.never_share and cat.level != 0:
+            problems.append(Problem(("categories", name, "level"), "a never_share category must be level 0"))
+
+    seen: dict[str, str] = {}
+    owned = [("owner", policy.owner.identities)] + [(cid, c.identities) for cid, c in contacts.items()]
+    for who, identities in owned:
+        for i, identity in enumerate(identities):
+            path: tuple[str | int, ...] = (
+                ("owner", "identities", i) if who == "owner" else ("contacts", who, "identities", i)
+            )
+            if identity in seen:
+                problems.append(Problem(path, f"identity {identity!r} is also claimed by {seen[identity]!r}"))
+            seen[identity] = who
+
+    for i, exc in enumerate(policy.exceptions):
+        targets = [k for k in ("fact", "event", "category") if getattr(exc, k) is not None]
+        if len(targets) != 1:
+            problems.append(Problem(("exceptions", i), "name exactly one of fact, event or category"))
+        for j, who in enumerate(exc.who):
+            if who not in contacts and who not in groups:
+                problems.append(Problem(("exceptions", i, "who", j), f"unknown contact or group {who!r}"))
+        if exc.category is not None:
+            cat = categories.get(exc.category)
+            if cat is None:
+                problems.append(Problem(("exceptions", i, "category"), f"unknown category {exc.category!r}"))
+            elif cat.never_share and exc.effect == "allow":
+                problems.append(
+                    Problem(("exceptions", i), f"category {exc.category!r} is never_share: it cannot be whitelisted")
+                )
+    return problems
+
+
+# --------------------------------------------------------------------------- YAML with lines
+
+
+def yaml_lines(text: str) -> dict[tuple[str | int, ...], int]:
+    """Map each key path in a YAML document to its 1-based line, so errors can point at it."""
+    lines: dict[tuple[str | int, ...], int] = {}
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+
+    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = path + (key.value,)
+                lines[child] = key.start_mark.line + 1
+                walk(value, child)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, path + (i,))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _line_for(lines: dict[tuple[str | int, ...], int], path: tuple[str | int, ...]) -> int | None:
+    for end in range(len(path), -1, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return None
+
+
+def _pydantic_problems(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterator[Problem]:
+    for err in error.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        yield Problem(prefix + loc, err["msg"])
+
+
+def parse_policy(data: Any, source: str, lines: dict[tuple[str | int, ...], int] | None = None,
+                 prefix: tuple[str | int, ...] = ()) -> Policy:
+    """Validate already-parsed YAML data; ``prefix`` locates it inside a larger document."""
+    lines = lines or {}
+    if not isinstance(data, dict):
+        raise PolicyError(source, [Problem(prefix, "a policy must be a mapping", _line_for(lines, prefix))])
+    try:
+        policy = Policy.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            Problem(p.path, p.message, _line_for(lines, p.path)) for p in _pydantic_problems(exc, prefix)
+        ]
+        raise PolicyError(source, problems) from None
+    semantic = [
+        Problem(prefix + p.path, p.message, _line_for(lines, prefix + p.path)) for p in semantic_problems(policy)
+    ]
+    if semantic:
+        raise PolicyError(source, semantic)
+    return policy
+
+
+def read_yaml(path: Path) -> tuple[Any, dict[tuple[str | int, ...], int]]:
+    """Read a YAML file, turning every failure into a PolicyError that names file and line."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(source, [Problem((), f"cannot read file: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(source, [Problem((), f"not UTF-8 text: {exc.reason}")]) from None
+    try:
+        data = yaml.safe_load(text)
+        lines = yaml_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyError(source, [Problem((), f"bad YAML: {problem}", line)]) from None
+    return data, lines
+
+
+def load_policy(path: Path) -> Policy:
+    data, lines = read_yaml(path)
+    return parse_policy(data, str(path), lines)
+
+
+def policy_json_schema() -> dict[str, Any]:
+    return Policy.model_json_schema()
+
+
+def iter_identities(policy: Policy) -> Iterable[tuple[str, str]]:
+    """(identity, contact id or 'owner') for every identity the policy declares."""
+    for identity in policy.owner.identities:
+        yield identity, OWNER_ID
+    for cid, contact in policy.contacts.items():
+        for identity in contact.identities:
+            yield identity, cid

@@ -1,0 +1,540 @@
+"""A real Telegram Bot API server on loopback, for driving python-telegram-bot end to end.
+
+Why a server and not mocks: PTB's only network seam is its HTTP request object, and the
+connector's behaviour (long polling, offsets, form-encoded bodies, Message parsing, business
+connection ids, reply parameters) only shows up when PTB really talks HTTP.  This fake speaks
+just enough of the Bot API for the routes PTB and our connector use, records what the bot
+sent, and lets a test enqueue updates that the next ``getUpdates`` long poll returns at once.
+
+Usage::
+
+    async with FakeTelegram() as tg:
+        tg.private_text(tg.user(42, "Alice"), "hi")
+        await tg.wait_for_sent(1)
+
+or the ``fake_telegram`` fixture (import it into a test module).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import pytest_asyncio
+from aiohttp import web
+
+JSONDict = dict[str, Any]
+
+#: form fields PTB JSON-encodes (objects, arrays, booleans) and that we decode back.
+_JSON_FIELDS = frozenset(
+    {
+        "reply_markup",
+        "reply_parameters",
+        "entities",
+        "caption_entities",
+        "allowed_updates",
+        "link_preview_options",
+        "commands",
+        "scope",
+        "drop_pending_updates",
+        "show_alert",
+        "disable_notification",
+        "protect_content",
+        "allow_paid_broadcast",
+    }
+)
+#: numeric form fields; PTB sends ints as their string form (``chat_id`` arrives as "42").
+_INT_FIELDS = frozenset(
+    {
+        "chat_id",
+        "user_id",
+        "message_id",
+        "message_thread_id",
+        "offset",
+        "limit",
+        "timeout",
+        "reply_to_message_id",
+        "max_connections",
+    }
+)
+
+
+def _decode_form(form: Any) -> JSONDict:
+    """Turn PTB's form body back into the JSON-ish dict Telegram would see."""
+    out: JSONDict = {}
+    for key, value in form.items():
+        if not isinstance(value, str):  # a file upload: keep the part as is
+            out[key] = value
+            continue
+        if key in _JSON_FIELDS:
+            try:
+                out[key] = json.loads(value)
+                continue
+            except ValueError:
+                pass
+        if key in _INT_FIELDS and value.lstrip("-").isdigit():
+            out[key] = int(value)
+            continue
+        out[key] = value
+    return out
+
+
+class FakeTelegram:
+    """The fake Bot API: routes under ``/bot<token>/<method>``, an update queue, a send log.
+
+    ``sent`` holds every sendMessage payload (decoded), ``calls`` every (method, payload),
+    ``answered_callbacks`` every answerCallbackQuery payload.  ``admins`` and
+    ``member_counts`` configure what getChatAdministrators / getChatMemberCount return per
+    chat; ``errors`` makes a method fail with (error_code, description).
+    """
+
+    def __init__(
+        self,
+        token: str = "123456:TEST-TOKEN",
+        bot_id: int = 123456,
+        bot_username: str = "delegate_bot",
+    ) -> None:
+        self.token = token
+        self.bot_id = bot_id
+        self.bot_username = bot_username
+        self.bot_user: JSONDict = {
+            "id": bot_id,
+            "is_bot": True,
+            "first_name": "Delegate",
+            "username": bot_username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
+        self.updates: list[JSONDict] = []
+        self.sent: list[JSONDict] = []
+        self.sent_messages: list[JSONDict] = []
+        self.calls: list[tuple[str, JSONDict]] = []
+        self.answered_callbacks: list[JSONDict] = []
+        self.unknown_methods: list[str] = []
+        self.admins: dict[int, list[JSONDict]] = {}
+        self.member_counts: dict[int, int] = {}
+        self.errors: dict[str, tuple[int, str]] = {}
+        self.business_connections: dict[str, JSONDict] = {}
+        self.chats: dict[int, JSONDict] = {}
+        self._members: dict[int, dict[int, JSONDict]] = {}
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1000)
+        self._callback_ids = itertools.count(1)
+        self._confirmed = 0
+        self._new_update = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._closing = False
+        self.port = 0
+        self._routes: dict[str, Callable[[JSONDict], Any]] = {
+            "getMe": lambda p: self.bot_user,
+            "sendMessage": self._send_message,
+            "answerCallbackQuery": self._answer_callback,
+            "getChatAdministrators": self._chat_admins,
+            "getChatMemberCount": self._member_count,
+            "getChatMember": self._chat_member,
+            "getBusinessConnection": self._business_connection,
+            "deleteWebhook": lambda p: True,
+            "setWebhook": lambda p: True,
+            "getWebhookInfo": lambda p: {
+                "url": "",
+                "has_custom_certificate": False,
+                "pending_update_count": 0,
+            },
+            "setMyCommands": lambda p: True,
+            "deleteMyCommands": lambda p: True,
+            "close": lambda p: True,
+            "logOut": lambda p: True,
+        }
+
+    # -- server lifecycle -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """What to give ``ApplicationBuilder().base_url`` (PTB appends the token)."""
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    async def start(self) -> None:
+        """Bind 127.0.0.1 on a free port; a short shutdown timeout so open long polls
+        do not hold teardown for aiohttp's default 60 s."""
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        """Release the port; wakes pending long polls first so they end promptly."""
+        self._closing = True
+        self._new_update.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> FakeTelegram:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.json_response(
+                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
+            )
+        method = request.match_info["method"]
+        payload = await self._parse_body(request)
+        self.calls.append((method, payload))
+        if method in self.errors:
+            code, description = self.errors[method]
+            return web.json_response(
+                {"ok": False, "error_code": code, "description": description}, status=code
+            )
+        if method == "getUpdates":
+            result: Any = await self._get_updates(payload)
+        elif method in self._routes:
+            result = self._routes[method](payload)
+        else:
+            self.unknown_methods.append(method)
+            return web.json_response(
+                {"ok": False, "error_code": 404, "description": f"Not Found: method {method}"},
+                status=404,
+            )
+        async with self._changed:
+            self._changed.notify_all()
+        return web.json_response({"ok": True, "result": result})
+
+    @staticmethod
+    async def _parse_body(request: web.Request) -> JSONDict:
+        """PTB posts form data; other clients post JSON; GET carries the query string."""
+        if request.content_type == "application/json":
+            body = await request.json()
+            return dict(body) if isinstance(body, dict) else {}
+        if request.method == "POST" and request.can_read_body:
+            return _decode_form(await request.post())
+        return _decode_form(request.query)
+
+    async def _get_updates(self, payload: JSONDict) -> list[JSONDict]:
+        """Long poll: return pending updates at once, else wait up to ``timeout`` seconds."""
+        offset = int(payload.get("offset") or 0)
+        limit = int(payload.get("limit") or 100)
+        timeout = float(payload.get("timeout") or 0)
+        if offset:
+            # Telegram forgets every update below the offset once it is confirmed.
+            self._confirmed = max(self._confirmed, offset)
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            pending = [u for u in self.updates if u["update_id"] >= self._confirmed]
+            remaining = deadline - asyncio.get_running_loop().time()
+            if pending or remaining <= 0 or self._closing:
+                return pending[:limit]
+            self._new_update.clear()
+            try:
+                await asyncio.wait_for(self._new_update.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    # -- methods ----------------------------------------------------------------------------
+
+    def _send_message(self, payload: JSONDict) -> JSONDict:
+        self.sent.append(payload)
+        chat_id = int(payload["chat_id"])
+        message: JSONDict = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self.chats.get(chat_id, {"id": chat_id, "type": "private", "first_name": "X"}),
+            "from": self.bot_user,
+            "text": payload.get("text", ""),
+        }
+        connection_id = payload.get("business_connection_id")
+        if connection_id:
+            message["business_connection_id"] = connection_id
+            connection = self.business_connections.get(connection_id)
+            if connection is not None:
+                message["from"] = connection["user"]
+                message["sender_business_bot"] = self.bot_user
+        if "reply_markup" in payload:
+            message["reply_markup"] = payload["reply_markup"]
+        self.sent_messages.append(message)
+        return message
+
+    def _answer_callback(self, payload: JSONDict) -> bool:
+        self.answered_callbacks.append(payload)
+        return True
+
+    def _chat_admins(self, payload: JSONDict) -> list[JSONDict]:
+        chat_id = int(payload["chat_id"])
+        out: list[JSONDict] = []
+        for i, user in enumerate(self.admins.get(chat_id, [])):
+            if i == 0:
+                out.append({"status": "creator", "user": user, "is_anonymous": False})
+                continue
+            rights = (
+                "can_be_edited can_manage_chat can_delete_messages can_manage_video_chats "
+                "can_restrict_members can_promote_members can_change_info can_invite_users "
+                "can_post_stories can_edit_stories can_delete_stories"
+            ).split()
+            member: JSONDict = {"status": "administrator", "user": user, "is_anonymous": False}
+            member.update({right: False for right in rights})
+            out.append(member)
+        return out
+
+    def _member_count(self, payload: JSONDict) -> int:
+        chat_id = int(payload["chat_id"])
+        if chat_id in self.member_counts:
+            return self.member_counts[chat_id]
+        members = set(self._members.get(chat_id, {}))
+        members.update(admin["id"] for admin in self.admins.get(chat_id, []))
+        members.add(self.bot_id)
+        return len(members)
+
+    def _chat_member(self, payload: JSONDict) -> JSONDict:
+        """``member`` for users the fake has in the chat (or admins), else ``left``."""
+        chat_id = int(payload["chat_id"])
+        user_id = int(payload["user_id"])
+        for admin in self.admins.get(chat_id, []):
+            if admin["id"] == user_id:
+                return {"status": "member", "user": admin}
+        user = self._members.get(chat_id, {}).get(user_id)
+        if user is not None:
+            return {"status": "member", "user": user}
+        return {"status": "left", "user": self.user(user_id, "Gone")}
+
+    def _business_connection(self, payload: JSONDict) -> JSONDict:
+        connection = self.business_connections.get(str(payload.get("business_connection_id")))
+        if connection is None:
+            raise web.HTTPBadRequest(
+                text=json.dumps(
+                    {"ok": False, "error_code": 400, "description": "Bad Request: not found"}
+                ),
+                content_type="application/json",
+            )
+        return connection
+
+    # -- waiting ----------------------------------------------------------------------------
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait until ``predicate()`` holds after some request; TimeoutError otherwise."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(predicate), timeout)
+
+    async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[JSONDict]:
+        """Wait until at least ``n`` sendMessage calls were recorded; returns them."""
+        await self.wait_for(lambda: len(self.sent) >= n, timeout)
+        return list(self.sent)
+
+    async def wait_for_call(self, method: str, n: int = 1, timeout: float = 5.0) -> None:
+        """Wait until ``method`` was called at least ``n`` times."""
+        await self.wait_for(lambda: sum(m == method for m, _ in self.calls) >= n, timeout)
+
+    async def wait_until_consumed(self, timeout: float = 5.0) -> None:
+        """Wait until the bot confirmed every queued update (its next poll moved the offset
+        past them), i.e. PTB has fetched and dispatched them."""
+        last = self.updates[-1]["update_id"] if self.updates else 0
+        await self.wait_for(lambda: self._confirmed > last, timeout)
+
+    # -- building updates -------------------------------------------------------------------
+
+    @staticmethod
+    def user(
+        user_id: int,
+        first_name: str = "User",
+        *,
+        is_bot: bool = False,
+        username: str | None = None,
+    ) -> JSONDict:
+        """A ``User`` object."""
+        out: JSONDict = {"id": user_id, "is_bot": is_bot, "first_name": first_name}
+        if username:
+            out["username"] = username
+        return out
+
+    def enqueue(self, **fields: Any) -> JSONDict:
+        """Queue a raw update (``message=...``, ``callback_query=...``); wakes long polls."""
+        update: JSONDict = {"update_id": next(self._update_ids), **fields}
+        self.updates.append(update)
+        self._new_update.set()
+        return update
+
+    def _message(self, chat: JSONDict, sender: JSONDict | None, **fields: Any) -> JSONDict:
+        self.chats[chat["id"]] = chat
+        message: JSONDict = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": chat,
+            **fields,
+        }
+        if sender is not None:
+            message["from"] = sender
+        return message
+
+    @staticmethod
+    def private_chat(user: JSONDict) -> JSONDict:
+        return {"id": user["id"], "type": "private", "first_name": user["first_name"]}
+
+    @staticmethod
+    def group_chat(chat_id: int, title: str = "Group", chat_type: str = "supergroup") -> JSONDict:
+        return {"id": chat_id, "type": chat_type, "title": title}
+
+    def _see_member(self, chat_id: int, user: JSONDict) -> None:
+        self._members.setdefault(chat_id, {})[user["id"]] = user
+
+    def private_text(self, user: JSONDict, text: str, **fields: Any) -> JSONDict:
+        """A text message in the user's private chat with the bot."""
+        chat = self.private_chat(user)
+        return self.enqueue(message=self._message(chat, user, text=text, **fields))
+
+    def group_message(
+        self,
+        chat_id: int,
+        user: JSONDict,
+        text: str,
+        *,
+        mention: bool = False,
+        reply_to: JSONDict | None = None,
+        entities: Sequence[JSONDict] = (),
+        chat_type: str = "supergroup",
+        title: str = "Group",
+    ) -> JSONDict:
+        """A group message; ``mention`` prefixes ``@<bot>`` with a mention entity,
+        ``reply_to`` makes it a reply to that (e.g. a recorded bot) message."""
+        all_entities = list(entities)
+        if mention:
+            handle = f"@{self.bot_username}"
+            text = f"{handle} {text}"
+            all_entities = [{"type": "mention", "offset": 0, "length": len(handle)}] + [
+                {**e, "offset": e["offset"] + len(handle) + 1} for e in all_entities
+            ]
+        fields: JSONDict = {"text": text}
+        if all_entities:
+            fields["entities"] = all_entities
+        if reply_to is not None:
+            fields["reply_to_message"] = reply_to
+        self._see_member(chat_id, user)
+        chat = self.group_chat(chat_id, title, chat_type)
+        return self.enqueue(message=self._message(chat, user, **fields))
+
+    def new_chat_members(
+        self, chat_id: int, users: Sequence[JSONDict], *, by: JSONDict | None = None
+    ) -> JSONDict:
+        """The service message Telegram sends when users join (or are added)."""
+        for user in users:
+            self._see_member(chat_id, user)
+        sender = by or users[0]
+        return self.enqueue(
+            message=self._message(
+                self.group_chat(chat_id), sender, new_chat_members=list(users)
+            )
+        )
+
+    def left_chat_member(self, chat_id: int, user: JSONDict) -> JSONDict:
+        """The service message Telegram sends when a user leaves or is removed."""
+        self._members.get(chat_id, {}).pop(user["id"], None)
+        return self.enqueue(
+            message=self._message(self.group_chat(chat_id), user, left_chat_member=user)
+        )
+
+    def sticker(self, user: JSONDict) -> JSONDict:
+        """A sticker in the user's private chat."""
+        sticker = {
+            "file_id": "CAAC-sticker",
+            "file_unique_id": "u-sticker",
+            "type": "regular",
+            "width": 512,
+            "height": 512,
+            "is_animated": False,
+            "is_video": False,
+            "emoji": "\N{THUMBS UP SIGN}",
+        }
+        return self.enqueue(message=self._message(self.private_chat(user), user, sticker=sticker))
+
+    def photo(self, user: JSONDict, caption: str | None = None) -> JSONDict:
+        """A photo in the user's private chat."""
+        sizes = [
+            {"file_id": f"photo-{w}", "file_unique_id": f"u-photo-{w}", "width": w, "height": w}
+            for w in (90, 320)
+        ]
+        fields: JSONDict = {"photo": sizes}
+        if caption is not None:
+            fields["caption"] = caption
+        return self.enqueue(message=self._message(self.private_chat(user), user, **fields))
+
+    def edited_message(self, user: JSONDict, text: str, message_id: int | None = None) -> JSONDict:
+        """An ``edited_message`` update in the user's private chat."""
+        message = self._message(
+            self.private_chat(user), user, text=text, edit_date=int(time.time())
+        )
+        if message_id is not None:
+            message["message_id"] = message_id
+        return self.enqueue(edited_message=message)
+
+    def business_connection(
+        self,
+        connection_id: str,
+        owner: JSONDict,
+        *,
+        is_enabled: bool = True,
+        can_reply: bool = True,
+    ) -> JSONDict:
+        """The owner connected (or disconnected) the bot to their Business account."""
+        connection: JSONDict = {
+            "id": connection_id,
+            "user": owner,
+            "user_chat_id": owner["id"],
+            "date": int(time.time()),
+            "is_enabled": is_enabled,
+            "rights": {"can_reply": can_reply, "can_read_messages": True},
+        }
+        self.business_connections[connection_id] = connection
+        return self.enqueue(business_connection=connection)
+
+    def business_message(
+        self,
+        connection_id: str,
+        customer: JSONDict,
+        text: str,
+        *,
+        sender: JSONDict | None = None,
+        edited: bool = False,
+    ) -> JSONDict:
+        """A message in the business chat between the owner and ``customer``; ``sender``
+        defaults to the customer (pass the owner for the owner's own message)."""
+        message = self._message(
+            self.private_chat(customer),
+            sender or customer,
+            text=text,
+            business_connection_id=connection_id,
+        )
+        if edited:
+            message["edit_date"] = int(time.time())
+            return self.enqueue(edited_business_message=message)
+        return self.enqueue(business_message=message)
+
+    def callback_query(self, presser: JSONDict, message: JSONDict, data: str) -> JSONDict:
+        """A press on an inline button of ``message`` (one the bot sent)."""
+        query: JSONDict = {
+            "id": str(next(self._callback_ids)),
+            "from": presser,
+            "chat_instance": "ci-1",
+            "data": data,
+            "message": message,
+        }
+        return self.enqueue(callback_query=query)
+
+
+@pytest_asyncio.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    """A started :class:`FakeTelegram` on 127.0.0.1, stopped after the test."""
+    async with FakeTelegram() as fake:
+        yield fake

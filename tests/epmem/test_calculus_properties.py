@@ -1,0 +1,160 @@
+"""The invariants of DESIGN sec. 3, each checked on at least 2,000 generated cases.
+
+Gates are built through the real Rulebook from generated policies and facts, so group
+expansion and exception folding are under test too, not only the verdict function.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from epmem.calculus import STRANGER, Recipient, Rulebook, allowed_set, audience_allows, judge, judge_composite
+from epmem.facts import Fact
+from epmem.policy import Category, Contact, Policy, PolicyException
+
+EXAMPLES = settings(max_examples=2000, deadline=None)
+
+CONTACT_IDS = [f"c{i}" for i in range(8)]
+GROUP_IDS = ["g0", "g1", "g2"]
+domains = st.sampled_from(["work", "life", None])
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> Policy:
+    contacts = {
+        cid: Contact(name=cid, level=draw(st.integers(1, 4)), domain=draw(domains)) for cid in CONTACT_IDS
+    }
+    groups = {gid: draw(st.lists(st.sampled_from(CONTACT_IDS), min_size=1, max_size=4, unique=True))
+              for gid in GROUP_IDS}
+    categories = {
+        "open": Category(level=draw(st.integers(0, 4)), domain=draw(domains)),
+        "secret": Category(level=0, never_share=True),
+    }
+    return Policy(contacts=contacts, groups=groups, categories=categories, default_category="open")
+
+
+entries = st.sampled_from(CONTACT_IDS + GROUP_IDS)
+
+
+@st.composite
+def facts(draw: st.DrawFn, fid: str = "f0") -> Fact:
+    return Fact(
+        id=fid, text="x", event_id=draw(st.sampled_from(["e0", "e1"])),
+        category=draw(st.sampled_from(["open", "open", "open", "secret"])),
+        level=draw(st.integers(0, 4)), domain=draw(domains),
+        whitelist=draw(st.lists(entries, max_size=3, unique=True)),
+        blacklist=draw(st.lists(entries, max_size=2, unique=True)),
+        state=draw(st.sampled_from(["annotated", "annotated", "owner-set", "pending"])),
+    )
+
+
+def recipients(policy: Policy) -> list[Recipient]:
+    book = Rulebook(policy)
+    return [book.recipient(c) for c in CONTACT_IDS] + [STRANGER]
+
+
+@EXAMPLES
+@given(policies(), facts())
+def test_blacklisted_recipient_is_never_allowed(policy: Policy, fact: Fact) -> None:
+    book = Rulebook(policy)
+    gate = book.gate(fact)
+    for entry in fact.blacklist:
+        for cid in book.members(entry):
+            assert not judge(gate, book.recipient(cid)).allowed
+            assert not judge_composite([gate], book.recipient(cid)).allowed
+
+
+@EXAMPLES
+@given(policies(), facts(), entries)
+def test_adding_a_whitelist_entry_never_removes_a_permission(policy: Policy, fact: Fact, entry: str) -> None:
+    book = Rulebook(policy)
+    before = book.gate(fact)
+    after = book.gate(fact.model_copy(update={"whitelist": [*fact.whitelist, entry]}))
+    for r in recipients(policy):
+        if judge(before, r).allowed:
+            assert judge(after, r).allowed
+
+
+@EXAMPLES
+@given(policies(), facts(), entries, st.sampled_from(["fact", "event", "category"]))
+def test_adding_a_blacklist_entry_never_adds_a_permission(policy: Policy, fact: Fact, entry: str, kind: str) -> None:
+    book = Rulebook(policy)
+    before = book.gate(fact)
+    listed = book.gate(fact.model_copy(update={"blacklist": [*fact.blacklist, entry]}))
+    target = {"fact": fact.id, "event": fact.event_id, "category": fact.category}[kind]
+    by_exception = Rulebook(policy, [PolicyException(effect="deny", who=[entry], **{kind: target})]).gate(fact)
+    for r in recipients(policy):
+        if not judge(before, r).allowed:
+            assert not judge(listed, r).allowed
+            assert not judge(by_exception, r).allowed
+    for cid in book.members(entry):
+        assert not judge(listed, book.recipient(cid)).allowed
+
+
+@EXAMPLES
+@given(policies(), st.lists(facts(), min_size=2, max_size=4))
+def test_composite_is_never_more_permissive_than_its_parts(policy: Policy, fs: list[Fact]) -> None:
+    book = Rulebook(policy)
+    gates = [book.gate(f.model_copy(update={"id": f"f{i}"})) for i, f in enumerate(fs)]
+    people = recipients(policy)
+    together = allowed_set(gates, people)
+    for gate in gates:
+        assert together <= allowed_set([gate], people)
+
+
+@EXAMPLES
+@given(policies(), facts(), st.sampled_from(GROUP_IDS))
+def test_group_stands_for_its_members_and_audience_is_the_intersection(policy: Policy, fact: Fact,
+                                                                        group: str) -> None:
+    book = Rulebook(policy)
+    members = sorted(book.members(group))
+    # a group in a list is exactly its members in that list
+    by_group = book.gate(fact.model_copy(update={"whitelist": [group]}))
+    by_members = book.gate(fact.model_copy(update={"whitelist": members}))
+    for r in recipients(policy):
+        assert judge(by_group, r).allowed == judge(by_members, r).allowed
+    # a group chat's allowed set is the intersection of its members'
+    gate = book.gate(fact)
+    audience = [book.recipient(m) for m in members]
+    allowed_individually = allowed_set([gate], recipients(policy))
+    assert audience_allows(gate, audience) == ({r.id for r in audience} <= allowed_individually)
+
+
+@EXAMPLES
+@given(policies(), facts())
+def test_level_zero_without_whitelist_is_never_allowed(policy: Policy, fact: Fact) -> None:
+    book = Rulebook(policy)
+    zero = fact.model_copy(update={"level": 0, "whitelist": []})
+    gate = book.gate(zero)
+    for r in recipients(policy):
+        assert not judge(gate, r).allowed
+    pending = book.gate(fact.model_copy(update={"state": "pending", "whitelist": []}))
+    for r in recipients(policy):
+        assert not judge(pending, r).allowed
+
+
+@EXAMPLES
+@given(policies(), st.lists(facts(), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_verdict_does_not_depend_on_order(policy: Policy, fs: list[Fact], rnd: object) -> None:
+    import random
+
+    assert isinstance(rnd, random.Random)
+    book = Rulebook(policy)
+    gates = [book.gate(f.model_copy(update={"id": f"f{i}"})) for i, f in enumerate(fs)]
+    people = recipients(policy)
+    shuffled_gates, shuffled_people = gates[:], people[:]
+    rnd.shuffle(shuffled_gates)
+    rnd.shuffle(shuffled_people)
+    assert allowed_set(gates, people) == allowed_set(shuffled_gates, shuffled_people)
+
+
+@EXAMPLES
+@given(policies(), facts())
+def test_never_share_is_closed_to_everyone_whatever_the_exceptions(policy: Policy, fact: Fact) -> None:
+    secret = fact.model_copy(update={"category": "secret", "whitelist": CONTACT_IDS + GROUP_IDS})
+    book = Rulebook(policy, [PolicyException(effect="allow", who=CONTACT_IDS, fact=fact.id)])
+    gate = book.gate(secret)
+    for r in recipients(policy):
+        verdict = judge(gate, r)
+        assert not verdict.allowed and verdict.rule == 0
