@@ -63,9 +63,11 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         fail(str(exc))
 
 
-def settings() -> Settings:
+def settings(quiet: bool = False) -> Settings:
+    """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says."""
     s = Settings()
-    configure_logging(s.log_level, s.log_format)
+    level = "WARNING" if quiet and "log_level" not in s.model_fields_set else s.log_level
+    configure_logging(level, s.log_format)
     return s
 
 
@@ -92,7 +94,7 @@ def chat(
 
     if owner == (as_ is not None):
         fail("give exactly one of --as CONTACT_ID (or --as stranger) and --owner", 2)
-    s = settings()
+    s = settings(quiet=True)
 
     async def go(runtime: Any) -> int:
         policy = runtime.policy

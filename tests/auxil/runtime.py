@@ -1,0 +1,36 @@
+"""Helpers that build a real runtime (Edge store, SQLite files, MiniLM) in a temp folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from connectors.base import Inbound
+from epmem.scenario import Scenario, load_scenario
+
+from bot.config import Settings
+from bot.runtime import Runtime, load_scenario_memory
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_EXAMPLES = REPO.parent / "shared" / "bench" / "examples"
+OWN_SCENARIOS = REPO / "benchmarks" / "scenarios"
+
+
+def example(name: str) -> Path:
+    """A shared example if this checkout sits beside shared/, else our copy of it."""
+    shared = SHARED_EXAMPLES / name
+    return shared if shared.exists() else REPO / "tests" / "fixtures" / "scenarios" / name
+
+
+async def scenario_runtime(data_dir: Path, scenario_path: Path) -> tuple[Runtime, Scenario]:
+    scenario = load_scenario(scenario_path)
+    runtime = await Runtime.open(Settings(data_dir=data_dir), policy=scenario.effective_policy())
+    await load_scenario_memory(runtime, scenario)
+    return runtime, scenario
+
+
+def ask(sender: str, text: str, *others: str, platform: str = "console") -> Inbound:
+    """A message from ``console:<sender>``; extra contact ids make it a group chat."""
+    identity = sender if ":" in sender else f"console:{sender}"
+    audience = (identity, *(o if ":" in o else f"console:{o}" for o in others))
+    return Inbound(platform=platform, chat_id="chat-" + "-".join(audience), chat_kind="group" if others else "direct",
+                   sender=identity, text=text, audience=audience)
