@@ -123,18 +123,36 @@ class CompositeVerdict:
         return next(((f, v) for f, v in self.parts if not v.allowed), None)
 
 
-def judge_composite(gates: Sequence[Gate], r: Recipient) -> CompositeVerdict:
+@dataclass(frozen=True, slots=True)
+class Composite:
+    """Facts told together, with their ceiling computed once for every recipient."""
+
+    gates: tuple[Gate, ...]
+    level: int
+    domain: str | None
+
+    @classmethod
+    def of(cls, gates: Sequence[Gate]) -> Composite:
+        if not gates:
+            raise ValueError("a composite needs at least one fact")
+        level, domain = ceiling(gates)
+        return cls(tuple(gates), level, domain)
+
+    def allows(self, r: Recipient) -> bool:
+        return all(_judge(g, r, self.level, self.domain).allowed for g in self.gates)
+
+
+def judge_composite(gates: Sequence[Gate] | Composite, r: Recipient) -> CompositeVerdict:
     """Several facts told together: each judged against the composite's ceiling."""
-    if not gates:
-        raise ValueError("a composite needs at least one fact")
-    level, domain = ceiling(gates)
-    parts = tuple((g.fact_id, _judge(g, r, level, domain)) for g in gates)
+    comp = gates if isinstance(gates, Composite) else Composite.of(gates)
+    parts = tuple((g.fact_id, _judge(g, r, comp.level, comp.domain)) for g in comp.gates)
     return CompositeVerdict(all(v.allowed for _, v in parts), parts)
 
 
 def allowed_set(gates: Sequence[Gate], recipients: Iterable[Recipient]) -> frozenset[str]:
     """The recipients who may be told these facts together."""
-    return frozenset(r.id for r in recipients if judge_composite(gates, r).allowed)
+    comp = Composite.of(gates)
+    return frozenset(r.id for r in recipients if comp.allows(r))
 
 
 def audience_allows(gate: Gate, audience: Sequence[Recipient]) -> bool:

@@ -168,10 +168,10 @@ def semantic_problems(policy: Policy) -> list[Problem]:
             if who not in contacts and who not in groups:
                 problems.append(Problem(("exceptions", i, "who", j), f"unknown contact or group {who!r}"))
         if exc.category is not None:
-            cat = categories.get(exc.category)
-            if cat is None:
+            named = categories.get(exc.category)
+            if named is None:
                 problems.append(Problem(("exceptions", i, "category"), f"unknown category {exc.category!r}"))
-            elif cat.never_share and exc.effect == "allow":
+            elif named.never_share and exc.effect == "allow":
                 problems.append(
                     Problem(("exceptions", i), f"category {exc.category!r} is never_share: it cannot be whitelisted")
                 )

@@ -157,14 +157,14 @@ def _reference_problems(s: Scenario) -> list[Problem]:
     if len(set(fact_ids)) != len(fact_ids):
         problems.append(Problem(("facts",), "duplicate fact ids"))
     known = set(fact_ids)
-    for i, item in enumerate(s.tasks.classify):
-        if item.fact not in known:
-            problems.append(Problem(("tasks", "classify", i, "fact"), f"unknown fact {item.fact!r}"))
-    for i, item in enumerate(s.tasks.permit):
-        for fid in item.facts:
+    for i, classify in enumerate(s.tasks.classify):
+        if classify.fact not in known:
+            problems.append(Problem(("tasks", "classify", i, "fact"), f"unknown fact {classify.fact!r}"))
+    for i, permit in enumerate(s.tasks.permit):
+        for fid in permit.facts:
             if fid not in known:
                 problems.append(Problem(("tasks", "permit", i, "facts"), f"unknown fact {fid!r}"))
-        for who in item.candidates + item.allowed:
+        for who in permit.candidates + permit.allowed:
             if who not in people:
                 problems.append(Problem(("tasks", "permit", i), f"unknown candidate {who!r}"))
     for i, ans in enumerate(s.tasks.answer):

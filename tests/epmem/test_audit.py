@@ -1,0 +1,57 @@
+"""The audit log on a real SQLite file: chain, tamper detection, ledger, export, corruption."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from epmem.audit import AuditCorrupted, AuditLog, export
+
+
+async def test_chain_ledger_and_export(tmp_path: Path) -> None:
+    async with AuditLog(tmp_path / "a.sqlite") as log:
+        first = await log.append("reply", {"question": "q1", "disclosed": ["f1"]}, contact="leo",
+                                 disclosed=[("f1", "e1")], recipients=["leo"])
+        second = await log.append("reply", {"question": "q2", "disclosed": ["f2", "f3"]}, contact="ana",
+                                  disclosed=[("f2", "e1"), ("f3", "e2")], recipients=["ana", "raj"])
+        assert second.prev_hash == first.hash
+        assert (await log.verify()) == (2, None)
+        assert {(d.fact_id, d.recipient) for d in await log.who_knows("e1")} == {
+            ("f1", "leo"), ("f2", "ana"), ("f2", "raj")}
+        assert [r.id for r in await log.records(contact="ana")] == [second.id]
+        assert [r.id for r in await log.records(limit=1)] == [second.id]
+        lines = export(await log.records(), "jsonl").splitlines()
+        assert [json.loads(x)["question"] for x in lines] == ["q1", "q2"]
+        with pytest.raises(ValueError):
+            export([], "xml")
+
+
+async def test_any_edit_breaks_the_chain_at_that_record(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite"
+    async with AuditLog(path) as log:
+        ids = [(await log.append("reply", {"n": i})).id for i in range(4)]
+    db = sqlite3.connect(path)
+    db.execute("UPDATE audit SET body = ? WHERE id = ?", (json.dumps({"n": 99}), ids[2]))
+    db.commit()
+    db.close()
+    async with AuditLog(path) as log:
+        n, bad = await log.verify()
+        assert n == 2 and bad is not None and bad.id == ids[2]
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM audit WHERE id = ?", (ids[2],))
+    db.commit()
+    db.close()
+    async with AuditLog(path) as log:
+        n, bad = await log.verify()
+        assert bad is not None and bad.id == ids[3]
+
+
+async def test_a_file_that_is_not_a_database_is_reported_as_corrupted(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite"
+    path.write_bytes(b"garbage" * 1000)
+    with pytest.raises(AuditCorrupted, match="is corrupted"):
+        await AuditLog(path).open()
+    assert path.read_bytes() == b"garbage" * 1000
