@@ -98,7 +98,6 @@ def activate_policy(settings: Settings, scenario: Scenario, source: Path) -> Pat
 
 async def load_scenario_memory(runtime: Runtime, scenario: Scenario) -> int:
     """Replace the memory with the scenario's gold facts."""
-    await runtime.memory.clear()
     facts = [f.to_fact() for f in scenario.facts]
-    await runtime.memory.add(facts)
+    await runtime.memory.replace_all(facts)
     return len(facts)

@@ -146,8 +146,10 @@ class AuditLog:
         """Append one record (and its ledger lines) in one transaction, chained to the last."""
         record = AuditRecord(kind=kind, body=body, contact=contact)
         recipients = list(recipients)
+        began = False
         try:
             await self.db.execute("BEGIN IMMEDIATE")
+            began = True
             async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
                 row = await cur.fetchone()
             record.prev_hash = row[0] if row else GENESIS
@@ -164,7 +166,8 @@ class AuditLog:
             )
             await self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
-            await self.db.execute("ROLLBACK")
+            if began:
+                await self.db.execute("ROLLBACK")
             raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
         return record
 

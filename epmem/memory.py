@@ -16,7 +16,7 @@ import numpy as np
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.facts import Fact
-from epmem.store.base import Hit, PointIn, VectorStore
+from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
 
@@ -101,12 +101,10 @@ class FactMemory:
         await self.store.ensure_collection(FACTS, self.embedder.dim, self.embedder.name)
         return self
 
-    async def add(self, facts: Sequence[Fact]) -> None:
-        if not facts:
-            return
+    def _points(self, facts: Sequence[Fact]) -> list[PointIn]:
         texts = [self.normalize(f.text) for f in facts]
         vectors = self.embedder.embed(texts)
-        points = [
+        return [
             PointIn(
                 key=f.id,
                 payload={**f.model_dump(mode="json"), "event_id": f.event_id},
@@ -115,6 +113,15 @@ class FactMemory:
             )
             for i, f in enumerate(facts)
         ]
+
+    async def add(self, facts: Sequence[Fact]) -> None:
+        if facts:
+            await self.store.upsert(FACTS, self._points(facts))
+
+    async def replace_all(self, facts: Sequence[Fact]) -> None:
+        """Embed first, then swap: a failure while embedding leaves the old memory intact."""
+        points = self._points(facts)
+        await self.clear()
         await self.store.upsert(FACTS, points)
 
     async def update(self, facts: Sequence[Fact]) -> None:
@@ -139,8 +146,6 @@ class FactMemory:
         await self.store.compact()
 
     async def clear(self) -> None:
-        from epmem.store.base import OWNER_FIELD
-
         await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
         await self.store.compact()
 
