@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from epmem.calculus import Recipient, Rulebook
+from epmem.calculus import Recipient, Rulebook, audience_allows
+from epmem.compose import ReplyWriter, Written
+from epmem.extract import similar_facts
+from epmem.guard import Denied
 from epmem.memory import FactMemory
 from epmem.overlay import Overlay
 from epmem.policy import Policy
@@ -29,13 +32,18 @@ class Answer:
     backend: str
     latency_ms: float
     notes: tuple[str, ...] = field(default=())
+    #: how the words were made: composer, LLM call, post-check (None for a deflection).
+    written: Written | None = None
 
     @property
     def used(self) -> list[FactDecision]:
+        """What the reply discloses (nothing when the post-check had to deflect)."""
+        if self.written is not None and self.written.postcheck == "deflected":
+            return []
         return self.projection.used
 
     def audit_body(self) -> dict[str, object]:
-        return {
+        body: dict[str, object] = {
             "candidates": [d.as_dict() for d in self.projection.decisions],
             "disclosed": [d.fact.id for d in self.used],
             "deflected": self.deflected,
@@ -44,6 +52,11 @@ class Answer:
             "latency_ms": round(self.latency_ms, 2),
             "notes": list(self.notes),
         }
+        if self.written is not None:
+            body.update(self.written.audit())
+        else:
+            body.update({"composer": "deflection", "llm": {"calls": 0}})
+        return body
 
 
 class PrivacyEngine:
@@ -52,6 +65,7 @@ class PrivacyEngine:
         self.overlay = overlay
         self.memory = memory
         self.responder = responder
+        self.writer = ReplyWriter(responder)
 
     async def rulebook(self, now: datetime | None = None) -> Rulebook:
         extra = [e for _, e in await self.overlay.exceptions()]
@@ -68,8 +82,10 @@ class PrivacyEngine:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed)."""
         started = time.perf_counter()
         events = await self.memory.recall(question)
-        projection = project(events, await self.rulebook(now), audience, self.memory.config.relative_cut)
-        facts = tuple(d.fact.text for d in projection.used)
+        rulebook = await self.rulebook(now)
+        projection = project(events, rulebook, audience, self.memory.config.relative_cut)
+        facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
+        written: Written | None = None
         if not facts:
             reply, deflected = deflection(self.policy.owner.name), True
         else:
@@ -82,8 +98,19 @@ class PrivacyEngine:
                 facts=facts,
                 recent_turns=tuple(recent_turns),
             )
-            reply, deflected = await self.responder.reply(ctx), False
-        return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000)
+            denied = [Denied(d.fact.id, d.fact.text) for d in projection.decisions if not d.allowed]
+            written = await self.writer.write(ctx, denied, [r.name for r in audience],
+                                              lambda: self._nearby_denied(question, audience, rulebook))
+            reply, deflected = written.text, written.postcheck == "deflected"
+        return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
+                      written=written)
+
+    async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
+                             limit: int = 16) -> list[Denied]:
+        """Facts near the question that someone in the audience may not know, relevant or not
+        (for the post-check of a model's reply only; see epmem/compose.py)."""
+        rows = await similar_facts(self.memory, [question], limit)
+        return [Denied(f.id, f.text) for f, _ in rows[0] if not audience_allows(rulebook.gate(f), audience)]
 
     async def owner_recall(self, question: str) -> Answer:
         """The owner may know everything: every relevant fact, with its id and annotation."""

@@ -1,13 +1,26 @@
 """Turning the projected facts into words, and the one deflection for everything else.
 
-Whatever composes the reply (the rules composer here, or an LLM) receives only a
-:class:`ReplyContext`, which by construction holds nothing but facts the audience may know.
+Whatever composes the reply (the rules composer, or an LLM) receives only a
+:class:`ReplyContext`, which by construction holds nothing but facts the audience may know
+(DESIGN sec. 4): the owner's persona, the recipient's name and relationship, the question, the
+recent turns of this chat and the projected facts. The LLM composer spends exactly one call
+per reply and never fails open: a timeout, an HTTP error, a refusal or an empty answer gives
+the rules composer's reply instead, within the configured budget.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import structlog
+
+from epmem.llm.base import LLM, CallUsage, LLMError
+from epmem.llm.prompts import get_template
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +32,22 @@ class ReplyContext:
     question: str
     facts: tuple[str, ...]
     recent_turns: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """A composed reply and how it came about (the audit records all of it)."""
+
+    text: str
+    #: who wrote ``text``: ``rules``, ``openai`` (the LLM backend's name) or ``deflection``.
+    composer: str
+    #: LLM calls sent for this reply (0 or 1) and the tokens of the answer, if one came back.
+    llm_calls: int = 0
+    usage: CallUsage = field(default_factory=CallUsage)
+    #: why the LLM's answer was not used (``timeout``, ``http``, ``invalid``, ``empty``...).
+    llm_error: str | None = None
+    prompt: str | None = None
+    llm_ms: float = 0.0
 
 
 class Responder(Protocol):
@@ -47,7 +76,69 @@ class RulesResponder:
         self.max_facts = max_facts
 
     async def reply(self, ctx: ReplyContext) -> str:
+        return (await self.compose(ctx)).text
+
+    async def compose(self, ctx: ReplyContext) -> Composition:
         if not ctx.facts:
-            return deflection(ctx.owner_name)
+            return Composition(deflection(ctx.owner_name), "deflection")
         body = " ".join(_sentence(f) for f in ctx.facts[: self.max_facts])
-        return f"Here's what I can share: {body}"
+        return Composition(f"Here's what I can share: {body}", "rules")
+
+
+class LLMResponder:
+    """One LLM call per reply (prompt ``reply``), the rules composer whenever it fails.
+
+    ``budget_s`` bounds the wait for the model whatever the client's own timeouts and retries
+    say, so a slow or hung endpoint costs the asker at most the budget, never a missing reply.
+    """
+
+    def __init__(self, llm: LLM, budget_s: float = 15.0, fallback: RulesResponder | None = None,
+                 style: str = "", template: str = "reply") -> None:
+        if budget_s <= 0:
+            raise ValueError("budget_s must be > 0")
+        self.llm = llm
+        self.name = llm.name
+        self.budget_s = budget_s
+        self.fallback = fallback or RulesResponder()
+        self.style = style
+        self.template = get_template(template)
+
+    async def reply(self, ctx: ReplyContext) -> str:
+        return (await self.compose(ctx)).text
+
+    async def compose(self, ctx: ReplyContext) -> Composition:
+        if not ctx.facts:
+            return Composition(deflection(ctx.owner_name), "deflection")
+        messages = self.template.render(
+            owner_name=ctx.owner_name,
+            persona=ctx.persona or "(none)",
+            style=self.style or "(none)",
+            recipient_name=ctx.recipient_name,
+            relationship=ctx.relationship or "unknown",
+            recent_turns="\n".join(ctx.recent_turns) or "(none)",
+            facts=list(ctx.facts),
+            question=ctx.question,
+        )
+        prompt = f"{self.template.key}@{self.template.digest}"
+        started = time.perf_counter()
+        try:
+            called = await asyncio.wait_for(self.llm.text_call("reply", messages), timeout=self.budget_s)
+        except (asyncio.TimeoutError, LLMError) as exc:
+            kind = exc.kind if isinstance(exc, LLMError) else "timeout"
+            usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
+            log.warning("reply.fallback", reason=kind)
+            rules = await self.fallback.compose(ctx)
+            return Composition(rules.text, rules.composer, 1, usage, kind, prompt,
+                               (time.perf_counter() - started) * 1000)
+        return Composition(called.value, self.name, 1, called.usage, None, prompt,
+                           (time.perf_counter() - started) * 1000)
+
+
+async def compose(responder: Responder, ctx: ReplyContext) -> Composition:
+    """Any responder as a Composition (responders without ``compose`` only return text)."""
+    method = getattr(responder, "compose", None)
+    if method is not None:
+        result = await method(ctx)
+        if isinstance(result, Composition):
+            return result
+    return Composition(await responder.reply(ctx), responder.name)

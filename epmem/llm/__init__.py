@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from epmem.llm.base import LLM, LLMError, LLMUsage, Message, Role, T
+from epmem.llm.base import LLM, Called, CallUsage, LLMError, LLMUsage, Message, Role, T
 from epmem.llm.prompts import (
     PROMPTS,
     ExtractedFact,
@@ -36,6 +36,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "LLM",
+    "Called",
+    "CallUsage",
     "PROMPTS",
     "ExtractedFact",
     "ExtractionResult",

@@ -8,7 +8,7 @@ fail-closed answer for it (a fact stays pending, a reply falls back to the rules
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -46,13 +46,40 @@ class LLMUsage:
         }
 
 
-class LLMError(RuntimeError):
-    """The model could not give a usable answer; ``kind`` says why (timeout, http, invalid...)."""
+@dataclass(frozen=True, slots=True)
+class CallUsage:
+    """What one call cost: 1 call when a response came back (whatever its content), else 0."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens}
+
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class Called(Generic[V]):
+    """A call's answer with its own usage, so concurrent callers never read each other's."""
+
+    value: V
+    usage: CallUsage
+
+
+class LLMError(RuntimeError):
+    """The model could not give a usable answer; ``kind`` says why (timeout, http, invalid...).
+
+    ``usage`` is what the failed call still cost (a malformed answer used tokens)."""
+
+    def __init__(self, kind: str, detail: str, usage: CallUsage | None = None) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
+        self.usage = usage or CallUsage()
 
 
 class LLM(Protocol):
@@ -65,4 +92,16 @@ class LLM(Protocol):
 
     async def text(self, task: str, messages: list[Message]) -> str:
         """One call returning plain text; raises LLMError on any failure or empty output."""
+        ...
+
+    async def structured_call(self, task: str, messages: list[Message], schema: type[T]) -> Called[T]:
+        """:meth:`structured` with the call's own usage."""
+        ...
+
+    async def text_call(self, task: str, messages: list[Message]) -> Called[str]:
+        """:meth:`text` with the call's own usage."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
         ...

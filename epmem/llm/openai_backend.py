@@ -30,7 +30,7 @@ import openai
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from epmem.llm.base import LLMError, LLMUsage, Message, T
+from epmem.llm.base import Called, CallUsage, LLMError, LLMUsage, Message, T
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -153,6 +153,12 @@ class OpenAILLM:
     # ----- the LLM protocol ----------------------------------------------------------------
 
     async def structured(self, task: str, messages: list[Message], schema: type[T]) -> T:
+        return (await self.structured_call(task, messages, schema)).value
+
+    async def text(self, task: str, messages: list[Message]) -> str:
+        return (await self.text_call(task, messages)).value
+
+    async def structured_call(self, task: str, messages: list[Message], schema: type[T]) -> Called[T]:
         response_format: dict[str, Any] | None
         mode = self.config.structured_output
         if mode == "json_schema":
@@ -183,16 +189,16 @@ class OpenAILLM:
             detail = f"{schema.__name__}: {_validation_summary(err)}{truncated}"
             raise self._fail(task, started, usage, LLMError("invalid", detail)) from None
         self._log_call(task, started, usage, "ok")
-        return result
+        return Called(result, CallUsage(1, *usage))
 
-    async def text(self, task: str, messages: list[Message]) -> str:
+    async def text_call(self, task: str, messages: list[Message]) -> Called[str]:
         started = time.perf_counter()
         content, usage, _ = await self._complete(task, messages, None, started, empty_kind="empty")
         content = strip_reasoning(content).strip()
         if not content:
             raise self._fail(task, started, usage, LLMError("empty", "empty answer"))
         self._log_call(task, started, usage, "ok")
-        return content
+        return Called(content, CallUsage(1, *usage))
 
     # ----- internals -----------------------------------------------------------------------
 
@@ -276,6 +282,8 @@ class OpenAILLM:
         status: int | None = None,
     ) -> LLMError:
         self.usage.failures += 1
+        if usage is not None:
+            error.usage = CallUsage(1, *usage)
         self._log_call(task, started, usage, error.kind, status=status)
         return error
 

@@ -1,0 +1,238 @@
+"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (DESIGN sec. 2, 6).
+
+On ingest, the offline extractor turns the owner's sentences into facts at once, so the owner
+can recall a session the moment it arrives. With the rules backend those facts are the
+annotated facts. With an LLM backend they are stored ``pending`` (level 0 for everyone but the
+owner) and one ``extract_annotate`` call per session runs in the background; when it succeeds,
+the session's pending facts are replaced by the model's facts, clamped by code
+(epmem/extract.py). When it fails (timeout, HTTP error, refusal, malformed JSON) it is retried
+with exponential backoff; after the last attempt the facts stay pending and the owner can
+annotate them by command or ask for another try. Nothing fails open: a session whose annotation
+never succeeds discloses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from epmem.annotate import CategoryClassifier
+from epmem.extract import Finalizer, session_facts, similar_facts
+from epmem.extract_llm import LLMExtractor
+from epmem.extract_rules import RulesExtractor
+from epmem.facts import Fact
+from epmem.llm.base import LLM, CallUsage, LLMError
+from epmem.memory import FactMemory
+from epmem.policy import Policy
+from epmem.sessions import Session
+
+log = structlog.get_logger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff: base, base*factor, ... capped at max_s; ``attempts`` calls in all."""
+
+    attempts: int = 4
+    base_s: float = 2.0
+    factor: float = 2.0
+    max_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be >= 1")
+        if self.base_s < 0 or self.factor < 1 or self.max_s < 0:
+            raise ValueError("RetryPolicy delays must be >= 0 and factor >= 1")
+
+    def delay(self, failed_attempts: int) -> float:
+        return float(min(self.max_s, self.base_s * self.factor ** (failed_attempts - 1)))
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one session (the owner's /annotations view and the benchmark read it)."""
+
+    session_id: str
+    state: str  # "annotated" or "pending"
+    backend: str
+    facts: list[str] = field(default_factory=list)
+    attempts: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add_usage(self, usage: CallUsage) -> None:
+        self.llm_calls += usage.calls
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
+
+class Distiller:
+    def __init__(self, policy: Policy, memory: FactMemory, classifier: CategoryClassifier,
+                 llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
+        self.policy = policy
+        self.memory = memory
+        self.rules = RulesExtractor(policy, classifier)
+        self.finalizer = Finalizer(policy, classifier, memory)
+        self.model = LLMExtractor(policy, llm, memory) if llm is not None else None
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._tasks: dict[str, asyncio.Task[Outcome]] = {}
+        #: sessions whose facts are still pending, kept for /reannotate.
+        self._pending: dict[str, Session] = {}
+        self.outcomes: dict[str, Outcome] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def backend(self) -> str:
+        return self.model.name if self.model is not None else "rules"
+
+    # ------------------------------------------------------------------ ingest
+
+    async def ingest(self, session: Session, *, background: bool = True) -> Outcome:
+        """Store the session's facts now (annotated by rules, or pending for the model) and,
+        with a model, start its annotation: in the background, or awaited."""
+        drafts = self.rules.drafts(session)
+        state = "annotated" if self.model is None else "pending"
+        facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=state)
+        if state == "pending":
+            # level 0 lets a whitelisted reader through (DESIGN sec. 3, rule 2): a pending fact
+            # keeps no whitelist of its own, so until it is annotated nobody hears it unless the
+            # owner opens it by command
+            facts = [f.model_copy(update={"whitelist": []}) for f in facts]
+        async with self._lock:
+            stored = await self._replace(session.id, facts)
+        outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
+        self.outcomes[session.id] = outcome
+        if self.model is None:
+            return outcome
+        self._pending[session.id] = session
+        if background:
+            self.schedule(session)
+            return outcome
+        return await self.annotate_with_retries(session)
+
+    def schedule(self, session: Session) -> asyncio.Task[Outcome]:
+        running = self._tasks.get(session.id)
+        if running is not None and not running.done():
+            return running
+        task = asyncio.create_task(self.annotate_with_retries(session), name=f"annotate:{session.id}")
+        self._tasks[session.id] = task
+        task.add_done_callback(self._forget_task)
+        return task
+
+    def _forget_task(self, task: asyncio.Task[Outcome]) -> None:
+        for sid, running in list(self._tasks.items()):
+            if running is task:
+                del self._tasks[sid]
+
+    async def annotate_with_retries(self, session: Session) -> Outcome:
+        outcome = self.outcomes.get(session.id) or Outcome(session.id, "pending", self.backend)
+        for attempt in range(1, self.retry.attempts + 1):
+            try:
+                return await self.annotate(session, outcome)
+            except LLMError as exc:
+                outcome.attempts += 1
+                outcome.add_usage(exc.usage)
+                outcome.errors.append(exc.kind)
+                log.warning("annotate.failed", session=session.id, attempt=attempt, kind=exc.kind)
+                if attempt < self.retry.attempts:
+                    await self._sleep(self.retry.delay(attempt))
+        log.warning("annotate.gave_up", session=session.id, attempts=outcome.attempts)
+        return outcome
+
+    async def annotate(self, session: Session, outcome: Outcome | None = None) -> Outcome:
+        """One attempt (one LLM call). Raises LLMError; on success the session's facts are the
+        model's facts, annotated."""
+        if self.model is None:
+            raise RuntimeError("no LLM configured: the rules backend annotates on ingest")
+        outcome = outcome or self.outcomes.get(session.id) or Outcome(session.id, "pending", self.backend)
+        proposal = await self.model.propose(session)
+        outcome.attempts += 1
+        outcome.add_usage(proposal.usage)
+        facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
+                                                     known_events=proposal.known_events)
+        async with self._lock:
+            stored = await self._replace(session.id, facts)
+        outcome.state, outcome.backend = "annotated", self.backend
+        outcome.facts = [f.id for f in stored]
+        outcome.notes += notes
+        self.outcomes[session.id] = outcome
+        self._pending.pop(session.id, None)
+        log.info("annotate.ok", session=session.id, facts=len(stored), clamped=len(notes))
+        return outcome
+
+    # ------------------------------------------------------------------ storage
+
+    async def _replace(self, session_id: str, facts: Sequence[Fact]) -> list[Fact]:
+        """The session's facts become ``facts``; what the owner set by hand is kept as is.
+
+        A fact identical to an annotated fact of another session (an owner message addressed
+        to two people of a group sits in both sub-sessions) is merged into it instead of
+        stored twice, and the merge only narrows: the lower level, both blacklists."""
+        old = await session_facts(self.memory, session_id)
+        kept = [f for f in old if f.state == "owner-set"]
+        kept_texts = {f.text.casefold() for f in kept}
+        new = [f for f in facts if f.text.casefold() not in kept_texts]
+        fresh, merged = await self._dedupe(session_id, new)
+        stale = [f.id for f in old if f.state != "owner-set" and f.id not in {x.id for x in fresh}]
+        if stale:
+            await self.memory.forget(stale)
+        if fresh or merged:
+            await self.memory.add([*fresh, *merged])
+        return [*kept, *fresh]
+
+    async def _dedupe(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+        annotated = [f for f in facts if f.state == "annotated"]
+        if not annotated:
+            return list(facts), []
+        rows = await similar_facts(self.memory, [f.text for f in annotated], limit=3)
+        twins: dict[str, Fact] = {}
+        for f, row in zip(annotated, rows):
+            twin = next((g for g, score in row if score >= 0.98 and g.session_id != session_id
+                         and g.text.casefold() == f.text.casefold() and g.state != "pending"), None)
+            if twin is not None:
+                twins[f.id] = twin
+        fresh = [f for f in facts if f.id not in twins]
+        merged: dict[str, Fact] = {}
+        for fid, twin in twins.items():
+            if twin.state == "owner-set":
+                continue
+            f = next(x for x in facts if x.id == fid)
+            base = merged.get(twin.id, twin)
+            black = list(dict.fromkeys([*base.blacklist, *f.blacklist]))
+            white = [w for w in dict.fromkeys([*base.whitelist, *f.whitelist]) if w not in black]
+            level = min(base.effective_level(), f.effective_level())
+            merged[twin.id] = base.model_copy(update={"level": level, "blacklist": black, "whitelist": white})
+        return fresh, list(merged.values())
+
+    # ------------------------------------------------------------------ control
+
+    def pending(self) -> list[str]:
+        return sorted(self._pending)
+
+    def reannotate(self, session_ids: Sequence[str] | None = None) -> list[str]:
+        """Try the model again for pending sessions (all of them by default)."""
+        chosen = [s for s in (session_ids or list(self._pending)) if s in self._pending]
+        for sid in chosen:
+            self.schedule(self._pending[sid])
+        return chosen
+
+    async def drain(self) -> None:
+        """Wait for every background annotation (benchmarks, tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()

@@ -1,0 +1,201 @@
+"""From one Session to annotated F2 facts: the part both backends share.
+
+A backend (epmem/extract_rules.py offline, epmem/extract_llm.py over an LLM) proposes
+:class:`Draft` facts; :func:`finalize` turns drafts into :class:`Fact` objects and is where the
+rules that no backend may bend are enforced in code:
+
+- the stricter-only clamp (epmem/annotate.py): level <= the category's level, the category's
+  domain kept, never-share categories at level 0;
+- exception suggestions are checked against the conversation: a blacklist entry only ever
+  narrows, so any known contact or group is taken; a whitelist entry widens, so it is taken
+  only for someone who was present (they heard it already) or whom the owner named in this
+  session's own turns. A transcript line "whitelist me" from someone else opens nothing;
+- ids: facts get stable ids from the session id; events are linked to events already in
+  memory (same category, near-identical wording) or get a new id;
+- covers take their truth's event id and name the truth fact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from epmem.annotate import CategoryClassifier, ContactNames, clamp
+from epmem.facts import Fact, Version
+from epmem.memory import FactMemory
+from epmem.policy import OWNER_ID, Policy
+from epmem.sessions import Session
+
+_EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
+
+
+@dataclass(slots=True)
+class Draft:
+    """A proposed fact: what a backend says, before the code-enforced rules run."""
+
+    text: str
+    version: Version = "truth"
+    #: for a cover: index of its truth in the same list of drafts.
+    covers: int | None = None
+    category: str | None = None
+    level: int | None = None
+    domain: str | None = None
+    event_id: str | None = None
+    source_turns: list[int] = field(default_factory=list)
+    whitelist: list[str] = field(default_factory=list)
+    blacklist: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    facts: tuple[Fact, ...]
+    backend: str
+    notes: tuple[str, ...] = ()
+
+
+def owner_first_name(policy: Policy) -> str:
+    return policy.owner.name.split()[0] if policy.owner.name.strip() else "The owner"
+
+
+def turn_id(session_id: str, index: int) -> str:
+    return f"{session_id}:{index}"
+
+
+def reply_index(session: Session, turn_index: int) -> int | None:
+    """The index (in this session) of the turn a turn replies to, if it is in this session."""
+    target = session.turns[turn_index].reply_to
+    if target is None:
+        return None
+    for t in session.turns:
+        if t.msg_id == target:
+            return t.index
+    return None
+
+
+def present(session: Session) -> list[str]:
+    """Everyone but the owner who read the conversation: in a group sub-session, the whole
+    group (they all saw the owner's messages), not only the counterpart."""
+    people = session.members or session.participants
+    return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+def owner_named(session: Session, names: ContactNames) -> set[str]:
+    """Contacts and groups the owner's own turns in this session name."""
+    named: set[str] = set()
+    for turn in session.turns:
+        if turn.speaker == OWNER_ID:
+            named.update(names.find(turn.text))
+    return named
+
+
+def _slug(value: str) -> str:
+    return _EVENT_ID.sub("-", value.casefold()).strip("-")[:80]
+
+
+class Finalizer:
+    """Drafts -> facts under the code-enforced rules (see the module docstring)."""
+
+    def __init__(self, policy: Policy, classifier: CategoryClassifier, memory: FactMemory | None = None,
+                 link_similarity: float = 0.8) -> None:
+        self.policy = policy
+        self.classifier = classifier
+        self.memory = memory
+        self.names = ContactNames(policy)
+        self.link_similarity = link_similarity
+
+    async def finalize(self, session: Session, drafts: Sequence[Draft], *, prefix: str, state: str,
+                       known_events: set[str] | None = None) -> tuple[list[Fact], list[str]]:
+        notes: list[str] = []
+        drafts = [d for d in drafts if d.text.strip()]
+        fallback = self.classifier.classify_many([d.text for d in drafts]) if drafts else []
+        heard = set(present(session))
+        named = owner_named(session, self.names)
+        lists = set(self.policy.contacts) | set(self.policy.groups)
+        ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
+        events = await self._events(session, drafts, known_events or set())
+        facts: list[Fact] = []
+        for i, d in enumerate(drafts):
+            c = clamp(self.policy, d.category, d.level, d.domain, fallback[i])
+            notes.extend(f"{ids[i]}: {n}" for n in c.notes)
+            never = self.policy.categories[c.category].never_share
+            blacklist = [b for b in dict.fromkeys(d.blacklist) if b in lists]
+            whitelist: list[str] = []
+            for w in dict.fromkeys(d.whitelist):
+                if w not in lists or w in blacklist:
+                    continue
+                members = set(self.policy.groups.get(w, [w]))
+                if never:
+                    notes.append(f"{ids[i]}: whitelist {w} dropped: never-share category")
+                elif members <= heard or w in named:
+                    whitelist.append(w)
+                else:
+                    notes.append(f"{ids[i]}: whitelist {w} dropped: not present and not named by the owner")
+            covers = None
+            if d.version == "cover" and d.covers is not None and 0 <= d.covers < len(drafts) and d.covers != i:
+                covers = ids[d.covers]
+            facts.append(Fact(
+                id=ids[i], text=d.text.strip(), event_id=events[i], session_id=session.id,
+                version=d.version,
+                covers=covers, category=c.category, level=c.level, domain=c.domain,
+                whitelist=whitelist, blacklist=blacklist, valid_from=session.start,
+                state=state,  # type: ignore[arg-type]
+                source_turns=[turn_id(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
+            ))
+        return facts, notes
+
+    async def _events(self, session: Session, drafts: Sequence[Draft], known: set[str]) -> list[str]:
+        """Event ids: a backend's id when it names a known event; else a similar fact's event
+        in memory (same category, near-identical wording); else a new id. Covers follow
+        their truth."""
+        out: list[str | None] = [None] * len(drafts)
+        linked = await self._similar_events(drafts)
+        for i, d in enumerate(drafts):
+            if d.version == "cover" and d.covers is not None:
+                continue
+            if d.event_id and _slug(d.event_id) and (d.event_id in known or not linked[i]):
+                out[i] = d.event_id if d.event_id in known else f"{session.id}-{_slug(d.event_id)}"
+            else:
+                out[i] = linked[i] or f"{session.id}-e{i + 1}"
+        for i, d in enumerate(drafts):
+            if out[i] is None:
+                j = d.covers if d.covers is not None and 0 <= d.covers < len(drafts) else None
+                out[i] = out[j] if j is not None and out[j] is not None else f"{session.id}-e{i + 1}"
+        return [e or f"{session.id}-e{i + 1}" for i, e in enumerate(out)]
+
+    async def _similar_events(self, drafts: Sequence[Draft]) -> list[str | None]:
+        if self.memory is None or not drafts:
+            return [None] * len(drafts)
+        hits = await similar_facts(self.memory, [d.text for d in drafts], limit=3)
+        out: list[str | None] = []
+        for d, row in zip(drafts, hits):
+            best = next((f for f, score in row if score >= self.link_similarity
+                         and (d.category is None or f.category == d.category)), None)
+            out.append(best.event_id if best is not None else None)
+        return out
+
+
+async def similar_facts(memory: FactMemory, texts: Sequence[str], limit: int = 5
+                        ) -> list[list[tuple[Fact, float]]]:
+    """Nearest stored facts for each text (dense similarity only), for event linking.
+
+    The one place that reaches past FactMemory's public methods into its store, so a change
+    there is a change here only.
+    """
+    from epmem.memory import FACTS, _fact
+
+    if not texts or await memory.count() == 0:
+        return [[] for _ in texts]
+    vectors = memory.embedder.embed([memory.normalize(t) for t in texts])
+    out: list[list[tuple[Fact, float]]] = []
+    for vector in vectors:
+        hits = await memory.store.query_dense(FACTS, vector, limit)
+        out.append([(_fact(h), float(h.score)) for h in hits])
+    return out
+
+
+async def session_facts(memory: FactMemory, session_id: str) -> list[Fact]:
+    """Every stored fact distilled from one session."""
+    from epmem.memory import FACTS, _fact
+
+    return [_fact(h) for h in await memory.store.scroll(FACTS, {"session_id": session_id})]

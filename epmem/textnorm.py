@@ -1,0 +1,154 @@
+"""Small, deterministic text tools shared by the rules backend and the post-generation check.
+
+Nothing here knows about privacy: sentence splitting, word tokens and n-grams, and rewriting
+the owner's first-person sentences in the third person. They are kept apart from the rules
+extractor so the post-check (epmem/guard.py) tokenizes replies exactly as facts are tokenized.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9À-Þ])")
+#: abbreviations that end with a period but do not end a sentence.
+_ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|No)\.$", re.IGNORECASE)
+
+#: function words: they make n-grams that any two English sentences share.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t d ll m re ve don won isn aren
+    wasn weren hasn haven hadn doesn didn shouldn couldn wouldn mustn may might must shall also
+    yes ok okay oh ha hey hi hello thanks thank please well really still even get got going go let
+    one two""".split()
+)
+
+
+def words(text: str) -> list[str]:
+    """Case-folded word tokens; unicode-aware ("Tomás" stays one word)."""
+    return _WORD.findall(text.casefold())
+
+
+def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def content_words(tokens: Iterable[str]) -> list[str]:
+    return [t for t in tokens if t not in STOPWORDS]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one chat message. Line breaks end sentences too (chat messages use them)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        start = 0
+        for m in _SENTENCE_END.finditer(line):
+            piece = line[start : m.start()].strip()
+            if _ABBREV.search(piece):
+                continue
+            if piece:
+                out.append(piece)
+            start = m.end()
+        tail = line[start:].strip()
+        if tail:
+            out.append(tail)
+    return out
+
+
+# --------------------------------------------------------------------------- third person
+
+#: past-tense and modal forms that take no "-s" after the subject.
+_NO_S = frozenset(
+    """am was were had did will would can could should shall may might must put set cut let hit
+    read said told got made went took met gave found felt left paid bought brought thought sent
+    spent kept knew saw came ran won lost sold held heard meant built began became chose drove ate
+    fell forgot grew hung hid led lent rode rang rose sang sat slept spoke stood stole swam swore
+    taught threw understood woke wore wrote quit never also just still already really only""".split()
+)
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "'m": "is", "are": "is"}
+
+
+def _third_singular(verb: str) -> str:
+    low = verb.lower()
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low in _NO_S or (low.endswith("ed") and not low.endswith("eed")) or not low.isalpha():
+        return verb
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(text: str, owner: str, you: str | None = None) -> str:
+    """Rewrite the owner's own sentence about themselves in the third person.
+
+    ``owner`` replaces I/me/my; ``you`` (the other person of a direct chat, or the people
+    addressed in a group) replaces "you" when known, else "you" is left alone. "We" becomes
+    "<owner> and others": who else is meant cannot be told from one sentence, and a wrong guess
+    would put words in someone's mouth. Weak prose by design; the rules backend is the floor.
+    """
+    apostrophe = r"['’]"
+    rules: list[tuple[str, str]] = [
+        (rf"\bI{apostrophe}m\b|\bI am\b", f"{owner} is"),
+        (rf"\bI{apostrophe}ve\b", f"{owner} has"),
+        (rf"\bI{apostrophe}ll\b", f"{owner} will"),
+        (rf"\bI{apostrophe}d\b", f"{owner} would"),
+        (rf"\bwe{apostrophe}re\b|\bwe are\b", f"{owner} and others are"),
+        (rf"\bwe{apostrophe}ve\b", f"{owner} and others have"),
+        (rf"\bwe{apostrophe}ll\b", f"{owner} and others will"),
+        (rf"\blet{apostrophe}s\b", "let us"),
+        (r"\bmyself\b", owner),
+        (r"\bmine\b", f"{owner}'s"),
+        (r"\bmy\b", f"{owner}'s"),
+        (r"\bme\b", owner),
+        (r"\bours\b", f"{owner}'s"),
+        (r"\bour\b", f"{owner}'s"),
+        (r"\bus\b", f"{owner} and others"),
+        (r"\bwe\b", f"{owner} and others"),
+    ]
+    if you:
+        rules += [
+            (rf"\byou{apostrophe}re\b|\byou are\b", f"{you} are" if " and " in you else f"{you} is"),
+            (r"\byou two\b|\byou both\b|\byou all\b|\byou guys\b", you),
+            (r"\byours\b", f"{you}'s"),
+            (r"\byour\b", f"{you}'s"),
+            (r"\byou\b", you),
+        ]
+    for pattern, repl in rules:
+        text = re.sub(pattern, _replacer(repl), text, flags=re.IGNORECASE)
+    # "I <verb>" -> "<owner> <verb>s" for present-tense verbs
+    text = re.sub(r"\bI (\w+)", lambda m: f"{owner} {_third_singular(m.group(1))}", text)
+    return re.sub(r"\bI\b", owner, text)
+
+
+def _replacer(replacement: str) -> Callable[[re.Match[str]], str]:
+    return lambda m: _keep_case(m.group(0), replacement)
+
+
+def _keep_case(found: str, replacement: str) -> str:
+    """Acronyms ("US") are not pronouns; "let us" keeps the case of the original word."""
+    if len(found) > 1 and found.isupper() and " " not in found:
+        return found
+    if replacement == "let us" and found[:1].isupper():
+        return "Let us"
+    return replacement
+
+
+def sentence(text: str) -> str:
+    """Capitalized, with a final period."""
+    text = text.strip().strip(",;:-— ")
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
