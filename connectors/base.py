@@ -7,10 +7,14 @@ a message came from beyond the identity strings.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, Protocol
+
+import structlog
 
 ChatKind = Literal["direct", "group"]
 
@@ -83,3 +87,20 @@ class Connector(Protocol):
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Deliver a message the agent decided on outside a reply (digest, approved reply)."""
         ...
+
+
+@contextmanager
+def request_context(platform: str, **values: object) -> Iterator[str]:
+    """A fresh logging context for one platform update, cleared again when it is handled.
+
+    PTB handles updates one after another in one task, so anything bound for one update would
+    otherwise stick to the next; the agent keeps the request id bound here, so every line
+    about one message, connector's and agent's alike, carries the same id.
+    """
+    request_id = uuid.uuid4().hex[:12]
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(request_id=request_id, platform=platform, **values)
+    try:
+        yield request_id
+    finally:
+        structlog.contextvars.clear_contextvars()

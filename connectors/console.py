@@ -58,11 +58,19 @@ class ConsoleConnector:
         inbound = Inbound(platform="console", chat_id=self.identity, chat_kind="direct", sender=self.identity,
                           text=text, audience=(self.identity,), non_text=non_text)
         out = await self.handler(inbound)
+        # buttons belong to the owner's note when there is one (as on Telegram and Slack).
+        reply_actions = () if out.to_owner else out.actions
         if out.text is not None:
             self.stdout.write(out.text + "\n")
-            for action in out.actions:
+            for action in reply_actions:
                 self.stdout.write(f"  [{action.label}] type: {action.command}\n")
             self.stdout.flush()
+        if out.to_owner:
+            # the console is the operator's own terminal: the owner's notes show on stderr.
+            self.stderr.write(f"[to the owner] {out.to_owner}\n")
+            for action in out.actions:
+                self.stderr.write(f"  [{action.label}] type: {action.command}\n")
+            self.stderr.flush()
 
     async def stop(self) -> None:
         self._stopped = True

@@ -40,7 +40,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from connectors.base import Action, Handler, Inbound, Outbound
+from connectors.base import Action, Handler, Inbound, Outbound, request_context
 
 log = structlog.get_logger(__name__)
 
@@ -578,9 +578,7 @@ class SlackConnector:
 
     async def _dispatch(self, inbound: Inbound, target: _ReplyTarget) -> None:
         """Run the agent and deliver its answer; nothing here may take the connector down."""
-        with structlog.contextvars.bound_contextvars(
-            platform=PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id
-        ):
+        with request_context(PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id):
             log.info(
                 "slack.inbound",
                 chat_kind=inbound.chat_kind,

@@ -52,7 +52,7 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
-from connectors.base import Action, ChatKind, Handler, Inbound, Outbound
+from connectors.base import Action, ChatKind, Handler, Inbound, Outbound, request_context
 
 log = structlog.get_logger(__name__)
 
@@ -541,9 +541,7 @@ class TelegramConnector:
         bound to every log line it produces."""
 
         async def guarded(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-            with structlog.contextvars.bound_contextvars(
-                platform=PLATFORM, update_id=update.update_id
-            ):
+            with request_context(PLATFORM, update_id=update.update_id):
                 try:
                     await callback(update, context)
                 except Exception:
@@ -580,7 +578,9 @@ class TelegramConnector:
         if message is None or message.from_user is None or message.from_user.is_bot:
             return
         if filters.StatusUpdate.ALL.check_update(update):
-            return  # pins, payments, shared users...: nothing to answer
+            # pins, payments, shared users...: nothing to answer, but the agent records it
+            await self._answer_direct(message, message.from_user, "", "service", connection_id=None)
+            return
         text, non_text = self._content(message, strip_self=True)
         await self._answer_direct(message, message.from_user, text, non_text, connection_id=None)
 

@@ -8,6 +8,7 @@ makes the append-only promise checkable by anyone with the file.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import hashlib
 import io
@@ -110,6 +111,9 @@ class AuditLog:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._db: aiosqlite.Connection | None = None
+        # one connection, explicit transactions: concurrent appends (Slack runs listeners
+        # concurrently) must not interleave their BEGIN ... COMMIT.
+        self._append_lock = asyncio.Lock()
 
     async def open(self) -> AuditLog:
         try:
@@ -145,7 +149,13 @@ class AuditLog:
     ) -> AuditRecord:
         """Append one record (and its ledger lines) in one transaction, chained to the last."""
         record = AuditRecord(kind=kind, body=body, contact=contact)
-        recipients = list(recipients)
+        async with self._append_lock:
+            await self._append(record, disclosed, list(recipients))
+        return record
+
+    async def _append(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]],
+                      recipients: list[str]) -> None:
+        kind, body, contact = record.kind, record.body, record.contact
         began = False
         try:
             await self.db.execute("BEGIN IMMEDIATE")
@@ -169,7 +179,6 @@ class AuditLog:
             if began:
                 await self.db.execute("ROLLBACK")
             raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
-        return record
 
     async def records(self, contact: str | None = None, kind: str | None = None,
                       limit: int | None = None) -> list[AuditRecord]:

@@ -3,12 +3,15 @@
 The policy YAML is the owner's own document, comments and all; commands never rewrite it.
 Exceptions added with /allow and /deny live here, in SQLite, and are merged with the file's
 exceptions whenever a rulebook is built. Revoking deletes the row; the audit keeps the history.
+Contact changes made by command (level, domain, linked identities) are kept the same way, one
+row per contact, and applied on top of the file's contacts (see :mod:`epmem.overrides`).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
@@ -26,6 +29,17 @@ MIGRATIONS = [
             created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
         );
         CREATE TABLE flags (name TEXT PRIMARY KEY, value TEXT NOT NULL)
+        """,
+    ),
+    Migration(
+        2,
+        "contact overrides",
+        """
+        CREATE TABLE contact_overrides (
+            contact TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+        )
         """,
     ),
 ]
@@ -77,4 +91,20 @@ class Overlay:
         await self.db.execute(
             "INSERT INTO flags(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             (name, json.dumps(value)),
+        )
+
+    async def contact_overrides(self) -> dict[str, dict[str, Any]]:
+        """contact id -> the changes made by command (see :func:`epmem.overrides.apply_overrides`)."""
+        async with self.db.execute("SELECT contact, body FROM contact_overrides ORDER BY contact") as cur:
+            return {row[0]: json.loads(row[1]) async for row in cur}
+
+    async def set_contact_override(self, contact: str, body: dict[str, Any]) -> None:
+        """Replace one contact's overrides; an empty body removes the row."""
+        if not body:
+            await self.db.execute("DELETE FROM contact_overrides WHERE contact = ?", (contact,))
+            return
+        await self.db.execute(
+            "INSERT INTO contact_overrides(contact, body) VALUES (?, ?) ON CONFLICT(contact) DO UPDATE SET "
+            "body = excluded.body, updated_at = CURRENT_TIMESTAMP",
+            (contact, json.dumps(body, sort_keys=True)),
         )

@@ -1,0 +1,207 @@
+"""Approval mode: replies that would disclose deep facts wait for the owner.
+
+The owner sets a level (``/approval 2``); a reply that would disclose any fact at that level or
+deeper (a smaller number) is not sent. It is stored here, in the same SQLite file as the
+overlay, and offered to the owner with approve / edit / reject. Storing it (rather than keeping
+it in memory) is what lets a held reply survive a restart and still expire on time.
+
+A held reply is claimed by one atomic ``UPDATE ... WHERE state = 'pending'``, so a double click
+or two workers can never send it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiosqlite
+
+from connectors.base import Action
+from epmem.sqlite import Migration, migrate
+
+from bot.clock import Clock, iso, utcnow
+
+#: overlay flag holding the approval level (None: approval mode off).
+APPROVAL_FLAG = "approval_level"
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "held replies",
+        """
+        CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            state TEXT NOT NULL DEFAULT 'pending',
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            decided_at TEXT,
+            platform TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            chat_kind TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            contact TEXT NOT NULL,
+            question TEXT NOT NULL,
+            draft TEXT NOT NULL,
+            disclosed TEXT NOT NULL,
+            recipients TEXT NOT NULL,
+            audit_id TEXT NOT NULL,
+            final TEXT
+        );
+        CREATE INDEX approvals_pending ON approvals(state, expires_at)
+        """,
+    ),
+]
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One reply waiting for the owner (or already decided)."""
+
+    id: str
+    state: str
+    created_at: datetime
+    expires_at: datetime
+    platform: str
+    chat_id: str
+    chat_kind: str
+    sender: str
+    contact: str
+    question: str
+    draft: str
+    #: (fact id, event id) pairs the draft discloses; written to the ledger only when sent.
+    disclosed: tuple[tuple[str, str], ...]
+    recipients: tuple[str, ...]
+    audit_id: str
+    final: str | None = None
+
+    def note(self) -> str:
+        """What the owner is shown: who asked what, the draft, and how to answer."""
+        facts = ", ".join(f for f, _ in self.disclosed)
+        return (
+            f"Held reply {self.id} to {self.contact} ({self.platform}, {self.chat_kind} chat, "
+            f"readers: {', '.join(self.recipients)}).\n"
+            f"Asked: {self.question}\n"
+            f"Draft: {self.draft}\n"
+            f"Discloses: {facts}. Expires {self.expires_at:%Y-%m-%d %H:%M} UTC.\n"
+            f"/approve {self.id} | /edit {self.id} NEW TEXT | /reject {self.id}"
+        )
+
+    def actions(self) -> tuple[Action, ...]:
+        return (
+            Action("Approve", f"/approve {self.id}"),
+            Action("Edit", f"/edit {self.id}"),
+            Action("Reject", f"/reject {self.id}"),
+        )
+
+
+_COLUMNS = ("id, state, created_at, expires_at, platform, chat_id, chat_kind, sender, contact, question, "
+            "draft, disclosed, recipients, audit_id, final")
+
+
+def _row(row: Sequence[Any]) -> Held:
+    return Held(
+        id=row[0], state=row[1], created_at=datetime.fromisoformat(row[2]),
+        expires_at=datetime.fromisoformat(row[3]), platform=row[4], chat_id=row[5], chat_kind=row[6],
+        sender=row[7], contact=row[8], question=row[9], draft=row[10],
+        disclosed=tuple((f, e) for f, e in json.loads(row[11])), recipients=tuple(json.loads(row[12])),
+        audit_id=row[13], final=row[14],
+    )
+
+
+class Approvals:
+    """The held-reply table. Shares the overlay's connection (one state file, one writer)."""
+
+    def __init__(self, db: Callable[[], aiosqlite.Connection], ttl: timedelta = timedelta(hours=24),
+                 clock: Clock = utcnow) -> None:
+        self._db = db
+        self.ttl = ttl
+        self.clock = clock
+
+    async def open(self) -> Approvals:
+        await migrate(self._db(), MIGRATIONS, table="approval_migrations")
+        return self
+
+    async def hold(self, *, platform: str, chat_id: str, chat_kind: str, sender: str, contact: str,
+                   question: str, draft: str, disclosed: Sequence[tuple[str, str]], recipients: Sequence[str],
+                   audit_id: str, approval_id: str | None = None) -> Held:
+        now = self.clock()
+        held = Held(
+            id=approval_id or new_id(), state="pending", created_at=now, expires_at=now + self.ttl,
+            platform=platform, chat_id=chat_id, chat_kind=chat_kind, sender=sender, contact=contact,
+            question=question, draft=draft, disclosed=tuple((f, e) for f, e in disclosed),
+            recipients=tuple(recipients), audit_id=audit_id,
+        )
+        await self._db().execute(
+            f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+            (held.id, held.state, iso(held.created_at), iso(held.expires_at), platform, chat_id,
+             chat_kind, sender, contact, question, draft, json.dumps([list(d) for d in held.disclosed]),
+             json.dumps(list(held.recipients)), audit_id, None),
+        )
+        return held
+
+    async def get(self, approval_id: str) -> Held | None:
+        async with self._db().execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)) as cur:
+            row = await cur.fetchone()
+        return _row(row) if row else None
+
+    async def pending(self) -> list[Held]:
+        async with self._db().execute(
+            f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY created_at"
+        ) as cur:
+            return [_row(r) async for r in cur]
+
+    async def claim(self, approval_id: str, state: str, final: str | None = None,
+                    now: datetime | None = None) -> Held | None:
+        """Move a pending, unexpired reply to ``state``; None if it was not pending (any more)."""
+        now = now or self.clock()
+        cur = await self._db().execute(
+            "UPDATE approvals SET state = ?, decided_at = ?, final = ? "
+            "WHERE id = ? AND state = 'pending' AND expires_at > ?",
+            (state, iso(now), final, approval_id, iso(now)),
+        )
+        if cur.rowcount != 1:
+            return None
+        return await self.get(approval_id)
+
+    async def unclaim(self, approval_id: str) -> None:
+        """Back to pending (the reply could not be delivered; the owner may try again)."""
+        await self._db().execute(
+            "UPDATE approvals SET state = 'pending', decided_at = NULL, final = NULL WHERE id = ?", (approval_id,)
+        )
+
+    async def expire_due(self, now: datetime) -> list[Held]:
+        """Every pending reply whose time is up, marked expired (each returned once)."""
+        async with self._db().execute(
+            f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' AND expires_at <= ?", (iso(now),)
+        ) as cur:
+            due = [_row(r) async for r in cur]
+        expired = []
+        for held in due:
+            cur2 = await self._db().execute(
+                "UPDATE approvals SET state = 'expired', decided_at = ? WHERE id = ? AND state = 'pending'",
+                (iso(now), held.id),
+            )
+            if cur2.rowcount == 1:
+                expired.append(held)
+        return expired
+
+    async def drop_disclosing(self, fact_ids: Sequence[str], now: datetime | None = None) -> list[str]:
+        """Withdraw pending drafts that would tell a fact the owner just erased."""
+        wanted = set(fact_ids)
+        dropped = []
+        for held in await self.pending():
+            if wanted & {f for f, _ in held.disclosed}:
+                if await self.claim(held.id, "withdrawn", now=now) is not None:
+                    dropped.append(held.id)
+        return dropped
+
+
+def new_id() -> str:
+    """Short enough to type and to fit Telegram's 64-byte button data."""
+    return secrets.token_hex(4)

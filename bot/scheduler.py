@@ -1,0 +1,282 @@
+"""Everything that happens later: expiring exceptions, embargoes, held replies, the digest.
+
+The source of truth is SQLite (the overlay's exceptions with ``until``, the task table, the
+held replies). APScheduler (an ``AsyncIOScheduler`` on the bot's loop) is only the alarm clock:
+at start, and after every owner command, :meth:`Scheduler.sync` rebuilds one date job per
+pending item from those tables, so a restart loses nothing and a change is picked up at once.
+Every job does the same thing, :meth:`Scheduler.run_due`: handle whatever is due *now* by the
+injected clock. Tests move that clock and call ``run_due`` (or move a job's ``next_run_time``);
+nothing here sleeps.
+
+An item that was due while the bot was down fires at the next start (late, never lost). A task
+that fails is retried with a growing delay; a task nobody handles (an ``annotation_retry``
+before the annotator registers its hook) waits the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta, timezone
+from typing import TYPE_CHECKING
+
+import structlog
+from apscheduler.jobstores.base import JobLookupError
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from connectors.base import Action, Inbound
+from epmem.calculus import Recipient
+from epmem.directory import Resolved
+from epmem.policy import OWNER_ID
+
+from bot.clock import Clock, aware, utcnow
+from bot.commands import CommandContext
+from bot.digest import build_digest
+from bot.tasks import Task
+
+if TYPE_CHECKING:
+    from bot.agent import DelegateAgent
+
+log = structlog.get_logger(__name__)
+
+#: deliver a note to the owner (digest, expiry notices); None: log only.
+Notify = Callable[[str, tuple[Action, ...]], Awaitable[None]]
+#: handle one task; True when done, False to try again later.
+TaskHook = Callable[[Task], Awaitable[bool]]
+
+DIGEST_SINCE_FLAG = "digest_since"
+_RETRY_BASE = timedelta(minutes=1)
+_RETRY_MAX = timedelta(hours=6)
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """One pending item: the key of its job and when it is due."""
+
+    key: str
+    at: datetime
+
+
+def parse_digest_time(value: str) -> time | None:
+    """``"08:00"`` -> 08:00 UTC; ``"off"`` -> None."""
+    if value == "off":
+        return None
+    hour, minute = value.split(":")
+    return time(int(hour), int(minute), tzinfo=timezone.utc)
+
+
+def next_occurrence(at: time, after: datetime) -> datetime:
+    """The first moment strictly after ``after`` whose UTC time of day is ``at``."""
+    after = aware(after).astimezone(timezone.utc)
+    candidate = datetime.combine(after.date(), at.replace(tzinfo=None), tzinfo=timezone.utc)
+    while candidate <= after:
+        candidate += timedelta(days=1)
+    return candidate
+
+
+class Scheduler:
+    def __init__(self, agent: DelegateAgent, notify: Notify | None = None, *, clock: Clock = utcnow,
+                 digest_at: time | None = time(8, 0, tzinfo=timezone.utc)) -> None:
+        self.agent = agent
+        self.notify = notify
+        self.clock = clock
+        self.digest_at = digest_at
+        #: kind -> handler, for task kinds other parts of the bot own (``annotation_retry``).
+        self.hooks: dict[str, TaskHook] = {}
+        self.aps: AsyncIOScheduler | None = None
+        self._lock = asyncio.Lock()
+        self._runs = 0
+        self._ran = asyncio.Condition()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Make sure a digest is scheduled, start the alarm clock, and build its jobs."""
+        await self.ensure_digest()
+        self.aps = AsyncIOScheduler(
+            timezone=timezone.utc,
+            job_defaults={"misfire_grace_time": None, "coalesce": True, "max_instances": 1},
+        )
+        self.aps.start()
+        self.agent.on_owner_change.append(self.sync)
+        await self.sync()
+        log.info("scheduler.started", jobs=len(self.aps.get_jobs()))
+
+    async def stop(self) -> None:
+        if self.sync in self.agent.on_owner_change:
+            self.agent.on_owner_change.remove(self.sync)
+        if self.aps is not None:
+            aps, self.aps = self.aps, None
+            aps.shutdown(wait=False)
+
+    def register(self, kind: str, hook: TaskHook) -> None:
+        """Handle tasks of ``kind`` (the annotator registers ``annotation_retry`` here)."""
+        self.hooks[kind] = hook
+
+    async def add_task(self, kind: str, due: datetime, payload: dict[str, object]) -> int:
+        """Schedule work for later; durable at once, its job armed at once."""
+        number = await self.agent.tasks.add(kind, due, payload)
+        await self.sync()
+        return number
+
+    # ------------------------------------------------------------------ jobs
+
+    async def pending(self) -> list[Due]:
+        """Everything that will need doing, from the SQLite tables (the source of truth)."""
+        items = [Due(f"exception:{n}", aware(e.until)) for n, e in await self.agent.engine.overlay.exceptions()
+                 if e.until is not None]
+        items += [Due(f"task:{t.id}", t.due_at) for t in await self.agent.tasks.pending()]
+        items += [Due(f"approval:{h.id}", h.expires_at) for h in await self.agent.approvals.pending()]
+        return sorted(items, key=lambda d: (d.at, d.key))
+
+    async def sync(self) -> None:
+        """Rebuild the alarm clock's jobs: one per pending item, none for anything else."""
+        if self.aps is None:
+            return
+        wanted = {d.key: d.at for d in await self.pending()}
+        for job in self.aps.get_jobs():
+            if job.id not in wanted:
+                try:
+                    job.remove()
+                except JobLookupError:  # fired and removed meanwhile
+                    pass
+        for key, at in wanted.items():
+            self.aps.add_job(self._wake, "date", run_date=at, id=key, replace_existing=True)
+
+    async def _wake(self) -> None:
+        try:
+            await self.run_due()
+        except Exception:
+            log.exception("scheduler.run_failed")
+        await self.sync()
+
+    async def wait_for_runs(self, n: int, timeout: float = 5.0) -> None:
+        """For tests that let APScheduler fire a job: wait until ``run_due`` ran ``n`` times."""
+        async with self._ran:
+            await asyncio.wait_for(self._ran.wait_for(lambda: self._runs >= n), timeout)
+
+    # ------------------------------------------------------------------ firing
+
+    async def run_due(self, now: datetime | None = None) -> list[str]:
+        """Do everything due at ``now`` (the clock by default); return the keys handled."""
+        async with self._lock:
+            now = now or self.clock()
+            fired = await self._expire_exceptions(now)
+            fired += await self._expire_approvals(now)
+            for task in await self.agent.tasks.due(now):
+                fired.append(f"task:{task.id}")
+                await self._run_task(task, now)
+        async with self._ran:
+            self._runs += 1
+            self._ran.notify_all()
+        if fired:
+            log.info("scheduler.fired", items=fired)
+        return fired
+
+    async def _expire_exceptions(self, now: datetime) -> list[str]:
+        overlay = self.agent.engine.overlay
+        fired = []
+        for number, exc in await overlay.exceptions():
+            if exc.until is None or aware(exc.until) > now:
+                continue
+            if await overlay.revoke(number) is None:
+                continue
+            kind, target = exc.target()
+            await self.agent.audit.append(
+                "policy_change",
+                {"action": "expire", "exception": number, "effect": exc.effect, "target": f"{kind}:{target}",
+                 "who": exc.who, "until": aware(exc.until).isoformat(), "by": "scheduler"},
+                contact="owner",
+            )
+            fired.append(f"exception:{number}")
+        return fired
+
+    async def _expire_approvals(self, now: datetime) -> list[str]:
+        fired = []
+        for held in await self.agent.approvals.expire_due(now):
+            await self.agent.audit.append(
+                "approval_expired",
+                {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
+                 "held_audit": held.audit_id, "question": held.question, "reply": None},
+                contact=held.contact,
+            )
+            await self._tell_owner(f"Held reply {held.id} to {held.contact} expired unsent. They asked: "
+                                   f"{held.question[:200]}")
+            fired.append(f"approval:{held.id}")
+        return fired
+
+    async def _run_task(self, task: Task, now: datetime) -> None:
+        tasks = self.agent.tasks
+        try:
+            if task.kind == "command":
+                result = await self._run_command(task)
+                await tasks.finish(task.id, "done", result, now)
+                await self._tell_owner(f"Scheduled change {task.id} done: {task.payload.get('text')}\n{result}")
+                return
+            if task.kind == "digest":
+                await self._send_digest(task, now)
+                return
+            hook = self.hooks.get(task.kind)
+            if hook is not None and await hook(task):
+                await tasks.finish(task.id, "done", "ok", now)
+                return
+            reason = "no handler registered" if hook is None else "handler asked to retry"
+        except Exception as exc:
+            log.exception("scheduler.task_failed", task=task.id, kind=task.kind)
+            reason = f"failed: {type(exc).__name__}"
+        delay = min(_RETRY_BASE * (2 ** min(task.attempts, 16)), _RETRY_MAX)
+        await tasks.postpone(task.id, now + delay, reason)
+
+    async def _run_command(self, task: Task) -> str:
+        """Run a scheduled owner command as the owner, audited as done by this task."""
+        text = str(task.payload.get("text", ""))
+        policy = self.agent.engine.policy
+        who = f"scheduler:task-{task.id}"
+        sender = Resolved(who, OWNER_ID, Recipient(OWNER_ID, 0, None, policy.owner.name, "owner"))
+        inbound = Inbound(platform="scheduler", chat_id=who, chat_kind="direct", sender=who, text=text,
+                          audience=(who,))
+        return await self.agent.commands.run(text, CommandContext(inbound, sender))
+
+    # ------------------------------------------------------------------ digest
+
+    async def ensure_digest(self) -> None:
+        """Exactly one pending digest, at the configured time of day (none when off)."""
+        now = self.clock()
+        pending = await self.agent.tasks.pending("digest")
+        keep = None
+        for task in pending:
+            right_time = (self.digest_at is not None and keep is None
+                          and task.due_at.astimezone(timezone.utc).timetz().replace(second=0, microsecond=0)
+                          == self.digest_at)
+            if right_time:
+                keep = task
+            else:
+                await self.agent.tasks.finish(task.id, "cancelled", "digest time changed", now)
+        if keep is None and self.digest_at is not None:
+            await self.agent.tasks.add("digest", next_occurrence(self.digest_at, now), {})
+
+    async def _send_digest(self, task: Task, now: datetime) -> None:
+        overlay = self.agent.engine.overlay
+        raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
+        since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
+        digest = await build_digest(self.agent.audit, since, now)
+        if digest.questions:
+            await self._tell_owner(digest.text)
+        await self.agent.audit.append(
+            "digest", {"since": since.isoformat(), "until": now.isoformat(), "messages": digest.questions,
+                       "people": digest.people, "sent": bool(digest.questions)}, contact="owner",
+        )
+        await overlay.set_flag(DIGEST_SINCE_FLAG, now.isoformat())
+        await self.agent.tasks.finish(task.id, "done", f"{digest.questions} messages", now)
+        if self.digest_at is not None:
+            await self.agent.tasks.add("digest", next_occurrence(self.digest_at, now), {})
+
+    async def _tell_owner(self, text: str, actions: tuple[Action, ...] = ()) -> None:
+        if self.notify is None:
+            log.info("scheduler.owner_note_not_sent", reason="no owner channel")
+            return
+        try:
+            await self.notify(text, actions)
+        except Exception:
+            log.exception("scheduler.owner_note_failed")

@@ -1,0 +1,214 @@
+"""``epmem run``: the delegate as a service. Every configured platform, the scheduler, signals.
+
+One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runtime`:
+
+* a connector per platform whose credentials are set (Telegram, Slack), or the console when
+  none is, each given the agent's handler;
+* the agent's outbox (how an approved reply reaches the chat it was held from) and the owner
+  channel (how the digest, expiry notices and abuse notes reach the owner);
+* the scheduler, started after the connectors so a note that is due at start can be sent.
+
+SIGINT and SIGTERM stop it cleanly: connectors first (no new messages; in-flight answers
+finish), then the scheduler, then the stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import structlog
+
+from connectors.base import Action, Connector, Handler, Inbound, Outbound
+from connectors.console import ConsoleConnector
+
+from bot.clock import Clock, utcnow
+from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
+from bot.runtime import Runtime
+from bot.scheduler import Scheduler, parse_digest_time
+
+log = structlog.get_logger(__name__)
+
+_STOP_TIMEOUT_S = 15.0
+
+
+class StartError(RuntimeError):
+    """A connector could not start (a rejected token, a port in use); secrets are redacted."""
+
+
+@dataclass(frozen=True, slots=True)
+class _OwnerChannel:
+    """Where on one platform the owner is reached: the connector and the owner's chat there."""
+
+    connector: Connector
+    chat_id: str
+
+
+class Service:
+    def __init__(self, runtime: Runtime, platforms: PlatformSettings, *, console_identity: str = "console:owner",
+                 console_stdin: TextIO | None = None, clock: Clock = utcnow) -> None:
+        self.runtime = runtime
+        agent = runtime.agent
+        owners = Owners.of(agent.base_policy)
+        settings = runtime.settings
+        self.connectors: list[Connector] = []
+        self._secrets = [v.get_secret_value() for v in (
+            platforms.telegram_bot_token, platforms.slack_bot_token, platforms.slack_signing_secret,
+            platforms.slack_app_token, platforms.telegram_webhook_secret) if v is not None and v.get_secret_value()]
+        self._owner_channels: dict[str, _OwnerChannel] = {}
+        if platforms.telegram:
+            from connectors.telegram import TelegramConnector
+
+            tg = TelegramConnector(telegram_config(platforms, owners, settings.max_message_chars),
+                                   self._handler("telegram"))
+            self._add(tg, str(owners.telegram_user_id) if owners.telegram_user_id is not None else None)
+        if platforms.slack:
+            from connectors.slack import SlackConnector
+
+            sl = SlackConnector(slack_config(platforms, owners, settings.data_dir, settings.max_message_chars),
+                                self._handler("slack"))
+            self._add(sl, owners.slack_identity)
+        self.console: ConsoleConnector | None = None
+        if not self.connectors:
+            self.console = ConsoleConnector(console_identity, self._handler("console"), stdin=console_stdin,
+                                            max_chars=settings.max_message_chars,
+                                            prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
+            self._add(self.console, "owner")
+        for connector in self.connectors:
+            agent.outbox[connector.platform] = connector.send
+        self.scheduler = Scheduler(agent, self.notify_owner, clock=clock,
+                                   digest_at=parse_digest_time(settings.digest_time))
+        self._console_task: asyncio.Task[None] | None = None
+        self._started: list[Connector] = []
+
+    def _add(self, connector: Connector, owner_chat: str | None) -> None:
+        self.connectors.append(connector)
+        if owner_chat is not None:
+            self._owner_channels[connector.platform] = _OwnerChannel(connector, owner_chat)
+        elif connector.platform != "console":
+            log.warning("owner_unreachable", platform=connector.platform,
+                        hint=f"add a {connector.platform}: identity to the policy's owner.identities")
+
+    @property
+    def platforms(self) -> list[str]:
+        return [c.platform for c in self.connectors]
+
+    def _handler(self, platform: str) -> Handler:
+        """The agent's handler, plus: a note for the owner that this platform cannot deliver
+        (no owner identity here) goes through another platform instead of being lost."""
+        agent = self.runtime.agent
+
+        async def handle(inbound: Inbound) -> Outbound:
+            out = await agent.handle(inbound)
+            if out.to_owner and platform not in self._owner_channels:
+                await self.notify_owner(out.to_owner, out.actions)
+                return Outbound(out.text, audit_id=out.audit_id)
+            return out
+
+        return handle
+
+    async def notify_owner(self, text: str, actions: tuple[Action, ...] = ()) -> None:
+        """Tell the owner, on the first platform that reaches them."""
+        for channel in self._owner_channels.values():
+            try:
+                await channel.connector.send(channel.chat_id, text, actions)
+                return
+            except Exception as exc:
+                log.warning("owner_note_failed", platform=channel.connector.platform, error=type(exc).__name__)
+        log.warning("owner_note_dropped", reason="no platform reaches the owner")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def warm_up(self) -> None:
+        """One throw-away recall before the first message, so nobody waits for the first
+        forward pass and the store's first query (several hundred ms cold). Says nothing."""
+        started = time.perf_counter()
+        try:
+            await self.runtime.memory.recall("warm up")
+        except Exception as exc:
+            log.warning("warm_up_failed", error=type(exc).__name__)
+        log.info("warmed_up", ms=round((time.perf_counter() - started) * 1000, 1))
+
+    async def start(self) -> None:
+        """Connectors first (so notes due at start can go out), then the scheduler."""
+        await self.warm_up()
+        try:
+            for connector in self.connectors:
+                if connector is self.console:
+                    self._console_task = asyncio.create_task(connector.start(), name="console")
+                else:
+                    try:
+                        await connector.start()
+                    except Exception as exc:
+                        raise StartError(f"{connector.platform} did not start: {type(exc).__name__}: "
+                                         f"{self._redact(str(exc))}") from None
+                self._started.append(connector)
+            await self.scheduler.start()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info("service.started", platforms=self.platforms)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "<redacted>")
+        return text
+
+    async def stop(self) -> None:
+        """Stop receiving, let answers in flight finish, stop the scheduler; safe to call twice."""
+        for connector in reversed(self._started):
+            try:
+                await asyncio.wait_for(connector.stop(), _STOP_TIMEOUT_S)
+            except Exception as exc:
+                log.warning("connector_stop_failed", platform=connector.platform, error=type(exc).__name__)
+        self._started.clear()
+        if self._console_task is not None:
+            self._console_task.cancel()
+            await asyncio.gather(self._console_task, return_exceptions=True)
+            self._console_task = None
+        await self.scheduler.stop()
+        log.info("service.stopped")
+
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Until ``stop`` is set (a signal) or, on the console, input ends."""
+        stopped = asyncio.ensure_future(stop.wait())
+        waiters: set[asyncio.Future[Any]] = {stopped}
+        if self._console_task is not None:
+            waiters.add(self._console_task)
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+
+
+async def serve(runtime_factory: Callable[[], Awaitable[Runtime]], platforms: PlatformSettings, *,
+                console_identity: str = "console:owner", stop: asyncio.Event | None = None) -> int:
+    """Run until SIGINT/SIGTERM (or ``stop``); exit status 0 on a clean stop."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+    runtime = await runtime_factory()
+    try:
+        service = Service(runtime, platforms, console_identity=console_identity)
+        await service.start()
+        try:
+            await service.wait(stop)
+            log.info("service.stopping", signal=stop.is_set())
+        finally:
+            await service.stop()
+    finally:
+        await runtime.close()
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+    return 0

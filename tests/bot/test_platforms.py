@@ -1,0 +1,82 @@
+"""Which platforms ``epmem run`` starts, from the environment, and who the owner is on each."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+from bot.platforms import Owners, PlatformError, PlatformSettings, slack_config, telegram_config
+from bot.serve import Service
+from tests.auxil.house import OWNER_TG, house_policy, house_runtime
+
+
+def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> PlatformSettings:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return PlatformSettings()
+
+
+def test_nothing_configured_means_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = settings(monkeypatch)
+    assert not p.telegram and not p.slack
+
+
+def test_telegram_token_and_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = settings(monkeypatch, TELEGRAM_BOT_TOKEN="123:abc", EPMEM_TELEGRAM_API_URL="http://127.0.0.1:9/bot",
+                 EPMEM_TELEGRAM_WEBHOOK_URL="https://bot.example.org/tg/hook")
+    assert p.telegram and not p.slack
+    assert "123:abc" not in repr(p)
+    config = telegram_config(p, Owners.of(house_policy()), 4000)
+    assert config.base_url == "http://127.0.0.1:9/bot" and config.owner_user_id == OWNER_TG
+    assert config.webhook_url == "https://bot.example.org/tg/hook"
+    assert config.secret_token and len(config.secret_token) >= 32  # made up when not given
+    assert "123:abc" not in repr(config) and config.secret_token not in repr(config)
+
+
+@pytest.mark.parametrize("env", [
+    {"SLACK_BOT_TOKEN": "xoxb-1"},
+    {"SLACK_SIGNING_SECRET": "s"},
+    {"SLACK_APP_TOKEN": "xapp-1"},
+])
+def test_half_configured_slack_is_an_error(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    with pytest.raises(PlatformError):
+        _ = settings(monkeypatch, **env).slack
+
+
+def test_slack_http_or_socket_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    p = settings(monkeypatch, SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="sig", EPMEM_SLACK_PORT="3100")
+    assert p.slack
+    config = slack_config(p, Owners.of(house_policy()), tmp_path, 4000)
+    assert config.port == 3100 and config.app_token is None and config.owner_identity == "slack:T1/UOWNER"
+    assert config.dedup_db == tmp_path / "slack-events.sqlite"
+    socket = settings(monkeypatch, SLACK_APP_TOKEN="xapp-1")
+    assert slack_config(socket, Owners.of(house_policy()), tmp_path, 4000).app_token == "xapp-1"
+
+
+def test_run_refuses_half_configured_slack_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-secret-value")
+    monkeypatch.setenv("EPMEM_DATA_DIR", str(tmp_path))
+    result = CliRunner().invoke(app, ["run"])
+    assert result.exit_code == 1
+    assert "neither SLACK_SIGNING_SECRET" in result.output and "xoxb-secret-value" not in result.output
+
+
+async def test_console_fallback_runs_owner_commands_until_input_ends(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    out = io.StringIO()
+    try:
+        service = Service(runtime, PlatformSettings(), console_stdin=io.StringIO("/approval 3\n/pending\n"))
+        assert service.platforms == ["console"]
+        assert service.console is not None
+        service.console.stdout = out
+        await service.start()
+        await service.wait(asyncio.Event())  # returns when the console's input ends
+        await service.stop()
+    finally:
+        await runtime.close()
+    assert "Approval mode on" in out.getvalue() and "No replies are waiting" in out.getvalue()
