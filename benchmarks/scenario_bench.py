@@ -3,6 +3,12 @@
 Each scenario runs in its own temporary data folder through the real agent: the same store,
 calculus, projection, responder and audit that serve chats. Nothing is special-cased per
 scenario; ids in the file are only used to build identities (``console:<contact id>``).
+
+Modes: ``gold`` loads the gold facts as memory; ``pipeline`` ingests only the sessions and lets
+the backend extract and annotate them (benchmarks/pipeline.py). Backends: ``rules`` (offline),
+``echo`` (the real openai client against a loopback model that repeats its prompt) or ``openai``
+(the configured endpoint). The ``llm`` keys count calls and tokens and check the budgets: at
+most one call per ingested session, exactly one per reply that has something to say.
 """
 
 from __future__ import annotations
@@ -14,13 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Inbound
-from epmem.annotate import classify
+from epmem.annotate import CategoryClassifier
 from epmem.calculus import STRANGER, Rulebook, allowed_set
 from epmem.embedding.base import Embedder
+from epmem.facts import Fact
+from epmem.llm.base import LLM
 from epmem.memory import RecallConfig
 from epmem.policy import STRANGER_ID
 from epmem.scenario import Scenario, asker_members, load_scenario
 
+from benchmarks import pipeline
+from benchmarks.backends import bench_llm
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -44,6 +54,13 @@ class Tally:
     diff_n: int = 0
     diff_hits: int = 0
     llm: dict[str, int] = field(default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+    sessions: int = 0
+    ingest_calls: int = 0
+    pending_facts: int = 0
+    reply_calls: int = 0
+    replies: int = 0
+    deflections: int = 0
+    budget_violations: int = 0
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -70,7 +87,9 @@ class Tally:
                        "completeness": ratio(self.may_hits, self.may_total),
                        "precision": ratio(self.canary_in_may, self.canary_hits),
                        "differentiation": ratio(self.diff_hits, self.diff_n)},
-            "llm": dict(self.llm),
+            "llm": {**self.llm, "sessions": self.sessions, "ingest_calls": self.ingest_calls,
+                    "pending_facts": self.pending_facts, "replies": self.replies, "reply_calls": self.reply_calls,
+                    "deflections": self.deflections, "budget_violations": self.budget_violations},
         }
 
 
@@ -78,22 +97,43 @@ def _contains(reply: str, canary: str) -> bool:
     return canary.casefold() in reply.casefold()
 
 
-def score_classify(scenario: Scenario, tally: Tally) -> None:
-    policy = scenario.effective_policy()
+def score_classify(scenario: Scenario, tally: Tally, classifier: CategoryClassifier) -> None:
+    """Gold mode: the rules classifier on the gold fact's own text."""
     for item in scenario.tasks.classify:
         gold = scenario.fact(item.fact)
-        ann = classify(gold.text, policy)
+        ann = classifier.classify(gold.text)
         tally.classify_n += 1
         tally.level_hits += ann.level == gold.level
         tally.category_hits += ann.category == gold.category
 
 
-def score_permit(scenario: Scenario, tally: Tally) -> None:
+def score_classify_pipeline(scenario: Scenario, facts: Sequence[Fact], tally: Tally) -> None:
+    """Pipeline mode: the backend's own annotation of the fact standing for the gold fact."""
+    for item in scenario.tasks.classify:
+        gold = scenario.fact(item.fact)
+        match = pipeline.best_match(gold, facts)
+        tally.classify_n += 1
+        if match is None:
+            tally.failures.append(f"{scenario.name}: classify {gold.id}: nothing extracted")
+            continue
+        tally.level_hits += match.effective_level() == gold.level
+        tally.category_hits += match.category == gold.category
+        if match.effective_level() != gold.level:
+            tally.failures.append(f"{scenario.name}: classify {gold.id}: L{match.effective_level()} "
+                                  f"{match.category} ({match.id}: {match.text!r}), gold L{gold.level} {gold.category}")
+
+
+def score_permit(scenario: Scenario, tally: Tally, facts: Sequence[Fact] | None = None) -> None:
+    """Gold mode judges the gold annotations; pipeline mode (``facts`` given) the extracted ones."""
     rulebook = Rulebook(scenario.effective_policy())
     for i, item in enumerate(scenario.tasks.permit):
-        gates = [rulebook.gate(scenario.fact(f).to_fact()) for f in item.facts]
-        recipients = [STRANGER if c == STRANGER_ID else rulebook.recipient(c) for c in item.candidates]
-        predicted = allowed_set(gates, recipients)
+        if facts is None:
+            gates = [rulebook.gate(scenario.fact(f).to_fact()) for f in item.facts]
+            recipients = [STRANGER if c == STRANGER_ID else rulebook.recipient(c) for c in item.candidates]
+            predicted = allowed_set(gates, recipients)
+        else:
+            chosen = [pipeline.carriers(scenario.fact(f), facts) for f in item.facts]
+            predicted = frozenset(pipeline.predicted_allowed(rulebook, chosen, item.candidates))
         gold = frozenset(item.allowed)
         tally.permit_n += 1
         tally.exact += predicted == gold
@@ -104,6 +144,24 @@ def score_permit(scenario: Scenario, tally: Tally) -> None:
         if predicted != gold:
             tally.failures.append(f"{scenario.name}: permit[{i}] {item.facts}: got {sorted(predicted)}, "
                                   f"gold {sorted(gold)}")
+
+
+async def count_reply(runtime: Runtime, audit_id: str | None, tally: Tally, where: str) -> None:
+    """One reply's LLM calls from its audit record: one iff it had something to say (LLM)."""
+    record = await runtime.audit.get(audit_id or "")
+    if record is None:
+        return
+    calls = int(record.body.get("llm", {}).get("calls", 0))
+    has_content = bool(record.body.get("candidates")) and any(c.get("used") for c in record.body["candidates"])
+    tally.reply_calls += calls
+    if has_content:
+        tally.replies += 1
+    else:
+        tally.deflections += 1
+    expected = 1 if has_content and runtime.llm is not None else 0
+    if calls != expected:
+        tally.budget_violations += 1
+        tally.failures.append(f"{where}: {calls} LLM calls for one reply, expected {expected}")
 
 
 async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally) -> None:
@@ -119,9 +177,11 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally) -> N
                 chat_kind="direct" if len(members) == 1 else "group",
                 sender=identities[0], text=item.question, audience=identities,
             )
-            reply = (await agent.handle(inbound)).text or ""
+            out = await agent.handle(inbound)
+            reply = out.text or ""
             replies[asker] = (frozenset(gold.may), reply)
             tally.answer_n += 1
+            await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
             leaked = [f for f in gold.must_not if _contains(reply, canaries[f])]
             if leaked:
                 tally.leaks += 1
@@ -145,31 +205,55 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally) -> N
             tally.diff_hits += all(a[1] != b[1] for a, b in pairs)
 
 
+MODES = ("gold", "pipeline")
+
+
 async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold",
-                       recall: RecallConfig | None = None) -> Tally:
-    if mode != "gold":
-        raise ValueError(f"unknown mode {mode!r}")
+                       recall: RecallConfig | None = None, llm: LLM | None = None, source: str = "") -> Tally:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: use gold or pipeline")
     tally = Tally()
-    score_classify(scenario, tally)
-    score_permit(scenario, tally)
+    before = llm.usage.as_dict() if llm is not None else {}
     with tempfile.TemporaryDirectory(prefix="epmem-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp))
-        runtime = await Runtime.open(settings, policy=scenario.effective_policy(), embedder=embedder, recall=recall)
+        # one attempt per session: a retry would be a second call for the same session
+        settings = Settings(data_dir=Path(tmp), llm_backend="openai" if llm is not None else "rules",
+                            annotate_attempts=1)
+        runtime = await Runtime.open(settings, policy=scenario.effective_policy(), embedder=embedder, recall=recall,
+                                     llm=llm)
         try:
-            await load_scenario_memory(runtime, scenario)
+            if mode == "gold":
+                score_classify(scenario, tally, CategoryClassifier(runtime.policy, embedder))
+                score_permit(scenario, tally)
+                await load_scenario_memory(runtime, scenario)
+            else:
+                ingested = await pipeline.ingest(runtime, scenario, source or scenario.name)
+                tally.sessions, tally.ingest_calls, tally.pending_facts = (
+                    ingested.sessions, ingested.llm_calls, ingested.pending)
+                if ingested.llm_calls > ingested.sessions:
+                    tally.budget_violations += 1
+                    tally.failures.append(f"{scenario.name}: {ingested.llm_calls} extraction calls for "
+                                          f"{ingested.sessions} sessions")
+                facts = await runtime.memory.all()
+                score_classify_pipeline(scenario, facts, tally)
+                score_permit(scenario, tally, facts)
             await score_answers(scenario, runtime, tally)
         finally:
             await runtime.close()
+    if llm is not None:
+        after = llm.usage.as_dict()
+        tally.llm = {k: after[k] - before.get(k, 0) for k in after}
     return tally
 
 
 async def run_scenarios(paths: Sequence[Path], embedder: Embedder, mode: str = "gold",
-                        recall: RecallConfig | None = None) -> tuple[dict[str, Any], dict[str, Tally]]:
+                        recall: RecallConfig | None = None, backend: str = "rules"
+                        ) -> tuple[dict[str, Any], dict[str, Tally]]:
     total = Tally()
     per: dict[str, Tally] = {}
-    for path in paths:
-        scenario = load_scenario(path)
-        tally = await run_scenario(scenario, embedder, mode, recall)
-        per[str(path)] = tally
-        total.add(tally)
+    async with bench_llm(backend) as llm:
+        for path in paths:
+            scenario = load_scenario(path)
+            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path))
+            per[str(path)] = tally
+            total.add(tally)
     return total.metrics(), per

@@ -9,46 +9,86 @@ from __future__ import annotations
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
 
 import structlog
 
-from connectors.base import Inbound, Outbound
+from connectors.base import Action, Inbound, Outbound
 from epmem.audit import AuditLog
 from epmem.calculus import Recipient
 from epmem.directory import Directory, Resolved
-from epmem.engine import PrivacyEngine
+from epmem.engine import Answer, PrivacyEngine
+from epmem.overrides import Skipped, apply_overrides
 
+from bot.abuse import AbuseGuard, Admission
+from bot.admin_commands import AdminCommands
+from bot.approvals import APPROVAL_FLAG, Approvals, new_id
+from bot.clock import Clock, utcnow
 from bot.commands import CommandContext, OwnerCommands, looks_like_command
+from bot.tasks import Tasks
 
 log = structlog.get_logger(__name__)
 
 NON_TEXT_NOTE = "I can only read text messages, sorry."
 TOO_LONG_NOTE = "That message is too long for me to read. Could you keep it shorter?"
+RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait a minute."
+#: non-text events that are audited but not answered (edits of answered messages, pins...).
+QUIET_NON_TEXT = frozenset({"edited", "service"})
+
+#: how a held reply reaches its chat later: ``send(chat_id, text, actions)`` of a connector.
+Sender = Callable[[str, str, tuple[Action, ...]], Awaitable[None]]
 
 
 class DelegateAgent:
     def __init__(self, engine: PrivacyEngine, audit: AuditLog, max_message_chars: int = 4000,
-                 recent_turns: int = 6) -> None:
+                 recent_turns: int = 6, *, guard: AbuseGuard | None = None,
+                 approval_ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow) -> None:
         self.engine = engine
         self.audit = audit
+        #: the owner's policy file; ``engine.policy`` is this plus the overrides made by command.
+        self.base_policy = engine.policy
         self.directory = Directory(engine.policy)
         self.max_message_chars = max_message_chars
+        self.clock = clock
+        self.guard = guard or AbuseGuard()
+        self.approvals = Approvals(lambda: engine.overlay.db, approval_ttl, clock)
+        self.tasks = Tasks(lambda: engine.overlay.db)
+        #: platform -> sender, filled by whoever runs connectors; held replies leave through it.
+        self.outbox: dict[str, Sender] = {}
+        #: called after every owner command, so the scheduler re-reads what is due.
+        self.on_owner_change: list[Callable[[], Awaitable[None]]] = []
         self.commands = OwnerCommands(self)
+        self.commands.verbs.update(AdminCommands(self).verbs())
         self._recent: dict[str, deque[str]] = {}
         self._recent_len = recent_turns
 
+    async def open(self) -> DelegateAgent:
+        """Prepare the state tables and apply the owner's overrides to the policy."""
+        await self.approvals.open()
+        await self.tasks.open()
+        await self.refresh_policy()
+        return self
+
+    async def refresh_policy(self) -> list[Skipped]:
+        """Rebuild the effective policy (file + overrides) and the directory over it."""
+        effective, skipped = apply_overrides(self.base_policy, await self.engine.overlay.contact_overrides())
+        for s in skipped:
+            log.warning("policy.override_skipped", contact=s.contact, reason=s.reason)
+        self.engine.policy = effective
+        self.directory = Directory(effective)
+        return skipped
+
     async def handle(self, inbound: Inbound) -> Outbound:
-        structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(request_id=uuid.uuid4().hex[:12], platform=inbound.platform)
-        sender = self.directory.resolve(inbound.sender)
-        log.info("inbound", contact=sender.label, chat_kind=inbound.chat_kind, chars=len(inbound.text))
-        try:
+        # a connector may already have bound a request id for this update; keep it, so its
+        # lines and ours share one id. Bound here, reset on the way out either way.
+        request_id = structlog.contextvars.get_contextvars().get("request_id") or uuid.uuid4().hex[:12]
+        with structlog.contextvars.bound_contextvars(request_id=request_id, platform=inbound.platform):
+            sender = self.directory.resolve(inbound.sender)
+            log.info("inbound", contact=sender.label, chat_kind=inbound.chat_kind, chars=len(inbound.text))
             if sender.is_owner:
                 return await self._handle_owner(inbound, sender)
             return await self._handle_other(inbound, sender)
-        finally:
-            structlog.contextvars.clear_contextvars()
 
     # ------------------------------------------------------------------ owner
 
@@ -58,11 +98,26 @@ class DelegateAgent:
             return Outbound(None)
         if looks_like_command(text):
             reply = await self.commands.run(text, CommandContext(inbound, sender))
-            return Outbound(reply)
+            await self._owner_changed()
+            return self._to_owner_only(inbound, reply)
         if not text:
             return Outbound(None)
         answer = await self.engine.owner_recall(text[: self.max_message_chars])
-        return Outbound(answer.reply)
+        return self._to_owner_only(inbound, answer.reply)
+
+    def _to_owner_only(self, inbound: Inbound, reply: str) -> Outbound:
+        """Command output and full recall are for the owner's eyes: typed in a chat that
+        others read (a group), they are sent to the owner privately instead."""
+        if self.audience(inbound):
+            return Outbound(None, to_owner=reply)
+        return Outbound(reply)
+
+    async def _owner_changed(self) -> None:
+        for hook in self.on_owner_change:
+            try:
+                await hook()
+            except Exception:
+                log.exception("owner_change_hook_failed")
 
     # ------------------------------------------------------------------ everyone else
 
@@ -79,14 +134,26 @@ class DelegateAgent:
             "sender": inbound.sender,
             "contact": sender.label,
         }
-        if inbound.non_text and inbound.non_text != "too_long":
-            reply = NON_TEXT_NOTE if inbound.chat_kind == "direct" else None
-            rec = await self.audit.append("non_text", {**base, "non_text": inbound.non_text, "reply": reply},
-                                          contact=sender.label)
-            return Outbound(reply, audit_id=rec.id)
+        # paused first: a paused delegate says nothing at all, not even a note about stickers.
         if await self.engine.overlay.get_flag("paused", False):
             rec = await self.audit.append("paused", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
+        # the console is the operator at the keyboard (and the benchmark): not rate limited.
+        admission = Admission.OK if inbound.platform == "console" else self.guard.admit(inbound.sender)
+        if admission is Admission.LIMITED_AGAIN:
+            log.info("rate_limited", contact=sender.label)
+            return Outbound(None)
+        if admission is Admission.LIMITED:
+            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" else None
+            rec = await self.audit.append("rate_limited", {**base, "reply": reply}, contact=sender.label)
+            return Outbound(reply, audit_id=rec.id)
+        if inbound.non_text and inbound.non_text != "too_long":
+            # a sticker deserves a word; an edit (already answered) or a pin does not.
+            quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct"
+            reply = None if quiet else NON_TEXT_NOTE
+            rec = await self.audit.append("non_text", {**base, "non_text": inbound.non_text, "reply": reply},
+                                          contact=sender.label)
+            return Outbound(reply, audit_id=rec.id)
         text = inbound.text.strip()
         if not text:
             rec = await self.audit.append("empty", {**base, "reply": None}, contact=sender.label)
@@ -104,6 +171,8 @@ class DelegateAgent:
             text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
         )
         recent.append(f"{sender.recipient.name}: {text}")
+        if await self._needs_approval(answer):
+            return await self._hold(inbound, sender, audience, text, answer, base)
         kind = "attempted_command" if looks_like_command(text) else "reply"
         record = await self.audit.append(
             kind,
@@ -114,7 +183,49 @@ class DelegateAgent:
         )
         log.info("replied", audit_id=record.id, kind=kind, disclosed=len(answer.used), deflected=answer.deflected,
                  latency_ms=round(answer.latency_ms, 1))
-        return Outbound(answer.reply, audit_id=record.id)
+        return Outbound(answer.reply, audit_id=record.id, to_owner=self._probe_note(inbound, sender, text, answer))
+
+    def _probe_note(self, inbound: Inbound, sender: Resolved, text: str, answer: Answer) -> str | None:
+        """A note for the owner when someone keeps drawing deflections (probing for secrets)."""
+        if not answer.deflected:
+            return None
+        count = self.guard.deflected(inbound.sender)
+        if count is None:
+            return None
+        log.warning("probing", contact=sender.label, deflections=count)
+        minutes = round(self.guard.deflection_window / 60)
+        return (f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
+                f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}")
+
+    async def _needs_approval(self, answer: Answer) -> bool:
+        """Approval mode holds a reply that would disclose a fact at the set level or deeper."""
+        if answer.deflected or not answer.used:
+            return False
+        level = await self.engine.overlay.get_flag(APPROVAL_FLAG)
+        if not isinstance(level, int):
+            return False
+        return any(d.fact.effective_level() <= level for d in answer.used)
+
+    async def _hold(self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str,
+                    answer: Answer, base: Mapping[str, object]) -> Outbound:
+        """Store the draft for the owner; the asker hears nothing until the owner decides.
+        Nothing enters the disclosure ledger until the reply is actually sent."""
+        approval_id = new_id()
+        disclosed = [(d.fact.id, d.fact.event_id) for d in answer.used]
+        record = await self.audit.append(
+            "held",
+            {**base, "audience": [r.label for r in audience], "question": text, **answer.audit_body(),
+             "disclosed": [], "would_disclose": [f for f, _ in disclosed], "reply": None, "draft": answer.reply,
+             "approval": approval_id},
+            contact=sender.label,
+        )
+        held = await self.approvals.hold(
+            platform=inbound.platform, chat_id=inbound.chat_id, chat_kind=inbound.chat_kind, sender=inbound.sender,
+            contact=sender.label, question=text, draft=answer.reply, disclosed=disclosed,
+            recipients=[r.label for r in audience], audit_id=record.id, approval_id=approval_id,
+        )
+        log.info("held", audit_id=record.id, approval=held.id, facts=len(disclosed))
+        return Outbound(None, audit_id=record.id, to_owner=held.note(), actions=held.actions())
 
     async def preview(self, contact_ids: Sequence[str], question: str) -> tuple[str, str, list[Recipient]]:
         """What these people would be told; audited as a preview, nothing is sent."""

@@ -48,7 +48,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def _errors() -> tuple[type[BaseException], ...]:
     from epmem.embedding.minilm import EmbedderUnavailable
 
-    return (StoreLocked, StoreMismatch, AuditCorrupted, EmbedderUnavailable)
+    from bot.config import ConfigError
+
+    return (StoreLocked, StoreMismatch, AuditCorrupted, EmbedderUnavailable, ConfigError)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -118,6 +120,34 @@ def chat(
 
     rejected = run(with_runtime(s, go))
     raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
+
+
+@app.command("run")
+def run_service(
+    as_: str = typer.Option(None, "--as", help="console fallback only: speak as this contact (default: the owner)"),
+) -> None:
+    """Serve every platform whose credentials are set (Telegram, Slack; else the console),
+    with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
+    from bot.platforms import PlatformError, PlatformSettings
+    from bot.runtime import Runtime
+    from bot.serve import StartError, serve
+
+    s = Settings()
+    try:
+        platforms = PlatformSettings()
+        connected = platforms.telegram or platforms.slack
+    except PlatformError as exc:
+        fail(str(exc))
+    # with platforms, stdout is the log stream; on the console fallback it is the chat, and
+    # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
+    level = s.log_level if connected or "log_level" in s.model_fields_set else "WARNING"
+    configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
+    identity = "console:owner" if as_ is None else ("console:unknown-stranger" if as_ == STRANGER_ID
+                                                    else f"console:{as_}")
+    try:
+        run(serve(lambda: Runtime.open(s), platforms, console_identity=identity))
+    except StartError as exc:
+        fail(str(exc))
 
 
 @app.command()
@@ -312,10 +342,12 @@ def audit_who_knows(fact_or_event: str) -> None:
 def bench_scenarios(
     paths: list[Path],
     mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
+    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
 ) -> None:
     """Run scenario files (or folders of them) and score the three tasks."""
-    from benchmarks.scenario_bench import run_scenarios
+    from benchmarks.backends import BACKENDS
+    from benchmarks.scenario_bench import MODES, run_scenarios
     from epmem.scenario import scenario_files
 
     from bot.runtime import make_embedder
@@ -325,7 +357,11 @@ def bench_scenarios(
     missing = [str(p) for p in files if not p.exists()]
     if missing or not files:
         fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
-    metrics, per = run(run_scenarios(files, make_embedder(), mode))
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
+    if backend not in BACKENDS:
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    metrics, per = run(run_scenarios(files, make_embedder(), mode, backend=backend))
     table = Table("scenario", "permit exact", "leak rate", "completeness", "precision", "differentiation")
     for path, tally in per.items():
         m = tally.metrics()
@@ -342,6 +378,43 @@ def bench_scenarios(
     sys.stdout.write(text + "\n")
 
 
+@bench_app.command("probes")
+def bench_probes(
+    paths: list[Path],
+    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
+    limit: int = typer.Option(None, "--limit", help="sample this many probes per scenario"),
+) -> None:
+    """Adversarial probes generated from scenario files; counts leaked canaries (must be 0)."""
+    from benchmarks.backends import BACKENDS
+    from benchmarks.probes import run_probe_suite
+    from epmem.scenario import scenario_files
+
+    from bot.runtime import make_embedder
+
+    configure_logging("ERROR")
+    files = scenario_files(paths)
+    missing = [str(p) for p in files if not p.exists()]
+    if missing or not files:
+        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
+    if backend not in BACKENDS:
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    metrics, per = run(run_probe_suite(files, make_embedder(), backend, limit))
+    table = Table("scenario", "probes", "leaks", "deflections", "llm calls", "post-check")
+    for path, result in per.items():
+        table.add_row(Path(path).name, str(result.probes), str(result.leaks), str(result.deflections),
+                      str(result.llm_calls), str(result.postcheck_replaced))
+    err.print(table)
+    for line in metrics["leak_examples"]:
+        err.print(f"  LEAK {line}", markup=False, soft_wrap=True)
+    text = json.dumps(metrics, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+    if metrics["leaks"]:
+        raise typer.Exit(1)
+
+
 @bench_app.command("calculus")
 def bench_calculus(json_out: Path = typer.Option(None, "--json"),
                    seconds: float = typer.Option(1.0, "--seconds", help="time per measurement")) -> None:
@@ -353,6 +426,12 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json"),
     if json_out:
         json_out.write_text(text + "\n")
     sys.stdout.write(text + "\n")
+
+
+# memory commands (ingest, reindex, bench locomo, bench memory) live in bot/cli_memory.py
+from bot.cli_memory import register as _register_memory_commands  # noqa: E402
+
+_register_memory_commands(app, bench_app)
 
 
 def main() -> None:

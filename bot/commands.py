@@ -38,7 +38,14 @@ HELP = """Owner commands:
 /remember TEXT         add a note to memory
 /facts [WORDS]         list facts (filtered by words)
 /contacts              list contacts
-/pause | /resume       stop / restart auto-replies"""
+/pause | /resume       stop / restart auto-replies
+/level WHO|FACT N [from DATE]   a contact's trust level (1-4) or a fact's level (0-4)
+/domain WHO|FACT work|life|none [from DATE]
+/link WHO IDENTITY | /unlink WHO IDENTITY   e.g. telegram:123456789, slack:T0123/U0456
+/forget FACT|event:ID  erase facts and their vectors (the audit keeps that, not the text)
+/approval N|off        hold replies disclosing facts at level N or deeper for your approval
+/pending               held replies: /approve ID | /edit ID TEXT | /reject ID
+/scheduled             scheduled changes: /unschedule N"""
 
 
 class CommandError(ValueError):
@@ -280,6 +287,7 @@ class OwnerCommands:
     async def contacts(self, rest: str, ctx: CommandContext) -> str:
         policy = self.agent.engine.policy
         lines = [f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
+                 f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
                  for cid, c in policy.contacts.items()]
         lines += [f"group {gid}: {', '.join(members)}" for gid, members in policy.groups.items()]
         return "\n".join(lines) or "No contacts."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -13,18 +13,57 @@ EXAMPLE_POLICY = PACKAGE_ROOT / "policies" / "example.yaml"
 ACTIVE_POLICY_NAME = "policy.yaml"
 
 
+class ConfigError(RuntimeError):
+    """Settings that cannot work together (the CLI prints it as one line)."""
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="EPMEM_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="EPMEM_", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Path("data")
     #: explicit policy file; when unset, the data folder's active policy, then the example.
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
+    #: the openai backend: any OpenAI-compatible endpoint (OpenAI, DeepSeek, vLLM, Ollama...).
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL",
+                                                                                    "openai_base_url"))
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY",
+                                                                                        "openai_api_key"))
+    llm_model: str | None = None
+    #: per HTTP request; the client retries ``llm_max_retries`` times on 429/5xx/timeouts.
+    llm_timeout_s: float = Field(default=20.0, gt=0)
+    llm_max_retries: int = Field(default=1, ge=0)
+    #: the longest a reply waits for the model before the rules composer answers instead.
+    llm_reply_budget_s: float = Field(default=15.0, gt=0)
+    llm_structured_output: Literal["json_schema", "json_object", "off"] = "json_schema"
+    #: background annotation of an ingested session: attempts, first back-off (doubling).
+    annotate_attempts: int = Field(default=4, ge=1)
+    annotate_backoff_s: float = Field(default=5.0, ge=0)
     #: the tenant id every stored point carries; several owners can share one Qdrant.
     owner_id: str = "default"
+    #: a Qdrant server or cluster (with its API key); unset: embedded Qdrant Edge in data_dir.
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    #: dense embedder: minilm (offline default), wordllama (offline, fast, weaker) or openai.
+    embedder: Literal["minilm", "wordllama", "openai"] = "minilm"
+    #: the openai embedder's model (served at openai_base_url).
+    embedding_model: str | None = None
+    #: session score = alpha * native hybrid + beta * event-fact score (alpha + beta = 1).
+    retrieval_alpha: float = Field(default=1.0, ge=0, le=1)
+    retrieval_beta: float = Field(default=0.0, ge=0, le=1)
     max_message_chars: int = Field(default=4000, ge=1)
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "console"] = "auto"
+    #: per-sender rate limit: at most this many messages per window (0 turns it off).
+    rate_limit_messages: int = Field(default=20, ge=0)
+    rate_limit_window_s: float = Field(default=60.0, gt=0)
+    #: this many deflections to one sender within the window sends the owner a note (0: off).
+    deflection_alert: int = Field(default=5, ge=0)
+    deflection_window_s: float = Field(default=600.0, gt=0)
+    #: how long a held reply (approval mode) waits for the owner before it expires unsent.
+    approval_ttl_hours: float = Field(default=24.0, gt=0)
+    #: when the owner's daily digest goes out (HH:MM, UTC), or "off".
+    digest_time: str = Field(default="08:00", pattern=r"^(off|([01]\d|2[0-3]):[0-5]\d)$")
 
     def policy_path(self) -> Path:
         """Explicit EPMEM_POLICY wins; else what `epmem load` made active; else the example."""

@@ -4,34 +4,81 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import yaml
 
+from epmem.annotate import CategoryClassifier
 from epmem.audit import AuditLog
+from epmem.distill import Distiller, RetryPolicy
 from epmem.embedding.base import Embedder
 from epmem.engine import PrivacyEngine
 from epmem.memory import FactMemory, RecallConfig, SubjectNormalizer, category_profiles
 from epmem.overlay import Overlay
 from epmem.policy import Policy, load_policy
-from epmem.respond import Responder, RulesResponder
+from epmem.llm.base import LLM
+from epmem.respond import LLMResponder, Responder, RulesResponder
 from epmem.scenario import Scenario
-from epmem.store.edge import EdgeStore
+from epmem.conversations import Conversations
+from epmem.retrieval import RetrievalConfig, Retriever
+from epmem.store.base import VectorStore
+from epmem.store.open import open_store
 
+from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
-from bot.config import ACTIVE_POLICY_NAME, Settings
+from bot.annotation_commands import AnnotationCommands
+from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 
 
-def make_embedder() -> Embedder:
-    from epmem.embedding.minilm import default_embedder
+def make_embedder(settings: Settings | None = None) -> Embedder:
+    from epmem.embedding.select import make_embedder as select
 
-    return default_embedder()
+    if settings is None:
+        return select("minilm")
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return select(settings.embedder, settings.embedding_model, settings.openai_base_url, key)
 
 
-def make_responder(settings: Settings) -> Responder:
+def retrieval_config(settings: Settings) -> RetrievalConfig:
+    try:
+        return RetrievalConfig(alpha=settings.retrieval_alpha, beta=settings.retrieval_beta)
+    except ValueError as exc:
+        raise ConfigError(f"EPMEM_RETRIEVAL_ALPHA / EPMEM_RETRIEVAL_BETA: {exc}") from None
+
+
+def make_store(settings: Settings) -> VectorStore:
+    key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+    return open_store(settings.qdrant_dir, settings.owner_id, settings.qdrant_url, key)
+
+
+def make_llm(settings: Settings) -> LLM | None:
+    """The configured model, or None for the offline rules backend."""
     if settings.llm_backend == "rules":
+        return None
+    if not settings.llm_model:
+        raise ConfigError("EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL (and OPENAI_BASE_URL for a "
+                          "server other than api.openai.com)")
+    from epmem.llm.openai_backend import OpenAIConfig, OpenAILLM
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAILLM(OpenAIConfig(base_url=settings.openai_base_url, api_key=key, model=settings.llm_model,
+                                  timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
+                                  structured_output=settings.llm_structured_output))
+
+
+def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
+    if settings.llm_backend == "rules" and llm is None:
         return RulesResponder()
-    raise NotImplementedError(f"LLM backend {settings.llm_backend!r} is not available yet; use rules")
+    model = llm or make_llm(settings)
+    assert model is not None
+    return LLMResponder(model, budget_s=settings.llm_reply_budget_s)
+
+
+def make_distiller(settings: Settings, policy: Policy, memory: FactMemory, llm: LLM | None) -> Distiller:
+    classifier = CategoryClassifier(policy, memory.embedder)
+    retry = RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s)
+    return Distiller(policy, memory, classifier, llm, retry)
 
 
 def owner_names(policy: Policy) -> list[str]:
@@ -42,38 +89,70 @@ def owner_names(policy: Policy) -> list[str]:
 class Runtime:
     settings: Settings
     policy: Policy
-    store: EdgeStore
+    store: VectorStore
     memory: FactMemory
     overlay: Overlay
     audit: AuditLog
     engine: PrivacyEngine
     agent: DelegateAgent
+    #: the model of the openai backend (None: rules), and whether close() should close it.
+    llm: LLM | None = None
+    distiller: Distiller | None = None
+    owns_llm: bool = True
+    #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.retrieval).
+    conversations: Conversations | None = None
+    retriever: Retriever | None = None
 
     @classmethod
     async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
-                   recall: RecallConfig | None = None) -> Runtime:
+                   recall: RecallConfig | None = None, llm: LLM | None = None) -> Runtime:
+        """``llm`` overrides the configured model (benchmarks); the caller then closes it."""
         policy = policy or load_policy(settings.policy_path())
+        owns_llm = llm is None
+        llm = llm if llm is not None else make_llm(settings)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         audit = await AuditLog(settings.audit_db).open()
-        store: EdgeStore | None = None
+        store: VectorStore | None = None
         overlay: Overlay | None = None
         try:
             overlay = await Overlay(settings.state_db).open()
-            store = EdgeStore(settings.qdrant_dir, settings.owner_id)
-            memory = await FactMemory(store, embedder or make_embedder(), SubjectNormalizer(owner_names(policy)),
+            store = make_store(settings)
+            embedder = embedder or make_embedder(settings)
+            memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
                                       recall, category_profiles(dict(policy.categories))).open()
+            conversations = await Conversations(store, embedder).open()
+            retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
+            memory.sessions = retriever
         except BaseException:
             await audit.close()
+            if llm is not None and owns_llm:
+                await llm.aclose()
             if overlay is not None:
                 await overlay.close()
             if store is not None:
                 await store.close()
             raise
-        engine = PrivacyEngine(policy, overlay, memory, make_responder(settings))
-        agent = DelegateAgent(engine, audit, settings.max_message_chars)
-        return cls(settings, policy, store, memory, overlay, audit, engine, agent)
+        engine = PrivacyEngine(policy, overlay, memory, make_responder(settings, llm))
+        distiller = make_distiller(settings, policy, memory, llm)
+        guard = AbuseGuard(settings.rate_limit_messages, settings.rate_limit_window_s, settings.deflection_alert,
+                           settings.deflection_window_s)
+        agent = DelegateAgent(engine, audit, settings.max_message_chars, guard=guard,
+                              approval_ttl=timedelta(hours=settings.approval_ttl_hours))
+        agent.commands.verbs.update(AnnotationCommands(agent, distiller).verbs())
+        runtime = cls(settings, policy, store, memory, overlay, audit, engine, agent, llm, distiller, owns_llm,
+                      conversations, retriever)
+        try:
+            await agent.open()
+        except BaseException:
+            await runtime.close()
+            raise
+        return runtime
 
     async def close(self) -> None:
+        if self.distiller is not None:
+            await self.distiller.close()
+        if self.llm is not None and self.owns_llm:
+            await self.llm.aclose()
         await self.store.close()
         await self.overlay.close()
         await self.audit.close()
@@ -100,4 +179,11 @@ async def load_scenario_memory(runtime: Runtime, scenario: Scenario) -> int:
     """Replace the memory with the scenario's gold facts."""
     facts = [f.to_fact() for f in scenario.facts]
     await runtime.memory.replace_all(facts)
+    if runtime.conversations is not None:
+        from epmem.ingest.scenario_file import scenario_messages
+        from epmem.sessions import build_sessions
+
+        messages, ids = scenario_messages(scenario, scenario.name)
+        await runtime.conversations.clear()
+        await runtime.conversations.add(build_sessions(messages, session_ids=ids))
     return len(facts)

