@@ -372,7 +372,12 @@ def bench_scenarios(
     for path, tally in per.items():
         for line in tally.failures:
             err.print(f"  {line}", markup=False, soft_wrap=True)
-    text = json.dumps(metrics, indent=2)
+    # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
+    llm = metrics["llm"]
+    exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
+    budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
+    err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
+    text = json.dumps(exact, indent=2)
     if json_out:
         json_out.write_text(text + "\n")
     sys.stdout.write(text + "\n")

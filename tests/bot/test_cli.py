@@ -170,6 +170,9 @@ def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_d
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
     assert set(metrics) == {"classify", "permit", "answer", "llm"}
+    assert set(metrics["llm"]) == {"calls", "prompt_tokens", "completion_tokens"}
+    assert set(metrics["answer"]) == {"n", "leak_rate", "completeness", "precision", "differentiation"}
+    assert "llm budget:" in result.stderr
     assert metrics["permit"]["exact"] == 1.0 and metrics["permit"]["safe"] == 1.0
     assert metrics["answer"]["leak_rate"] == 0.0
     if scenario_dir == "examples":
