@@ -338,6 +338,28 @@ def audit_who_knows(fact_or_event: str) -> None:
 # --------------------------------------------------------------------------- bench
 
 
+def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
+    """The scenario files a benchmark runs, with the backend checked; one error line if not."""
+    from benchmarks.backends import BACKENDS
+    from epmem.scenario import scenario_files
+
+    configure_logging(log_level)
+    files = scenario_files(paths)
+    missing = [str(p) for p in files if not p.exists()]
+    if missing or not files:
+        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
+    if backend not in BACKENDS:
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    return files
+
+
+def write_json(data: object, json_out: Path | None) -> None:
+    text = json.dumps(data, indent=2)
+    if json_out:
+        json_out.write_text(text + "\n")
+    sys.stdout.write(text + "\n")
+
+
 @bench_app.command("scenarios")
 def bench_scenarios(
     paths: list[Path],
@@ -346,21 +368,13 @@ def bench_scenarios(
     json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
 ) -> None:
     """Run scenario files (or folders of them) and score the three tasks."""
-    from benchmarks.backends import BACKENDS
     from benchmarks.scenario_bench import MODES, run_scenarios
-    from epmem.scenario import scenario_files
 
     from bot.runtime import make_embedder
 
-    configure_logging("WARNING")
-    files = scenario_files(paths)
-    missing = [str(p) for p in files if not p.exists()]
-    if missing or not files:
-        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
+    files = _bench_files(paths, backend, "WARNING")
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
-    if backend not in BACKENDS:
-        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
     metrics, per = run(run_scenarios(files, make_embedder(), mode, backend=backend))
     table = Table("scenario", "permit exact", "leak rate", "completeness", "precision", "differentiation")
     for path, tally in per.items():
@@ -377,10 +391,7 @@ def bench_scenarios(
     exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
     budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
     err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
-    text = json.dumps(exact, indent=2)
-    if json_out:
-        json_out.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
+    write_json(exact, json_out)
 
 
 @bench_app.command("probes")
@@ -391,19 +402,11 @@ def bench_probes(
     limit: int = typer.Option(None, "--limit", help="sample this many probes per scenario"),
 ) -> None:
     """Adversarial probes generated from scenario files; counts leaked canaries (must be 0)."""
-    from benchmarks.backends import BACKENDS
     from benchmarks.probes import run_probe_suite
-    from epmem.scenario import scenario_files
 
     from bot.runtime import make_embedder
 
-    configure_logging("ERROR")
-    files = scenario_files(paths)
-    missing = [str(p) for p in files if not p.exists()]
-    if missing or not files:
-        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
-    if backend not in BACKENDS:
-        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    files = _bench_files(paths, backend, "ERROR")
     metrics, per = run(run_probe_suite(files, make_embedder(), backend, limit))
     table = Table("scenario", "probes", "leaks", "deflections", "llm calls", "post-check")
     for path, result in per.items():
@@ -412,10 +415,7 @@ def bench_probes(
     err.print(table)
     for line in metrics["leak_examples"]:
         err.print(f"  LEAK {line}", markup=False, soft_wrap=True)
-    text = json.dumps(metrics, indent=2)
-    if json_out:
-        json_out.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
+    write_json(metrics, json_out)
     if metrics["leaks"]:
         raise typer.Exit(1)
 
@@ -426,11 +426,7 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json"),
     """Verdicts per second, single facts and 3-fact composites, 50-contact policy, one core."""
     from benchmarks.calculus_bench import run_calculus_bench
 
-    result = run_calculus_bench(seconds)
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
+    write_json(run_calculus_bench(seconds), json_out)
 
 
 # memory commands (ingest, reindex, bench locomo, bench memory) live in bot/cli_memory.py

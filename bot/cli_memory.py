@@ -10,8 +10,6 @@ exit 1, and a failed import writes nothing.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,14 +90,6 @@ def reindex() -> None:
               f"in {s.data_dir}", markup=False, soft_wrap=True)
 
 
-def _write(result: dict[str, Any], json_out: Path | None) -> None:
-    """Like the other benchmarks: JSON on stdout, and in a file when asked."""
-    text = json.dumps(result, indent=2)
-    if json_out:
-        json_out.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
-
-
 def bench_locomo(
     dataset: Path = typer.Argument(..., help="locomo10.json"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
@@ -107,7 +97,7 @@ def bench_locomo(
     conversations: int = typer.Option(None, "--conversations", help="only the first N conversations"),
 ) -> None:
     """Session- and turn-level Recall@1/5/10 on LoCoMo: hybrid, dense-only and plain BM25."""
-    from bot.cli import fail, run
+    from bot.cli import write_json, fail, run
 
     from benchmarks.locomo_bench import run_locomo
     from epmem.embedding.select import make_embedder
@@ -117,7 +107,7 @@ def bench_locomo(
     configure_logging("WARNING")
     if not dataset.is_file():
         fail(f"no LoCoMo file at {dataset}")
-    _write(run(run_locomo(dataset, make_embedder(embedder), conversations=conversations)), json_out)
+    write_json(run(run_locomo(dataset, make_embedder(embedder), conversations=conversations)), json_out)
 
 
 def bench_memory(
@@ -128,7 +118,7 @@ def bench_memory(
     questions: int = typer.Option(200, "--questions"),
 ) -> None:
     """Ingest throughput, recall latency p50/p95 and peak RSS at years-of-chat size."""
-    from bot.cli import run
+    from bot.cli import write_json, run
 
     from benchmarks.memory_bench import run_memory_bench
     from epmem.embedding.select import make_embedder
@@ -136,7 +126,7 @@ def bench_memory(
     from bot.logging import configure_logging
 
     configure_logging("WARNING")
-    _write(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions)), json_out)
+    write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions)), json_out)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
