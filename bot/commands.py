@@ -18,6 +18,7 @@ from epmem.annotate import classify
 from epmem.directory import Resolved
 from epmem.facts import Fact
 from epmem.policy import PolicyException
+from epmem.textnorm import third_person
 
 if TYPE_CHECKING:
     from bot.agent import DelegateAgent
@@ -82,23 +83,6 @@ def parse_expiry(words: list[str], now: datetime) -> datetime | None:
             day += timedelta(days=1)
         return day
     raise CommandError(f"unexpected {' '.join(words)!r}: end with 'for 7d' or 'until 2026-12-31'")
-
-
-def third_person(text: str, owner: str) -> str:
-    """Simple first-to-third person rewriting of the owner's own sentences."""
-    rules = [
-        (r"\bI am\b|\bI'm\b", f"{owner} is"),
-        (r"\bI have\b|\bI've\b", f"{owner} has"),
-        (r"\bI was\b", f"{owner} was"),
-        (r"\bI will\b|\bI'll\b", f"{owner} will"),
-        (r"\bI\b", owner),
-        (r"\bmy\b", f"{owner}'s"),
-        (r"\bMy\b", f"{owner}'s"),
-        (r"\bme\b", owner),
-    ]
-    for pattern, repl in rules:
-        text = re.sub(pattern, repl, text)
-    return text
 
 
 class OwnerCommands:

@@ -69,7 +69,7 @@ async def reindex_all(settings: Settings) -> dict[str, int]:
         conversations = await Conversations(store, embedder).open()
         await conversations.add(rebuilt)
         memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
-                                  categories=category_profiles(dict(policy.categories))).open()
+                                  categories=category_profiles(policy.categories)).open()
         await memory.add(fact_models)
         await store.compact()
         return {"sessions": len(rebuilt), "turns": sum(len(s.turns) for s in rebuilt), "facts": len(fact_models)}

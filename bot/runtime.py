@@ -119,7 +119,7 @@ class Runtime:
             store = make_store(settings)
             embedder = embedder or make_embedder(settings)
             memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
-                                      recall, category_profiles(dict(policy.categories))).open()
+                                      recall, category_profiles(policy.categories)).open()
             conversations = await Conversations(store, embedder).open()
             retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
             memory.sessions = retriever

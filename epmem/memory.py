@@ -8,15 +8,17 @@ a hidden fact, which is what keeps a deflection the same whether or not a secret
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from epmem.annotate import category_profile
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.facts import Fact
+from epmem.policy import Category
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
@@ -217,11 +219,6 @@ def _natural(key: str) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
 
 
-def category_profiles(categories: dict[str, object]) -> dict[str, str]:
-    """What a category is about, as text to embed: its name, description and keywords."""
-    out: dict[str, str] = {}
-    for name, cat in categories.items():
-        keywords = ", ".join(getattr(cat, "keywords", []))
-        description = getattr(cat, "description", "")
-        out[name] = f"{name.replace('_', ' ')}: {description} {keywords}".strip()
-    return out
+def category_profiles(categories: Mapping[str, Category]) -> dict[str, str]:
+    """Each category's profile text, the same one the annotator's classifier embeds."""
+    return {name: category_profile(name, c.description, c.keywords) for name, c in categories.items()}
