@@ -12,11 +12,15 @@ A session's dense vector is the normalised mean of its turns' vectors rather tha
 of its text: MiniLM reads only the first 256 tokens, so a long session's text embedding sees the
 greeting and misses the rest, while the mean covers every turn and costs no extra forward pass.
 Its BM25 vector is built from the full text (BM25 has no length limit).
+
+The first names of everyone who speaks are kept (in each session's payload, gathered again on
+open): the retriever masks them in a question before embedding it, see epmem.retrieval.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +44,13 @@ NEIGHBOUR_WEIGHT = 0.5
 BATCH_SESSIONS = 64
 
 Progress = Callable[[int, int], None]
+_NAME = re.compile(r"[^\W\d_]{2,}")
+
+
+def first_name(speaker_name: str) -> str | None:
+    """The casefolded first word of a display name ("Lin Park" -> "lin"), if it is a word."""
+    m = _NAME.match(speaker_name.strip())
+    return m.group(0).casefold() if m else None
 
 
 def turn_text(speaker_name: str, text: str) -> str:
@@ -62,6 +73,8 @@ class Conversations:
         self.embedder = embedder
         self.turn_bm25 = Bm25Encoder(avg_len=TURN_AVG_LEN)
         self.session_bm25 = Bm25Encoder(avg_len=SESSION_AVG_LEN)
+        #: first names of the people in these conversations, the owner included.
+        self.speaker_names: set[str] = set()
 
     def _recorded(self, avg_len: float) -> str:
         return f"{self.embedder.name}+bm25(avg_len={avg_len:g})"
@@ -69,6 +82,8 @@ class Conversations:
     async def open(self) -> Conversations:
         await self.store.ensure_collection(TURNS, self.embedder.dim, self._recorded(TURN_AVG_LEN))
         await self.store.ensure_collection(SESSIONS, self.embedder.dim, self._recorded(SESSION_AVG_LEN))
+        for hit in await self.store.scroll(SESSIONS):
+            self.speaker_names.update(str(n) for n in hit.payload.get("speakers") or ())
         return self
 
     def texts(self, sessions: Sequence[Session]) -> list[str]:
@@ -99,7 +114,9 @@ class Conversations:
             norm = float(np.linalg.norm(mean))
             dense = (mean / norm).astype(np.float32) if norm > 0 else None
             full = " ".join(texts[row - n:row])
-            session_points.append(PointIn(s.id, s.payload(), dense, self.session_bm25.document(full)))
+            speakers = sorted({name for t in s.turns if (name := first_name(t.speaker_name))})
+            session_points.append(PointIn(s.id, {**s.payload(), "speakers": speakers}, dense,
+                                          self.session_bm25.document(full)))
         return turn_points, session_points
 
     async def existing(self, session_ids: Sequence[str]) -> set[str]:
@@ -117,6 +134,8 @@ class Conversations:
             turn_points, session_points = self.points(batch, vectors)
             await self.store.upsert(TURNS, turn_points)
             await self.store.upsert(SESSIONS, session_points)
+            for p in session_points:
+                self.speaker_names.update(p.payload["speakers"])
             done_turns += len(turn_points)
             if progress is not None:
                 progress(len(batch), len(turn_points))
@@ -132,6 +151,7 @@ class Conversations:
         await self.store.delete_where(TURNS, {OWNER_FIELD: self.store.owner_id})
         await self.store.delete_where(SESSIONS, {OWNER_FIELD: self.store.owner_id})
         await self.store.compact()
+        self.speaker_names.clear()
 
     async def count(self) -> tuple[int, int]:
         return await self.store.count(SESSIONS), await self.store.count(TURNS)

@@ -11,6 +11,11 @@ their session's rank, so a turn that echoes the question inside the right sessio
 lookalike elsewhere; a question naming a speaker favours that speaker's turns; a question naming
 a date ("in July 2022") favours sessions held then.
 
+The dense query is the question with the speakers' names masked ("what does Lin do to relax?"
+is embedded as "what does someone do to relax?"). A sentence embedder reads a name as topic and
+ranks turns that merely mention Lin above the one about relaxing; BM25 and the speaker boost
+still see the name. On LoCoMo the mask raised turn Recall@10 from 0.721 to 0.745.
+
 Recall is privacy-blind, like FactMemory.recall: what may be said is decided afterwards.
 """
 
@@ -32,6 +37,26 @@ from epmem.store.base import Hit, Hybrid, SparseVec, VectorStore, Where, rrf_sco
 
 Vector = npt.NDArray[np.float32]
 _WORD = re.compile(r"\w+")
+_POSSESSIVE = re.compile(r"['\u2019]s\b", re.IGNORECASE)
+NAME_MASK = "someone"
+
+
+def mask_names(question: str, names: set[str]) -> str:
+    """The question with every whole-word name in ``names`` (casefolded), and its possessive,
+    replaced by "someone" (the possessive goes: "Lin's dog" -> "someone dog", as measured)."""
+    if not names:
+        return question
+    out: list[str] = []
+    last = 0
+    for m in _WORD.finditer(question):
+        if m.group(0).casefold() in names:
+            out.append(question[last:m.start()])
+            out.append(NAME_MASK)
+            last = m.end()
+            if p := _POSSESSIVE.match(question, last):
+                last = p.end()
+    out.append(question[last:])
+    return "".join(out)
 #: what retrieval reads of a hit; the rest of the payload stays in the store.
 TURN_FIELDS = ("session_id", "speaker_name", "msg_id", "speaker")
 SESSION_FIELDS = ("start", "origin_id", "chat_id", "participants")
@@ -137,8 +162,15 @@ class Retriever:
         return Hybrid(dense, sparse, limit=limit, prefetch=c.prefetch,
                       dense_weight=weights[0], sparse_weight=weights[1], rrf_k=c.rrf_k, fields=fields)
 
+    def query_text(self, question: str) -> str:
+        """What the dense half embeds: the question with the speakers' names masked."""
+        return mask_names(question, self.conversations.speaker_names)
+
     def embed(self, question: str) -> Vector:
-        return self.embedder.embed([question])[0]
+        return self.embed_many([question])[0]
+
+    def embed_many(self, questions: list[str]) -> npt.NDArray[np.float32]:
+        return self.embedder.embed([self.query_text(q) for q in questions])
 
     async def native(self, question: str, where: Where | None = None, dense: Vector | None = None
                      ) -> tuple[dict[str, float], list[Hit], dict[str, Hit]]:

@@ -14,7 +14,7 @@ from epmem.conversations import Conversations
 from epmem.embedding.minilm import default_embedder
 from epmem.facts import Fact
 from epmem.memory import FactMemory, SubjectNormalizer
-from epmem.retrieval import RetrievalConfig, Retriever, fuse, rank
+from epmem.retrieval import RetrievalConfig, Retriever, fuse, mask_names, rank
 from epmem.sessions import Message, build_sessions
 from epmem.store.edge import EdgeStore
 
@@ -94,3 +94,29 @@ def test_fuse_with_beta_zero_keeps_native_order(native: dict[str, float], event:
 def test_weights_must_be_a_convex_pair() -> None:
     with pytest.raises(ValueError, match="sum to 1"):
         RetrievalConfig(alpha=0.5, beta=0.6)
+
+
+@pytest.mark.parametrize(("question", "masked"), [
+    ("What does Alex's plumber charge?", "What does someone plumber charge?"),
+    ("did alex and NOOR meet?", "did someone and someone meet?"),
+    ("Alexander called", "Alexander called"),  # whole words only
+    ("nothing to mask", "nothing to mask"),
+])
+def test_mask_names_replaces_whole_names_and_their_possessive(question: str, masked: str) -> None:
+    assert mask_names(question, {"alex", "noor"}) == masked
+
+
+async def test_speaker_names_are_kept_and_survive_a_reopen(tmp_path: Path) -> None:
+    """The dense query masks the speakers' names; a restart must still know them."""
+    store = EdgeStore(tmp_path / "qdrant", "owner")
+    conversations = await Conversations(store, default_embedder()).open()
+    await conversations.add(build_sessions(_messages()))
+    assert conversations.speaker_names == {"alex", "tom", "priya", "noor", "owner"}
+    assert Retriever(store, default_embedder(), conversations).query_text("Is Priya back?") == "Is someone back?"
+    await store.close()
+    store = EdgeStore(tmp_path / "qdrant", "owner")
+    reopened = await Conversations(store, default_embedder()).open()
+    assert reopened.speaker_names == {"alex", "tom", "priya", "noor", "owner"}
+    await reopened.clear()
+    assert reopened.speaker_names == set()
+    await store.close()
