@@ -226,8 +226,9 @@ class AdminCommands:
         await self.agent.engine.memory.update([Fact.model_validate(data)])
 
     async def forget(self, rest: str, ctx: CommandContext) -> str:
-        """Erase facts from memory (points and vectors), with what hangs off them: exceptions
-        naming them and held drafts that would tell them. The audit records ids, not text."""
+        """Erase facts from memory (points and vectors), with what hangs off them: the chat turns
+        they were distilled from, exceptions naming them and held drafts that would tell them.
+        The audit records ids, not text."""
         token = rest.strip()
         if not token:
             raise CommandError("usage: /forget FACT | /forget event:EVENT_ID")
@@ -247,6 +248,8 @@ class AdminCommands:
             raise CommandError(f"no fact or event called {token!r}")
         ids = sorted(f.id for f in facts)
         await memory.forget(ids)
+        sources = sorted({ref for f in facts for ref in f.source_turns})
+        turns = await self.agent.conversations.erase_turns(sources) if self.agent.conversations else 0
         overlay = self.agent.engine.overlay
         revoked = []
         for number, exc in await overlay.exceptions():
@@ -255,9 +258,10 @@ class AdminCommands:
                 await overlay.revoke(number)
                 revoked.append(number)
         withdrawn = await self.agent.approvals.drop_disclosing(ids)
-        await self._audit({"action": "forget", "facts": ids, "event": event, "exceptions_revoked": revoked,
-                           "approvals_withdrawn": withdrawn}, ctx)
-        extra = f"; revoked exceptions {revoked}" if revoked else ""
+        await self._audit({"action": "forget", "facts": ids, "event": event, "source_turns_erased": turns,
+                           "exceptions_revoked": revoked, "approvals_withdrawn": withdrawn}, ctx)
+        extra = f"; erased {turns} source turn{'s' * (turns != 1)}" if turns else ""
+        extra += f"; revoked exceptions {revoked}" if revoked else ""
         extra += f"; withdrew held replies {withdrawn}" if withdrawn else ""
         return f"Erased {', '.join(ids)} and their vectors{extra}. The audit keeps that they were erased."
 

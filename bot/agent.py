@@ -17,6 +17,7 @@ import structlog
 from connectors.base import Action, Inbound, Outbound
 from epmem.audit import AuditLog
 from epmem.calculus import Recipient
+from epmem.conversations import Conversations
 from epmem.directory import Directory, Resolved
 from epmem.engine import Answer, PrivacyEngine
 from epmem.overrides import Skipped, apply_overrides
@@ -58,6 +59,9 @@ class DelegateAgent:
         self.outbox: dict[str, Sender] = {}
         #: called after every owner command, so the scheduler re-reads what is due.
         self.on_owner_change: list[Callable[[], Awaitable[None]]] = []
+        #: the owner's chat history (F0/F3), when the runtime keeps one: /forget erases a
+        #: forgotten fact's source turns from it too.
+        self.conversations: Conversations | None = None
         self.commands = OwnerCommands(self)
         self.commands.verbs.update(AdminCommands(self).verbs())
         self._recent: dict[str, deque[str]] = {}

@@ -43,7 +43,7 @@ HELP = """Owner commands:
 /level WHO|FACT N [from DATE]   a contact's trust level (1-4) or a fact's level (0-4)
 /domain WHO|FACT work|life|none [from DATE]
 /link WHO IDENTITY | /unlink WHO IDENTITY   e.g. telegram:123456789, slack:T0123/U0456
-/forget FACT|event:ID  erase facts and their vectors (the audit keeps that, not the text)
+/forget FACT|event:ID  erase facts, their vectors and source messages (the audit keeps that, not the text)
 /approval N|off        hold replies disclosing facts at level N or deeper for your approval
 /pending               held replies: /approve ID | /edit ID TEXT | /reject ID
 /scheduled             scheduled changes: /unschedule N"""

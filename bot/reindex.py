@@ -8,14 +8,10 @@ writes everything again with the new embedder. The payloads carry everything nee
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
-from epmem.conversations import SESSIONS, TURNS, Conversations
+from epmem.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
 from epmem.facts import Fact
 from epmem.memory import FACTS, FactMemory, SubjectNormalizer, category_profiles
 from epmem.policy import load_policy
-from epmem.sessions import Session, Turn
 from epmem.store.base import Hit, VectorStore
 
 from bot.config import Settings
@@ -28,31 +24,6 @@ async def _read(store: VectorStore, name: str) -> list[Hit]:
         return []
     await store.ensure_collection(name, int(meta["dim"]), str(meta["embedder"]))
     return await store.scroll(name)
-
-
-def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if isinstance(value, str) else None
-
-
-def sessions_from_payloads(session_hits: list[Hit], turn_hits: list[Hit]) -> list[Session]:
-    by_session: dict[str, list[Turn]] = {}
-    for h in turn_hits:
-        p = h.payload
-        by_session.setdefault(str(p["session_id"]), []).append(Turn(
-            id=h.key, session_id=str(p["session_id"]), index=int(p["index"]), speaker=str(p["speaker"]),
-            speaker_name=str(p["speaker_name"]), text=str(p["text"]), time=_time(p.get("time")),
-            msg_id=str(p.get("msg_id", "")), reply_to=p.get("reply_to"), edited=bool(p.get("edited")),
-        ))
-    out = []
-    for h in session_hits:
-        p = h.payload
-        s = Session(id=h.key, platform=str(p["platform"]), chat_id=str(p["chat_id"]), chat_kind=p["chat_kind"],
-                    participants=list(p["participants"]), members=list(p["members"]),
-                    chat_title=p.get("chat_title"), origin_id=p.get("origin_id"), source=str(p.get("source", "")),
-                    summary=str(p.get("summary", "")))
-        s.turns = sorted(by_session.get(h.key, []), key=lambda t: t.index)
-        out.append(s)
-    return out
 
 
 async def reindex_all(settings: Settings) -> dict[str, int]:

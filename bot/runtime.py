@@ -138,6 +138,7 @@ class Runtime:
                            settings.deflection_window_s)
         agent = DelegateAgent(engine, audit, settings.max_message_chars, guard=guard,
                               approval_ttl=timedelta(hours=settings.approval_ttl_hours))
+        agent.conversations = conversations
         agent.commands.verbs.update(AnnotationCommands(agent, distiller).verbs())
         runtime = cls(settings, policy, store, memory, overlay, audit, engine, agent, llm, distiller, owns_llm,
                       conversations, retriever)

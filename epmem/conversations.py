@@ -23,13 +23,15 @@ import asyncio
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
-from epmem.sessions import Session
-from epmem.store.base import OWNER_FIELD, PointIn, SparseVec, VectorStore
+from epmem.sessions import Session, Turn, extractive_summary
+from epmem.store.base import OWNER_FIELD, Hit, PointIn, SparseVec, VectorStore
 
 TURNS = "turns"
 SESSIONS = "sessions"
@@ -146,6 +148,46 @@ class Conversations:
             await self.store.delete_where(TURNS, {"session_id": list(session_ids)})
             await self.store.delete(SESSIONS, list(session_ids))
 
+    async def erase_turns(self, refs: Sequence[str]) -> int:
+        """Erase turns given as ``session_id:index`` (a fact's source turns), with every copy of
+        the same message in the other sub-sessions of its group chat, and re-index what remains
+        of their sessions; returns how many turn points were erased.
+
+        Deleting the turn points is not enough: a neighbour's context vector and BM25 window,
+        the session's mean vector, its BM25 vector and its summary all carry the erased words.
+        So each touched session is rebuilt from its remaining turns (indices kept, so the
+        source references of other facts stay right) with an extractive summary, and the store
+        is compacted, which leaves the text in no file.
+        """
+        wanted: dict[str, set[int]] = {}
+        for ref in refs:
+            sid, _, index = ref.rpartition(":")
+            if sid and index.isdigit():
+                wanted.setdefault(sid, set()).add(int(index))
+        messages: set[tuple[str, str]] = set()
+        for sid, indices in wanted.items():
+            for h in await self.store.scroll(TURNS, {"session_id": sid}):
+                if int(h.payload["index"]) in indices:
+                    messages.add((str(h.payload["chat_id"]), str(h.payload["msg_id"])))
+        doomed: dict[str, set[str]] = {}
+        for chat_id, msg_id in sorted(messages):
+            for h in await self.store.scroll(TURNS, {"chat_id": chat_id, "msg_id": msg_id}):
+                doomed.setdefault(str(h.payload["session_id"]), set()).add(h.key)
+        if not doomed:
+            return 0
+        rebuilt: list[Session] = []
+        for head in await self.store.retrieve(SESSIONS, sorted(doomed)):
+            keep = [h for h in await self.store.scroll(TURNS, {"session_id": head.key}) if h.key not in doomed[head.key]]
+            await self.remove([head.key])
+            if keep:
+                session = sessions_from_payloads([head], keep)[0]
+                session.summary = extractive_summary(session)
+                rebuilt.append(session)
+        if rebuilt:
+            await self.add(rebuilt)
+        await self.store.compact()
+        return sum(len(keys) for keys in doomed.values())
+
     async def clear(self) -> None:
         """Every session and turn of this owner (the scenario loader replaces the memory)."""
         await self.store.delete_where(TURNS, {OWNER_FIELD: self.store.owner_id})
@@ -158,3 +200,30 @@ class Conversations:
 
     def query_sparse(self, question: str) -> tuple[SparseVec, SparseVec]:
         return self.turn_bm25.query(question), self.session_bm25.query(question)
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def sessions_from_payloads(session_hits: Sequence[Hit], turn_hits: Sequence[Hit]) -> list[Session]:
+    """Stored sessions and their turns back as Sessions (to re-index them); the payloads carry
+    everything needed."""
+    by_session: dict[str, list[Turn]] = {}
+    for h in turn_hits:
+        p = h.payload
+        by_session.setdefault(str(p["session_id"]), []).append(Turn(
+            id=h.key, session_id=str(p["session_id"]), index=int(p["index"]), speaker=str(p["speaker"]),
+            speaker_name=str(p["speaker_name"]), text=str(p["text"]), time=_time(p.get("time")),
+            msg_id=str(p.get("msg_id", "")), reply_to=p.get("reply_to"), edited=bool(p.get("edited")),
+        ))
+    out = []
+    for h in session_hits:
+        p = h.payload
+        s = Session(id=h.key, platform=str(p["platform"]), chat_id=str(p["chat_id"]), chat_kind=p["chat_kind"],
+                    participants=list(p["participants"]), members=list(p["members"]),
+                    chat_title=p.get("chat_title"), origin_id=p.get("origin_id"), source=str(p.get("source", "")),
+                    summary=str(p.get("summary", "")))
+        s.turns = sorted(by_session.get(h.key, []), key=lambda t: t.index)
+        out.append(s)
+    return out
