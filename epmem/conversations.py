@@ -30,7 +30,7 @@ import numpy as np
 
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
-from epmem.sessions import Session, Turn, extractive_summary
+from epmem.sessions import Session, Turn, extractive_summary, parse_source_ref
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, SparseVec, VectorStore
 
 TURNS = "turns"
@@ -161,12 +161,18 @@ class Conversations:
         """
         wanted: dict[str, set[int]] = {}
         for ref in refs:
-            sid, _, index = ref.rpartition(":")
-            if sid and index.isdigit():
-                wanted.setdefault(sid, set()).add(int(index))
+            if parsed := parse_source_ref(ref):
+                wanted.setdefault(parsed[0], set()).add(parsed[1])
+        turns_of: dict[str, list[Hit]] = {}
+
+        async def turns(session_id: str) -> list[Hit]:
+            if session_id not in turns_of:
+                turns_of[session_id] = await self.store.scroll(TURNS, {"session_id": session_id})
+            return turns_of[session_id]
+
         messages: set[tuple[str, str]] = set()
         for sid, indices in wanted.items():
-            for h in await self.store.scroll(TURNS, {"session_id": sid}):
+            for h in await turns(sid):
                 if int(h.payload["index"]) in indices:
                     messages.add((str(h.payload["chat_id"]), str(h.payload["msg_id"])))
         doomed: dict[str, set[str]] = {}
@@ -177,7 +183,7 @@ class Conversations:
             return 0
         rebuilt: list[Session] = []
         for head in await self.store.retrieve(SESSIONS, sorted(doomed)):
-            keep = [h for h in await self.store.scroll(TURNS, {"session_id": head.key}) if h.key not in doomed[head.key]]
+            keep = [h for h in await turns(head.key) if h.key not in doomed[head.key]]
             await self.remove([head.key])
             if keep:
                 session = sessions_from_payloads([head], keep)[0]

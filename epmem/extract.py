@@ -25,7 +25,7 @@ from epmem.annotate import CategoryClassifier, ContactNames, clamp
 from epmem.facts import Fact, Version
 from epmem.memory import FactMemory
 from epmem.policy import OWNER_ID, Policy
-from epmem.sessions import Session
+from epmem.sessions import Session, source_ref
 
 _EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
 
@@ -56,10 +56,6 @@ class Extraction:
 
 def owner_first_name(policy: Policy) -> str:
     return policy.owner.name.split()[0] if policy.owner.name.strip() else "The owner"
-
-
-def turn_id(session_id: str, index: int) -> str:
-    return f"{session_id}:{index}"
 
 
 def reply_index(session: Session, turn_index: int) -> int | None:
@@ -140,7 +136,7 @@ class Finalizer:
                 covers=covers, category=c.category, level=c.level, domain=c.domain,
                 whitelist=whitelist, blacklist=blacklist, valid_from=session.start,
                 state=state,  # type: ignore[arg-type]
-                source_turns=[turn_id(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
+                source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
             ))
         return facts, notes
 

@@ -39,6 +39,9 @@ Vector = npt.NDArray[np.float32]
 _WORD = re.compile(r"\w+")
 _POSSESSIVE = re.compile(r"['\u2019]s\b", re.IGNORECASE)
 NAME_MASK = "someone"
+#: what retrieval reads of a hit; the rest of the payload stays in the store.
+TURN_FIELDS = ("session_id", "speaker_name", "msg_id", "speaker")
+SESSION_FIELDS = ("start", "origin_id", "chat_id", "participants")
 
 
 def mask_names(question: str, names: set[str]) -> str:
@@ -57,9 +60,6 @@ def mask_names(question: str, names: set[str]) -> str:
                 last = p.end()
     out.append(question[last:])
     return "".join(out)
-#: what retrieval reads of a hit; the rest of the payload stays in the store.
-TURN_FIELDS = ("session_id", "speaker_name", "msg_id", "speaker")
-SESSION_FIELDS = ("start", "origin_id", "chat_id", "participants")
 
 
 @dataclass(frozen=True, slots=True)

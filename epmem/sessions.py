@@ -73,6 +73,17 @@ class Turn:
         }
 
 
+def source_ref(session_id: str, index: int) -> str:
+    """How a fact names a turn it was distilled from (``Fact.source_turns``)."""
+    return f"{session_id}:{index}"
+
+
+def parse_source_ref(ref: str) -> tuple[str, int] | None:
+    """``source_ref`` read back; None for anything else."""
+    session_id, _, index = ref.rpartition(":")
+    return (session_id, int(index)) if session_id and index.isdigit() else None
+
+
 @dataclass(slots=True)
 class Session:
     """F3 with its F5 metadata. ``participants`` are the two parties; ``members`` the whole chat."""
