@@ -12,7 +12,7 @@ from bot.runtime import Runtime, load_scenario_memory
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_EXAMPLES = REPO.parent / "shared" / "bench" / "examples"
-OWN_SCENARIOS = REPO / "benchmarks" / "scenarios"
+OWN_SCENARIOS = REPO / "benchmarks" / "scenarios" / "own"
 
 
 def example(name: str) -> Path:

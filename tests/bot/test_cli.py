@@ -164,7 +164,7 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("scenario_dir", ["examples", "own"])
 def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_dir: str) -> None:
-    path = example("house_and_bonus.yaml").parent if scenario_dir == "examples" else REPO / "benchmarks" / "scenarios"
+    path = example("house_and_bonus.yaml").parent if scenario_dir == "examples" else REPO / "benchmarks" / "scenarios" / "own"
     out = tmp_path / "m.json"
     result = epmem("bench", "scenarios", str(path), "--mode", "gold", "--json", str(out), data=tmp_path / "d")
     assert result.returncode == 0, result.stderr
