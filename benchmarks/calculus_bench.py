@@ -14,9 +14,9 @@ import statistics
 import time
 from typing import Any
 
-from epmem.calculus import Composite, Gate, Recipient, Rulebook, judge
-from epmem.facts import Fact
-from epmem.policy import Category, Contact, Policy
+from epmem.policy.calculus import Composite, Gate, Recipient, Rulebook, judge
+from epmem.memory.facts import Fact
+from epmem.policy.model import Category, Contact, Policy
 
 
 def synthetic_policy(n_contacts: int = 50, seed: int = 7) -> Policy:

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from epmem.conversations import Conversations
+from epmem.memory.conversations import Conversations
 from epmem.embedding.base import Embedder
-from epmem.policy import OWNER_ID
-from epmem.retrieval import RetrievalConfig, Retriever
-from epmem.sessions import Message, Session, build_sessions
+from epmem.policy.model import OWNER_ID
+from epmem.memory.retrieval import RetrievalConfig, Retriever
+from epmem.memory.sessions import Message, Session, build_sessions
 from epmem.store.edge import EdgeStore
 
 CATEGORIES = (1, 2, 3, 4)

@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from epmem.conversations import SESSIONS, TURNS, Conversations
+from epmem.memory.conversations import SESSIONS, TURNS, Conversations
 from epmem.embedding.base import Embedder
-from epmem.facts import Fact
-from epmem.memory import FACTS, FactMemory, SubjectNormalizer
-from epmem.policy import OWNER_ID
-from epmem.retrieval import Retriever
-from epmem.sessions import Message, build_sessions
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FACTS, FactMemory, SubjectNormalizer
+from epmem.policy.model import OWNER_ID
+from epmem.memory.retrieval import Retriever
+from epmem.memory.sessions import Message, build_sessions
 from epmem.store.base import PointIn
 from epmem.store.edge import EdgeStore
 

@@ -1,7 +1,7 @@
 """Pipeline mode of the scenario benchmark (shared/bench/SCENARIOS.md): no gold facts in memory.
 
 Only the sessions go in, through the same path a chat export takes: the scenario's turns become
-messages, epmem.sessions cuts them into (sub-)sessions, and the distiller extracts and annotates
+messages, epmem.memory.sessions cuts them into (sub-)sessions, and the distiller extracts and annotates
 each session with the configured backend. The gold facts are then only used to score:
 
 - classify: each gold fact is matched to the extracted facts of its source session (those that
@@ -19,12 +19,12 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from epmem.calculus import STRANGER, Composite, Rulebook
-from epmem.facts import Fact
+from epmem.policy.calculus import STRANGER, Composite, Rulebook
+from epmem.memory.facts import Fact
 from epmem.ingest.scenario_file import scenario_messages
-from epmem.policy import STRANGER_ID
+from epmem.policy.model import STRANGER_ID
 from epmem.scenario import GoldFact, Scenario
-from epmem.sessions import Session, build_sessions
+from epmem.memory.sessions import Session, build_sessions
 from epmem.textnorm import content_words, words
 
 from bot.runtime import Runtime

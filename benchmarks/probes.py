@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Inbound
-from epmem.calculus import STRANGER, Recipient, Rulebook, judge
+from epmem.policy.calculus import STRANGER, Recipient, Rulebook, judge
 from epmem.embedding.base import Embedder
 from epmem.llm.base import LLM
-from epmem.policy import STRANGER_ID
-from epmem.respond import deflection
+from epmem.policy.model import STRANGER_ID
+from epmem.reply.respond import deflection
 from epmem.scenario import Scenario, load_scenario
 
 from benchmarks.backends import bench_llm

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Inbound
-from epmem.annotate import CategoryClassifier
-from epmem.calculus import STRANGER, Rulebook, allowed_set
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.policy.calculus import STRANGER, Rulebook, allowed_set
 from epmem.embedding.base import Embedder
-from epmem.facts import Fact
+from epmem.memory.facts import Fact
 from epmem.llm.base import LLM
-from epmem.memory import RecallConfig
-from epmem.policy import STRANGER_ID
+from epmem.memory.recall import RecallConfig
+from epmem.policy.model import STRANGER_ID
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline

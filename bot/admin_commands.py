@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from epmem.facts import Fact
-from epmem.policy import OWNER_ID, STRANGER_ID, Contact
-from epmem.respond import deflection
+from epmem.memory.facts import Fact
+from epmem.policy.model import OWNER_ID, STRANGER_ID, Contact
+from epmem.reply.respond import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
 from bot.clock import aware

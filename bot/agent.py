@@ -15,12 +15,12 @@ from datetime import timedelta
 import structlog
 
 from connectors.base import Action, Inbound, Outbound
-from epmem.audit import AuditLog
-from epmem.calculus import Recipient
-from epmem.conversations import Conversations
-from epmem.directory import Directory, Resolved
-from epmem.engine import Answer, PrivacyEngine
-from epmem.overrides import Skipped, apply_overrides
+from epmem.audit.log import AuditLog
+from epmem.policy.calculus import Recipient
+from epmem.memory.conversations import Conversations
+from epmem.policy.directory import Directory, Resolved
+from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.policy.overrides import Skipped, apply_overrides
 
 from bot.abuse import AbuseGuard, Admission
 from bot.admin_commands import AdminCommands

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from epmem.distill import Distiller
-from epmem.facts import Fact
+from epmem.ingest.distill import Distiller
+from epmem.memory.facts import Fact
 
 from bot.commands import CommandContext, CommandError
 

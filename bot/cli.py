@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from epmem.audit import AuditCorrupted, AuditLog, export
-from epmem.policy import STRANGER_ID, PolicyError, load_policy, policy_json_schema
+from epmem.audit.log import AuditCorrupted, AuditLog, export
+from epmem.policy.model import STRANGER_ID, PolicyError, load_policy, policy_json_schema
 from epmem.store.base import StoreLocked, StoreMismatch
 
 from bot.config import Settings
@@ -370,12 +370,12 @@ def bench_scenarios(
     """Run scenario files (or folders of them) and score the three tasks."""
     from benchmarks.scenario_bench import MODES, run_scenarios
 
-    from bot.runtime import make_embedder
+    from bot.runtime import embedder_from_settings
 
     files = _bench_files(paths, backend, "WARNING")
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
-    metrics, per = run(run_scenarios(files, make_embedder(), mode, backend=backend))
+    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend))
     table = Table("scenario", "permit exact", "leak rate", "completeness", "precision", "differentiation")
     for path, tally in per.items():
         m = tally.metrics()
@@ -404,10 +404,10 @@ def bench_probes(
     """Adversarial probes generated from scenario files; counts leaked canaries (must be 0)."""
     from benchmarks.probes import run_probe_suite
 
-    from bot.runtime import make_embedder
+    from bot.runtime import embedder_from_settings
 
     files = _bench_files(paths, backend, "ERROR")
-    metrics, per = run(run_probe_suite(files, make_embedder(), backend, limit))
+    metrics, per = run(run_probe_suite(files, embedder_from_settings(), backend, limit))
     table = Table("scenario", "probes", "leaks", "deflections", "llm calls", "post-check")
     for path, result in per.items():
         table.add_row(Path(path).name, str(result.probes), str(result.leaks), str(result.deflections),

@@ -38,7 +38,7 @@ def ingest(
 
     from epmem.ingest import read_export
     from epmem.ingest.apply import write_sessions
-    from epmem.policy import load_policy
+    from epmem.policy.model import load_policy
 
     from bot.runtime import Runtime
 

@@ -14,10 +14,10 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from connectors.base import Inbound
-from epmem.annotate import classify
-from epmem.directory import Resolved
-from epmem.facts import Fact
-from epmem.policy import PolicyException
+from epmem.ingest.annotate import classify
+from epmem.policy.directory import Resolved
+from epmem.memory.facts import Fact
+from epmem.policy.model import PolicyException
 from epmem.textnorm import third_person
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from epmem.facts import Fact
-from epmem.policy import Policy, PolicyError, Problem, _line_for, _pydantic_problems, read_yaml
+from epmem.memory.facts import Fact
+from epmem.policy.model import Policy, PolicyError, Problem, _line_for, _pydantic_problems, read_yaml
 from epmem.scenario import GoldFact
 
 

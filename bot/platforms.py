@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.slack import SlackConfig
 from connectors.telegram import TelegramConfig
-from epmem.policy import Policy
+from epmem.policy.model import Policy
 
 TELEGRAM_API = "https://api.telegram.org/bot"
 SLACK_API = "https://slack.com/api/"

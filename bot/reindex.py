@@ -8,14 +8,15 @@ writes everything again with the new embedder. The payloads carry everything nee
 
 from __future__ import annotations
 
-from epmem.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
-from epmem.facts import Fact
-from epmem.memory import FACTS, FactMemory, SubjectNormalizer, category_profiles
-from epmem.policy import load_policy
+from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FACTS, FactMemory, SubjectNormalizer
+from epmem.policy.model import category_profiles
+from epmem.policy.model import load_policy
 from epmem.store.base import Hit, VectorStore
 
 from bot.config import Settings
-from bot.runtime import make_embedder, make_store, owner_names
+from bot.runtime import embedder_from_settings, make_store, owner_names
 
 
 async def _read(store: VectorStore, name: str) -> list[Hit]:
@@ -28,7 +29,7 @@ async def _read(store: VectorStore, name: str) -> list[Hit]:
 
 async def reindex_all(settings: Settings) -> dict[str, int]:
     policy = load_policy(settings.policy_path())
-    embedder = make_embedder(settings)
+    embedder = embedder_from_settings(settings)
     store = make_store(settings)
     try:
         turns, sessions, facts = await _read(store, TURNS), await _read(store, SESSIONS), await _read(store, FACTS)

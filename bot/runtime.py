@@ -9,19 +9,20 @@ from pathlib import Path
 
 import yaml
 
-from epmem.annotate import CategoryClassifier
-from epmem.audit import AuditLog
-from epmem.distill import Distiller, RetryPolicy
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.audit.log import AuditLog
+from epmem.ingest.distill import Distiller, RetryPolicy
 from epmem.embedding.base import Embedder
-from epmem.engine import PrivacyEngine
-from epmem.memory import FactMemory, RecallConfig, SubjectNormalizer, category_profiles
-from epmem.overlay import Overlay
-from epmem.policy import Policy, load_policy
+from epmem.reply.engine import PrivacyEngine
+from epmem.memory.recall import FactMemory, RecallConfig, SubjectNormalizer
+from epmem.policy.model import category_profiles
+from epmem.policy.overlay import Overlay
+from epmem.policy.model import Policy, load_policy
 from epmem.llm.base import LLM
-from epmem.respond import LLMResponder, Responder, RulesResponder
+from epmem.reply.respond import LLMResponder, Responder, RulesResponder
 from epmem.scenario import Scenario
-from epmem.conversations import Conversations
-from epmem.retrieval import RetrievalConfig, Retriever
+from epmem.memory.conversations import Conversations
+from epmem.memory.retrieval import RetrievalConfig, Retriever
 from epmem.store.base import VectorStore
 from epmem.store.open import open_store
 
@@ -31,7 +32,7 @@ from bot.annotation_commands import AnnotationCommands
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 
 
-def make_embedder(settings: Settings | None = None) -> Embedder:
+def embedder_from_settings(settings: Settings | None = None) -> Embedder:
     from epmem.embedding.select import make_embedder as select
 
     if settings is None:
@@ -99,7 +100,7 @@ class Runtime:
     llm: LLM | None = None
     distiller: Distiller | None = None
     owns_llm: bool = True
-    #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.retrieval).
+    #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.memory.retrieval).
     conversations: Conversations | None = None
     retriever: Retriever | None = None
 
@@ -117,7 +118,7 @@ class Runtime:
         try:
             overlay = await Overlay(settings.state_db).open()
             store = make_store(settings)
-            embedder = embedder or make_embedder(settings)
+            embedder = embedder or embedder_from_settings(settings)
             memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
                                       recall, category_profiles(policy.categories)).open()
             conversations = await Conversations(store, embedder).open()
@@ -182,7 +183,7 @@ async def load_scenario_memory(runtime: Runtime, scenario: Scenario) -> int:
     await runtime.memory.replace_all(facts)
     if runtime.conversations is not None:
         from epmem.ingest.scenario_file import scenario_messages
-        from epmem.sessions import build_sessions
+        from epmem.memory.sessions import build_sessions
 
         messages, ids = scenario_messages(scenario, scenario.name)
         await runtime.conversations.clear()

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from epmem.facts import Fact
-from epmem.policy import (
+from epmem.memory.facts import Fact
+from epmem.policy.model import (
     OWNER_ID,
     STRANGER_ID,
     Domain,
@@ -36,7 +36,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Turn(_Model):
+class ScenarioTurn(_Model):
     speaker: str
     text: str
     reply_to: int | None = None
@@ -48,13 +48,13 @@ class Chat(_Model):
     title: str | None = None
 
 
-class Session(_Model):
+class ScenarioSession(_Model):
     id: str
     time: datetime | None = None
     platform: Literal["telegram", "slack", "console"] = "console"
     chat: Chat = Field(default_factory=Chat)
     participants: list[str] = Field(default_factory=list)
-    turns: list[Turn] = Field(default_factory=list)
+    turns: list[ScenarioTurn] = Field(default_factory=list)
 
 
 class GoldFact(_Model):
@@ -110,7 +110,7 @@ class Scenario(_Model):
     name: str
     owner: Owner = Field(default_factory=Owner)
     policy: Policy
-    sessions: list[Session] = Field(default_factory=list)
+    sessions: list[ScenarioSession] = Field(default_factory=list)
     facts: list[GoldFact] = Field(default_factory=list)
     tasks: Tasks = Field(default_factory=Tasks)
 

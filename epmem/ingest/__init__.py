@@ -1,4 +1,4 @@
-"""Importers: chat exports in, :class:`epmem.sessions.Message` records out (see load.py)."""
+"""Importers: chat exports in, :class:`epmem.memory.sessions.Message` records out (see load.py)."""
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.load import FORMATS, detect_format, read_export

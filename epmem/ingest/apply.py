@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from epmem.conversations import Conversations, IngestStats, Progress
-from epmem.sessions import Session
+from epmem.memory.conversations import Conversations, IngestStats, Progress
+from epmem.memory.sessions import Session
 
 
 async def write_sessions(conversations: Conversations, sessions: Sequence[Session],

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from epmem.errors import EpmemError
 
-class IngestError(ValueError):
+
+class IngestError(EpmemError, ValueError):
     """Raised before anything is written, so a bad export never leaves half an import behind."""
 
     def __init__(self, path: Path | str, where: str, reason: str) -> None:

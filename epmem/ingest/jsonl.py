@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
-from epmem.sessions import Message
+from epmem.memory.sessions import Message
 
 
 class _Line(BaseModel):

@@ -10,8 +10,8 @@ from epmem.ingest.errors import IngestError
 from epmem.ingest.jsonl import parse_jsonl
 from epmem.ingest.people import People
 from epmem.ingest.scenario_file import parse_scenario
-from epmem.policy import OWNER_ID, Policy
-from epmem.sessions import Message, Session, build_sessions
+from epmem.policy.model import OWNER_ID, Policy
+from epmem.memory.sessions import Message, Session, build_sessions
 
 Format = Literal["telegram", "slack", "jsonl", "scenario"]
 FORMATS: tuple[Format, ...] = ("telegram", "slack", "jsonl", "scenario")

@@ -2,12 +2,12 @@
 
 Identity first (``telegram:123``, ``slack:T01/U02``), then a name or alias. Names are good
 enough to attribute old messages in an export; they are never used to decide who may be told
-something (that is epmem.directory, identities only).
+something (that is epmem.policy.directory, identities only).
 """
 
 from __future__ import annotations
 
-from epmem.policy import OWNER_ID, Policy, iter_identities
+from epmem.policy.model import OWNER_ID, Policy, iter_identities
 
 UNKNOWN = "unknown:"
 

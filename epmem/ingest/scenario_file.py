@@ -6,9 +6,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from epmem.ingest.people import People
-from epmem.policy import OWNER_ID
+from epmem.policy.model import OWNER_ID
 from epmem.scenario import Scenario, load_scenario
-from epmem.sessions import Message
+from epmem.memory.sessions import Message
 
 
 def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], dict[str, str]]:

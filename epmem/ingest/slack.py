@@ -20,7 +20,7 @@ from typing import Any
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
-from epmem.sessions import ChatKind, Message
+from epmem.memory.sessions import ChatKind, Message
 
 PLATFORM = "slack"
 _SKIP = {"channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name", "bot_message",

@@ -17,7 +17,7 @@ from typing import Any
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
-from epmem.sessions import ChatKind, Message
+from epmem.memory.sessions import ChatKind, Message
 
 PLATFORM = "telegram"
 _DIRECT = {"personal_chat", "bot_chat", "saved_messages"}

@@ -1,7 +1,7 @@
 """LLM access: one interface (base.py), the OpenAI-compatible backend, and the prompts.
 
 ``OpenAILLM`` / ``OpenAIConfig`` are loaded lazily: importing the openai package costs about
-half a second, which code that only needs ``Message`` or ``LLMError`` (the rules backend, the
+half a second, which code that only needs ``PromptMessage`` or ``LLMError`` (the rules backend, the
 tests) should not pay.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from epmem.llm.base import LLM, Called, CallUsage, LLMError, LLMUsage, Message, Role, T
+from epmem.llm.base import LLM, Called, CallUsage, LLMError, LLMUsage, PromptMessage, Role, T
 from epmem.llm.prompts import (
     PROMPTS,
     ExtractedFact,
@@ -43,7 +43,7 @@ __all__ = [
     "ExtractionResult",
     "LLMError",
     "LLMUsage",
-    "Message",
+    "PromptMessage",
     "OpenAIConfig",
     "OpenAILLM",
     "PromptTemplate",

@@ -12,12 +12,14 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from epmem.errors import EpmemError
+
 Role = Literal["system", "user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class PromptMessage:
     role: Role
     content: str
 
@@ -70,7 +72,7 @@ class Called(Generic[V]):
     usage: CallUsage
 
 
-class LLMError(RuntimeError):
+class LLMError(EpmemError, RuntimeError):
     """The model could not give a usable answer; ``kind`` says why (timeout, http, invalid...).
 
     ``usage`` is what the failed call still cost (a malformed answer used tokens)."""
@@ -86,19 +88,19 @@ class LLM(Protocol):
     name: str
     usage: LLMUsage
 
-    async def structured(self, task: str, messages: list[Message], schema: type[T]) -> T:
+    async def structured(self, task: str, messages: list[PromptMessage], schema: type[T]) -> T:
         """One call whose answer must validate against ``schema``; raises LLMError otherwise."""
         ...
 
-    async def text(self, task: str, messages: list[Message]) -> str:
+    async def text(self, task: str, messages: list[PromptMessage]) -> str:
         """One call returning plain text; raises LLMError on any failure or empty output."""
         ...
 
-    async def structured_call(self, task: str, messages: list[Message], schema: type[T]) -> Called[T]:
+    async def structured_call(self, task: str, messages: list[PromptMessage], schema: type[T]) -> Called[T]:
         """:meth:`structured` with the call's own usage."""
         ...
 
-    async def text_call(self, task: str, messages: list[Message]) -> Called[str]:
+    async def text_call(self, task: str, messages: list[PromptMessage]) -> Called[str]:
         """:meth:`text` with the call's own usage."""
         ...
 

@@ -30,7 +30,7 @@ import openai
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from epmem.llm.base import Called, CallUsage, LLMError, LLMUsage, Message, T
+from epmem.llm.base import Called, CallUsage, LLMError, LLMUsage, PromptMessage, T
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -152,13 +152,13 @@ class OpenAILLM:
 
     # ----- the LLM protocol ----------------------------------------------------------------
 
-    async def structured(self, task: str, messages: list[Message], schema: type[T]) -> T:
+    async def structured(self, task: str, messages: list[PromptMessage], schema: type[T]) -> T:
         return (await self.structured_call(task, messages, schema)).value
 
-    async def text(self, task: str, messages: list[Message]) -> str:
+    async def text(self, task: str, messages: list[PromptMessage]) -> str:
         return (await self.text_call(task, messages)).value
 
-    async def structured_call(self, task: str, messages: list[Message], schema: type[T]) -> Called[T]:
+    async def structured_call(self, task: str, messages: list[PromptMessage], schema: type[T]) -> Called[T]:
         response_format: dict[str, Any] | None
         mode = self.config.structured_output
         if mode == "json_schema":
@@ -191,7 +191,7 @@ class OpenAILLM:
         self._log_call(task, started, usage, "ok")
         return Called(result, CallUsage(1, *usage))
 
-    async def text_call(self, task: str, messages: list[Message]) -> Called[str]:
+    async def text_call(self, task: str, messages: list[PromptMessage]) -> Called[str]:
         started = time.perf_counter()
         content, usage, _ = await self._complete(task, messages, None, started, empty_kind="empty")
         content = strip_reasoning(content).strip()
@@ -205,7 +205,7 @@ class OpenAILLM:
     async def _complete(
         self,
         task: str,
-        messages: list[Message],
+        messages: list[PromptMessage],
         response_format: dict[str, Any] | None,
         started: float,
         *,

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from epmem.llm.base import Message
+from epmem.llm.base import PromptMessage
 
 # --------------------------------------------------------------------------------------------
 # output models
@@ -298,7 +298,7 @@ class PromptTemplate:
         """Short content hash: audit records can name the exact prompt text used."""
         return hashlib.sha256(f"{self.system}\x00{self.user}".encode()).hexdigest()[:12]
 
-    def render(self, **fields: Any) -> list[Message]:
+    def render(self, **fields: Any) -> list[PromptMessage]:
         expected = self.fields
         missing = expected - fields.keys()
         extra = fields.keys() - expected
@@ -312,7 +312,7 @@ class PromptTemplate:
         tag = hashlib.sha256("\x00".join(f"{k}={v}" for k, v in values.items()).encode()).hexdigest()[:8]
         system = Template(self.system).substitute(values, tag=tag)
         user = Template(self.user).substitute(values, tag=tag)
-        return [Message("system", system), Message("user", user)]
+        return [PromptMessage("system", system), PromptMessage("user", user)]
 
 
 _DATA_RULE = """\
@@ -464,6 +464,6 @@ def get_template(name: str) -> PromptTemplate:
     return max(candidates, key=lambda t: _version_number(t.version))
 
 
-def render(name: str, **fields: Any) -> list[Message]:
+def render(name: str, **fields: Any) -> list[PromptMessage]:
     """Render prompt ``name`` (``extract_annotate/v1``, or ``reply`` for the newest)."""
     return get_template(name).render(**fields)

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from epmem.errors import EpmemError
+
 #: payload field that scopes every point to one owner (a tenant index in both engines).
 OWNER_FIELD = "owner_id"
 #: payload field holding our own string id; engines need UUIDs or integers as point ids.
@@ -87,11 +89,11 @@ def rrf_score(rank: int, weight: float, k: int) -> float:
     return 1.0 / ((rank + 1.0) / weight + k - 1.0)
 
 
-class StoreLocked(RuntimeError):
+class StoreLocked(EpmemError, RuntimeError):
     """Another process already has this data folder open."""
 
 
-class StoreMismatch(RuntimeError):
+class StoreMismatch(EpmemError, RuntimeError):
     """The data folder was built with another embedder; the vectors cannot be compared."""
 
 

@@ -16,11 +16,11 @@ import numpy as np
 import yaml
 
 from epmem.embedding.base import Embedder, Vectors
-from epmem.policy import Policy
+from epmem.policy.model import Policy
 from epmem.scenario import Scenario, load_scenario
 
 from bot.config import Settings
-from bot.runtime import Runtime, load_scenario_memory, make_embedder
+from bot.runtime import Runtime, embedder_from_settings, load_scenario_memory
 from tests.auxil.runtime import example
 
 OWNER_TG = 777
@@ -60,7 +60,7 @@ class MemoEmbedder:
 
 @functools.cache
 def shared_embedder() -> Embedder:
-    return MemoEmbedder(make_embedder())
+    return MemoEmbedder(embedder_from_settings())
 
 
 @functools.cache

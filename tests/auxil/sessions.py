@@ -1,9 +1,9 @@
-"""Building real :class:`epmem.sessions.Session` objects for tests, turn by turn."""
+"""Building real :class:`epmem.memory.sessions.Session` objects for tests, turn by turn."""
 
 from __future__ import annotations
 
-from epmem.sessions import Session, Turn
-from epmem.policy import OWNER_ID
+from epmem.memory.sessions import Session, Turn
+from epmem.policy.model import OWNER_ID
 
 
 def session(turns: list[tuple[str, str] | tuple[str, str, int]], *, sid: str = "s1",

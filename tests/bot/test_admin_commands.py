@@ -11,7 +11,7 @@ import pytest
 from bot.agent import DelegateAgent
 from bot.runtime import Runtime
 from connectors.base import Action, Inbound
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, TRUTH, house_runtime, reopen, write_policy
 from tests.auxil.runtime import ask
 

@@ -10,7 +10,7 @@ import pytest
 from bot.agent import NON_TEXT_NOTE, TOO_LONG_NOTE
 from bot.runtime import Runtime
 from connectors.base import Inbound
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from tests.auxil.runtime import ask, example, scenario_runtime
 
 

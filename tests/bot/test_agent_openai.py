@@ -11,9 +11,9 @@ import pytest
 
 from bot.config import ConfigError, Settings
 from bot.runtime import Runtime, load_scenario_memory, make_llm
-from epmem.facts import Fact
+from epmem.memory.facts import Fact
 from epmem.llm import OpenAIConfig, OpenAILLM
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from epmem.scenario import load_scenario
 from tests.auxil.fake_openai import FakeOpenAI
 from tests.auxil.runtime import ask, example

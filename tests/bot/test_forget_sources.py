@@ -12,9 +12,9 @@ import pytest
 from bot.runtime import Runtime
 from epmem.ingest import read_export
 from epmem.ingest.apply import write_sessions
-from epmem.facts import Fact
-from epmem.policy import OWNER_ID
-from epmem.sessions import Message, build_sessions, parse_source_ref, source_ref
+from epmem.memory.facts import Fact
+from epmem.policy.model import OWNER_ID
+from epmem.memory.sessions import Message, build_sessions, parse_source_ref, source_ref
 from tests.auxil.house import house_runtime
 from tests.auxil.runtime import ask
 

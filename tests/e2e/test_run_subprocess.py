@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.run_latency import ask, bot_process, prepare, wait_polling
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from tests.auxil.fake_telegram import FakeTelegram
 from tests.auxil.house import HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH
 

@@ -19,7 +19,7 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from tests.auxil.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, mention, wait_for
 from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
 

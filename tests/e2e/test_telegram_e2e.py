@@ -20,7 +20,7 @@ from bot.agent import NON_TEXT_NOTE
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
-from epmem.respond import deflection
+from epmem.reply.respond import deflection
 from tests.auxil.fake_telegram import FakeTelegram
 from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH, house_runtime
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from epmem.audit import AuditCorrupted, AuditLog, export
+from epmem.audit.log import AuditCorrupted, AuditLog, export
 
 
 async def test_chain_ledger_and_export(tmp_path: Path) -> None:

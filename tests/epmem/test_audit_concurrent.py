@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from epmem.audit import AuditLog
+from epmem.audit.log import AuditLog
 
 
 async def test_concurrent_appends_all_land_and_the_chain_verifies(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from epmem.calculus import STRANGER, Gate, Recipient, Rulebook, allowed_set, ceiling, judge, judge_composite
-from epmem.facts import Fact
-from epmem.policy import Category, Contact, Policy, PolicyException
+from epmem.policy.calculus import STRANGER, Gate, Recipient, Rulebook, allowed_set, ceiling, judge, judge_composite
+from epmem.memory.facts import Fact
+from epmem.policy.model import Category, Contact, Policy, PolicyException
 
 ANA = Recipient("ana", 2, "life")
 BEN = Recipient("ben", 2, "work")

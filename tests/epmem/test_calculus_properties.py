@@ -9,9 +9,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epmem.calculus import STRANGER, Recipient, Rulebook, allowed_set, audience_allows, judge, judge_composite
-from epmem.facts import Fact
-from epmem.policy import Category, Contact, Policy, PolicyException
+from epmem.policy.calculus import STRANGER, Recipient, Rulebook, allowed_set, audience_allows, judge, judge_composite
+from epmem.memory.facts import Fact
+from epmem.policy.model import Category, Contact, Policy, PolicyException
 
 EXAMPLES = settings(max_examples=2000, deadline=None)
 

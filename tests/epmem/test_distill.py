@@ -12,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from epmem.annotate import CategoryClassifier
-from epmem.calculus import Rulebook, judge
-from epmem.distill import Distiller, RetryPolicy
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.policy.calculus import Rulebook, judge
+from epmem.ingest.distill import Distiller, RetryPolicy
 from epmem.embedding.minilm import default_embedder
-from epmem.engine import PrivacyEngine
+from epmem.reply.engine import PrivacyEngine
 from epmem.llm import OpenAIConfig, OpenAILLM
-from epmem.memory import FactMemory, SubjectNormalizer, category_profiles
-from epmem.overlay import Overlay
-from epmem.respond import RulesResponder, deflection
+from epmem.memory.recall import FactMemory, SubjectNormalizer
+from epmem.policy.model import category_profiles
+from epmem.policy.overlay import Overlay
+from epmem.reply.respond import RulesResponder, deflection
 from epmem.store.edge import EdgeStore
 from tests.auxil.fake_openai import FakeOpenAI
 from tests.auxil.sessions import session

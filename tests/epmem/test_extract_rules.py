@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from epmem.annotate import CategoryClassifier, ContactNames, classify, clamp
+from epmem.ingest.annotate import CategoryClassifier, ContactNames, classify, clamp
 from epmem.embedding.minilm import default_embedder
-from epmem.extract_rules import RulesExtractor
-from epmem.policy import Policy
+from epmem.ingest.extract_rules import RulesExtractor
+from epmem.policy.model import Policy
 from epmem.textnorm import third_person
 from tests.auxil.sessions import session
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from epmem.embedding.minilm import default_embedder
-from epmem.facts import Fact
-from epmem.memory import FactMemory, SubjectNormalizer
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.store.edge import EdgeStore
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from epmem.desensitize import Desensitizer
-from epmem.guard import Denied, ReplyGuard
+from epmem.reply.desensitize import Desensitizer
+from epmem.reply.guard import Denied, ReplyGuard
 
 BONUS = Denied("f3", "Maya received a retention bonus.")
 DEPOSIT = Denied("f4", "Maya is paying the house deposit with her bonus.")

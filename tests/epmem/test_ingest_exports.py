@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from epmem.conversations import Conversations
+from epmem.memory.conversations import Conversations
 from epmem.embedding.minilm import default_embedder
 from epmem.ingest import IngestError, detect_format, read_export
 from epmem.ingest.apply import write_sessions
-from epmem.policy import Policy, load_policy
-from epmem.sessions import Session
+from epmem.policy.model import Policy, load_policy
+from epmem.memory.sessions import Session
 from epmem.store.edge import EdgeStore
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ingest"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from epmem.ingest import IngestError, detect_format, read_export
-from epmem.policy import load_policy
+from epmem.policy.model import load_policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -13,7 +13,7 @@ from structlog.testing import capture_logs
 from epmem.llm import (
     ExtractionResult,
     LLMError,
-    Message,
+    PromptMessage,
     OpenAIConfig,
     OpenAILLM,
     get_template,
@@ -31,7 +31,7 @@ class Answer(BaseModel):
     count: int
 
 
-MSGS = [Message("system", "be brief"), Message("user", "where and how many")]
+MSGS = [PromptMessage("system", "be brief"), PromptMessage("user", "where and how many")]
 
 
 @pytest.fixture
@@ -280,7 +280,7 @@ async def test_usage_by_task(fake, make_llm):
 
 async def test_logs_never_carry_the_key_or_contents(fake, make_llm):
     secret_content = "MY-PRIVATE-DIAGNOSIS"
-    msgs = [Message("user", f"note: {secret_content}")]
+    msgs = [PromptMessage("user", f"note: {secret_content}")]
     llm = make_llm()
     with capture_logs() as logs:
         fake.set_script({"city": secret_content, "count": 1}, "{oops")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from epmem.policy import PolicyError, load_policy, yaml_lines
+from epmem.policy.model import PolicyError, load_policy, yaml_lines
 from epmem.scenario import load_scenario
 from tests.auxil.runtime import REPO, example
 

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epmem.conversations import Conversations
+from epmem.memory.conversations import Conversations
 from epmem.embedding.minilm import default_embedder
-from epmem.facts import Fact
-from epmem.memory import FactMemory, SubjectNormalizer
-from epmem.retrieval import RetrievalConfig, Retriever, fuse, mask_names, rank
-from epmem.sessions import Message, build_sessions
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FactMemory, SubjectNormalizer
+from epmem.memory.retrieval import RetrievalConfig, Retriever, fuse, mask_names, rank
+from epmem.memory.sessions import Message, build_sessions
 from epmem.store.edge import EdgeStore
 
 CHATS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from epmem.sessions import Message, build_sessions
+from epmem.memory.sessions import Message, build_sessions
 
 T0 = datetime(2026, 3, 1, 10, tzinfo=UTC)
 

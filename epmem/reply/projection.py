@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from epmem.calculus import Gate, Recipient, Rulebook, Verdict, judge
-from epmem.facts import Fact
-from epmem.memory import RecalledEvent
+from epmem.policy.calculus import Gate, Recipient, Rulebook, Verdict, judge
+from epmem.memory.facts import Fact
+from epmem.memory.recall import RecalledEvent
 
 
 @dataclass(frozen=True, slots=True)

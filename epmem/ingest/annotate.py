@@ -9,7 +9,7 @@ Three things live here, all deterministic and used by both backends:
 * :func:`clamp`: the rule that a model may only make a fact stricter, never looser. It is code,
   not a prompt instruction, so no model output can widen an audience the policy set.
 * :class:`ContactNames`: resolving the names people use in chat ("Mamma", "Tara", "the family")
-  to contact and group ids, for the exception cues in epmem/extract_rules.py.
+  to contact and group ids, for the exception cues in epmem/ingest/extract_rules.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
-from epmem.policy import Domain, Policy
+from epmem.policy.model import Domain, Policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +61,6 @@ def classify(text: str, policy: Policy) -> Annotation:
     return Annotation(name, cat.level, cat.domain, (), "default")
 
 
-def category_profile(name: str, description: str, keywords: Iterable[str]) -> str:
-    """What a category is about, as text to embed."""
-    return f"{name.replace('_', ' ')}: {description} {', '.join(keywords)}".strip()
-
-
 class CategoryClassifier:
     """Keywords first; without a keyword, similarity to the categories' profiles.
 
@@ -88,7 +83,7 @@ class CategoryClassifier:
         self._vectors: np.ndarray | None = None
         if embedder is not None and self._names:
             profiles = [
-                category_profile(n, policy.categories[n].description, policy.categories[n].keywords)
+                policy.categories[n].profile(n)
                 for n in self._names
             ]
             self._vectors = embedder.embed(profiles)

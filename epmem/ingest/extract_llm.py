@@ -1,7 +1,7 @@
 """The LLM extractor: extraction and annotation of one session in one call (extract_annotate).
 
 The model proposes; code disposes. Whatever the answer says is only a set of :class:`Draft`
-facts: epmem/extract.py then clamps levels to the policy, drops whitelist entries nobody in the
+facts: epmem/ingest/extract.py then clamps levels to the policy, drops whitelist entries nobody in the
 conversation could have meant, and assigns ids. A call that fails in any way (timeout, HTTP
 error, refusal, JSON that does not validate) raises :class:`LLMError`, and the caller keeps the
 session's facts pending (level 0): nothing is disclosed on a guess.
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from epmem.extract import Draft, similar_facts
+from epmem.ingest.extract import Draft
 from epmem.llm.base import LLM, CallUsage
 from epmem.llm.prompts import ExtractionResult, get_template
-from epmem.memory import FactMemory
-from epmem.policy import OWNER_ID, Policy
-from epmem.sessions import Session
+from epmem.memory.recall import FactMemory
+from epmem.policy.model import OWNER_ID, Policy
+from epmem.memory.sessions import Session
 
 MAX_KNOWN_EVENTS = 30
 
@@ -67,7 +67,7 @@ class LLMExtractor:
             return {}
         texts = [t.text for t in session.turns if t.text.strip()][:40]
         events: dict[str, str] = {}
-        for row in await similar_facts(self.memory, texts, limit=3):
+        for row in await self.memory.similar(texts, limit=3):
             for fact, _ in row:
                 if fact.version == "truth" and fact.event_id not in events and len(events) < MAX_KNOWN_EVENTS:
                     events[fact.event_id] = fact.text

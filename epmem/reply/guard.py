@@ -30,7 +30,7 @@ RARE_LENGTH = 9
 
 
 @dataclass(frozen=True, slots=True)
-class Hit:
+class Overlap:
     """One denied fact the reply overlaps, with the evidence (for the audit)."""
 
     fact_id: str
@@ -72,15 +72,15 @@ class ReplyGuard:
             self._allowed_words.update(tokens)
             self._allowed_pairs |= ngrams(tokens, 2)
 
-    def check(self, reply: str, denied: Sequence[Denied]) -> list[Hit]:
+    def check(self, reply: str, denied: Sequence[Denied]) -> list[Overlap]:
         reply_tokens = words(reply)
         reply_words = set(reply_tokens)
         reply_pairs = ngrams(reply_tokens, 2)
-        hits: list[Hit] = []
+        hits: list[Overlap] = []
         for fact in denied:
             evidence = self._evidence(fact.text, reply_words, reply_pairs)
             if evidence:
-                hits.append(Hit(fact.fact_id, evidence))
+                hits.append(Overlap(fact.fact_id, evidence))
         return hits
 
     def _evidence(self, text: str, reply_words: set[str], reply_pairs: set[tuple[str, ...]]) -> tuple[str, ...]:

@@ -25,6 +25,8 @@ import aiosqlite
 
 from epmem.sqlite import Migration, connect, migrate
 
+from epmem.errors import EpmemError
+
 GENESIS = "0" * 64
 
 MIGRATIONS = [
@@ -57,7 +59,7 @@ MIGRATIONS = [
 ]
 
 
-class AuditCorrupted(RuntimeError):
+class AuditCorrupted(EpmemError, RuntimeError):
     """The audit database cannot be read, or its chain does not verify."""
 
 

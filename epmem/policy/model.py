@@ -10,7 +10,7 @@ because a user fixing a policy should not have to run the checker once per typo.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from epmem.errors import EpmemError
 
 Domain = Literal["work", "life"]
 InfoLevel = Annotated[int, Field(ge=0, le=4, description="0 = nobody by default, 4 = public")]
@@ -72,6 +74,11 @@ class Category(_Strict):
     never_share: bool = False
     description: str = ""
 
+    def profile(self, name: str) -> str:
+        """What the category is about, as text to embed: one text for the annotator's
+        classifier and for recall's category relevance, so the two never drift apart."""
+        return f"{name.replace('_', ' ')}: {self.description} {', '.join(self.keywords)}".strip()
+
 
 class PolicyException(_Strict):
     """One owner-made exception: allow or deny some people one fact, event or category."""
@@ -118,7 +125,7 @@ class Problem:
         return f"{where}: {field}: {self.message}"
 
 
-class PolicyError(ValueError):
+class PolicyError(EpmemError, ValueError):
     """A policy that cannot be used; ``problems`` lists everything found, not just the first."""
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
@@ -272,3 +279,8 @@ def iter_identities(policy: Policy) -> Iterable[tuple[str, str]]:
     for cid, contact in policy.contacts.items():
         for identity in contact.identities:
             yield identity, cid
+
+
+def category_profiles(categories: Mapping[str, Category]) -> dict[str, str]:
+    """Each category's profile text (see :meth:`Category.profile`)."""
+    return {name: c.profile(name) for name, c in categories.items()}

@@ -29,9 +29,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
-from epmem.conversations import SESSIONS, TURNS, Conversations
+from epmem.memory.conversations import SESSIONS, TURNS, Conversations
 from epmem.embedding.base import Embedder
-from epmem.memory import FACTS
+from epmem.memory.recall import FACTS
 from epmem.timeparse import question_window
 from epmem.store.base import Hit, Hybrid, SparseVec, VectorStore, Where, rrf_score
 

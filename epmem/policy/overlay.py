@@ -4,7 +4,7 @@ The policy YAML is the owner's own document, comments and all; commands never re
 Exceptions added with /allow and /deny live here, in SQLite, and are merged with the file's
 exceptions whenever a rulebook is built. Revoking deletes the row; the audit keeps the history.
 Contact changes made by command (level, domain, linked identities) are kept the same way, one
-row per contact, and applied on top of the file's contacts (see :mod:`epmem.overrides`).
+row per contact, and applied on top of the file's contacts (see :mod:`epmem.policy.overrides`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.policy import PolicyException
+from epmem.policy.model import PolicyException
 from epmem.sqlite import Migration, connect, migrate
 
 MIGRATIONS = [
@@ -94,7 +94,7 @@ class Overlay:
         )
 
     async def contact_overrides(self) -> dict[str, dict[str, Any]]:
-        """contact id -> the changes made by command (see :func:`epmem.overrides.apply_overrides`)."""
+        """contact id -> the changes made by command (see :func:`epmem.policy.overrides.apply_overrides`)."""
         async with self.db.execute("SELECT contact, body FROM contact_overrides ORDER BY contact") as cur:
             return {row[0]: json.loads(row[1]) async for row in cur}
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from epmem.policy import Policy, semantic_problems
+from epmem.policy.model import Policy, semantic_problems
 
 OVERRIDE_KEYS = frozenset({"level", "domain", "add", "remove"})
 

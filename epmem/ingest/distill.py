@@ -5,7 +5,7 @@ can recall a session the moment it arrives. With the rules backend those facts a
 annotated facts. With an LLM backend they are stored ``pending`` (level 0 for everyone but the
 owner) and one ``extract_annotate`` call per session runs in the background; when it succeeds,
 the session's pending facts are replaced by the model's facts, clamped by code
-(epmem/extract.py). When it fails (timeout, HTTP error, refusal, malformed JSON) it is retried
+(epmem/ingest/extract.py). When it fails (timeout, HTTP error, refusal, malformed JSON) it is retried
 with exponential backoff; after the last attempt the facts stay pending and the owner can
 annotate them by command or ask for another try. Nothing fails open: a session whose annotation
 never succeeds discloses nothing.
@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from epmem.annotate import CategoryClassifier
-from epmem.extract import Finalizer, session_facts, similar_facts
-from epmem.extract_llm import LLMExtractor
-from epmem.extract_rules import RulesExtractor
-from epmem.facts import Fact
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.ingest.extract import Finalizer
+from epmem.ingest.extract_llm import LLMExtractor
+from epmem.ingest.extract_rules import RulesExtractor
+from epmem.memory.facts import Fact
 from epmem.llm.base import LLM, CallUsage, LLMError
-from epmem.memory import FactMemory
-from epmem.policy import Policy
-from epmem.sessions import Session
+from epmem.memory.recall import FactMemory
+from epmem.policy.model import Policy
+from epmem.memory.sessions import Session
 
 log = structlog.get_logger(__name__)
 
@@ -177,7 +177,7 @@ class Distiller:
         A fact identical to an annotated fact of another session (an owner message addressed
         to two people of a group sits in both sub-sessions) is merged into it instead of
         stored twice, and the merge only narrows: the lower level, both blacklists."""
-        old = await session_facts(self.memory, session_id)
+        old = await self.memory.of_session(session_id)
         kept = [f for f in old if f.state == "owner-set"]
         kept_texts = {f.text.casefold() for f in kept}
         new = [f for f in facts if f.text.casefold() not in kept_texts]
@@ -193,7 +193,7 @@ class Distiller:
         annotated = [f for f in facts if f.state == "annotated"]
         if not annotated:
             return list(facts), []
-        rows = await similar_facts(self.memory, [f.text for f in annotated], limit=3)
+        rows = await self.memory.similar([f.text for f in annotated], limit=3)
         twins: dict[str, Fact] = {}
         for f, row in zip(annotated, rows):
             twin = next((g for g, score in row if score >= 0.98 and g.session_id != session_id

@@ -14,7 +14,7 @@ greeting and misses the rest, while the mean covers every turn and costs no extr
 Its BM25 vector is built from the full text (BM25 has no length limit).
 
 The first names of everyone who speaks are kept (in each session's payload, gathered again on
-open): the retriever masks them in a question before embedding it, see epmem.retrieval.
+open): the retriever masks them in a question before embedding it, see epmem.memory.retrieval.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
-from epmem.sessions import Session, Turn, extractive_summary, parse_source_ref
+from epmem.memory.sessions import Session, Turn, extractive_summary, parse_source_ref
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, SparseVec, VectorStore
 
 TURNS = "turns"

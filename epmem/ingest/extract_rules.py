@@ -23,7 +23,7 @@ blacklisted on that conversation's truths, unless a widening cue names them. Whe
 wanted them to hear it is exactly what sentence rules cannot tell, so the answer is no.
 
 Categories come from CategoryClassifier (keywords, then similarity). The rest of the rules that
-no backend may bend are applied afterwards by epmem/extract.py.
+no backend may bend are applied afterwards by epmem/ingest/extract.py.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from epmem.annotate import CategoryClassifier, ContactNames
-from epmem.extract import Draft, owner_first_name, present, reply_index
-from epmem.policy import OWNER_ID, Policy
-from epmem.sessions import Session
+from epmem.ingest.annotate import CategoryClassifier, ContactNames
+from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
+from epmem.policy.model import OWNER_ID, Policy
+from epmem.memory.sessions import Session
 from epmem.textnorm import STOPWORDS, sentence, split_sentences, third_person, words
 
 _APOS = "['’]"

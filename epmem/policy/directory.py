@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from epmem.calculus import STRANGER, Recipient
-from epmem.policy import OWNER_ID, STRANGER_ID, Policy, iter_identities
+from epmem.policy.calculus import STRANGER, Recipient
+from epmem.policy.model import OWNER_ID, STRANGER_ID, Policy, iter_identities
 
 
 @dataclass(frozen=True, slots=True)

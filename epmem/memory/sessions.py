@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from epmem.policy import OWNER_ID
+from epmem.policy.model import OWNER_ID
 
 ChatKind = Literal["direct", "group"]
 #: a silence longer than this starts a new session of the same chat.

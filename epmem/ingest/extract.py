@@ -1,10 +1,10 @@
 """From one Session to annotated F2 facts: the part both backends share.
 
-A backend (epmem/extract_rules.py offline, epmem/extract_llm.py over an LLM) proposes
+A backend (epmem/ingest/extract_rules.py offline, epmem/ingest/extract_llm.py over an LLM) proposes
 :class:`Draft` facts; :func:`finalize` turns drafts into :class:`Fact` objects and is where the
 rules that no backend may bend are enforced in code:
 
-- the stricter-only clamp (epmem/annotate.py): level <= the category's level, the category's
+- the stricter-only clamp (epmem/ingest/annotate.py): level <= the category's level, the category's
   domain kept, never-share categories at level 0;
 - exception suggestions are checked against the conversation: a blacklist entry only ever
   narrows, so any known contact or group is taken; a whitelist entry widens, so it is taken
@@ -21,11 +21,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from epmem.annotate import CategoryClassifier, ContactNames, clamp
-from epmem.facts import Fact, Version
-from epmem.memory import FactMemory
-from epmem.policy import OWNER_ID, Policy
-from epmem.sessions import Session, source_ref
+from epmem.ingest.annotate import CategoryClassifier, ContactNames, clamp
+from epmem.memory.facts import Fact, Version
+from epmem.memory.recall import FactMemory
+from epmem.policy.model import OWNER_ID, Policy
+from epmem.memory.sessions import Session, source_ref
 
 _EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
 
@@ -162,36 +162,10 @@ class Finalizer:
     async def _similar_events(self, drafts: Sequence[Draft]) -> list[str | None]:
         if self.memory is None or not drafts:
             return [None] * len(drafts)
-        hits = await similar_facts(self.memory, [d.text for d in drafts], limit=3)
+        hits = await self.memory.similar([d.text for d in drafts], limit=3)
         out: list[str | None] = []
         for d, row in zip(drafts, hits):
             best = next((f for f, score in row if score >= self.link_similarity
                          and (d.category is None or f.category == d.category)), None)
             out.append(best.event_id if best is not None else None)
         return out
-
-
-async def similar_facts(memory: FactMemory, texts: Sequence[str], limit: int = 5
-                        ) -> list[list[tuple[Fact, float]]]:
-    """Nearest stored facts for each text (dense similarity only), for event linking.
-
-    The one place that reaches past FactMemory's public methods into its store, so a change
-    there is a change here only.
-    """
-    from epmem.memory import FACTS, _fact
-
-    if not texts or await memory.count() == 0:
-        return [[] for _ in texts]
-    vectors = memory.embedder.embed([memory.normalize(t) for t in texts])
-    out: list[list[tuple[Fact, float]]] = []
-    for vector in vectors:
-        hits = await memory.store.query_dense(FACTS, vector, limit)
-        out.append([(_fact(h), float(h.score)) for h in hits])
-    return out
-
-
-async def session_facts(memory: FactMemory, session_id: str) -> list[Fact]:
-    """Every stored fact distilled from one session."""
-    from epmem.memory import FACTS, _fact
-
-    return [_fact(h) for h in await memory.store.scroll(FACTS, {"session_id": session_id})]

@@ -12,9 +12,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Protocol
 
-from epmem.facts import Fact
-from epmem.policy import STRANGER_ID, Policy, PolicyException
+from epmem.policy.model import STRANGER_ID, Policy, PolicyException
+
+
+class Judged(Protocol):
+    """What adjudication reads of a fact (epmem.memory.facts.Fact is one). The calculus sits
+    below memory, so it names the fields it needs instead of importing the fact model."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def category(self) -> str | None: ...
+    @property
+    def domain(self) -> str | None: ...
+    @property
+    def whitelist(self) -> list[str]: ...
+    @property
+    def blacklist(self) -> list[str]: ...
+    def effective_level(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +214,7 @@ class Rulebook:
     def is_never_share(self, category: str | None) -> bool:
         return category in self._never
 
-    def gate(self, fact: Fact) -> Gate:
+    def gate(self, fact: Judged) -> Gate:
         allow: dict[str, str] = {}
         deny: dict[str, str] = {}
         for entry in fact.whitelist:

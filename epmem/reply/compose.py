@@ -2,10 +2,10 @@
 
 The engine decides *what* may be said; this module makes sure the words say only that:
 
-1. identifiers inside allowed facts are masked (epmem/desensitize.py), except what the asker
+1. identifiers inside allowed facts are masked (epmem/reply/desensitize.py), except what the asker
    wrote in this chat themselves;
 2. the responder composes a reply from the masked facts (one LLM call, or the rules composer);
-3. the reply is checked against the denied candidates that recall found (epmem/guard.py), and,
+3. the reply is checked against the denied candidates that recall found (epmem/reply/guard.py), and,
    when a model wrote it, also against denied facts merely near the question (recall's relevance
    threshold may have dropped the very secret the asker is fishing for); a hit
    replaces it by the rules composer's reply, and if even that overlaps (it should not: it
@@ -23,9 +23,9 @@ from typing import Any
 
 import structlog
 
-from epmem.desensitize import Desensitizer, mask_facts
-from epmem.guard import Denied, Hit, ReplyGuard
-from epmem.respond import Composition, ReplyContext, Responder, RulesResponder, compose, deflection
+from epmem.reply.desensitize import Desensitizer, mask_facts
+from epmem.reply.guard import Denied, Overlap, ReplyGuard
+from epmem.reply.respond import Composition, ReplyContext, Responder, RulesResponder, compose, deflection
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +36,7 @@ class Written:
     composition: Composition
     #: ``pass``, ``replaced`` (by the rules composer) or ``deflected``.
     postcheck: str
-    hits: tuple[Hit, ...] = ()
+    hits: tuple[Overlap, ...] = ()
     checked: int = 0
     masked: tuple[str, ...] = field(default=())
 

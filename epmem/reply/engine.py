@@ -13,15 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from epmem.calculus import Recipient, Rulebook, audience_allows
-from epmem.compose import ReplyWriter, Written
-from epmem.extract import similar_facts
-from epmem.guard import Denied
-from epmem.memory import FactMemory
-from epmem.overlay import Overlay
-from epmem.policy import Policy
-from epmem.projection import FactDecision, Projection, project
-from epmem.respond import ReplyContext, Responder, deflection
+from epmem.policy.calculus import Recipient, Rulebook, audience_allows
+from epmem.reply.compose import ReplyWriter, Written
+from epmem.reply.guard import Denied
+from epmem.memory.recall import FactMemory
+from epmem.policy.overlay import Overlay
+from epmem.policy.model import Policy
+from epmem.reply.projection import FactDecision, Projection, project
+from epmem.reply.respond import ReplyContext, Responder, deflection
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +107,8 @@ class PrivacyEngine:
     async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
                              limit: int = 16) -> list[Denied]:
         """Facts near the question that someone in the audience may not know, relevant or not
-        (for the post-check of a model's reply only; see epmem/compose.py)."""
-        rows = await similar_facts(self.memory, [question], limit)
+        (for the post-check of a model's reply only; see epmem/reply/compose.py)."""
+        rows = await self.memory.similar([question], limit)
         return [Denied(f.id, f.text) for f, _ in rows[0] if not audience_allows(rulebook.gate(f), audience)]
 
     async def owner_recall(self, question: str) -> Answer:

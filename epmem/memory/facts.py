@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from epmem.policy import Domain, InfoLevel
+from epmem.policy.model import Domain, InfoLevel
 
 AnnotationState = Literal["pending", "annotated", "owner-set"]
 Version = Literal["truth", "cover"]

@@ -14,11 +14,9 @@ from typing import Protocol
 
 import numpy as np
 
-from epmem.annotate import category_profile
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
-from epmem.facts import Fact
-from epmem.policy import Category
+from epmem.memory.facts import Fact
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
@@ -50,7 +48,7 @@ class RecallConfig:
     #: among what may be said, keep facts scoring at least this share of the best one.
     relative_cut: float = 0.75
     #: weight of the native score (0..1) of the session a fact came from, added to its event's
-    #: rank (never to the relevance threshold): the session retrieval of epmem.retrieval.
+    #: rank (never to the relevance threshold): the session retrieval of epmem.memory.retrieval.
     session_weight: float = 0.2
 
 
@@ -106,7 +104,7 @@ class FactMemory:
         self.normalize = normalizer
         self.config = config or RecallConfig()
         self.sparse = Bm25Encoder()
-        #: session retrieval (epmem.retrieval.Retriever), wired in by the runtime when present.
+        #: session retrieval (epmem.memory.retrieval.Retriever), wired in by the runtime when present.
         self.sessions: SessionScorer | None = None
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
@@ -157,6 +155,22 @@ class FactMemory:
         if not event_ids:
             return []
         return [_fact(h) for h in await self.store.scroll(FACTS, {"event_id": list(event_ids)})]
+
+    async def of_session(self, session_id: str) -> list[Fact]:
+        """Every stored fact distilled from one session."""
+        return [_fact(h) for h in await self.store.scroll(FACTS, {"session_id": session_id})]
+
+    async def similar(self, texts: Sequence[str], limit: int = 5) -> list[list[tuple[Fact, float]]]:
+        """Nearest stored facts for each text (dense similarity only): event linking at ingest,
+        and the post-check's denied neighbours of a question at reply time."""
+        if not texts or await self.count() == 0:
+            return [[] for _ in texts]
+        vectors = self.embedder.embed([self.normalize(t) for t in texts])
+        out: list[list[tuple[Fact, float]]] = []
+        for vector in vectors:
+            hits = await self.store.query_dense(FACTS, vector, limit)
+            out.append([(_fact(h), float(h.score)) for h in hits])
+        return out
 
     async def forget(self, fact_ids: Sequence[str]) -> None:
         await self.store.delete(FACTS, list(fact_ids))
@@ -217,8 +231,3 @@ def _fact(hit: Hit) -> Fact:
 
 def _natural(key: str) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
-
-
-def category_profiles(categories: Mapping[str, Category]) -> dict[str, str]:
-    """Each category's profile text, the same one the annotator's classifier embeds."""
-    return {name: category_profile(name, c.description, c.keywords) for name, c in categories.items()}

@@ -1,0 +1,11 @@
+"""From a question to the words that leave: recall, adjudicate, project, compose, post-check.
+
+``engine.PrivacyEngine`` runs the stages in their fixed order; nothing reaches a composer
+(``respond``) until the calculus has allowed it for every reader (``projection``), and the
+words are checked again before they leave (``compose``, ``guard``, ``desensitize``).
+"""
+
+from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
+
+__all__ = ["Answer", "LLMResponder", "PrivacyEngine", "ReplyContext", "Responder", "RulesResponder", "deflection"]
