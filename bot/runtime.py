@@ -12,6 +12,8 @@ import yaml
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.audit.log import AuditLog
 from epmem.ingest.distill import Distiller, RetryPolicy
+from epmem.ingest.examples import ExampleBank
+from epmem.ingest.review import ReviewQueue
 from epmem.embedding.base import Embedder
 from epmem.reply.engine import PrivacyEngine
 from epmem.memory.recall import FactMemory, RecallConfig, SubjectNormalizer
@@ -76,8 +78,9 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
     return LLMResponder(model, budget_s=settings.llm_reply_budget_s)
 
 
-def make_distiller(settings: Settings, policy: Policy, memory: FactMemory, llm: LLM | None) -> Distiller:
-    classifier = CategoryClassifier(policy, memory.embedder)
+def make_distiller(settings: Settings, policy: Policy, memory: FactMemory, llm: LLM | None,
+                   examples: ExampleBank | None = None) -> Distiller:
+    classifier = CategoryClassifier(policy, memory.embedder, examples=examples)
     retry = RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s)
     return Distiller(policy, memory, classifier, llm, retry)
 
@@ -103,6 +106,8 @@ class Runtime:
     #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.memory.retrieval).
     conversations: Conversations | None = None
     retriever: Retriever | None = None
+    #: the owner's review queue (epmem.ingest.review); its answers teach the distiller's classifier.
+    review: ReviewQueue | None = None
 
     @classmethod
     async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
@@ -134,7 +139,9 @@ class Runtime:
                 await store.close()
             raise
         engine = PrivacyEngine(policy, overlay, memory, make_responder(settings, llm))
-        distiller = make_distiller(settings, policy, memory, llm)
+        examples = ExampleBank.from_facts(await memory.all(), memory.embedder)
+        distiller = make_distiller(settings, policy, memory, llm, examples)
+        review = ReviewQueue(policy, memory, examples, classifier=distiller.classifier)
         guard = AbuseGuard(settings.rate_limit_messages, settings.rate_limit_window_s, settings.deflection_alert,
                            settings.deflection_window_s)
         agent = DelegateAgent(engine, audit, settings.max_message_chars, guard=guard,
@@ -142,7 +149,7 @@ class Runtime:
         agent.conversations = conversations
         agent.commands.verbs.update(AnnotationCommands(agent, distiller).verbs())
         runtime = cls(settings, policy, store, memory, overlay, audit, engine, agent, llm, distiller, owns_llm,
-                      conversations, retriever)
+                      conversations, retriever, review)
         try:
             await agent.open()
         except BaseException:

@@ -79,6 +79,7 @@ class Distiller:
                  llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
         self.policy = policy
         self.memory = memory
+        self.classifier = classifier
         self.rules = RulesExtractor(policy, classifier)
         self.finalizer = Finalizer(policy, classifier, memory)
         self.model = LLMExtractor(policy, llm, memory) if llm is not None else None

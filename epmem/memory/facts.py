@@ -36,6 +36,14 @@ class Fact(BaseModel):
     valid_until: datetime | None = None
     state: AnnotationState = "pending"
     source_turns: list[str] = Field(default_factory=list)
+    #: how sure the annotator was, 0..1 (None: a person set it, or nobody measured it).
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: why the annotation is what it is ("keyword:salary", "cue:between us", "told-by:nadia"):
+    #: shown to the owner in review and kept in the audit.
+    evidence: list[str] = Field(default_factory=list)
+    #: who a *pending* fact's suggestion would let know. Only shown to the owner in review: the
+    #: calculus never reads it, so a guess opens nothing until the owner confirms it.
+    proposed_whitelist: list[str] = Field(default_factory=list)
 
     def effective_level(self) -> int:
         """Pending or level-less facts count as L0: until annotated, nobody may hear them."""

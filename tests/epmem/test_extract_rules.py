@@ -138,12 +138,26 @@ def test_clamp_only_ever_narrows(category: str, level: int, domain: str | None) 
         assert c.category == fallback.category and c.notes
 
 
-def test_similarity_fills_in_when_no_keyword_matches() -> None:
+def test_without_a_keyword_the_category_is_only_a_suggestion() -> None:
     classifier = CategoryClassifier(POLICY, default_embedder())
     assert classify("Sam's savings account is nearly empty.", POLICY).category == "misc"
     ann = classifier.classify("Sam's savings account is nearly empty.")
-    assert (ann.category, ann.level, ann.basis) == ("money", 0, "similarity")
+    assert (ann.category, ann.level, ann.clear) == ("money", 0, False)
     assert classifier.classify("The surgery went fine.").basis == "keywords"
+    assert classifier.classify("The surgery went fine.").clear
+
+
+@pytest.mark.parametrize("text", ["Nadia has accepted a job with Tidewater Energy in Cork.",
+                                  "Base goes from 92k to 118k.", "She has hypertension.",
+                                  "Sam is seeing a therapist called Dr Lund."])
+def test_sensitive_statements_never_fall_to_the_default_category(text: str) -> None:
+    ann = CategoryClassifier(POLICY, default_embedder()).classify(text)
+    assert not ann.clear and ann.basis != "mundane"
+
+
+def test_a_plainly_mundane_statement_is_filed_under_the_default() -> None:
+    ann = CategoryClassifier(POLICY, default_embedder()).classify("Sam is repainting the garden fence green.")
+    assert (ann.category, ann.clear, ann.basis) == ("misc", True, "mundane")
 
 
 def test_people_talked_about_in_their_absence_are_not_told(extractor: RulesExtractor) -> None:

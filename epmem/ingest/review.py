@@ -1,0 +1,391 @@
+"""The owner in the loop: a review queue of the facts the delegate is unsure of.
+
+Ingest fails closed: a fact it cannot annotate on clear evidence is stored ``pending`` (level 0,
+nobody hears it) with a suggestion. This module turns those facts into questions for the owner,
+applies the answers, and learns from them. It is platform-free: bot/ renders the questions as a
+Telegram inline keyboard, Slack buttons or console lines, and the scenario benchmark's oracle
+owner answers them from gold annotations.
+
+Contract
+--------
+``queue = ReviewQueue(policy, memory, examples)``
+    ``examples`` is the :class:`~epmem.ingest.examples.ExampleBank` the classifier reads (share
+    the same object with the distiller's classifier so answers teach it at once); ``None``
+    disables learning. ``queue.policy`` may be replaced when the policy changes.
+``await queue.waiting() -> int``
+    How many facts wait for the owner (the daily digest says this number).
+``await queue.next_batch(limit=None) -> list[Question]``
+    The next questions, most consequential first: the facts whose suggested annotation would
+    let the most people know (a wrong guess there costs most), then the least confident.
+    ``limit`` defaults to ``ReviewConfig.batch`` (small: one screen). Facts skipped in this
+    queue's lifetime come last. An empty list means nothing waits.
+``await queue.question(fact_id) -> Question``
+    One fact as a question (to redraw a keyboard, or to review a fact the owner names).
+    Any fact may be reviewed, pending or not; :class:`ReviewError` if there is no such fact.
+``await queue.apply(answer) -> Applied``
+    Applies at once: the fact becomes ``owner-set`` with the chosen annotation. Returns the
+    updated facts, the body for the audit record (``audit.append("policy_change", applied.audit,
+    contact="owner")``, the caller appends it: only bot/ knows who answered and where) and a
+    one-line confirmation for the owner. The answer becomes a labelled example. Facts that say
+    the same thing in other sessions (``Question.also``) get the same annotation: the owner
+    answered about the information, not about one copy of it. :class:`ReviewError` (a
+    one-line message) for an unknown fact, category or contact, or a whitelist on a
+    never-share category; nothing is changed then. Checking that the answer comes from the
+    owner is the caller's job.
+``await queue.relearn() -> list[Fact]``
+    Re-annotates the facts still pending with what the answers taught (nearest confirmed
+    examples first); returns the facts that left the queue. Call it after each batch.
+
+Answers (:class:`Answer`), one tap each on a platform; ``Answer.from_key(fact_id, key)`` maps an
+:class:`Option` key back to an answer, so a button needs only ``(fact_id, key)``:
+
+- ``accept``: the suggestion as shown (category, level, domain, who may know);
+- ``category``: one of the alternatives (key ``c:<category>``): that category's level and domain;
+- ``private``: keep private (level 0, nobody whitelisted; the category is kept);
+- ``set``: everything explicit (the "who may know" picker, /level-style edits, the oracle):
+  category and optionally level, domain, whitelist and blacklist;
+- ``skip``: ask again later; nothing changes.
+
+Only ``owner-set`` loosens a fact beyond its category (DESIGN sec. 6): an answer is the owner's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from epmem.errors import EpmemError
+from epmem.ingest.annotate import CategoryClassifier, ContactNames
+from epmem.ingest.examples import ExampleBank, Label
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FactMemory
+from epmem.policy.calculus import STRANGER, Rulebook
+from epmem.policy.model import Domain, Policy
+
+AnswerKind = Literal["accept", "category", "private", "set", "skip"]
+OptionKind = Literal["accept", "category", "private", "who", "skip"]
+
+
+class ReviewError(EpmemError, ValueError):
+    """An answer that cannot be applied (unknown fact, category or contact); nothing changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewConfig:
+    #: questions per batch: what fits on one screen and one sitting.
+    batch: int = 5
+    #: alternatives offered besides the suggestion.
+    alternatives: int = 3
+    #: a fact this similar to the reviewed one (same version) gets the same answer.
+    same_information: float = 0.9
+    #: a stranger counts as this many people when ranking by exposure (anyone at all may ask).
+    stranger_weight: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One possible annotation: what a tap would set."""
+
+    category: str
+    level: int
+    domain: Domain | None
+    whitelist: tuple[str, ...] = ()
+    blacklist: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        where = f" {self.domain}" if self.domain else ""
+        lists = ""
+        if self.whitelist:
+            lists += f", also {', '.join(self.whitelist)}"
+        if self.blacklist:
+            lists += f", not {', '.join(self.blacklist)}"
+        return f"{self.category} (L{self.level}{where}{lists})"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One button. ``key`` is short (it travels in callback data) and stable for the fact."""
+
+    key: str
+    kind: OptionKind
+    label: str
+    choice: Choice | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    fact_id: str
+    text: str
+    version: str
+    #: for a cover: the text of the truth it stands in for, if known.
+    covers_text: str | None
+    state: str
+    suggested: Choice
+    confidence: float | None
+    #: why the delegate suggests what it suggests (the fact's evidence).
+    reasons: tuple[str, ...]
+    alternatives: tuple[Choice, ...]
+    #: contacts and groups to offer under "who may know", the likeliest first.
+    people: tuple[str, ...]
+    #: how many people the suggestion would let know (a stranger counts ReviewConfig.stranger_weight).
+    exposure: int
+    #: other facts the answer will also settle (the same information in other chats).
+    also: tuple[str, ...]
+    options: tuple[Option, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    fact_id: str
+    kind: AnswerKind
+    category: str | None = None
+    level: int | None = None
+    domain: Domain | None = None
+    whitelist: tuple[str, ...] | None = None
+    blacklist: tuple[str, ...] | None = None
+
+    @classmethod
+    def accept(cls, fact_id: str) -> Answer:
+        return cls(fact_id, "accept")
+
+    @classmethod
+    def choose(cls, fact_id: str, category: str) -> Answer:
+        return cls(fact_id, "category", category=category)
+
+    @classmethod
+    def private(cls, fact_id: str) -> Answer:
+        return cls(fact_id, "private")
+
+    @classmethod
+    def skip(cls, fact_id: str) -> Answer:
+        return cls(fact_id, "skip")
+
+    @classmethod
+    def set(cls, fact_id: str, category: str, level: int | None = None, domain: Domain | None = None,
+            whitelist: Sequence[str] | None = None, blacklist: Sequence[str] | None = None) -> Answer:
+        """Everything explicit; ``level``/``domain`` default to the category's."""
+        return cls(fact_id, "set", category, level, domain,
+                   tuple(whitelist) if whitelist is not None else None,
+                   tuple(blacklist) if blacklist is not None else None)
+
+    @classmethod
+    def from_key(cls, fact_id: str, key: str) -> Answer:
+        """The answer an :class:`Option` key stands for ("who" opens a picker: not an answer)."""
+        if key == "ok":
+            return cls.accept(fact_id)
+        if key == "private":
+            return cls.private(fact_id)
+        if key == "skip":
+            return cls.skip(fact_id)
+        if key.startswith("c:") and len(key) > 2:
+            return cls.choose(fact_id, key[2:])
+        raise ReviewError(f"unknown review answer {key!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    #: the reviewed fact first, then the facts the answer also settled.
+    facts: tuple[Fact, ...]
+    #: the body of the audit record (a policy change by the owner).
+    audit: dict[str, Any]
+    #: one line for the owner.
+    message: str
+
+
+def _annotation(f: Fact) -> dict[str, Any]:
+    return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
+            "blacklist": list(f.blacklist), "state": f.state}
+
+
+@dataclass
+class ReviewQueue:
+    policy: Policy
+    memory: FactMemory
+    examples: ExampleBank | None = None
+    config: ReviewConfig = field(default_factory=ReviewConfig)
+    #: used by relearn(); built from the policy, the memory's embedder and the examples if None.
+    classifier: CategoryClassifier | None = None
+    _skipped: set[str] = field(default_factory=set)
+
+    # ------------------------------------------------------------------ questions
+
+    async def waiting(self) -> int:
+        return sum(1 for f in await self.memory.all() if f.state == "pending")
+
+    async def next_batch(self, limit: int | None = None) -> list[Question]:
+        limit = self.config.batch if limit is None else limit
+        if limit <= 0:
+            return []
+        facts = await self.memory.all()
+        waiting = [f for f in facts if f.state == "pending"]
+        rulebook = Rulebook(self.policy)
+        ranked = sorted(waiting, key=lambda f: (f.id in self._skipped, -self._exposure(rulebook, self._suggested(f)),
+                                                f.confidence if f.confidence is not None else 0.0, f.id))
+        by_id = {f.id: f for f in facts}
+        chosen: list[Question] = []
+        settled: set[str] = set()
+        for f in ranked:
+            if f.id in settled:
+                continue
+            q = await self._question(f, by_id, rulebook)
+            settled.update(q.also)
+            chosen.append(q)
+            if len(chosen) >= limit:
+                break
+        return chosen
+
+    async def question(self, fact_id: str) -> Question:
+        facts = await self.memory.all()
+        by_id = {f.id: f for f in facts}
+        if fact_id not in by_id:
+            raise ReviewError(f"no fact {fact_id!r}")
+        return await self._question(by_id[fact_id], by_id, Rulebook(self.policy))
+
+    def _suggested(self, f: Fact) -> Choice:
+        cat = f.category if f.category in self.policy.categories else self.policy.default_category
+        level = f.level if f.level is not None else self.policy.categories[cat].level
+        white = f.proposed_whitelist if f.state == "pending" else f.whitelist
+        return Choice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
+
+    def _exposure(self, rulebook: Rulebook, choice: Choice) -> int:
+        probe = Fact(id="probe", text="probe", event_id="probe", category=choice.category, level=choice.level,
+                     domain=choice.domain, whitelist=list(choice.whitelist), blacklist=list(choice.blacklist),
+                     state="annotated")
+        gate = rulebook.gate(probe)
+        from epmem.policy.calculus import judge
+
+        people = sum(1 for cid in self.policy.contacts if judge(gate, rulebook.recipient(cid)).allowed)
+        return people + (self.config.stranger_weight if judge(gate, STRANGER).allowed else 0)
+
+    async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook) -> Question:
+        suggested = self._suggested(f)
+        alternatives = self._alternatives(f, suggested)
+        also = tuple(x.id for x in await self._same_information(f))
+        options = [Option("ok", "accept", f"Yes: {suggested.describe()}", suggested)]
+        options += [Option(f"c:{c.category}", "category", c.describe(), c) for c in alternatives]
+        options += [Option("private", "private", "Keep private"), Option("who", "who", "Who may know…"),
+                    Option("skip", "skip", "Ask me later")]
+        covers = by_id.get(f.covers) if f.covers else None
+        return Question(
+            fact_id=f.id, text=f.text, version=f.version, covers_text=covers.text if covers else None,
+            state=f.state, suggested=suggested, confidence=f.confidence, reasons=tuple(f.evidence),
+            alternatives=tuple(alternatives), people=self._people(f, suggested),
+            exposure=self._exposure(rulebook, suggested), also=also, options=tuple(options),
+        )
+
+    def _alternatives(self, f: Fact, suggested: Choice) -> list[Choice]:
+        """Other categories worth a button: those the evidence names, then the nearest
+        by level to the suggestion (stricter first)."""
+        cats = self.policy.categories
+        named = [e.split(":", 2)[1] for e in f.evidence if e.count(":") >= 1 and e.split(":", 2)[1] in cats]
+        rest = sorted(cats, key=lambda n: (abs(cats[n].level - suggested.level), cats[n].level, n))
+        out: list[Choice] = []
+        for name in dict.fromkeys([*named, *rest]):
+            if name == suggested.category or cats[name].never_share and name not in named:
+                continue
+            out.append(Choice(name, cats[name].level, cats[name].domain))
+            if len(out) >= self.config.alternatives:
+                break
+        return out
+
+    def _people(self, f: Fact, suggested: Choice) -> tuple[str, ...]:
+        named = ContactNames(self.policy).find(f.text)
+        contacts = sorted(self.policy.contacts, key=lambda c: (self.policy.contacts[c].level, c))
+        order = [*suggested.whitelist, *suggested.blacklist, *named, *self.policy.groups, *contacts]
+        return tuple(dict.fromkeys(order))
+
+    async def _same_information(self, f: Fact) -> list[Fact]:
+        """Facts in other sessions that say the same thing, not yet set by the owner."""
+        rows = await self.memory.similar([f.text], limit=8)
+        return [g for g, score in rows[0] if g.id != f.id and score >= self.config.same_information
+                and g.version == f.version and g.state != "owner-set"] if rows else []
+
+    # ------------------------------------------------------------------ answers
+
+    async def apply(self, answer: Answer) -> Applied:
+        fact = await self.memory.get(answer.fact_id)
+        if fact is None:
+            raise ReviewError(f"no fact {answer.fact_id!r}")
+        if answer.kind == "skip":
+            self._skipped.add(fact.id)
+            return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
+                           f"Skipped {fact.id}: I will ask again later.")
+        choice = self._resolve(fact, answer)
+        also = await self._same_information(fact)
+        updated = [self._set(g, choice, fact.id if g.id != fact.id else None) for g in [fact, *also]]
+        await self.memory.update(updated)
+        self._skipped.discard(fact.id)
+        if self.examples is not None:
+            label = Label(choice.category, choice.level, choice.domain, choice.level == 0 and not choice.whitelist)
+            self.examples.add(fact.id, fact.text, label)
+        audit = {"action": "review", "fact": fact.id, "answer": answer.kind, "from": _annotation(fact),
+                 "to": _annotation(updated[0]), "also": [g.id for g in also]}
+        more = f" (and {len(also)} similar)" if also else ""
+        return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.")
+
+    def _resolve(self, fact: Fact, answer: Answer) -> Choice:
+        suggested = self._suggested(fact)
+        cats = self.policy.categories
+        if answer.kind == "accept":
+            choice = suggested
+        elif answer.kind == "private":
+            choice = Choice(suggested.category, 0, suggested.domain, (), suggested.blacklist)
+        elif answer.kind in ("category", "set"):
+            name = answer.category or ""
+            if name not in cats:
+                raise ReviewError(f"no category {name!r}; categories: {', '.join(cats)}")
+            cat = cats[name]
+            level = cat.level if answer.level is None else answer.level
+            if not 0 <= level <= 4:
+                raise ReviewError(f"level {level} is not 0-4")
+            domain = answer.domain if answer.kind == "set" and answer.level is not None else cat.domain
+            white = suggested.whitelist if answer.whitelist is None else answer.whitelist
+            black = suggested.blacklist if answer.blacklist is None else answer.blacklist
+            choice = Choice(name, level, domain, tuple(white), tuple(black))
+        else:
+            raise ReviewError(f"unknown review answer {answer.kind!r}")
+        known = set(self.policy.contacts) | set(self.policy.groups)
+        unknown = [w for w in (*choice.whitelist, *choice.blacklist) if w not in known]
+        if unknown:
+            raise ReviewError(f"no contact or group {', '.join(map(repr, unknown))}")
+        if cats[choice.category].never_share:
+            if answer.whitelist:
+                raise ReviewError(f"{choice.category} is never shared: nobody can be whitelisted")
+            choice = replace(choice, level=0, whitelist=())
+        white = tuple(w for w in choice.whitelist if w not in choice.blacklist)
+        return replace(choice, whitelist=white)
+
+    @staticmethod
+    def _set(fact: Fact, choice: Choice, via: str | None) -> Fact:
+        evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}"]
+        return fact.model_copy(update={
+            "category": choice.category, "level": choice.level, "domain": choice.domain,
+            "whitelist": list(choice.whitelist), "blacklist": list(choice.blacklist), "state": "owner-set",
+            "confidence": None, "evidence": evidence, "proposed_whitelist": [],
+        })
+
+    # ------------------------------------------------------------------ learning
+
+    async def relearn(self) -> list[Fact]:
+        """Pending facts the examples now settle on clear evidence are annotated."""
+        if self.examples is None or not len(self.examples):
+            return []
+        classifier = self.classifier or CategoryClassifier(self.policy, self.memory.embedder, examples=self.examples)
+        waiting = [f for f in await self.memory.all() if f.state == "pending"]
+        if not waiting:
+            return []
+        settled: list[Fact] = []
+        for f, ann in zip(waiting, classifier.classify_many([f.text for f in waiting])):
+            if ann.basis != "example" or not ann.clear:
+                continue
+            cued = any(e.startswith("cue:") for e in f.evidence) and f.level is not None
+            level = min(ann.level, f.level) if cued and f.level is not None else ann.level
+            settled.append(f.model_copy(update={
+                "category": ann.category, "level": level, "domain": ann.domain,
+                "whitelist": list(f.proposed_whitelist), "state": "annotated", "confidence": ann.confidence,
+                "proposed_whitelist": [], "evidence": [*f.evidence, *ann.evidence],
+            }))
+        if settled:
+            await self.memory.update(settled)
+        return settled

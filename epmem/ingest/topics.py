@@ -1,0 +1,114 @@
+"""Sensitive topics every owner shares, whatever their policy calls them.
+
+A policy names its own categories and keywords ("wedding: marry, elope"), and a fact often says
+the sensitive thing in other words ("Base goes from 92k to 118k" has no "salary" in it). These
+lists are the project's own, written once from what people treat as private in any culture the
+team could think of (health, money, work changes, love, family events, the law, where someone
+lives, secrets): not fitted to any scenario. They serve two purposes:
+
+- a veto: a fact that touches one of these topics is never "mundane", so it never falls to the
+  policy's default category on a guess (fail closed);
+- a hint: the topic's description is compared with the policy's category profiles to suggest a
+  category for the owner to confirm, and to file the fact when the match is unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    name: str
+    #: what the topic is about, in words an embedder can match to a category profile.
+    description: str
+    pattern: re.Pattern[str]
+    #: whether the topic names a kind of information a policy category could be about (secrecy
+    #: itself is not one: it says how private, not what about).
+    maps: bool = True
+
+
+def _words(*stems: str) -> re.Pattern[str]:
+    """Word stems, matched at a word start; a trailing ``$`` means the whole word only."""
+    parts = [re.escape(s[:-1]) + r"\b" if s.endswith("$") else re.escape(s) + r"\w*" for s in stems]
+    return re.compile(r"(?<![\w])(?:" + "|".join(parts) + ")", re.IGNORECASE)
+
+
+_MONEY_FIGURE = r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:k|m|bn|grand|usd|eur|gbp|sek|nok|dkk|chf|inr|aud|cad)\b|\b\d{2,3}[,.]\d{3}\b"
+
+TOPICS: tuple[Topic, ...] = (
+    Topic("health", "health, illness, diagnosis, doctor, hospital, treatment, therapy, medication, pregnancy",
+          _words("diagnos", "doctor", "dr$", "gp$", "hospital", "surgery", "surgeon", "therap", "psychiatr",
+                 "psycholog", "counsell", "counsel", "cancer", "tumou", "tumor", "chemo", "biopsy", "scan$",
+                 "mri$", "medica", "meds$", "prescri", "pill", "depress", "anxiety", "panic attack", "adhd",
+                 "autis", "bipolar", "hypertension", "blood pressure", "diabet", "asthma", "allerg", "injur",
+                 "fractur", "sick", "illness", "ill$", "symptom", "clinic", "rehab", "addict", "sober",
+                 "relapse", "pregnan", "miscarr", "ivf", "fertility", "infertil", "mental health", "burnout",
+                 "burn-out", "disorder", "syndrome", "disease", "infection", "virus", "covid", "hiv",
+                 "std$", "cardio", "heart", "stroke", "seizure", "epilep", "dementia", "alzheim",
+                 "parkinson", "physio", "operation", "recover", "condition$", "lump", "migraine",
+                 "insomnia", "eating disorder", "anorex", "bulimi", "pain", "chronic", "terminal",
+                 "hospice", "dentist", "medical", "health", "appointment")),
+    Topic("money", "money, finances, salary, income, debt, loans, savings, rent, costs, prices",
+          re.compile(_MONEY_FIGURE + "|" + _words(
+              "salary", "salaries", "pay rise", "payrise", "paycheck", "payslip", "wage", "income",
+              "bonus", "raise$", "debt", "loan", "mortgage", "rent$", "savings", "saving up", "budget",
+              "invest", "owe", "owed", "bank", "overdraft", "credit card", "inheritance", "inherit",
+              "afford", "bankrupt", "broke$", "tax", "pension", "equity", "stock option", "shares",
+              "valuation", "runway", "burn rate", "price", "cost", "fee$", "fees$", "money", "finance",
+              "financial", "pay off", "paid off", "deposit", "compensation", "severance", "base pay",
+              "base salary", "payout", "per year", "a year", "per month", "grand$").pattern, re.IGNORECASE)),
+    Topic("career", "job, career, job offer, interview, resigning, quitting, promotion, being fired or laid off",
+          _words("job offer", "offer letter", "new job", "job$", "jobs$", "interview", "resign", "quit",
+                 "quitting", "fired", "laid off", "layoff", "redundan", "promot", "recruit", "headhunt",
+                 "notice period", "hand in my notice", "handing in", "leaving the company", "career",
+                 "new role", "accepted a", "accepted the", "contract", "hired", "hiring", "demot",
+                 "performance review", "performance plan", "pip$", "sabbatical", "retire", "startup",
+                 "start-up", "founding", "co-found", "side project", "side hustle", "poach")),
+    Topic("romance", "love life, dating, relationships, breakups, divorce, affairs, engagement, marriage",
+          _words("dating", "date$", "dated", "boyfriend", "girlfriend", "partner", "crush", "divorc",
+                 "separat", "affair", "cheat", "break up", "broke up", "breakup", "split up", "engaged",
+                 "engagement", "propos", "marry", "marri", "wedding", "elope", "fianc", "ex$", "in love",
+                 "hook up", "hooked up", "tinder", "hinge$", "bumble", "sleeping with", "seeing someone",
+                 "seeing a", "relationship", "honeymoon")),
+    Topic("family", "family events, children, pregnancy, adoption, parents, relatives, deaths and funerals",
+          _words("pregnan", "baby", "babies", "due in", "due date", "adopt", "custody", "funeral",
+                 "passed away", "died", "death", "dying", "grief", "mum$", "mom$", "dad$", "mother",
+                 "father", "parent", "sister", "brother", "sibling", "grandm", "grandf", "grandpa",
+                 "grandma", "aunt", "uncle", "cousin", "son$", "daughter", "kids", "child", "in-law",
+                 "family")),
+    Topic("legal", "legal trouble, lawyers, court, police, visas and immigration status",
+          _words("lawyer", "attorney", "solicitor", "court", "lawsuit", "sue$", "suing", "sued", "police",
+                 "arrest", "charged", "convict", "prison", "jail", "probation", "visa", "immigra",
+                 "deport", "asylum", "residence permit", "green card", "citizenship", "criminal",
+                 "settlement", "nda$", "tribunal", "legal")),
+    Topic("identity", "home address, phone numbers, passwords, PINs, codes and account numbers",
+          re.compile(r"\b(?!(?:19|20)\d\d\b)\d{4,}\b|" + _words(
+              "password", "passcode", "passphrase", "pin$", "pin code", "login", "api key", "token",
+              "secret key", "account number", "iban", "sort code", "social security", "ssn$", "passport",
+              "address", "lives at", "postcode", "zip code", "phone number", "door code", "alarm code",
+              "safe code", "combination").pattern, re.IGNORECASE)),
+    Topic("secrets", "secrets, confidences, surprises and things kept from people",
+          _words("secret", "confidential", "in confidence", "surprise", "nobody knows", "no one knows",
+                 "don't tell", "dont tell", "do not tell", "between us", "between you and me",
+                 "off the record", "hush", "hide", "hiding", "lie$", "lied", "lying",
+                 "cover story", "pretend", "keep it quiet", "keep quiet", "under wraps", "embarrass",
+                 "ashamed", "shame"), maps=False),
+    Topic("beliefs", "religion, politics, sexuality, gender identity",
+          _words("religio", "church", "mosque", "synagogue", "temple", "pray", "faith", "convert",
+                 "atheis", "politic", "vote", "voting", "election", "gay$", "lesbian", "bisexual", "queer",
+                 "trans$", "transgender", "coming out", "came out", "sexuality", "lgbt")),
+)
+
+
+@lru_cache(maxsize=8192)
+def sensitive_topics(text: str) -> tuple[tuple[str, str], ...]:
+    """(topic, matched words) for every sensitive topic the text touches."""
+    out: list[tuple[str, str]] = []
+    for topic in TOPICS:
+        m = topic.pattern.search(text)
+        if m:
+            out.append((topic.name, m.group(0).strip()))
+    return tuple(out)

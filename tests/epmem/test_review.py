@@ -1,0 +1,149 @@
+"""The review queue on a real fact memory (Qdrant Edge in a temp folder, MiniLM)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from epmem.embedding.minilm import default_embedder
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.ingest.examples import ExampleBank
+from epmem.ingest.review import Answer, ReviewError, ReviewQueue
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FactMemory, SubjectNormalizer
+from epmem.policy.calculus import STRANGER, Rulebook, judge
+from epmem.policy.model import category_profiles
+from epmem.store.edge import EdgeStore
+from tests.epmem.test_extract_rules import POLICY
+
+
+def pending(fid: str, text: str, category: str, level: int, domain: str | None = None,
+            proposed: list[str] | None = None, blacklist: list[str] | None = None, session: str = "s1") -> Fact:
+    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, category=category, level=level,
+                domain=domain, state="pending", confidence=0.3, evidence=[f"topic:{category}:x"],
+                proposed_whitelist=proposed or [], blacklist=blacklist or [])
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[FactMemory]:
+    store = EdgeStore(tmp_path / "qdrant", "tenant")
+    mem = await FactMemory(store, default_embedder(), SubjectNormalizer([POLICY.owner.name]), None,
+                           category_profiles(dict(POLICY.categories))).open()
+    try:
+        yield mem
+    finally:
+        await store.close()
+
+
+def queue(memory: FactMemory) -> ReviewQueue:
+    examples = ExampleBank(memory.embedder)
+    classifier = CategoryClassifier(POLICY, memory.embedder, examples=examples)
+    return ReviewQueue(POLICY, memory, examples, classifier=classifier)
+
+
+def allowed(fact: Fact, who: str) -> bool:
+    rb = Rulebook(POLICY)
+    return judge(rb.gate(fact), STRANGER if who == "stranger" else rb.recipient(who)).allowed
+
+
+async def test_the_guess_that_would_expose_most_people_is_asked_first(memory: FactMemory) -> None:
+    await memory.add([
+        pending("a", "Sam's debt is paid off.", "money", 0),
+        pending("b", "Sam hurt a knee at the gym.", "health", 1, "life"),
+        pending("c", "Sam is repainting the fence.", "misc", 4),
+    ])
+    q = queue(memory)
+    assert await q.waiting() == 3
+    batch = await q.next_batch(2)
+    assert [x.fact_id for x in batch] == ["c", "b"]
+    assert batch[0].exposure > batch[1].exposure > 0
+    keys = [o.key for o in batch[1].options]
+    assert keys[0] == "ok" and "private" in keys and "who" in keys and "skip" in keys
+    assert all(k.startswith("c:") for k in keys[1:-3]) and "c:health" not in keys
+
+
+async def test_an_answer_applies_at_once_and_is_audited(memory: FactMemory) -> None:
+    await memory.add([pending("b", "Sam hurt a knee at the gym.", "health", 1, "life", proposed=["owen"])])
+    q = queue(memory)
+    applied = await q.apply(Answer.from_key("b", "ok"))
+    fact = await memory.get("b")
+    assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["owen"] and fact.level == 1
+    assert allowed(fact, "owen") and allowed(fact, "joan") and not allowed(fact, "tom")
+    assert applied.audit["action"] == "review" and applied.audit["from"]["state"] == "pending"
+    assert applied.audit["to"] == {"category": "health", "level": 1, "domain": "life", "whitelist": ["owen"],
+                                   "blacklist": [], "state": "owner-set"}
+    assert await q.waiting() == 0
+
+
+async def test_keep_private_and_who_may_know(memory: FactMemory) -> None:
+    await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4, proposed=["kira"], blacklist=["vic"]),
+                      pending("d", "Sam's brother is moving to Leeds.", "misc", 4, session="s2")])
+    q = queue(memory)
+    await q.apply(Answer.private("c"))
+    fact = await memory.get("c")
+    assert fact is not None and (fact.level, fact.whitelist, fact.blacklist) == (0, [], ["vic"])
+    assert not allowed(fact, "stranger") and not allowed(fact, "kira")
+    await q.apply(Answer.set("d", "health", level=0, whitelist=["family"], blacklist=["joan"]))
+    fact = await memory.get("d")
+    assert fact is not None and allowed(fact, "kira") and not allowed(fact, "joan") and not allowed(fact, "owen")
+
+
+async def test_a_bad_answer_changes_nothing(memory: FactMemory) -> None:
+    await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4)])
+    q = queue(memory)
+    for answer in (Answer.set("c", "misc", whitelist=["nobody"]), Answer.choose("c", "gossip"),
+                   Answer.set("c", "secrets", whitelist=["kira"]), Answer.set("zz", "misc")):
+        with pytest.raises(ReviewError):
+            await q.apply(answer)
+    with pytest.raises(ReviewError):
+        Answer.from_key("c", "whatever")
+    fact = await memory.get("c")
+    assert fact is not None and fact.state == "pending"
+    # a never-share category drops whitelists the suggestion carried
+    await memory.add([pending("p", "Sam's PIN is 4411.", "misc", 4, proposed=["kira"])])
+    await q.apply(Answer.choose("p", "secrets"))
+    fact = await memory.get("p")
+    assert fact is not None and (fact.level, fact.whitelist) == (0, [])
+
+
+async def test_the_same_information_elsewhere_is_settled_too(memory: FactMemory) -> None:
+    await memory.add([pending("b", "Sam was diagnosed with diabetes last week.", "misc", 4),
+                      pending("b2", "Sam was diagnosed with diabetes last week!", "misc", 4, session="s2"),
+                      pending("x", "Sam is repainting the fence.", "misc", 4, session="s3")])
+    q = queue(memory)
+    batch = await q.next_batch()
+    first = next(x for x in batch if x.fact_id in ("b", "b2"))
+    assert set(first.also) == {"b", "b2"} - {first.fact_id}
+    assert len(batch) == 2  # the twin is not asked separately
+    applied = await q.apply(Answer.choose(first.fact_id, "health"))
+    assert applied.audit["also"] == list(first.also)
+    for fid in ("b", "b2"):
+        fact = await memory.get(fid)
+        assert fact is not None and (fact.category, fact.level, fact.state) == ("health", 1, "owner-set")
+
+
+async def test_answers_teach_the_classifier(memory: FactMemory) -> None:
+    await memory.add([pending("a", "Sam started physiotherapy for the shoulder.", "misc", 4),
+                      pending("b", "Sam started physiotherapy for the shoulder this week.", "misc", 4, session="s2"),
+                      pending("c", "Sam is repainting the fence.", "misc", 4, session="s3")])
+    q = queue(memory)
+    q.config = type(q.config)(same_information=0.999)  # no propagation: learning alone must do it
+    await q.apply(Answer.choose("a", "health"))
+    assert q.examples is not None and len(q.examples) == 1
+    settled = await q.relearn()
+    assert [f.id for f in settled] == ["b"]
+    fact = await memory.get("b")
+    assert fact is not None and (fact.category, fact.level, fact.state) == ("health", 1, "annotated")
+    assert any(e.startswith("example:health:a:") for e in fact.evidence)
+    assert [f.id for f in await memory.all() if f.state == "pending"] == ["c"]
+
+
+async def test_skipped_facts_come_last(memory: FactMemory) -> None:
+    await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4),
+                      pending("b", "Sam hurt a knee at the gym.", "health", 1, "life")])
+    q = queue(memory)
+    await q.apply(Answer.skip("c"))
+    assert [x.fact_id for x in await q.next_batch()] == ["b", "c"]
+    assert (await memory.get("c")).state == "pending"  # type: ignore[union-attr]
