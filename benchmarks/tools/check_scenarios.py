@@ -148,7 +148,12 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
     for item in tasks.get("classify") or []:
         if item["fact"] not in by_id:
             problems.append(f"{where}: classify names unknown fact {item['fact']!r}")
+    known = contacts | {"stranger"}
     for i, item in enumerate(tasks.get("permit") or []):
+        unknown = [f for f in item["facts"] if f not in by_id] + [c for c in item["candidates"] if c not in known]
+        if unknown:
+            problems.append(f"{where}: permit[{i}] names unknown facts or contacts {unknown}")
+            continue
         chosen = [by_id[f] for f in item["facts"]]
         want = sorted(c for c in item["candidates"] if allows(policy, chosen, c))
         have = sorted(item.get("allowed") or [])
@@ -162,6 +167,10 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
             may = gold.get("may") or []
             must_not = gold.get("must_not") or []
             tag = f"{where}: answer[{qi}] {asker}"
+            unknown = [m for m in members if m not in known] + [f for f in may + must_not if f not in by_id]
+            if unknown:
+                problems.append(f"{tag}: names unknown contacts or facts {unknown}")
+                continue
             if set(may) & set(must_not):
                 problems.append(f"{tag}: facts in both may and must_not: {sorted(set(may) & set(must_not))}")
             for fid in may:
