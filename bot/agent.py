@@ -6,28 +6,21 @@ record before returning, so no reply can leave without a record of why it said w
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
-from connectors.base import Action, Inbound, Outbound
-from epmem.audit.log import AuditLog
-from epmem.policy.calculus import Recipient
-from epmem.memory.conversations import Conversations
+from connectors.base import Inbound, Outbound
 from epmem.policy.directory import Directory, Resolved
 from epmem.reply.engine import Answer, PrivacyEngine
-from epmem.policy.overrides import Skipped, apply_overrides
 
 from bot.abuse import AbuseGuard, Admission
-from bot.admin_commands import AdminCommands
-from bot.approvals import APPROVAL_FLAG, Approvals, new_id
-from bot.clock import Clock, utcnow
-from bot.commands import CommandContext, OwnerCommands, looks_like_command
-from bot.tasks import Tasks
+from bot.approvals import APPROVAL_FLAG, new_id
+from bot.commands import CommandContext, CommandRegistry, looks_like_command
+from bot.commands.answering import PAUSED_FLAG
+from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
 
@@ -37,51 +30,33 @@ RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait
 #: non-text events that are audited but not answered (edits of answered messages, pins...).
 QUIET_NON_TEXT = frozenset({"edited", "service"})
 
-#: how a held reply reaches its chat later: ``send(chat_id, text, actions)`` of a connector.
-Sender = Callable[[str, str, tuple[Action, ...]], Awaitable[None]]
+#: called after every owner command (the scheduler re-reads what is due).
+OwnerChanged = Callable[[], Awaitable[None]]
+
+
+async def _nothing() -> None:
+    return None
 
 
 class DelegateAgent:
-    def __init__(self, engine: PrivacyEngine, audit: AuditLog, max_message_chars: int = 4000,
-                 recent_turns: int = 6, *, guard: AbuseGuard | None = None,
-                 approval_ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow) -> None:
+    """Built by bot/runtime.py, which hands it every part it uses; it owns none of them."""
+
+    def __init__(self, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, *,
+                 guard: AbuseGuard | None = None, max_message_chars: int = 4000, recent_turns: int = 6,
+                 on_owner_change: OwnerChanged = _nothing) -> None:
         self.engine = engine
-        self.audit = audit
-        #: the owner's policy file; ``engine.policy`` is this plus the overrides made by command.
-        self.base_policy = engine.policy
-        self.directory = Directory(engine.policy)
+        self.owner = owner
+        self.commands = commands
+        self.audit = owner.audit
         self.max_message_chars = max_message_chars
-        self.clock = clock
         self.guard = guard or AbuseGuard()
-        self.approvals = Approvals(lambda: engine.overlay.db, approval_ttl, clock)
-        self.tasks = Tasks(lambda: engine.overlay.db)
-        #: platform -> sender, filled by whoever runs connectors; held replies leave through it.
-        self.outbox: dict[str, Sender] = {}
-        #: called after every owner command, so the scheduler re-reads what is due.
-        self.on_owner_change: list[Callable[[], Awaitable[None]]] = []
-        #: the owner's chat history (F0/F3), when the runtime keeps one: /forget erases a
-        #: forgotten fact's source turns from it too.
-        self.conversations: Conversations | None = None
-        self.commands = OwnerCommands(self)
-        self.commands.verbs.update(AdminCommands(self).verbs())
+        self._on_owner_change = on_owner_change
         self._recent: dict[str, deque[str]] = {}
         self._recent_len = recent_turns
 
-    async def open(self) -> DelegateAgent:
-        """Prepare the state tables and apply the owner's overrides to the policy."""
-        await self.approvals.open()
-        await self.tasks.open()
-        await self.refresh_policy()
-        return self
-
-    async def refresh_policy(self) -> list[Skipped]:
-        """Rebuild the effective policy (file + overrides) and the directory over it."""
-        effective, skipped = apply_overrides(self.base_policy, await self.engine.overlay.contact_overrides())
-        for s in skipped:
-            log.warning("policy.override_skipped", contact=s.contact, reason=s.reason)
-        self.engine.policy = effective
-        self.directory = Directory(effective)
-        return skipped
+    @property
+    def directory(self) -> Directory:
+        return self.owner.directory
 
     async def handle(self, inbound: Inbound) -> Outbound:
         # a connector may already have bound a request id for this update; keep it, so its
@@ -101,7 +76,7 @@ class DelegateAgent:
         if inbound.non_text:
             return Outbound(None)
         if looks_like_command(text):
-            reply = await self.commands.run(text, CommandContext(inbound, sender))
+            reply = await self.commands.run(text, self.owner, CommandContext(inbound, sender))
             await self._owner_changed()
             return self._to_owner_only(inbound, reply)
         if not text:
@@ -117,11 +92,10 @@ class DelegateAgent:
         return Outbound(reply)
 
     async def _owner_changed(self) -> None:
-        for hook in self.on_owner_change:
-            try:
-                await hook()
-            except Exception:
-                log.exception("owner_change_hook_failed")
+        try:
+            await self._on_owner_change()
+        except Exception:
+            log.exception("owner_change_hook_failed")
 
     # ------------------------------------------------------------------ everyone else
 
@@ -139,7 +113,7 @@ class DelegateAgent:
             "contact": sender.label,
         }
         # paused first: a paused delegate says nothing at all, not even a note about stickers.
-        if await self.engine.overlay.get_flag("paused", False):
+        if await self.owner.overlay.get_flag(PAUSED_FLAG, False):
             rec = await self.audit.append("paused", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
         # the console is the operator at the keyboard (and the benchmark): not rate limited.
@@ -205,7 +179,7 @@ class DelegateAgent:
         """Approval mode holds a reply that would disclose a fact at the set level or deeper."""
         if answer.deflected or not answer.used:
             return False
-        level = await self.engine.overlay.get_flag(APPROVAL_FLAG)
+        level = await self.owner.overlay.get_flag(APPROVAL_FLAG)
         if not isinstance(level, int):
             return False
         return any(d.fact.effective_level() <= level for d in answer.used)
@@ -223,24 +197,10 @@ class DelegateAgent:
              "approval": approval_id},
             contact=sender.label,
         )
-        held = await self.approvals.hold(
+        held = await self.owner.approvals.hold(
             platform=inbound.platform, chat_id=inbound.chat_id, chat_kind=inbound.chat_kind, sender=inbound.sender,
             contact=sender.label, question=text, draft=answer.reply, disclosed=disclosed,
             recipients=[r.label for r in audience], audit_id=record.id, approval_id=approval_id,
         )
         log.info("held", audit_id=record.id, approval=held.id, facts=len(disclosed))
         return Outbound(None, audit_id=record.id, to_owner=held.note(), actions=held.actions())
-
-    async def preview(self, contact_ids: Sequence[str], question: str) -> tuple[str, str, list[Recipient]]:
-        """What these people would be told; audited as a preview, nothing is sent."""
-        started = time.perf_counter()
-        resolved = [self.directory.resolve(self.directory.contact_identity(c)) for c in contact_ids]
-        audience = [r.recipient for r in resolved]
-        answer = await self.engine.answer(question, audience, audience[0])
-        record = await self.audit.append(
-            "preview",
-            {"audience": [r.label for r in resolved], "question": question, **answer.audit_body(),
-             "preview_ms": round((time.perf_counter() - started) * 1000, 2)},
-            contact="owner",
-        )
-        return answer.reply, record.id, audience

@@ -160,7 +160,7 @@ def preview(contact: str, question: str) -> None:
         for cid in ids:
             if cid != STRANGER_ID and cid not in runtime.policy.contacts:
                 fail(f"unknown contact {cid!r}")
-        reply, audit_id, _ = await runtime.agent.preview(ids, question)
+        reply, audit_id, _ = await runtime.owner.preview(ids, question)
         return f"{reply}\n(preview audit id {audit_id})"
 
     out.print(run(with_runtime(s, go)), markup=False)

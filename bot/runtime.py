@@ -1,4 +1,13 @@
-"""Wiring: settings in, a ready agent out. The one place that knows every concrete part."""
+"""The composition root: settings in, every part of the bot built and connected, out.
+
+This is the one place that knows every concrete part. Each part gets what it uses through its
+constructor, in dependency order; nothing is attached afterwards, so a part that exists is
+complete. The parts that read the policy share one :class:`~epmem.policy.holder.PolicyHolder`,
+so the owner's command-made changes reach all of them at once.
+
+The one thing joined later is a running connector: ``epmem run`` attaches each one it starts
+to the outbox (bot/outbox.py), because connectors come and go while the bot runs.
+"""
 
 from __future__ import annotations
 
@@ -9,29 +18,37 @@ from pathlib import Path
 
 import yaml
 
-from epmem.ingest.annotate import CategoryClassifier
 from epmem.audit.log import AuditLog
+from epmem.embedding.base import Embedder
+from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.distill import Distiller, RetryPolicy
 from epmem.ingest.examples import ExampleBank
 from epmem.ingest.review import ReviewQueue
-from epmem.embedding.base import Embedder
-from epmem.reply.engine import PrivacyEngine
-from epmem.memory.recall import FactMemory, RecallConfig, SubjectNormalizer
-from epmem.policy.model import category_profiles
-from epmem.policy.overlay import Overlay
-from epmem.policy.model import Policy, load_policy
 from epmem.llm.base import LLM
+from epmem.memory.conversations import Conversations
+from epmem.memory.recall import FactMemory, RecallConfig, SubjectNormalizer
+from epmem.memory.retrieval import Retriever
+from epmem.policy.directory import Directory
+from epmem.policy.holder import PolicyHolder
+from epmem.policy.model import Policy, category_profiles, load_policy
+from epmem.policy.overlay import Overlay
+from epmem.reply.engine import PrivacyEngine
 from epmem.reply.respond import LLMResponder, Responder, RulesResponder
 from epmem.scenario import Scenario
-from epmem.memory.conversations import Conversations
-from epmem.memory.retrieval import RetrievalConfig, Retriever
+from epmem.memory.retrieval import RetrievalConfig
 from epmem.store.base import VectorStore
 from epmem.store.open import open_store
 
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
-from bot.annotation_commands import AnnotationCommands
+from bot.approvals import Approvals
+from bot.clock import Clock, utcnow
+from bot.commands import CommandRegistry, owner_commands
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
+from bot.outbox import Outbox
+from bot.scheduler import Scheduler, parse_digest_time
+from bot.services import OwnerServices
+from bot.tasks import Tasks
 
 
 def embedder_from_settings(settings: Settings | None = None) -> Embedder:
@@ -78,88 +95,147 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
     return LLMResponder(model, budget_s=settings.llm_reply_budget_s)
 
 
-def make_distiller(settings: Settings, policy: Policy, memory: FactMemory, llm: LLM | None,
-                   examples: ExampleBank | None = None) -> Distiller:
-    classifier = CategoryClassifier(policy, memory.embedder, examples=examples)
-    retry = RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s)
-    return Distiller(policy, memory, classifier, llm, retry)
-
-
 def owner_names(policy: Policy) -> list[str]:
     return [policy.owner.name]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """The parts with something to close, opened first so a failure can close what opened."""
+
+    audit: AuditLog
+    overlay: Overlay
+    store: VectorStore
+    memory: FactMemory
+    conversations: Conversations
+    retriever: Retriever
+
+    async def close(self) -> None:
+        await self.store.close()
+        await self.overlay.close()
+        await self.audit.close()
+
+
+async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
+                       recall: RecallConfig | None) -> _Opened:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    audit = await AuditLog(settings.audit_db).open()
+    store: VectorStore | None = None
+    overlay: Overlay | None = None
+    try:
+        overlay = await Overlay(settings.state_db).open()
+        store = make_store(settings)
+        conversations = await Conversations(store, embedder).open()
+        retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
+        memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)), recall,
+                                  category_profiles(policy.categories), sessions=retriever).open()
+    except BaseException:
+        await audit.close()
+        if overlay is not None:
+            await overlay.close()
+        if store is not None:
+            await store.close()
+        raise
+    return _Opened(audit, overlay, store, memory, conversations, retriever)
+
+
+@dataclass(frozen=True)
 class Runtime:
     settings: Settings
-    policy: Policy
+    policies: PolicyHolder
     store: VectorStore
     memory: FactMemory
     overlay: Overlay
     audit: AuditLog
     engine: PrivacyEngine
     agent: DelegateAgent
+    owner: OwnerServices
+    commands: CommandRegistry
+    scheduler: Scheduler
+    outbox: Outbox
+    distiller: Distiller
+    #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.memory.retrieval).
+    conversations: Conversations
+    retriever: Retriever
+    #: the owner's review queue (epmem.ingest.review); its answers teach the distiller's classifier.
+    review: ReviewQueue
     #: the model of the openai backend (None: rules), and whether close() should close it.
     llm: LLM | None = None
-    distiller: Distiller | None = None
     owns_llm: bool = True
-    #: F0 turns and F3 sessions, and the session retrieval recall fuses in (epmem.memory.retrieval).
-    conversations: Conversations | None = None
-    retriever: Retriever | None = None
-    #: the owner's review queue (epmem.ingest.review); its answers teach the distiller's classifier.
-    review: ReviewQueue | None = None
+
+    @property
+    def policy(self) -> Policy:
+        """The effective policy now."""
+        return self.policies.current
+
+    @property
+    def approvals(self) -> Approvals:
+        return self.owner.approvals
+
+    @property
+    def tasks(self) -> Tasks:
+        return self.owner.tasks
 
     @classmethod
     async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
-                   recall: RecallConfig | None = None, llm: LLM | None = None) -> Runtime:
-        """``llm`` overrides the configured model (benchmarks); the caller then closes it."""
+                   recall: RecallConfig | None = None, llm: LLM | None = None, clock: Clock = utcnow) -> Runtime:
+        """``llm`` overrides the configured model (benchmarks); the caller then closes it.
+        ``clock`` is what everything that fires later reads the time from (tests move it)."""
         policy = policy or load_policy(settings.policy_path())
         owns_llm = llm is None
         llm = llm if llm is not None else make_llm(settings)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        audit = await AuditLog(settings.audit_db).open()
-        store: VectorStore | None = None
-        overlay: Overlay | None = None
         try:
-            overlay = await Overlay(settings.state_db).open()
-            store = make_store(settings)
-            embedder = embedder or embedder_from_settings(settings)
-            memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
-                                      recall, category_profiles(policy.categories)).open()
-            conversations = await Conversations(store, embedder).open()
-            retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
-            memory.sessions = retriever
+            opened = await _open_stores(settings, policy, embedder or embedder_from_settings(settings), recall)
         except BaseException:
-            await audit.close()
             if llm is not None and owns_llm:
                 await llm.aclose()
-            if overlay is not None:
-                await overlay.close()
-            if store is not None:
-                await store.close()
             raise
-        engine = PrivacyEngine(policy, overlay, memory, make_responder(settings, llm))
-        examples = ExampleBank.from_facts(await memory.all(), memory.embedder)
-        distiller = make_distiller(settings, policy, memory, llm, examples)
-        review = ReviewQueue(policy, memory, examples, classifier=distiller.classifier)
-        guard = AbuseGuard(settings.rate_limit_messages, settings.rate_limit_window_s, settings.deflection_alert,
-                           settings.deflection_window_s)
-        agent = DelegateAgent(engine, audit, settings.max_message_chars, guard=guard,
-                              approval_ttl=timedelta(hours=settings.approval_ttl_hours))
-        agent.conversations = conversations
-        agent.commands.verbs.update(AnnotationCommands(agent, distiller).verbs())
-        runtime = cls(settings, policy, store, memory, overlay, audit, engine, agent, llm, distiller, owns_llm,
-                      conversations, retriever, review)
         try:
-            await agent.open()
+            examples = ExampleBank.from_facts(await opened.memory.all(), opened.memory.embedder)
+        except BaseException:
+            await opened.close()
+            if llm is not None and owns_llm:
+                await llm.aclose()
+            raise
+        runtime = cls._compose(settings, PolicyHolder(policy), opened, examples, llm, owns_llm, clock)
+        try:
+            await runtime.owner.approvals.open()
+            await runtime.owner.tasks.open()
+            await runtime.owner.refresh_policy()
         except BaseException:
             await runtime.close()
             raise
         return runtime
 
+    @classmethod
+    def _compose(cls, settings: Settings, policies: PolicyHolder, opened: _Opened, examples: ExampleBank,
+                 llm: LLM | None, owns_llm: bool, clock: Clock) -> Runtime:
+        """Every part, through its constructor, in dependency order."""
+        memory, overlay = opened.memory, opened.overlay
+        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm))
+        classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
+        distiller = Distiller(policies, memory, classifier, llm,
+                              RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s))
+        review = ReviewQueue(policies, memory, examples, classifier=classifier)
+        outbox = Outbox()
+        owner = OwnerServices(
+            policies=policies, directory=Directory(policies), engine=engine, memory=memory,
+            conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
+            approvals=Approvals(lambda: overlay.db, timedelta(hours=settings.approval_ttl_hours), clock),
+            tasks=Tasks(lambda: overlay.db), outbox=outbox, clock=clock,
+        )
+        commands = owner_commands()
+        scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
+        guard = AbuseGuard(settings.rate_limit_messages, settings.rate_limit_window_s, settings.deflection_alert,
+                           settings.deflection_window_s)
+        agent = DelegateAgent(engine, owner, commands, guard=guard, max_message_chars=settings.max_message_chars,
+                              on_owner_change=scheduler.sync)
+        return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, owner, commands,
+                   scheduler, outbox, distiller, opened.conversations, opened.retriever, review, llm, owns_llm)
+
     async def close(self) -> None:
-        if self.distiller is not None:
-            await self.distiller.close()
+        await self.scheduler.stop()
+        await self.distiller.close()
         if self.llm is not None and self.owns_llm:
             await self.llm.aclose()
         await self.store.close()

@@ -19,8 +19,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
-from typing import TYPE_CHECKING
-
 import structlog
 from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -31,17 +29,15 @@ from epmem.policy.directory import Resolved
 from epmem.policy.model import OWNER_ID
 
 from bot.clock import Clock, aware, utcnow
-from bot.commands import CommandContext
+from bot.commands import CommandContext, CommandRegistry
 from bot.digest import build_digest
+from bot.services import OwnerServices
 from bot.tasks import Task
-
-if TYPE_CHECKING:
-    from bot.agent import DelegateAgent
 
 log = structlog.get_logger(__name__)
 
-#: deliver a note to the owner (digest, expiry notices); None: log only.
-Notify = Callable[[str, tuple[Action, ...]], Awaitable[None]]
+#: deliver a note to the owner (digest, expiry notices); by default the outbox's.
+Notify = Callable[[str, tuple[Action, ...]], Awaitable[object]]
 #: handle one task; True when done, False to try again later.
 TaskHook = Callable[[Task], Awaitable[bool]]
 
@@ -76,10 +72,11 @@ def next_occurrence(at: time, after: datetime) -> datetime:
 
 
 class Scheduler:
-    def __init__(self, agent: DelegateAgent, notify: Notify | None = None, *, clock: Clock = utcnow,
-                 digest_at: time | None = time(8, 0, tzinfo=timezone.utc)) -> None:
-        self.agent = agent
-        self.notify = notify
+    def __init__(self, owner: OwnerServices, commands: CommandRegistry, notify: Notify | None = None, *,
+                 clock: Clock = utcnow, digest_at: time | None = time(8, 0, tzinfo=timezone.utc)) -> None:
+        self.owner = owner
+        self.commands = commands
+        self.notify: Notify = notify or owner.outbox.tell_owner
         self.clock = clock
         self.digest_at = digest_at
         #: kind -> handler, for task kinds other parts of the bot own (``annotation_retry``).
@@ -99,13 +96,10 @@ class Scheduler:
             job_defaults={"misfire_grace_time": None, "coalesce": True, "max_instances": 1},
         )
         self.aps.start()
-        self.agent.on_owner_change.append(self.sync)
         await self.sync()
         log.info("scheduler.started", jobs=len(self.aps.get_jobs()))
 
     async def stop(self) -> None:
-        if self.sync in self.agent.on_owner_change:
-            self.agent.on_owner_change.remove(self.sync)
         if self.aps is not None:
             aps, self.aps = self.aps, None
             aps.shutdown(wait=False)
@@ -116,7 +110,7 @@ class Scheduler:
 
     async def add_task(self, kind: str, due: datetime, payload: dict[str, object]) -> int:
         """Schedule work for later; durable at once, its job armed at once."""
-        number = await self.agent.tasks.add(kind, due, payload)
+        number = await self.owner.tasks.add(kind, due, payload)
         await self.sync()
         return number
 
@@ -124,10 +118,10 @@ class Scheduler:
 
     async def pending(self) -> list[Due]:
         """Everything that will need doing, from the SQLite tables (the source of truth)."""
-        items = [Due(f"exception:{n}", aware(e.until)) for n, e in await self.agent.engine.overlay.exceptions()
+        items = [Due(f"exception:{n}", aware(e.until)) for n, e in await self.owner.overlay.exceptions()
                  if e.until is not None]
-        items += [Due(f"task:{t.id}", t.due_at) for t in await self.agent.tasks.pending()]
-        items += [Due(f"approval:{h.id}", h.expires_at) for h in await self.agent.approvals.pending()]
+        items += [Due(f"task:{t.id}", t.due_at) for t in await self.owner.tasks.pending()]
+        items += [Due(f"approval:{h.id}", h.expires_at) for h in await self.owner.approvals.pending()]
         return sorted(items, key=lambda d: (d.at, d.key))
 
     async def sync(self) -> None:
@@ -164,7 +158,7 @@ class Scheduler:
             now = now or self.clock()
             fired = await self._expire_exceptions(now)
             fired += await self._expire_approvals(now)
-            for task in await self.agent.tasks.due(now):
+            for task in await self.owner.tasks.due(now):
                 fired.append(f"task:{task.id}")
                 await self._run_task(task, now)
         async with self._ran:
@@ -175,7 +169,7 @@ class Scheduler:
         return fired
 
     async def _expire_exceptions(self, now: datetime) -> list[str]:
-        overlay = self.agent.engine.overlay
+        overlay = self.owner.overlay
         fired = []
         for number, exc in await overlay.exceptions():
             if exc.until is None or aware(exc.until) > now:
@@ -183,7 +177,7 @@ class Scheduler:
             if await overlay.revoke(number) is None:
                 continue
             kind, target = exc.target()
-            await self.agent.audit.append(
+            await self.owner.audit.append(
                 "policy_change",
                 {"action": "expire", "exception": number, "effect": exc.effect, "target": f"{kind}:{target}",
                  "who": exc.who, "until": aware(exc.until).isoformat(), "by": "scheduler"},
@@ -194,8 +188,8 @@ class Scheduler:
 
     async def _expire_approvals(self, now: datetime) -> list[str]:
         fired = []
-        for held in await self.agent.approvals.expire_due(now):
-            await self.agent.audit.append(
+        for held in await self.owner.approvals.expire_due(now):
+            await self.owner.audit.append(
                 "approval_expired",
                 {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
                  "held_audit": held.audit_id, "question": held.question, "reply": None},
@@ -207,7 +201,7 @@ class Scheduler:
         return fired
 
     async def _run_task(self, task: Task, now: datetime) -> None:
-        tasks = self.agent.tasks
+        tasks = self.owner.tasks
         try:
             if task.kind == "command":
                 result = await self._run_command(task)
@@ -231,19 +225,19 @@ class Scheduler:
     async def _run_command(self, task: Task) -> str:
         """Run a scheduled owner command as the owner, audited as done by this task."""
         text = str(task.payload.get("text", ""))
-        policy = self.agent.engine.policy
+        policy = self.owner.policy
         who = f"scheduler:task-{task.id}"
         sender = Resolved(who, OWNER_ID, Recipient(OWNER_ID, 0, None, policy.owner.name, "owner"))
         inbound = Inbound(platform="scheduler", chat_id=who, chat_kind="direct", sender=who, text=text,
                           audience=(who,))
-        return await self.agent.commands.run(text, CommandContext(inbound, sender))
+        return await self.commands.run(text, self.owner, CommandContext(inbound, sender, caller="scheduler"))
 
     # ------------------------------------------------------------------ digest
 
     async def ensure_digest(self) -> None:
         """Exactly one pending digest, at the configured time of day (none when off)."""
         now = self.clock()
-        pending = await self.agent.tasks.pending("digest")
+        pending = await self.owner.tasks.pending("digest")
         keep = None
         for task in pending:
             right_time = (self.digest_at is not None and keep is None
@@ -252,30 +246,27 @@ class Scheduler:
             if right_time:
                 keep = task
             else:
-                await self.agent.tasks.finish(task.id, "cancelled", "digest time changed", now)
+                await self.owner.tasks.finish(task.id, "cancelled", "digest time changed", now)
         if keep is None and self.digest_at is not None:
-            await self.agent.tasks.add("digest", next_occurrence(self.digest_at, now), {})
+            await self.owner.tasks.add("digest", next_occurrence(self.digest_at, now), {})
 
     async def _send_digest(self, task: Task, now: datetime) -> None:
-        overlay = self.agent.engine.overlay
+        overlay = self.owner.overlay
         raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
         since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
-        digest = await build_digest(self.agent.audit, since, now)
+        digest = await build_digest(self.owner.audit, since, now)
         if digest.questions:
             await self._tell_owner(digest.text)
-        await self.agent.audit.append(
+        await self.owner.audit.append(
             "digest", {"since": since.isoformat(), "until": now.isoformat(), "messages": digest.questions,
                        "people": digest.people, "sent": bool(digest.questions)}, contact="owner",
         )
         await overlay.set_flag(DIGEST_SINCE_FLAG, now.isoformat())
-        await self.agent.tasks.finish(task.id, "done", f"{digest.questions} messages", now)
+        await self.owner.tasks.finish(task.id, "done", f"{digest.questions} messages", now)
         if self.digest_at is not None:
-            await self.agent.tasks.add("digest", next_occurrence(self.digest_at, now), {})
+            await self.owner.tasks.add("digest", next_occurrence(self.digest_at, now), {})
 
     async def _tell_owner(self, text: str, actions: tuple[Action, ...] = ()) -> None:
-        if self.notify is None:
-            log.info("scheduler.owner_note_not_sent", reason="no owner channel")
-            return
         try:
             await self.notify(text, actions)
         except Exception:

@@ -4,9 +4,10 @@ One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runt
 
 * a connector per platform whose credentials are set (Telegram, Slack), or the console when
   none is, each given the agent's handler;
-* the agent's outbox (how an approved reply reaches the chat it was held from) and the owner
-  channel (how the digest, expiry notices and abuse notes reach the owner);
-* the scheduler, started after the connectors so a note that is due at start can be sent.
+* the outbox (bot/outbox.py): each started connector joins it, with the owner's chat on its
+  platform, so an approved reply reaches the chat it was held from and the digest, expiry
+  notices and abuse notes reach the owner;
+* the runtime's scheduler, started after the connectors so a note that is due at start can be sent.
 
 SIGINT and SIGTERM stop it cleanly: connectors first (no new messages; in-flight answers
 finish), then the scheduler, then the stores.
@@ -24,13 +25,12 @@ from typing import Any, TextIO
 
 import structlog
 
-from connectors.base import Action, Connector, Handler, Inbound, Outbound
+from connectors.base import Connector, Handler, Inbound, Outbound
 from connectors.console import ConsoleConnector
 
-from bot.clock import Clock, utcnow
 from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
 from bot.runtime import Runtime
-from bot.scheduler import Scheduler, parse_digest_time
+from bot.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
 
@@ -41,26 +41,17 @@ class StartError(RuntimeError):
     """A connector could not start (a rejected token, a port in use); secrets are redacted."""
 
 
-@dataclass(frozen=True, slots=True)
-class _OwnerChannel:
-    """Where on one platform the owner is reached: the connector and the owner's chat there."""
-
-    connector: Connector
-    chat_id: str
-
-
 class Service:
     def __init__(self, runtime: Runtime, platforms: PlatformSettings, *, console_identity: str = "console:owner",
-                 console_stdin: TextIO | None = None, clock: Clock = utcnow) -> None:
+                 console_stdin: TextIO | None = None) -> None:
         self.runtime = runtime
-        agent = runtime.agent
-        owners = Owners.of(agent.base_policy)
+        owners = Owners.of(runtime.policies.base)
         settings = runtime.settings
         self.connectors: list[Connector] = []
         self._secrets = [v.get_secret_value() for v in (
             platforms.telegram_bot_token, platforms.slack_bot_token, platforms.slack_signing_secret,
             platforms.slack_app_token, platforms.telegram_webhook_secret) if v is not None and v.get_secret_value()]
-        self._owner_channels: dict[str, _OwnerChannel] = {}
+        self._owner_chats: dict[str, str | None] = {}
         if platforms.telegram:
             from connectors.telegram import TelegramConnector
 
@@ -79,18 +70,13 @@ class Service:
                                             max_chars=settings.max_message_chars,
                                             prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
             self._add(self.console, "owner")
-        for connector in self.connectors:
-            agent.outbox[connector.platform] = connector.send
-        self.scheduler = Scheduler(agent, self.notify_owner, clock=clock,
-                                   digest_at=parse_digest_time(settings.digest_time))
         self._console_task: asyncio.Task[None] | None = None
         self._started: list[Connector] = []
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
         self.connectors.append(connector)
-        if owner_chat is not None:
-            self._owner_channels[connector.platform] = _OwnerChannel(connector, owner_chat)
-        elif connector.platform != "console":
+        self._owner_chats[connector.platform] = owner_chat
+        if owner_chat is None and connector.platform != "console":
             log.warning("owner_unreachable", platform=connector.platform,
                         hint=f"add a {connector.platform}: identity to the policy's owner.identities")
 
@@ -98,29 +84,23 @@ class Service:
     def platforms(self) -> list[str]:
         return [c.platform for c in self.connectors]
 
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.runtime.scheduler
+
     def _handler(self, platform: str) -> Handler:
         """The agent's handler, plus: a note for the owner that this platform cannot deliver
         (no owner identity here) goes through another platform instead of being lost."""
-        agent = self.runtime.agent
+        agent, outbox = self.runtime.agent, self.runtime.outbox
 
         async def handle(inbound: Inbound) -> Outbound:
             out = await agent.handle(inbound)
-            if out.to_owner and platform not in self._owner_channels:
-                await self.notify_owner(out.to_owner, out.actions)
+            if out.to_owner and not outbox.reaches_owner(platform):
+                await outbox.tell_owner(out.to_owner, out.actions)
                 return Outbound(out.text, audit_id=out.audit_id)
             return out
 
         return handle
-
-    async def notify_owner(self, text: str, actions: tuple[Action, ...] = ()) -> None:
-        """Tell the owner, on the first platform that reaches them."""
-        for channel in self._owner_channels.values():
-            try:
-                await channel.connector.send(channel.chat_id, text, actions)
-                return
-            except Exception as exc:
-                log.warning("owner_note_failed", platform=channel.connector.platform, error=type(exc).__name__)
-        log.warning("owner_note_dropped", reason="no platform reaches the owner")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -139,6 +119,8 @@ class Service:
         await self.warm_up()
         try:
             for connector in self.connectors:
+                # joined before it starts: an answer to its first message may already need it.
+                self.runtime.outbox.attach(connector.platform, connector.send, self._owner_chats[connector.platform])
                 if connector is self.console:
                     self._console_task = asyncio.create_task(connector.start(), name="console")
                 else:
@@ -161,6 +143,8 @@ class Service:
 
     async def stop(self) -> None:
         """Stop receiving, let answers in flight finish, stop the scheduler; safe to call twice."""
+        for connector in self.connectors:
+            self.runtime.outbox.detach(connector.platform)
         for connector in reversed(self._started):
             try:
                 await asyncio.wait_for(connector.stop(), _STOP_TIMEOUT_S)

@@ -24,6 +24,7 @@ import numpy as np
 from epmem.embedding.base import Embedder
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, sensitive_topics
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
 
 
@@ -89,7 +90,7 @@ class ClassifierConfig:
     topic_floor: float = 0.3
 
 
-class CategoryClassifier:
+class CategoryClassifier(ReadsPolicy):
     """Category evidence for one statement, nearest confirmed examples first.
 
     In order: the owner's own confirmed examples (epmem/ingest/examples.py), the policy's
@@ -100,17 +101,18 @@ class CategoryClassifier:
     that touches finances and hobbies is a finances statement as far as disclosure goes.
     """
 
-    def __init__(self, policy: Policy, embedder: Embedder | None = None, examples: ExampleBank | None = None,
+    def __init__(self, policy: Policy | PolicyHolder, embedder: Embedder | None = None,
+                 examples: ExampleBank | None = None,
                  config: ClassifierConfig | None = None) -> None:
-        self.policy = policy
+        self._policy = PolicyHolder.of(policy)
         self.embedder = embedder
         self.examples = examples
         self.config = config or ClassifierConfig()
-        self._names = sorted(policy.categories)
+        self._names = sorted(self.policy.categories)
         self._vectors: np.ndarray | None = None
         self._topic_map: dict[str, list[str]] = {}
         if embedder is not None and self._names:
-            self._vectors = embedder.embed([policy.categories[n].profile(n) for n in self._names])
+            self._vectors = embedder.embed([self.policy.categories[n].profile(n) for n in self._names])
             topics = embedder.embed([t.description for t in TOPICS])
             sims = topics @ self._vectors.T
             for t, row in zip(TOPICS, sims):
@@ -257,11 +259,15 @@ _KIN = {
 }
 
 
-class ContactNames:
-    """Names, first names, aliases, ids, group ids and relationship words -> contact/group ids."""
+class ContactNames(ReadsPolicy):
+    """Names, first names, aliases, ids, group ids and relationship words -> contact/group ids.
 
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
+    The index is built once: names, aliases and groups come from the policy file, which a
+    refresh (contact level, domain, identities) does not change.
+    """
+
+    def __init__(self, policy: Policy | PolicyHolder) -> None:
+        self._policy = PolicyHolder.of(policy)
         index: dict[str, set[str]] = {}
 
         def add(key: str, cid: str) -> None:
@@ -269,7 +275,7 @@ class ContactNames:
             if key:
                 index.setdefault(key, set()).add(cid)
 
-        for cid, c in policy.contacts.items():
+        for cid, c in self.policy.contacts.items():
             add(cid, cid)
             add(c.name, cid)
             add(c.name.split()[0], cid)
@@ -279,7 +285,7 @@ class ContactNames:
                 for kin, label in _KIN.items():
                     if label in word:
                         add(kin, cid)
-        for gid in policy.groups:
+        for gid in self.policy.groups:
             add(gid, gid)
             add(gid.replace("_", " "), gid)
         # an ambiguous first name ("Lin" twice) resolves to nobody rather than to a guess

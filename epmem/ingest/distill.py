@@ -26,6 +26,7 @@ from epmem.ingest.extract_rules import RulesExtractor
 from epmem.memory.facts import Fact
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.memory.recall import FactMemory
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
 from epmem.memory.sessions import Session
 
@@ -74,10 +75,10 @@ class Outcome:
         self.completion_tokens += usage.completion_tokens
 
 
-class Distiller:
-    def __init__(self, policy: Policy, memory: FactMemory, classifier: CategoryClassifier,
+class Distiller(ReadsPolicy):
+    def __init__(self, policy: Policy | PolicyHolder, memory: FactMemory, classifier: CategoryClassifier,
                  llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
-        self.policy = policy
+        self._policy = PolicyHolder.of(policy)
         self.memory = memory
         self.classifier = classifier
         self.rules = RulesExtractor(policy, classifier)

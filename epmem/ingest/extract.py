@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from epmem.ingest.annotate import CategoryClassifier, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
 from epmem.memory.recall import FactMemory
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session, source_ref
 
@@ -89,12 +90,12 @@ def _slug(value: str) -> str:
     return _EVENT_ID.sub("-", value.casefold()).strip("-")[:80]
 
 
-class Finalizer:
+class Finalizer(ReadsPolicy):
     """Drafts -> facts under the code-enforced rules (see the module docstring)."""
 
-    def __init__(self, policy: Policy, classifier: CategoryClassifier, memory: FactMemory | None = None,
+    def __init__(self, policy: Policy | PolicyHolder, classifier: CategoryClassifier, memory: FactMemory | None = None,
                  link_similarity: float = 0.8) -> None:
-        self.policy = policy
+        self._policy = PolicyHolder.of(policy)
         self.classifier = classifier
         self.memory = memory
         self.names = ContactNames(policy)

@@ -15,6 +15,7 @@ from epmem.ingest.extract import Draft
 from epmem.llm.base import LLM, CallUsage
 from epmem.llm.prompts import ExtractionResult, get_template
 from epmem.memory.recall import FactMemory
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session
 
@@ -29,10 +30,10 @@ class Proposal:
     prompt: str
 
 
-class LLMExtractor:
-    def __init__(self, policy: Policy, llm: LLM, memory: FactMemory | None = None,
+class LLMExtractor(ReadsPolicy):
+    def __init__(self, policy: Policy | PolicyHolder, llm: LLM, memory: FactMemory | None = None,
                  template: str = "extract_annotate") -> None:
-        self.policy = policy
+        self._policy = PolicyHolder.of(policy)
         self.llm = llm
         self.name = llm.name
         self.memory = memory

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session
 from epmem.textnorm import STOPWORDS, sentence, split_sentences, third_person, words
@@ -145,15 +146,15 @@ class _TurnDrafts:
     cues: list[Cue] = field(default_factory=list)
 
 
-class RulesExtractor:
+class RulesExtractor(ReadsPolicy):
     name = "rules"
 
-    def __init__(self, policy: Policy, classifier: CategoryClassifier) -> None:
-        self.policy = policy
+    def __init__(self, policy: Policy | PolicyHolder, classifier: CategoryClassifier) -> None:
+        self._policy = PolicyHolder.of(policy)
         self.classifier = classifier
         self.names = ContactNames(policy)
-        self.owner = owner_first_name(policy)
-        self._owner_words = set(words(policy.owner.name))
+        self.owner = owner_first_name(self.policy)
+        self._owner_words = set(words(self.policy.owner.name))
 
     # ------------------------------------------------------------------ cues
 

@@ -11,7 +11,7 @@ Contract
 ``queue = ReviewQueue(policy, memory, examples)``
     ``examples`` is the :class:`~epmem.ingest.examples.ExampleBank` the classifier reads (share
     the same object with the distiller's classifier so answers teach it at once); ``None``
-    disables learning. ``queue.policy`` may be replaced when the policy changes.
+    disables learning. ``queue.policy`` is always the current one: give it the runtime's policy holder.
 ``await queue.waiting() -> int``
     How many facts wait for the owner (the daily digest says this number).
 ``await queue.next_batch(limit=None) -> list[Question]``
@@ -61,6 +61,7 @@ from epmem.ingest.examples import ExampleBank, Label
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 from epmem.policy.calculus import STRANGER, Rulebook
+from epmem.policy.holder import PolicyHolder
 from epmem.policy.model import Domain, Policy
 
 AnswerKind = Literal["accept", "category", "private", "set", "skip"]
@@ -200,13 +201,18 @@ def _annotation(f: Fact) -> dict[str, Any]:
 
 @dataclass
 class ReviewQueue:
-    policy: Policy
+    #: the policy, or the holder of the current one (bot/runtime.py passes its holder).
+    policies: Policy | PolicyHolder
     memory: FactMemory
     examples: ExampleBank | None = None
     config: ReviewConfig = field(default_factory=ReviewConfig)
     #: used by relearn(); built from the policy, the memory's embedder and the examples if None.
     classifier: CategoryClassifier | None = None
     _skipped: set[str] = field(default_factory=set)
+
+    @property
+    def policy(self) -> Policy:
+        return PolicyHolder.of(self.policies).current
 
     # ------------------------------------------------------------------ questions
 

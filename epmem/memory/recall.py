@@ -98,14 +98,15 @@ class FactMemory:
     """F2 facts with their annotations, stored as payloads next to dense and BM25 vectors."""
 
     def __init__(self, store: VectorStore, embedder: Embedder, normalizer: SubjectNormalizer,
-                 config: RecallConfig | None = None, categories: dict[str, str] | None = None) -> None:
+                 config: RecallConfig | None = None, categories: dict[str, str] | None = None,
+                 sessions: SessionScorer | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.normalize = normalizer
         self.config = config or RecallConfig()
         self.sparse = Bm25Encoder()
-        #: session retrieval (epmem.memory.retrieval.Retriever), wired in by the runtime when present.
-        self.sessions: SessionScorer | None = None
+        #: session retrieval (epmem.memory.retrieval.Retriever): a relevant session ranks its facts up.
+        self.sessions = sessions
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
         self._category_vectors = (

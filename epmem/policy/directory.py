@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from epmem.policy.calculus import STRANGER, Recipient
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, STRANGER_ID, Policy, iter_identities
 
 
@@ -28,19 +29,33 @@ class Resolved:
         return f"stranger({self.identity})" if self.contact_id == STRANGER_ID else self.contact_id
 
 
-class Directory:
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self._by_identity = dict(iter_identities(policy))
+class Directory(ReadsPolicy):
+    """Identity -> contact over the holder's current policy; the index is rebuilt when a
+    refresh replaces the policy (a /link must be heard by the very next message)."""
+
+    def __init__(self, policy: Policy | PolicyHolder) -> None:
+        self._policy = PolicyHolder.of(policy)
+        self._indexed: Policy | None = None
+        self._by_identity: dict[str, str] = {}
+        self._recipients: dict[str, Recipient] = {}
+
+    def _index(self) -> None:
+        policy = self.policy
+        if policy is self._indexed:
+            return
+        by_identity = dict(iter_identities(policy))
         # every contact can be addressed on the console by its id (`epmem chat --as ID`)
         for cid in policy.contacts:
-            self._by_identity.setdefault(f"console:{cid}", cid)
-        self._by_identity.setdefault(f"console:{OWNER_ID}", OWNER_ID)
+            by_identity.setdefault(f"console:{cid}", cid)
+        by_identity.setdefault(f"console:{OWNER_ID}", OWNER_ID)
+        self._by_identity = by_identity
         self._recipients = {
             cid: Recipient(cid, c.level, c.domain, c.name, c.relationship) for cid, c in policy.contacts.items()
         }
+        self._indexed = policy
 
     def resolve(self, identity: str) -> Resolved:
+        self._index()
         cid = self._by_identity.get(identity, STRANGER_ID)
         if cid == OWNER_ID:
             return Resolved(identity, OWNER_ID, Recipient(OWNER_ID, 0, None, self.policy.owner.name, "owner"))

@@ -18,6 +18,7 @@ from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.guard import Denied
 from epmem.memory.recall import FactMemory
 from epmem.policy.overlay import Overlay
+from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
 from epmem.reply.projection import FactDecision, Projection, project
 from epmem.reply.respond import ReplyContext, Responder, deflection
@@ -58,9 +59,9 @@ class Answer:
         return body
 
 
-class PrivacyEngine:
-    def __init__(self, policy: Policy, overlay: Overlay, memory: FactMemory, responder: Responder) -> None:
-        self.policy = policy
+class PrivacyEngine(ReadsPolicy):
+    def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder) -> None:
+        self._policy = PolicyHolder.of(policy)
         self.overlay = overlay
         self.memory = memory
         self.responder = responder

@@ -19,6 +19,7 @@ from epmem.embedding.base import Embedder, Vectors
 from epmem.policy.model import Policy
 from epmem.scenario import Scenario, load_scenario
 
+from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.runtime import Runtime, embedder_from_settings, load_scenario_memory
 from tests.auxil.runtime import example
@@ -85,20 +86,20 @@ def write_policy(path: Path) -> Path:
 
 
 async def house_runtime(data_dir: Path, *, load: bool = True, policy_file: Path | None = None,
-                        policy: Policy | None = None, **settings: Any) -> Runtime:
+                        policy: Policy | None = None, clock: Clock = utcnow, **settings: Any) -> Runtime:
     """A runtime over the house policy (or ``policy``, or the owner's ``policy_file``);
     ``load`` replaces the memory with the example's facts; ``settings`` are Settings fields."""
     s = Settings(data_dir=data_dir, policy=policy_file, **settings)
     if policy_file is None and policy is None:
         policy = house_policy()
-    runtime = await Runtime.open(s, policy=policy, embedder=shared_embedder())
+    runtime = await Runtime.open(s, policy=policy, embedder=shared_embedder(), clock=clock)
     if load:
         await load_scenario_memory(runtime, house_scenario())
     return runtime
 
 
-async def reopen(runtime: Runtime) -> Runtime:
+async def reopen(runtime: Runtime, clock: Clock = utcnow) -> Runtime:
     """Close and open again on the same folder: what a restart keeps."""
     await runtime.close()
-    policy = None if runtime.settings.policy is not None else runtime.policy
-    return await Runtime.open(runtime.settings, policy=policy, embedder=shared_embedder())
+    policy = None if runtime.settings.policy is not None else runtime.policies.base
+    return await Runtime.open(runtime.settings, policy=policy, embedder=shared_embedder(), clock=clock)

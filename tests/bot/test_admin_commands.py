@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent import DelegateAgent
 from bot.runtime import Runtime
 from connectors.base import Action, Inbound
 from epmem.reply.respond import deflection
@@ -46,9 +45,9 @@ class Outbox:
         self.sent.append((chat_id, text))
 
 
-def outbox_for(agent: DelegateAgent) -> Outbox:
+def outbox_for(runtime: Runtime) -> Outbox:
     box = Outbox()
-    agent.outbox["console"] = box
+    runtime.outbox.attach("console", box)
     return box
 
 
@@ -96,8 +95,8 @@ async def test_link_and_unlink_an_identity(house: Runtime) -> None:
     assert "Unlinked telegram:101" in await owner(house, "/unlink leo telegram:101")
     house = await reopen(house)
     try:
-        assert house.agent.directory.resolve("telegram:101").contact_id == "stranger"
-        assert house.agent.directory.resolve("telegram:555").contact_id == "leo"
+        assert house.owner.directory.resolve("telegram:101").contact_id == "stranger"
+        assert house.owner.directory.resolve("telegram:555").contact_id == "leo"
         assert "Unlinked telegram:555" in await owner(house, "/unlink leo telegram:555")
         assert TRUTH not in ((await house.agent.handle(newcomer)).text or "")
     finally:
@@ -142,7 +141,7 @@ async def test_owner_command_in_a_group_answers_the_owner_privately(house: Runti
 
 
 async def test_approval_mode_holds_then_approve_sends_and_fills_the_ledger(house: Runtime) -> None:
-    box = outbox_for(house.agent)
+    box = outbox_for(house)
     assert "level 2 or deeper" in await owner(house, "/approval 2")
     held = await house.agent.handle(ask("leo", HOUSE_Q))
     assert held.text is None and held.to_owner is not None
@@ -172,7 +171,7 @@ async def test_reject_edit_and_undeliverable(house: Runtime) -> None:
     first_id = (first.to_owner or "").split()[2]
     second_id = (second.to_owner or "").split()[2]
     assert "cannot reach console" in await owner(house, f"/approve {first_id}")
-    box = outbox_for(house.agent)
+    box = outbox_for(house)
     box.fail = True
     assert "still pending" in await owner(house, f"/approve {first_id}")
     box.fail = False
@@ -197,5 +196,5 @@ async def test_forget_withdraws_held_drafts(house: Runtime) -> None:
     held = await house.agent.handle(ask("leo", HOUSE_Q))
     approval_id = (held.to_owner or "").split()[2]
     assert f"withdrew held replies ['{approval_id}']" in await owner(house, "/forget f1")
-    pending = await house.agent.approvals.get(approval_id)
+    pending = await house.approvals.get(approval_id)
     assert pending is not None and pending.state == "withdrawn"

@@ -62,7 +62,7 @@ async def said(runtime: Runtime, who: str, question: str = HOUSE_Q) -> str:
 
 
 def scheduler(runtime: Runtime, clock: Clock, notes: Notes | None = None, digest: bool = False) -> Scheduler:
-    return Scheduler(runtime.agent, notes, clock=clock, digest_at=time(8, 0, tzinfo=timezone.utc) if digest else None)
+    return Scheduler(runtime.owner, runtime.commands, notes, clock=clock, digest_at=time(8, 0, tzinfo=timezone.utc) if digest else None)
 
 
 async def test_exception_with_expiry_survives_restart_and_expires_on_time(house: list[Runtime]) -> None:
@@ -111,7 +111,7 @@ async def test_cancelled_embargo_never_fires(house: list[Runtime]) -> None:
     assert "Cancelled" in await owner(house[0], f"/unschedule {number}")
     sched = scheduler(house[0], Clock(NOW + timedelta(days=3)))
     assert await sched.run_due() == []
-    assert house[0].agent.engine.policy.contacts["ana"].domain == "life"
+    assert house[0].policy.contacts["ana"].domain == "life"
 
 
 async def test_held_replies_survive_restart_then_one_is_approved_and_one_expires(house: list[Runtime]) -> None:
@@ -126,12 +126,12 @@ async def test_held_replies_survive_restart_then_one_is_approved_and_one_expires
     async def console_send(chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         sent.append((chat_id, text))
 
-    house[0].agent.outbox["console"] = console_send
+    house[0].outbox.attach("console", console_send)
     assert first_id in await owner(house[0], "/pending") and second_id in await owner(house[0], "/pending")
     assert "Sent held reply" in await owner(house[0], f"/approve {first_id}")
     assert len(sent) == 1 and TRUTH in sent[0][1]
 
-    held = await house[0].agent.approvals.get(second_id)
+    held = await house[0].approvals.get(second_id)
     assert held is not None
     clock, notes = Clock(held.expires_at - timedelta(seconds=1)), Notes()
     sched = scheduler(house[0], clock, notes)
@@ -151,21 +151,21 @@ async def test_apscheduler_jobs_are_rebuilt_at_start_and_fire(house: list[Runtim
     await owner(house[0], "/approval 2")
     held = await house[0].agent.handle(ask("leo", HOUSE_Q))
     approval_id = (held.to_owner or "").split()[2]
-    house[0] = await reopen(house[0])
     clock = Clock()
-    sched = scheduler(house[0], clock, Notes(), digest=True)
+    house[0] = await reopen(house[0], clock)
+    sched = house[0].scheduler  # the one `epmem run` starts, which every owner command re-arms
     await sched.start()
     try:
         assert sched.aps is not None
         jobs = {job.id: job.next_run_time for job in sched.aps.get_jobs()}
-        tasks = {t.kind: t for t in await house[0].agent.tasks.pending()}
+        tasks = {t.kind: t for t in await house[0].tasks.pending()}
         until = (await house[0].overlay.exceptions())[0][1].until
         assert until is not None
         assert jobs == {
             "exception:1": until,
             f"task:{tasks['command'].id}": tasks["command"].due_at,
             f"task:{tasks['digest'].id}": tasks["digest"].due_at,
-            f"approval:{approval_id}": (await house[0].agent.approvals.get(approval_id)).expires_at,  # type: ignore[union-attr]
+            f"approval:{approval_id}": (await house[0].approvals.get(approval_id)).expires_at,  # type: ignore[union-attr]
         }
         # let the alarm clock fire the exception's job now, with our clock past its expiry
         clock.now = until + timedelta(seconds=1)
@@ -184,21 +184,21 @@ async def test_daily_digest_names_who_asked_what_was_said_and_withheld(house: li
     clock, notes = Clock(NOW), Notes()
     sched = scheduler(house[0], clock, notes, digest=True)
     await sched.ensure_digest()
-    [digest] = await house[0].agent.tasks.pending("digest")
+    [digest] = await house[0].tasks.pending("digest")
     assert digest.due_at == next_occurrence(time(8, 0, tzinfo=timezone.utc), NOW)
     assert COVER in await said(house[0], "raj")
     await said(house[0], "kim", "Did Maya get any money from work recently?")
     house[0] = await reopen(house[0])
     sched = scheduler(house[0], clock, notes, digest=True)
     await sched.ensure_digest()
-    assert len(await house[0].agent.tasks.pending("digest")) == 1  # not doubled by the restart
+    assert len(await house[0].tasks.pending("digest")) == 1  # not doubled by the restart
     clock.now = digest.due_at + timedelta(minutes=2)
     assert await sched.run_due() == [f"task:{digest.id}"]
     [text] = notes.texts
     assert "2 messages from 2 people" in text
     assert f"raj asked: {HOUSE_Q}" in text and COVER in text and "withheld: f1" in text
     assert "kim asked: Did Maya get any money from work recently?" in text and "(deflected)" in text
-    [following] = await house[0].agent.tasks.pending("digest")
+    [following] = await house[0].tasks.pending("digest")
     assert following.due_at == digest.due_at + timedelta(days=1)
     # the next digest only covers what came after this one: a quiet day sends nothing
     clock.now = following.due_at
@@ -211,7 +211,7 @@ async def test_annotation_retry_hook_and_backoff(house: list[Runtime]) -> None:
     sched = scheduler(house[0], clock)
     number = await sched.add_task("annotation_retry", NOW, {"facts": ["n1"]})
     assert await sched.run_due() == [f"task:{number}"]
-    task = await house[0].agent.tasks.get(number)
+    task = await house[0].tasks.get(number)
     assert task is not None and task.state == "pending" and task.attempts == 1
     assert task.result == "no handler registered" and task.due_at == NOW + timedelta(minutes=1)
     seen: list[Task] = []
@@ -225,7 +225,7 @@ async def test_annotation_retry_hook_and_backoff(house: list[Runtime]) -> None:
     clock.now = NOW + timedelta(minutes=1)
     await sched.run_due()
     assert [t.payload for t in seen] == [{"facts": ["n1"]}]
-    assert (await house[0].agent.tasks.get(number)).state == "done"  # type: ignore[union-attr]
+    assert (await house[0].tasks.get(number)).state == "done"  # type: ignore[union-attr]
 
 
 def test_digest_time_parsing() -> None:

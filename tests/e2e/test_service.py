@@ -71,7 +71,7 @@ async def both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
 
 async def test_every_configured_platform_is_started(both: Both) -> None:
     assert both.service.platforms == ["telegram", "slack"]
-    assert set(both.runtime.agent.outbox) == {"telegram", "slack"}
+    assert set(both.runtime.outbox.platforms) == {"telegram", "slack"}
 
 
 async def test_slack_hold_reaches_the_owner_on_telegram_and_approval_goes_back_to_slack(both: Both) -> None:
@@ -102,7 +102,7 @@ async def test_digest_is_delivered_to_the_owner(both: Both) -> None:
     leo = SLACK["leo"]
     await both.slack.event(event_envelope(im_message(leo, HOUSE_Q, channel=f"D{leo}"), event_id="Ev-d1"))
     await wait_for(lambda: bool(both.api.posts(f"D{leo}")))
-    [digest] = await both.runtime.agent.tasks.pending("digest")
+    [digest] = await both.runtime.tasks.pending("digest")
     later = max(digest.due_at, datetime.now(timezone.utc)) + timedelta(seconds=1)
     await both.service.scheduler.run_due(later)
     await both.tg.wait_for(lambda: len(both.to_owner()) == 1)

@@ -1,0 +1,104 @@
+"""The owner's view of annotation: list what the engine decided, fix it, or ask for another try.
+
+``/annotations [pending | WORDS]`` lists facts with their annotation (pending ones are level 0
+for everyone until fixed), ``/category FACT NAME`` and ``/confirm FACT`` make an annotation
+``owner-set``, ``/reannotate [SESSION...]`` retries the model for sessions still pending.
+``/level FACT N`` and ``/domain FACT ...`` (bot/commands/contacts.py) fix the rest. Every
+change is audited as a policy change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from epmem.memory.facts import Fact
+
+from bot.commands.contacts import get_fact
+from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.services import OwnerServices
+
+commands = CommandSet()
+
+MAX_LINES = 50
+
+
+def describe(f: Fact) -> str:
+    lists = ""
+    if f.whitelist:
+        lists += f" +{','.join(f.whitelist)}"
+    if f.blacklist:
+        lists += f" -{','.join(f.blacklist)}"
+    covers = f" covers {f.covers}" if f.covers else ""
+    level = f"L{f.effective_level()}" + (f" (proposed L{f.level})" if f.state == "pending" and f.level is not None
+                                         else "")
+    return (f"{f.id} [{f.event_id}] {f.version}{covers} {f.category} {level}"
+            f"{' ' + f.domain if f.domain else ''}{lists} {f.state}: {f.text}")
+
+
+async def _save(owner: OwnerServices, fact: Fact, action: dict[str, Any]) -> None:
+    await owner.memory.update([fact])
+    await owner.record_change({**action, "fact": fact.id})
+
+
+@commands.command("annotations", "[pending | WORDS]",
+                  summary="facts with their annotation; pending ones, and sessions waiting for the model")
+async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    facts = await owner.memory.all()
+    words = rest.casefold().split()
+    if words[:1] == ["pending"]:
+        shown = [f for f in facts if f.state == "pending"]
+        words = words[1:]
+    else:
+        shown = facts
+    shown = [f for f in shown if all(w in f.text.casefold() for w in words)]
+    lines = [describe(f) for f in shown[:MAX_LINES]]
+    if len(shown) > MAX_LINES:
+        lines.append(f"... and {len(shown) - MAX_LINES} more; add words to narrow it down")
+    distiller = owner.distiller
+    if distiller.pending():
+        sessions = distiller.pending()
+        errors = {sid: distiller.outcomes[sid].errors for sid in sessions if sid in distiller.outcomes}
+        lines.append("Sessions waiting for the model: " + ", ".join(
+            f"{sid} ({'/'.join(errors.get(sid, [])) or 'queued'})" for sid in sessions))
+        lines.append("/reannotate to try again; /category, /level, /domain or /confirm to set by hand.")
+    return "\n".join(lines) or "No facts."
+
+
+@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)")
+async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    words = rest.split()
+    if len(words) != 2:
+        raise CommandError("usage: /category FACT CATEGORY")
+    fact = await get_fact(owner, words[0])
+    policy = owner.policy
+    cat = policy.categories.get(words[1])
+    if cat is None:
+        raise CommandError(f"no category {words[1]!r}; categories: {', '.join(policy.categories)}")
+    updated = fact.model_copy(update={"category": words[1], "level": cat.level, "domain": cat.domain,
+                                      "state": "owner-set"})
+    await _save(owner, updated, {"action": "category", "from": fact.category, "to": words[1]})
+    return f"Fact {fact.id} is now {words[1]} (L{cat.level}{' ' + cat.domain if cat.domain else ''}), set by you."
+
+
+@commands.command("confirm", "FACT", summary="accept a fact's proposed annotation as is")
+async def confirm(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    """Accept a fact's proposed annotation as is (for a pending fact: the rules' proposal)."""
+    if not rest.strip():
+        raise CommandError("usage: /confirm FACT")
+    fact = await get_fact(owner, rest.strip())
+    if fact.category is None or fact.level is None:
+        raise CommandError(f"fact {fact.id} has no proposed annotation: use /category first")
+    updated = fact.model_copy(update={"state": "owner-set"})
+    await _save(owner, updated, {"action": "confirm", "level": fact.level, "category": fact.category})
+    return f"Confirmed: {describe(updated)}"
+
+
+@commands.command("reannotate", "[SESSION...]", summary="ask the model again for sessions still pending")
+async def reannotate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    distiller = owner.distiller
+    if distiller.model is None:
+        return "Nothing to retry: the rules backend annotates as it ingests."
+    chosen = distiller.reannotate(rest.split() or None)
+    if not chosen:
+        return "No pending session matches." if rest.strip() else "No session is waiting for the model."
+    return f"Annotating again in the background: {', '.join(chosen)}."

@@ -1,0 +1,91 @@
+"""``/preview``, ``/audit``, ``/why``, ``/who-knows``, ``/facts``, ``/contacts``: look around.
+
+Nothing here changes anything; a preview is audited (as a preview) like every other decision.
+"""
+
+from __future__ import annotations
+
+from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.services import OwnerServices
+
+commands = CommandSet()
+
+
+@commands.command("preview", "WHO[+WHO] QUESTION", summary="what they would be told (dry run, audited as a preview)")
+async def preview(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    who_raw, _, question = rest.partition(" ")
+    if not who_raw or not question.strip():
+        raise CommandError("usage: /preview WHO[+WHO] QUESTION")
+    ids: list[str] = []
+    for token in who_raw.split("+"):
+        cid = "stranger" if token == "stranger" else owner.directory.find_contact(token)
+        if cid is None or cid in owner.policy.groups:
+            raise CommandError(f"unknown contact {token!r}")
+        ids.append(cid)
+    reply, audit_id, _ = await owner.preview(ids, question.strip())
+    return f"{'+'.join(ids)} would be told:\n{reply}\n(preview {audit_id}; /why {audit_id})"
+
+
+@commands.command("audit", "[CONTACT]", summary="recent decisions")
+async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    contact = owner.directory.find_contact(rest) if rest else None
+    if rest and contact is None:
+        raise CommandError(f"unknown contact {rest!r}")
+    records = await owner.audit.records(contact=contact, limit=10)
+    if not records:
+        return "No decisions recorded yet."
+    return "\n".join(
+        f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: {str(r.body.get('question', r.body.get('action', '')))[:60]}"
+        f" -> disclosed {r.body.get('disclosed', [])}"
+        for r in records
+    )
+
+
+@commands.command("why", "AUDIT_ID", summary="the per-fact verdicts and reasons of one decision")
+async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    record = await owner.audit.get(rest.strip())
+    if record is None:
+        raise CommandError(f"no audit record {rest.strip()!r}")
+    lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: "
+             f"{record.body.get('question', '')}"]
+    for c in record.body.get("candidates", []):
+        mark = "USED" if c["used"] else ("allowed" if c["allowed"] else "denied")
+        lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
+        for rid, text in c["verdicts"].items():
+            lines.append(f"      {rid}: {text}")
+    lines.append(f"reply: {record.body.get('reply')}")
+    return "\n".join(lines)
+
+
+@commands.command("who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when",
+                  aliases=("whoknows", "who_knows"))
+async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    if not rest:
+        raise CommandError("usage: /who-knows FACT_OR_EVENT")
+    ledger = await owner.audit.who_knows(rest.strip())
+    if not ledger:
+        return f"Nobody has been told {rest.strip()} by me."
+    return "\n".join(f"{d.time[:19]} {d.recipient} was told {d.fact_id} (audit {d.audit_id})" for d in ledger)
+
+
+@commands.command("facts", "[WORDS]", summary="list facts (those with all the words)")
+async def facts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    found = await owner.memory.all()
+    words = rest.casefold().split()
+    shown = [f for f in found if all(w in f.text.casefold() for w in words)]
+    if not shown:
+        return "No facts."
+    return "\n".join(
+        f"{f.id} [{f.event_id}] {f.version} {f.category} L{f.effective_level()}"
+        f"{' ' + f.domain if f.domain else ''} {f.state}: {f.text}" for f in shown[:50]
+    )
+
+
+@commands.command("contacts", summary="list contacts and groups, with levels and identities")
+async def contacts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    policy = owner.policy
+    lines = [f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
+             f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
+             for cid, c in policy.contacts.items()]
+    lines += [f"group {gid}: {', '.join(members)}" for gid, members in policy.groups.items()]
+    return "\n".join(lines) or "No contacts."

@@ -1,0 +1,81 @@
+"""What an owner command (and the scheduler) may use: the bot's parts, built once, passed in.
+
+Commands used to reach through the agent (``self.agent.engine.policy``), which tied agent,
+commands and admin commands into a cycle and meant an agent built outside the runtime silently
+lacked parts. Now bot/runtime.py builds one :class:`OwnerServices` from the same parts it gives
+the agent, and every command gets it as its first argument.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from epmem.audit.log import AuditLog
+from epmem.ingest.distill import Distiller
+from epmem.memory.conversations import Conversations
+from epmem.memory.recall import FactMemory
+from epmem.policy.calculus import Recipient
+from epmem.policy.directory import Directory
+from epmem.policy.holder import PolicyHolder
+from epmem.policy.model import Policy
+from epmem.policy.overlay import Overlay
+from epmem.policy.overrides import Skipped
+from epmem.reply.engine import PrivacyEngine
+
+from bot.approvals import Approvals
+from bot.clock import Clock, utcnow
+from bot.outbox import Outbox
+from bot.tasks import Tasks
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerServices:
+    policies: PolicyHolder
+    directory: Directory
+    engine: PrivacyEngine
+    memory: FactMemory
+    conversations: Conversations
+    distiller: Distiller
+    overlay: Overlay
+    audit: AuditLog
+    approvals: Approvals
+    tasks: Tasks
+    outbox: Outbox
+    clock: Clock = utcnow
+
+    @property
+    def policy(self) -> Policy:
+        """The effective policy now (the file plus the owner's command-made changes)."""
+        return self.policies.current
+
+    async def refresh_policy(self) -> list[Skipped]:
+        """Re-apply the owner's contact overrides to the policy file; every reader sees it at once."""
+        skipped = self.policies.apply(await self.overlay.contact_overrides())
+        for s in skipped:
+            log.warning("policy.override_skipped", contact=s.contact, reason=s.reason)
+        return skipped
+
+    async def record_change(self, body: dict[str, Any]) -> None:
+        """Audit a change the owner made (or the scheduler made for them)."""
+        await self.audit.append("policy_change", body, contact="owner")
+
+    async def preview(self, contact_ids: Sequence[str], question: str) -> tuple[str, str, list[Recipient]]:
+        """What these people would be told; audited as a preview, nothing is sent."""
+        started = time.perf_counter()
+        resolved = [self.directory.resolve(self.directory.contact_identity(c)) for c in contact_ids]
+        audience = [r.recipient for r in resolved]
+        answer = await self.engine.answer(question, audience, audience[0])
+        record = await self.audit.append(
+            "preview",
+            {"audience": [r.label for r in resolved], "question": question, **answer.audit_body(),
+             "preview_ms": round((time.perf_counter() - started) * 1000, 2)},
+            contact="owner",
+        )
+        return answer.reply, record.id, audience
