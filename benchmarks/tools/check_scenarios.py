@@ -11,7 +11,11 @@ disclosure calculus and the projection from DESIGN.md alone, with plain YAML and
 - canaries: each fact's canary must occur in its own text, and must not occur in the text of a
   ``may`` fact of an asker for whom that canary's fact is ``must_not`` (the reply would "leak"
   by telling an allowed fact);
-- references: sessions, participants, whitelists and categories name things that exist.
+- references: sessions, participants, whitelists, categories, task facts, permit candidates and
+  answer askers name things that exist (reported as problems, not a crash); a ``reply_to`` names an
+  earlier turn of its session; every fact has a canary;
+- warnings (printed, not counted): a canary that is in no turn of its fact's session, or that
+  occurs in another fact's text (a reply telling that other fact would look like a leak).
 
 Usage::
 
@@ -126,12 +130,17 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
                 problems.append(f"{where}: session {s['id']} turn {j} speaker {t.get('speaker')!r} unknown")
             if t.get("speaker") not in (s.get("participants") or []):
                 problems.append(f"{where}: session {s['id']} turn {j} speaker not a participant")
+            r = t.get("reply_to")
+            if r is not None and not (isinstance(r, int) and 0 <= r < j):
+                problems.append(f"{where}: session {s['id']} turn {j} reply_to {r!r} is not an earlier turn")
     for f in facts:
         if f.get("session") is not None and f["session"] not in sessions:
             problems.append(f"{where}: fact {f['id']} session {f['session']!r} unknown")
         if f.get("category") not in cats:
             problems.append(f"{where}: fact {f['id']} category {f.get('category')!r} unknown")
-        if str(f.get("canary", "")).casefold() not in str(f.get("text", "")).casefold():
+        if not str(f.get("canary") or "").strip():
+            problems.append(f"{where}: fact {f['id']} has no canary")
+        elif str(f.get("canary", "")).casefold() not in str(f.get("text", "")).casefold():
             problems.append(f"{where}: fact {f['id']} canary {f.get('canary')!r} not in its text")
         source = sessions.get(f.get("session") or "")
         said = " ".join(str(t.get("text", "")) for t in (source or {}).get("turns") or []).casefold()
@@ -144,6 +153,12 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
                     problems.append(f"{where}: fact {f['id']} {key} names unknown {w!r}")
         if f.get("version") == "cover" and f.get("covers") not in by_id:
             problems.append(f"{where}: cover {f['id']} covers unknown fact {f.get('covers')!r}")
+        canary = str(f.get("canary") or "").casefold()
+        for other in facts:
+            if canary and other is not f and canary in str(other.get("text", "")).casefold():
+                warnings.append(f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} occurs in the "
+                                f"text of fact {other['id']}")
+    known = contacts | {"stranger"}
     tasks = data.get("tasks") or {}
     for item in tasks.get("classify") or []:
         if item["fact"] not in by_id:
