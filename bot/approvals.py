@@ -1,7 +1,7 @@
 """Approval mode: replies that would disclose deep facts wait for the owner.
 
 The owner sets a level (``/approval 2``); a reply that would disclose any fact at that level or
-deeper (a smaller number) is not sent. It is stored here, in the same SQLite file as the
+deeper (a smaller number) is not sent. It is stored here, in the state database beside the
 overlay, and offered to the owner with approve / edit / reject. Storing it (rather than keeping
 it in memory) is what lets a held reply survive a restart and still expire on time.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,14 +21,14 @@ from typing import Any
 import aiosqlite
 
 from connectors.base import Action
-from epmem.sqlite import Migration, migrate
+from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 
 #: overlay flag holding the approval level (None: approval mode off).
 APPROVAL_FLAG = "approval_level"
 
-MIGRATIONS = [
+MIGRATIONS = MigrationSet("approvals", (
     Migration(
         1,
         "held replies",
@@ -54,9 +54,7 @@ MIGRATIONS = [
         CREATE INDEX approvals_pending ON approvals(state, expires_at)
         """,
     ),
-]
-
-
+), legacy_table="approval_migrations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +113,13 @@ def _row(row: Sequence[Any]) -> Held:
 
 
 class Approvals:
-    """The held-reply table. Shares the overlay's connection (one state file, one writer)."""
+    """The held-reply table, in the state database (bot/state.py owns the connection)."""
 
-    def __init__(self, db: Callable[[], aiosqlite.Connection], ttl: timedelta = timedelta(hours=24),
+    def __init__(self, db: aiosqlite.Connection, ttl: timedelta = timedelta(hours=24),
                  clock: Clock = utcnow) -> None:
         self._db = db
         self.ttl = ttl
         self.clock = clock
-
-    async def open(self) -> Approvals:
-        await migrate(self._db(), MIGRATIONS, table="approval_migrations")
-        return self
 
     async def hold(self, *, platform: str, chat_id: str, chat_kind: str, sender: str, contact: str,
                    question: str, draft: str, disclosed: Sequence[tuple[str, str]], recipients: Sequence[str],
@@ -137,7 +131,7 @@ class Approvals:
             question=question, draft=draft, disclosed=tuple((f, e) for f, e in disclosed),
             recipients=tuple(recipients), audit_id=audit_id,
         )
-        await self._db().execute(
+        await self._db.execute(
             f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
             (held.id, held.state, iso(held.created_at), iso(held.expires_at), platform, chat_id,
              chat_kind, sender, contact, question, draft, json.dumps([list(d) for d in held.disclosed]),
@@ -146,12 +140,12 @@ class Approvals:
         return held
 
     async def get(self, approval_id: str) -> Held | None:
-        async with self._db().execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)) as cur:
+        async with self._db.execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)) as cur:
             row = await cur.fetchone()
         return _row(row) if row else None
 
     async def pending(self) -> list[Held]:
-        async with self._db().execute(
+        async with self._db.execute(
             f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY created_at"
         ) as cur:
             return [_row(r) async for r in cur]
@@ -160,7 +154,7 @@ class Approvals:
                     now: datetime | None = None) -> Held | None:
         """Move a pending, unexpired reply to ``state``; None if it was not pending (any more)."""
         now = now or self.clock()
-        cur = await self._db().execute(
+        cur = await self._db.execute(
             "UPDATE approvals SET state = ?, decided_at = ?, final = ? "
             "WHERE id = ? AND state = 'pending' AND expires_at > ?",
             (state, iso(now), final, approval_id, iso(now)),
@@ -171,19 +165,19 @@ class Approvals:
 
     async def unclaim(self, approval_id: str) -> None:
         """Back to pending (the reply could not be delivered; the owner may try again)."""
-        await self._db().execute(
+        await self._db.execute(
             "UPDATE approvals SET state = 'pending', decided_at = NULL, final = NULL WHERE id = ?", (approval_id,)
         )
 
     async def expire_due(self, now: datetime) -> list[Held]:
         """Every pending reply whose time is up, marked expired (each returned once)."""
-        async with self._db().execute(
+        async with self._db.execute(
             f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' AND expires_at <= ?", (iso(now),)
         ) as cur:
             due = [_row(r) async for r in cur]
         expired = []
         for held in due:
-            cur2 = await self._db().execute(
+            cur2 = await self._db.execute(
                 "UPDATE approvals SET state = 'expired', decided_at = ? WHERE id = ? AND state = 'pending'",
                 (iso(now), held.id),
             )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -118,7 +117,7 @@ def telegram_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> T
     )
 
 
-def slack_config(p: PlatformSettings, owners: Owners, data_dir: Path, max_text_len: int) -> SlackConfig:
+def slack_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> SlackConfig:
     assert p.slack_bot_token is not None
     return SlackConfig(
         p.slack_bot_token.get_secret_value(),
@@ -127,7 +126,6 @@ def slack_config(p: PlatformSettings, owners: Owners, data_dir: Path, max_text_l
         api_url=p.slack_api_url,
         port=p.slack_port,
         host=p.slack_host,
-        dedup_db=data_dir / "slack-events.sqlite",
         owner_identity=owners.slack_identity,
         max_text_len=max_text_len,
     )

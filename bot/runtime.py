@@ -47,7 +47,9 @@ from bot.commands import CommandRegistry, owner_commands
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 from bot.outbox import Outbox
 from bot.scheduler import Scheduler, parse_digest_time
+from bot.seen_events import SeenEvents
 from bot.services import OwnerServices
+from bot.state import StateDB
 from bot.tasks import Tasks
 
 
@@ -104,7 +106,7 @@ class _Opened:
     """The parts with something to close, opened first so a failure can close what opened."""
 
     audit: AuditLog
-    overlay: Overlay
+    state: StateDB
     store: VectorStore
     memory: FactMemory
     conversations: Conversations
@@ -112,7 +114,7 @@ class _Opened:
 
     async def close(self) -> None:
         await self.store.close()
-        await self.overlay.close()
+        await self.state.close()
         await self.audit.close()
 
 
@@ -121,9 +123,9 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     audit = await AuditLog(settings.audit_db).open()
     store: VectorStore | None = None
-    overlay: Overlay | None = None
+    state = StateDB(settings.state_db)
     try:
-        overlay = await Overlay(settings.state_db).open()
+        await state.open()
         store = make_store(settings)
         conversations = await Conversations(store, embedder).open()
         retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
@@ -131,12 +133,11 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
                                   category_profiles(policy.categories), sessions=retriever).open()
     except BaseException:
         await audit.close()
-        if overlay is not None:
-            await overlay.close()
+        await state.close()
         if store is not None:
             await store.close()
         raise
-    return _Opened(audit, overlay, store, memory, conversations, retriever)
+    return _Opened(audit, state, store, memory, conversations, retriever)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,9 @@ class Runtime:
     audit: AuditLog
     engine: PrivacyEngine
     agent: DelegateAgent
+    #: the state database's owner, and the event ids the connectors already handled.
+    state: StateDB
+    seen_events: SeenEvents
     owner: OwnerServices
     commands: CommandRegistry
     scheduler: Scheduler
@@ -199,8 +203,6 @@ class Runtime:
             raise
         runtime = cls._compose(settings, PolicyHolder(policy), opened, examples, llm, owns_llm, clock)
         try:
-            await runtime.owner.approvals.open()
-            await runtime.owner.tasks.open()
             await runtime.owner.refresh_policy()
         except BaseException:
             await runtime.close()
@@ -211,7 +213,8 @@ class Runtime:
     def _compose(cls, settings: Settings, policies: PolicyHolder, opened: _Opened, examples: ExampleBank,
                  llm: LLM | None, owns_llm: bool, clock: Clock) -> Runtime:
         """Every part, through its constructor, in dependency order."""
-        memory, overlay = opened.memory, opened.overlay
+        memory, db = opened.memory, opened.state.connection
+        overlay = Overlay(db)
         engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm))
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(policies, memory, classifier, llm,
@@ -221,8 +224,8 @@ class Runtime:
         owner = OwnerServices(
             policies=policies, directory=Directory(policies), engine=engine, memory=memory,
             conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
-            approvals=Approvals(lambda: overlay.db, timedelta(hours=settings.approval_ttl_hours), clock),
-            tasks=Tasks(lambda: overlay.db), outbox=outbox, clock=clock,
+            approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
+            tasks=Tasks(db), outbox=outbox, clock=clock,
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
@@ -230,7 +233,8 @@ class Runtime:
                            settings.deflection_window_s)
         agent = DelegateAgent(engine, owner, commands, guard=guard, max_message_chars=settings.max_message_chars,
                               on_owner_change=scheduler.sync)
-        return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, owner, commands,
+        return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, opened.state,
+                   SeenEvents(db, clock=clock), owner, commands,
                    scheduler, outbox, distiller, opened.conversations, opened.retriever, review, llm, owns_llm)
 
     async def close(self) -> None:
@@ -239,7 +243,7 @@ class Runtime:
         if self.llm is not None and self.owns_llm:
             await self.llm.aclose()
         await self.store.close()
-        await self.overlay.close()
+        await self.state.close()
         await self.audit.close()
 
     async def __aenter__(self) -> Runtime:

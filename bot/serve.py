@@ -61,8 +61,8 @@ class Service:
         if platforms.slack:
             from connectors.slack import SlackConnector
 
-            sl = SlackConnector(slack_config(platforms, owners, settings.data_dir, settings.max_message_chars),
-                                self._handler("slack"))
+            sl = SlackConnector(slack_config(platforms, owners, settings.max_message_chars), self._handler("slack"),
+                                runtime.seen_events)
             self._add(sl, owners.slack_identity)
         self.console: ConsoleConnector | None = None
         if not self.connectors:

@@ -1,7 +1,7 @@
 """Scheduled work, kept in SQLite: the source of truth the scheduler rebuilds its jobs from.
 
 APScheduler's own job stores need picklable module-level callables and lose nothing we could
-not rebuild, so the durable record of "what must happen when" lives here, in the state file
+not rebuild, so the durable record of "what must happen when" lives here, in the state database
 next to the overlay, and the in-process scheduler is only an alarm clock over these rows.
 
 Kinds: ``command`` (an owner command to run later, e.g. an embargo ``/level f12 3``),
@@ -11,18 +11,18 @@ Kinds: ``command`` (an owner command to run later, e.g. an embargo ``/level f12 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import aiosqlite
 
-from epmem.sqlite import Migration, migrate
+from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import iso
 
-MIGRATIONS = [
+MIGRATIONS = MigrationSet("tasks", (
     Migration(
         1,
         "scheduled tasks",
@@ -41,7 +41,7 @@ MIGRATIONS = [
         CREATE INDEX tasks_pending ON tasks(state, due_at)
         """,
     ),
-]
+), legacy_table="task_migrations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,23 +63,19 @@ _COLUMNS = "id, kind, due_at, payload, state, attempts, result"
 
 
 class Tasks:
-    """The task table; shares the overlay's connection (one state file, one writer)."""
+    """The task table, in the state database (bot/state.py owns the connection)."""
 
-    def __init__(self, db: Callable[[], aiosqlite.Connection]) -> None:
+    def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
 
-    async def open(self) -> Tasks:
-        await migrate(self._db(), MIGRATIONS, table="task_migrations")
-        return self
-
     async def add(self, kind: str, due: datetime, payload: dict[str, Any]) -> int:
-        cur = await self._db().execute(
+        cur = await self._db.execute(
             "INSERT INTO tasks(kind, due_at, payload) VALUES (?, ?, ?)", (kind, iso(due), json.dumps(payload))
         )
         return int(cur.lastrowid or 0)
 
     async def get(self, task_id: int) -> Task | None:
-        async with self._db().execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)) as cur:
+        async with self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)) as cur:
             row = await cur.fetchone()
         return _row(row) if row else None
 
@@ -89,18 +85,18 @@ class Tasks:
         if kind is not None:
             sql += " AND kind = ?"
             args = (kind,)
-        async with self._db().execute(sql + " ORDER BY due_at, id", args) as cur:
+        async with self._db.execute(sql + " ORDER BY due_at, id", args) as cur:
             return [_row(r) async for r in cur]
 
     async def due(self, now: datetime) -> list[Task]:
-        async with self._db().execute(
+        async with self._db.execute(
             f"SELECT {_COLUMNS} FROM tasks WHERE state = 'pending' AND due_at <= ? ORDER BY due_at, id", (iso(now),)
         ) as cur:
             return [_row(r) async for r in cur]
 
     async def finish(self, task_id: int, state: str, result: str, now: datetime) -> bool:
         """Close a pending task (``done``, ``failed``, ``cancelled``); False if it was not pending."""
-        cur = await self._db().execute(
+        cur = await self._db.execute(
             "UPDATE tasks SET state = ?, result = ?, done_at = ? WHERE id = ? AND state = 'pending'",
             (state, result, iso(now), task_id),
         )
@@ -108,7 +104,7 @@ class Tasks:
 
     async def postpone(self, task_id: int, due: datetime, result: str) -> None:
         """Try again later (a failed attempt): bump the attempt count and move the due time."""
-        await self._db().execute(
+        await self._db.execute(
             "UPDATE tasks SET due_at = ?, attempts = attempts + 1, result = ? WHERE id = ? AND state = 'pending'",
             (iso(due), result, task_id),
         )

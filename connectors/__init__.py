@@ -1,5 +1,5 @@
 """Platform adapters: translate platform events into :class:`Inbound` and send :class:`Outbound`."""
 
-from connectors.base import Action, ChatKind, Connector, Handler, Inbound, Outbound
+from connectors.base import Action, ChatKind, Connector, Handler, Inbound, Outbound, SeenEvents
 
-__all__ = ["Action", "ChatKind", "Connector", "Handler", "Inbound", "Outbound"]
+__all__ = ["Action", "ChatKind", "Connector", "Handler", "Inbound", "Outbound", "SeenEvents"]

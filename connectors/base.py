@@ -89,6 +89,19 @@ class Connector(Protocol):
         ...
 
 
+class SeenEvents(Protocol):
+    """Which platform events were already handled, kept across restarts and shared by workers.
+
+    A platform that redelivers events (Slack retries a slow acknowledgement) asks this before
+    answering. ``bot/`` provides it, in the state database it owns; a connector never opens a
+    database of its own.
+    """
+
+    async def first_time(self, platform: str, event_id: str) -> bool:
+        """Claim ``event_id``: True the first time anyone asks, False for a redelivery."""
+        ...
+
+
 @contextmanager
 def request_context(platform: str, **values: object) -> Iterator[str]:
     """A fresh logging context for one platform update, cleared again when it is handled.

@@ -11,8 +11,8 @@ facts the decision needs and nothing it could be fooled by:
   the room as holding a stranger;
 * Bolt acknowledges events before its listeners run, so a listener that crashes still answered
   200 and Slack retries only on slow or failed deliveries. Each event is claimed once by its
-  ``event_id`` in SQLite so a retry (or a second worker sharing the file) never answers twice,
-  also across restarts.
+  ``event_id`` in the bot's ``SeenEvents`` store (the state database) so a retry (or a second
+  worker sharing it) never answers twice, also across restarts.
 
 Transport: Socket Mode when an app-level token is configured (no public URL needed), otherwise
 the Events API over HTTP, served by Bolt's aiohttp app behind an ``AppRunner``; Bolt verifies
@@ -26,11 +26,9 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY, dataclass, field
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime, timezone
 from typing import Any
 
-import aiosqlite
 import structlog
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -40,7 +38,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from connectors.base import Action, Handler, Inbound, Outbound, request_context
+from connectors.base import Action, Handler, Inbound, Outbound, SeenEvents, request_context
 
 log = structlog.get_logger(__name__)
 
@@ -60,8 +58,6 @@ _MEMBERS_PAGE = 200
 #: a channel larger than this is treated as "unknown members" rather than listed in full.
 _MAX_MEMBER_PAGES = 50
 
-_DEDUP_RETENTION = timedelta(days=2)
-_PRUNE_EVERY = 200
 _DRAIN_TIMEOUT_S = 5.0
 _SOCKET_CONNECT_TIMEOUT_S = 30.0
 _SLACK_ID = re.compile(r"^[A-Za-z0-9]{1,32}$")
@@ -81,7 +77,6 @@ class SlackConfig:
     port: int = 3000
     host: str = "0.0.0.0"
     path: str = "/slack/events"
-    dedup_db: Path
     #: ``slack:<TEAM>/<USER>`` (or a bare user id) that receives ``Outbound.to_owner`` messages.
     owner_identity: str | None = None
     max_text_len: int = 4000
@@ -165,12 +160,13 @@ class SlackConnector:
 
     platform = PLATFORM
 
-    def __init__(self, config: SlackConfig, handler: Handler) -> None:
+    def __init__(self, config: SlackConfig, handler: Handler, seen: SeenEvents) -> None:
         if config.app_token is None and not config.signing_secret:
             # HTTP events without a signing secret would accept anyone's forged events.
             raise ValueError("Slack HTTP events need a signing_secret (or set app_token for Socket Mode)")
         self.config = config
         self._handler = handler
+        self._seen = seen
         self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url)
         socket_mode = config.app_token is not None
         self.app = AsyncApp(
@@ -183,10 +179,8 @@ class SlackConnector:
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
         self._socket: AsyncSocketModeHandler | None = None
-        self._db: aiosqlite.Connection | None = None
         self._running = False
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._claims = 0
         self._bot_user_id: str | None = None
         self._owner_dm: str | None = None
         self._user_teams: dict[str, str] = {}
@@ -202,19 +196,9 @@ class SlackConnector:
         self.app.block_action(ACTION_ID_PATTERN)(self._on_action)
 
     async def start(self) -> None:
-        """Open the dedup store, learn the bot's own user id, then serve; returns once serving."""
+        """Learn the bot's own user id, then serve; returns once serving."""
         if self._running:
             return
-        self.config.dedup_db.parent.mkdir(parents=True, exist_ok=True)
-        self._db = await aiosqlite.connect(self.config.dedup_db)
-        # WAL + busy timeout: several workers may share one dedup file.
-        await self._db.execute("PRAGMA journal_mode=WAL")
-        await self._db.execute("PRAGMA busy_timeout=5000")
-        await self._db.execute(
-            "CREATE TABLE IF NOT EXISTS slack_events (event_id TEXT PRIMARY KEY, seen_at TEXT NOT NULL)"
-        )
-        await self._db.commit()
-        await self._prune()
         try:
             # Fail fast on a wrong token instead of 401-ing at the first real message.
             auth = await self.client.auth_test()
@@ -234,13 +218,11 @@ class SlackConnector:
                 log.info("slack.started", mode="http", host=self.config.host, port=self.port)
         except BaseException:
             await self._close_transport()
-            await self._db.close()
-            self._db = None
             raise
         self._running = True
 
     async def stop(self) -> None:
-        """Stop receiving, let in-flight answers finish (bounded), close the store; idempotent."""
+        """Stop receiving, let in-flight answers finish (bounded); idempotent."""
         if not self._running:
             return
         self._running = False
@@ -250,9 +232,6 @@ class SlackConnector:
             task.cancel()
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
         log.info("slack.stopped")
 
     async def _close_transport(self) -> None:
@@ -288,43 +267,23 @@ class SlackConnector:
     # ------------------------------------------------------------------ dedup
 
     async def _claim(self, body: dict[str, Any]) -> bool:
-        """True the first time an ``event_id`` is seen (by any worker sharing the file).
+        """True the first time an ``event_id`` is seen (by any worker sharing the store).
 
         Without an event id there is nothing to dedup on, so the event is processed. If the
         store itself fails we answer anyway: a duplicate reply discloses nothing new, silence
         would drop a real message.
         """
         event_id = body.get("event_id")
-        if not isinstance(event_id, str) or not event_id or self._db is None:
+        if not isinstance(event_id, str) or not event_id:
             return True
         try:
-            cursor = await self._db.execute(
-                "INSERT OR IGNORE INTO slack_events (event_id, seen_at) VALUES (?, ?)",
-                (event_id, datetime.now(timezone.utc).isoformat()),
-            )
-            await self._db.commit()
-            fresh = cursor.rowcount == 1
+            fresh = await self._seen.first_time(PLATFORM, event_id)
         except Exception:
             log.exception("slack.dedup_failed", event_id=event_id)
             return True
         if not fresh:
             log.info("slack.duplicate_event", event_id=event_id)
-            return False
-        self._claims += 1
-        if self._claims % _PRUNE_EVERY == 0:
-            await self._prune()
-        return True
-
-    async def _prune(self) -> None:
-        """Forget event ids older than Slack's retry window (with a wide margin)."""
-        if self._db is None:
-            return
-        cutoff = (datetime.now(timezone.utc) - _DEDUP_RETENTION).isoformat()
-        try:
-            await self._db.execute("DELETE FROM slack_events WHERE seen_at < ?", (cutoff,))
-            await self._db.commit()
-        except Exception:
-            log.exception("slack.dedup_prune_failed")
+        return fresh
 
     # ------------------------------------------------------------------ identities
 

@@ -23,13 +23,11 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.sqlite import Migration, connect, migrate
-
-from epmem.errors import EpmemError
+from epmem.sqlite import DatabaseError, Migration, MigrationSet, open_database
 
 GENESIS = "0" * 64
 
-MIGRATIONS = [
+MIGRATIONS = MigrationSet("audit", (
     Migration(
         1,
         "audit records",
@@ -56,10 +54,10 @@ MIGRATIONS = [
         CREATE INDEX disclosures_event ON disclosures(event_id);
         """,
     ),
-]
+), legacy_table="migrations")
 
 
-class AuditCorrupted(EpmemError, RuntimeError):
+class AuditCorrupted(DatabaseError):
     """The audit database cannot be read, or its chain does not verify."""
 
 
@@ -118,14 +116,11 @@ class AuditLog:
         self._append_lock = asyncio.Lock()
 
     async def open(self) -> AuditLog:
+        """The log owns its own file (audit.sqlite), apart from the bot's state."""
         try:
-            self._db = await connect(self.path)
-            await migrate(self._db, MIGRATIONS)
-        except sqlite3.DatabaseError as exc:
-            if self._db is not None:
-                await self._db.close()
-                self._db = None
-            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            self._db = await open_database(self.path, [MIGRATIONS], "audit database")
+        except DatabaseError as exc:
+            raise AuditCorrupted(str(exc)) from None
         return self
 
     async def close(self) -> None:

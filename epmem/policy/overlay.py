@@ -5,20 +5,22 @@ Exceptions added with /allow and /deny live here, in SQLite, and are merged with
 exceptions whenever a rulebook is built. Revoking deletes the row; the audit keeps the history.
 Contact changes made by command (level, domain, linked identities) are kept the same way, one
 row per contact, and applied on top of the file's contacts (see :mod:`epmem.policy.overrides`).
+
+The overlay does not open its database: whoever owns the file (bot/state.py) opens it with
+:func:`epmem.sqlite.open_database` and ``MIGRATIONS`` among its sets, and hands the connection in.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from epmem.policy.model import PolicyException
-from epmem.sqlite import Migration, connect, migrate
+from epmem.sqlite import Migration, MigrationSet
 
-MIGRATIONS = [
+MIGRATIONS = MigrationSet("overlay", (
     Migration(
         1,
         "owner exceptions and flags",
@@ -42,29 +44,12 @@ MIGRATIONS = [
         )
         """,
     ),
-]
+), legacy_table="overlay_migrations")
 
 
 class Overlay:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._db: aiosqlite.Connection | None = None
-
-    async def open(self) -> Overlay:
-        self._db = await connect(self.path)
-        await migrate(self._db, MIGRATIONS, table="overlay_migrations")
-        return self
-
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    @property
-    def db(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError("overlay is not open")
-        return self._db
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
 
     async def add_exception(self, exc: PolicyException) -> int:
         cur = await self.db.execute("INSERT INTO exceptions(body) VALUES (?)", (exc.model_dump_json(),))

@@ -48,14 +48,13 @@ def test_half_configured_slack_is_an_error(monkeypatch: pytest.MonkeyPatch, env:
         _ = settings(monkeypatch, **env).slack
 
 
-def test_slack_http_or_socket_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_slack_http_or_socket_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     p = settings(monkeypatch, SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="sig", EPMEM_SLACK_PORT="3100")
     assert p.slack
-    config = slack_config(p, Owners.of(house_policy()), tmp_path, 4000)
+    config = slack_config(p, Owners.of(house_policy()), 4000)
     assert config.port == 3100 and config.app_token is None and config.owner_identity == "slack:T1/UOWNER"
-    assert config.dedup_db == tmp_path / "slack-events.sqlite"
     socket = settings(monkeypatch, SLACK_APP_TOKEN="xapp-1")
-    assert slack_config(socket, Owners.of(house_policy()), tmp_path, 4000).app_token == "xapp-1"
+    assert slack_config(socket, Owners.of(house_policy()), 4000).app_token == "xapp-1"
 
 
 def test_run_refuses_half_configured_slack_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

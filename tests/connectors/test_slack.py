@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
+from bot.seen_events import SeenEvents
+from bot.state import StateDB
 from connectors.base import Action, Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector, build_blocks
 from tests.auxil.fake_slack import (
@@ -56,10 +58,10 @@ class Rig:
     handler: RecordingHandler
     connector: SlackConnector
     sender: SlackSender
-    dedup_db: Path
+    seen: SeenEvents
 
     def new_connector(self) -> SlackConnector:
-        return SlackConnector(_config(self.api, self.dedup_db), self.handler)
+        return SlackConnector(_config(self.api), self.handler, self.seen)
 
     async def sentinel(self, tag: str) -> None:
         """Deliver a DM and wait until it is answered, then let earlier listeners finish."""
@@ -71,27 +73,36 @@ class Rig:
         await self.connector.drain()
 
 
-def _config(api: FakeSlackApi, dedup_db: Path) -> SlackConfig:
+def _config(api: FakeSlackApi) -> SlackConfig:
     return SlackConfig(
         "xoxb-test-token",
         signing_secret=SECRET,
         api_url=api.api_url,
         host="127.0.0.1",
         port=0,
-        dedup_db=dedup_db,
         owner_identity=f"slack:{TEAM}/{OWNER}",
     )
 
 
 @pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+async def state(tmp_path: Path) -> AsyncIterator[StateDB]:
+    """The bot's state database on a real file: where the connector's event ids are kept."""
+    db = await StateDB(tmp_path / "state.sqlite").open()
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+async def rig(state: StateDB) -> AsyncIterator[Rig]:
     api = FakeSlackApi(members={"C1": ["U1", "U2", BOT_USER, "U3"]})
     await api.start()
     handler = RecordingHandler()
-    db = tmp_path / "slack-dedup.sqlite"
-    connector = SlackConnector(_config(api, db), handler)
+    seen = SeenEvents(state.connection)
+    connector = SlackConnector(_config(api), handler, seen)
     await connector.start()
-    current = Rig(api, handler, connector, SlackSender(SECRET, lambda: current.connector.port), db)
+    current = Rig(api, handler, connector, SlackSender(SECRET, lambda: current.connector.port), seen)
     try:
         yield current
     finally:
@@ -127,16 +138,16 @@ async def test_stale_timestamp_is_refused(rig: Rig) -> None:
     assert rig.handler.texts() == ["after-stale"]
 
 
-async def test_http_requires_signing_secret(tmp_path: Path) -> None:
+async def test_http_requires_signing_secret(state: StateDB) -> None:
     with pytest.raises(ValueError):
-        SlackConnector(SlackConfig("xoxb-x", dedup_db=tmp_path / "d.sqlite"), RecordingHandler())
+        SlackConnector(SlackConfig("xoxb-x"), RecordingHandler(), SeenEvents(state.connection))
 
 
-async def test_rejected_bot_token_fails_start(tmp_path: Path) -> None:
+async def test_rejected_bot_token_fails_start(state: StateDB) -> None:
     api = FakeSlackApi(fail={"auth.test": "invalid_auth"})
     await api.start()
     try:
-        connector = SlackConnector(_config(api, tmp_path / "d.sqlite"), RecordingHandler())
+        connector = SlackConnector(_config(api), RecordingHandler(), SeenEvents(state.connection))
         with pytest.raises(SlackApiError):
             await connector.start()
         assert connector.port is None
@@ -419,14 +430,12 @@ async def test_send_posts_and_reaches_identities(rig: Rig) -> None:
 # ------------------------------------------------------------------ socket mode
 
 
-async def test_socket_mode_roundtrip(tmp_path: Path) -> None:
+async def test_socket_mode_roundtrip(state: StateDB) -> None:
     api = FakeSlackApi()
     await api.start()
     handler = RecordingHandler()
-    config = SlackConfig(
-        "xoxb-test-token", app_token="xapp-test-token", api_url=api.api_url, dedup_db=tmp_path / "d.sqlite"
-    )
-    connector = SlackConnector(config, handler)
+    config = SlackConfig("xoxb-test-token", app_token="xapp-test-token", api_url=api.api_url)
+    connector = SlackConnector(config, handler, SeenEvents(state.connection))
     try:
         await connector.start()
         assert api.socket_connected

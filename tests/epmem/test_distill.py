@@ -20,8 +20,10 @@ from epmem.reply.engine import PrivacyEngine
 from epmem.llm import OpenAIConfig, OpenAILLM
 from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.policy.model import category_profiles
+from epmem.policy.overlay import MIGRATIONS as OVERLAY
 from epmem.policy.overlay import Overlay
 from epmem.reply.respond import RulesResponder, deflection
+from epmem.sqlite import open_database
 from epmem.store.edge import EdgeStore
 from tests.auxil.fake_openai import FakeOpenAI
 from tests.auxil.sessions import session
@@ -134,13 +136,13 @@ async def test_malformed_json_keeps_facts_pending_and_discloses_nothing(memory: 
     people = [rulebook.recipient(c) for c in POLICY.contacts]
     assert not any(judge(rulebook.gate(f), r).allowed for f in facts for r in people)
     kira = rulebook.recipient("kira")
-    overlay = await Overlay(tmp_path / "state.sqlite").open()
+    db = await open_database(tmp_path / "state.sqlite", [OVERLAY])
     try:
-        engine = PrivacyEngine(POLICY, overlay, memory, RulesResponder())
+        engine = PrivacyEngine(POLICY, Overlay(db), memory, RulesResponder())
         answer = await engine.answer("How did the knee surgery go?", [kira], kira)
         assert answer.deflected and answer.reply == deflection(POLICY.owner.name)
     finally:
-        await overlay.close()
+        await db.close()
     assert d.pending() == ["s1"]
 
 

@@ -1,0 +1,77 @@
+"""The state database (``data/state.sqlite``): one owner, one connection, every table's migrations.
+
+The owner's changes (the overlay's exceptions, flags and contact overrides), held replies,
+scheduled tasks and the platform event ids already handled all live in this one file. This
+module is the only code that opens it: it applies every part's migration set (recorded in one
+``schema_migrations`` table, see epmem/sqlite.py) and hands the connection to the parts.
+
+A data folder written before there was one owner is migrated forward on first open: the
+per-table migration records are adopted, and the Slack connector's old ``slack-events.sqlite``
+is copied in and removed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import aiosqlite
+import structlog
+
+from epmem.policy.overlay import MIGRATIONS as OVERLAY
+from epmem.sqlite import open_database
+
+from bot.approvals import MIGRATIONS as APPROVALS
+from bot.seen_events import MIGRATIONS as SEEN_EVENTS
+from bot.tasks import MIGRATIONS as TASKS
+
+log = structlog.get_logger(__name__)
+
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS)
+#: where the Slack connector kept its event ids before (its own file in the data folder).
+LEGACY_SLACK_EVENTS = "slack-events.sqlite"
+
+
+class StateDB:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> StateDB:
+        self._db = await open_database(self.path, SETS, "state database")
+        await self._import_slack_events(self.path.parent / LEGACY_SLACK_EVENTS)
+        return self
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("the state database is not open")
+        return self._db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def _import_slack_events(self, legacy: Path) -> None:
+        """Copy the old dedup file's event ids in, then remove the file. A file that cannot be
+        read is left where it is (with a warning): losing it only risks a repeated answer."""
+        if not legacy.exists():
+            return
+        db = self.connection
+        try:
+            await db.execute("ATTACH DATABASE ? AS legacy", (str(legacy),))
+            try:
+                async with db.execute("SELECT 1 FROM legacy.sqlite_master WHERE name = 'slack_events'") as cur:
+                    has_table = await cur.fetchone() is not None
+                if has_table:
+                    await db.execute("INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) "
+                                     "SELECT 'slack', event_id, seen_at FROM legacy.slack_events")
+            finally:
+                await db.execute("DETACH DATABASE legacy")
+        except sqlite3.DatabaseError as exc:
+            log.warning("state.legacy_import_failed", file=str(legacy), error=str(exc))
+            return
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{legacy}{suffix}").unlink(missing_ok=True)
+        log.info("state.legacy_imported", file=str(legacy))
