@@ -11,7 +11,8 @@ disclosure calculus and the projection from DESIGN.md alone, with plain YAML and
 - canaries: each fact's canary must occur in its own text, and must not occur in the text of a
   ``may`` fact of an asker for whom that canary's fact is ``must_not`` (the reply would "leak"
   by telling an allowed fact);
-- references: sessions, participants, whitelists and categories name things that exist.
+- references: sessions, participants, whitelists, categories, permit candidates, askers and the fact
+  ids of tasks name things that exist (a typo is reported as a problem, not a crash).
 
 Usage::
 
@@ -148,7 +149,12 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
     for item in tasks.get("classify") or []:
         if item["fact"] not in by_id:
             problems.append(f"{where}: classify names unknown fact {item['fact']!r}")
+    known = contacts | {"stranger"}
     for i, item in enumerate(tasks.get("permit") or []):
+        bad = [f for f in item["facts"] if f not in by_id] + [c for c in item["candidates"] if c not in known]
+        if bad:  # report a typo instead of crashing on it
+            problems.append(f"{where}: permit[{i}] names unknown facts or contacts {bad}")
+            continue
         chosen = [by_id[f] for f in item["facts"]]
         want = sorted(c for c in item["candidates"] if allows(policy, chosen, c))
         have = sorted(item.get("allowed") or [])
@@ -162,6 +168,10 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
             may = gold.get("may") or []
             must_not = gold.get("must_not") or []
             tag = f"{where}: answer[{qi}] {asker}"
+            bad = [m for m in members if m not in known] + [f for f in may + must_not if f not in by_id]
+            if bad:  # report a typo instead of crashing on it
+                problems.append(f"{tag}: names unknown facts or contacts {bad}")
+                continue
             if set(may) & set(must_not):
                 problems.append(f"{tag}: facts in both may and must_not: {sorted(set(may) & set(must_not))}")
             for fid in may:
