@@ -16,6 +16,7 @@ from connectors.base import Inbound, Outbound
 from epmem.policy.directory import Directory, Resolved
 from epmem.reply.engine import Answer, PrivacyEngine
 
+from bot import delegation
 from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
@@ -27,8 +28,9 @@ log = structlog.get_logger(__name__)
 NON_TEXT_NOTE = "I can only read text messages, sorry."
 TOO_LONG_NOTE = "That message is too long for me to read. Could you keep it shorter?"
 RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait a minute."
-#: non-text events that are audited but not answered (edits of answered messages, pins...).
-QUIET_NON_TEXT = frozenset({"edited", "service"})
+#: non-text events that are audited but not answered (edits of answered messages, pins, a
+#: message the owner answered before the delegate could).
+QUIET_NON_TEXT = frozenset({"edited", "service", "owner_answered"})
 
 #: called after every owner command (the scheduler re-reads what is due).
 OwnerChanged = Callable[[], Awaitable[None]]
@@ -105,16 +107,27 @@ class DelegateAgent:
         return [r for r in readers if not r.is_owner]
 
     async def _handle_other(self, inbound: Inbound, sender: Resolved) -> Outbound:
-        base = {
+        base: dict[str, object] = {
             "platform": inbound.platform,
             "chat": inbound.chat_id,
             "chat_kind": inbound.chat_kind,
             "sender": inbound.sender,
             "contact": sender.label,
         }
+        # as the owner (Business chats, the owner's Slack DMs): the notes below are the bot's
+        # voice, so they are not sent there; what is, follows the owner's /delegate choice.
+        as_owner = inbound.delegation is not None
+        if as_owner:
+            base["delegation"] = inbound.delegation
         # paused first: a paused delegate says nothing at all, not even a note about stickers.
         if await self.owner.overlay.get_flag(PAUSED_FLAG, False):
             rec = await self.audit.append("paused", {**base, "reply": None}, contact=sender.label)
+            return Outbound(None, audit_id=rec.id)
+        mode = await self._delegate_mode(inbound, sender)
+        if mode is None:
+            return Outbound(None)
+        if mode == "silent":
+            rec = await self.audit.append("delegate_silent", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
         # the console is the operator at the keyboard (and the benchmark): not rate limited.
         admission = Admission.OK if inbound.platform == "console" else self.guard.admit(inbound.sender)
@@ -122,12 +135,12 @@ class DelegateAgent:
             log.info("rate_limited", contact=sender.label)
             return Outbound(None)
         if admission is Admission.LIMITED:
-            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" else None
+            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" and not as_owner else None
             rec = await self.audit.append("rate_limited", {**base, "reply": reply}, contact=sender.label)
             return Outbound(reply, audit_id=rec.id)
         if inbound.non_text and inbound.non_text != "too_long":
             # a sticker deserves a word; an edit (already answered) or a pin does not.
-            quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct"
+            quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct" or as_owner
             reply = None if quiet else NON_TEXT_NOTE
             rec = await self.audit.append("non_text", {**base, "non_text": inbound.non_text, "reply": reply},
                                           contact=sender.label)
@@ -137,11 +150,12 @@ class DelegateAgent:
             rec = await self.audit.append("empty", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
         if inbound.non_text == "too_long" or len(text) > self.max_message_chars:
+            note = None if as_owner else TOO_LONG_NOTE
             rec = await self.audit.append(
-                "rejected", {**base, "reason": "too_long", "chars": len(inbound.text), "reply": TOO_LONG_NOTE},
+                "rejected", {**base, "reason": "too_long", "chars": len(inbound.text), "reply": note},
                 contact=sender.label,
             )
-            return Outbound(TOO_LONG_NOTE, audit_id=rec.id)
+            return Outbound(note, audit_id=rec.id)
 
         audience = self.audience(inbound)
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
@@ -149,19 +163,34 @@ class DelegateAgent:
             text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
         )
         recent.append(f"{sender.recipient.name}: {text}")
-        if await self._needs_approval(answer):
+        # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
+        unsent = as_owner and answer.deflected
+        if not unsent and (mode == "hold" or await self._needs_approval(answer)):
             return await self._hold(inbound, sender, audience, text, answer, base)
         kind = "attempted_command" if looks_like_command(text) else "reply"
+        body = {**base, "audience": [r.label for r in audience], "question": text, **answer.audit_body()}
+        if unsent:
+            body.update(reply=None, unsent="deflection as the owner")
         record = await self.audit.append(
-            kind,
-            {**base, "audience": [r.label for r in audience], "question": text, **answer.audit_body()},
-            contact=sender.label,
+            kind, body, contact=sender.label,
             disclosed=[(d.fact.id, d.fact.event_id) for d in answer.used],
             recipients=[r.label for r in audience],
         )
         log.info("replied", audit_id=record.id, kind=kind, disclosed=len(answer.used), deflected=answer.deflected,
                  latency_ms=round(answer.latency_ms, 1))
-        return Outbound(answer.reply, audit_id=record.id, to_owner=self._probe_note(inbound, sender, text, answer))
+        reply = None if unsent else answer.reply
+        return Outbound(reply, audit_id=record.id, to_owner=self._probe_note(inbound, sender, text, answer))
+
+    async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
+        """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything
+        else. None: a mention of the owner while the owner has not turned mentions on."""
+        if inbound.delegation is None:
+            return "answer"
+        settings = await delegation.load(self.owner.overlay)
+        if inbound.delegation == "mention" and not settings.mentions:
+            log.info("delegate_mention_off", contact=sender.label)
+            return None
+        return settings.mode_for(sender.contact_id)
 
     def _probe_note(self, inbound: Inbound, sender: Resolved, text: str, answer: Answer) -> str | None:
         """A note for the owner when someone keeps drawing deflections (probing for secrets)."""
@@ -201,6 +230,7 @@ class DelegateAgent:
             platform=inbound.platform, chat_id=inbound.chat_id, chat_kind=inbound.chat_kind, sender=inbound.sender,
             contact=sender.label, question=text, draft=answer.reply, disclosed=disclosed,
             recipients=[r.label for r in audience], audit_id=record.id, approval_id=approval_id,
+            delegation=inbound.delegation,
         )
         log.info("held", audit_id=record.id, approval=held.id, facts=len(disclosed))
         return Outbound(None, audit_id=record.id, to_owner=held.note(), actions=held.actions())

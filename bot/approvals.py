@@ -54,6 +54,12 @@ MIGRATIONS = MigrationSet("approvals", (
         CREATE INDEX approvals_pending ON approvals(state, expires_at)
         """,
     ),
+    Migration(
+        2,
+        "held replies sent as the owner",
+        # 'dm' or 'mention' when the reply would go out from the owner's own account
+        "ALTER TABLE approvals ADD COLUMN delegation TEXT",
+    ),
 ), legacy_table="approval_migrations")
 
 
@@ -77,12 +83,15 @@ class Held:
     recipients: tuple[str, ...]
     audit_id: str
     final: str | None = None
+    #: set when the reply goes out as the owner (see connectors.base.Delegation).
+    delegation: str | None = None
 
     def note(self) -> str:
         """What the owner is shown: who asked what, the draft, and how to answer."""
         facts = ", ".join(f for f, _ in self.disclosed)
         return (
-            f"Held reply {self.id} to {self.contact} ({self.platform}, {self.chat_kind} chat, "
+            f"Held reply {self.id} to {self.contact} ({self.platform}, {self.chat_kind} chat"
+            f"{', sent as you' if self.delegation else ''}, "
             f"readers: {', '.join(self.recipients)}).\n"
             f"Asked: {self.question}\n"
             f"Draft: {self.draft}\n"
@@ -99,7 +108,7 @@ class Held:
 
 
 _COLUMNS = ("id, state, created_at, expires_at, platform, chat_id, chat_kind, sender, contact, question, "
-            "draft, disclosed, recipients, audit_id, final")
+            "draft, disclosed, recipients, audit_id, final, delegation")
 
 
 def _row(row: Sequence[Any]) -> Held:
@@ -108,7 +117,7 @@ def _row(row: Sequence[Any]) -> Held:
         expires_at=datetime.fromisoformat(row[3]), platform=row[4], chat_id=row[5], chat_kind=row[6],
         sender=row[7], contact=row[8], question=row[9], draft=row[10],
         disclosed=tuple((f, e) for f, e in json.loads(row[11])), recipients=tuple(json.loads(row[12])),
-        audit_id=row[13], final=row[14],
+        audit_id=row[13], final=row[14], delegation=row[15],
     )
 
 
@@ -123,19 +132,19 @@ class Approvals:
 
     async def hold(self, *, platform: str, chat_id: str, chat_kind: str, sender: str, contact: str,
                    question: str, draft: str, disclosed: Sequence[tuple[str, str]], recipients: Sequence[str],
-                   audit_id: str, approval_id: str | None = None) -> Held:
+                   audit_id: str, approval_id: str | None = None, delegation: str | None = None) -> Held:
         now = self.clock()
         held = Held(
             id=approval_id or new_id(), state="pending", created_at=now, expires_at=now + self.ttl,
             platform=platform, chat_id=chat_id, chat_kind=chat_kind, sender=sender, contact=contact,
             question=question, draft=draft, disclosed=tuple((f, e) for f, e in disclosed),
-            recipients=tuple(recipients), audit_id=audit_id,
+            recipients=tuple(recipients), audit_id=audit_id, delegation=delegation,
         )
         await self._db.execute(
-            f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+            f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (held.id, held.state, iso(held.created_at), iso(held.expires_at), platform, chat_id,
              chat_kind, sender, contact, question, draft, json.dumps([list(d) for d in held.disclosed]),
-             json.dumps(list(held.recipients)), audit_id, None),
+             json.dumps(list(held.recipients)), audit_id, None, delegation),
         )
         return held
 

@@ -1,7 +1,9 @@
 """structlog set-up: JSON lines when not on a terminal, readable output when on one.
 
-Logs carry ids and decisions, never tokens or message bodies at INFO; the stdlib loggers of
-our dependencies are routed through the same processors so one stream holds everything.
+Logs carry ids and decisions, never tokens or message bodies; the stdlib loggers of our
+dependencies are routed through the same processors so one stream holds everything, and every
+line of theirs passes :class:`connectors.logs.PayloadRedactor` first (at any level: Bolt logs a
+forged request's body at INFO, slack-sdk and python-telegram-bot log message texts at DEBUG).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import sys
 from typing import TextIO
 
 import structlog
+
+from connectors.logs import PayloadRedactor
 
 _configured = False
 
@@ -49,6 +53,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", stream: TextIO | N
                         *([structlog.processors.format_exc_info] if use_json else []), renderer],
         )
     )
+    handler.addFilter(PayloadRedactor())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

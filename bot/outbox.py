@@ -30,8 +30,10 @@ class _Route:
 
 
 class Outbox:
-    def __init__(self) -> None:
+    def __init__(self, keep: Callable[[str], Awaitable[None]] | None = None) -> None:
+        """``keep(text)`` stores a note for the owner that no platform took (nothing is dropped)."""
         self._routes: dict[str, _Route] = {}
+        self._keep = keep
 
     def attach(self, platform: str, send: Sender, owner_chat: str | None = None) -> None:
         """A connector is running: messages for ``platform`` go through ``send``."""
@@ -60,7 +62,8 @@ class Outbox:
         await route.send(chat_id, text, actions)
 
     async def tell_owner(self, text: str, actions: tuple[Action, ...] = ()) -> bool:
-        """Tell the owner on the first platform that reaches them; False (logged) when none did."""
+        """Tell the owner on the first platform that reaches them; False (logged, and the note
+        kept for ``/undelivered``) when none did."""
         for platform, route in self._routes.items():
             if route.owner_chat is None:
                 continue
@@ -69,5 +72,7 @@ class Outbox:
                 return True
             except Exception as exc:
                 log.warning("owner_note_failed", platform=platform, error=type(exc).__name__)
-        log.warning("owner_note_dropped", reason="no platform reaches the owner")
+        log.warning("owner_note_undelivered", reason="no platform reaches the owner")
+        if self._keep is not None:
+            await self._keep(text)
         return False

@@ -1,8 +1,8 @@
 """Which platforms to connect, from the environment, and the connector configs for them.
 
 Platform credentials keep the names the platforms' own docs use (``TELEGRAM_BOT_TOKEN``,
-``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``, ``SLACK_APP_TOKEN``); our own knobs carry the
-``EPMEM_`` prefix. Secrets are ``SecretStr`` so a settings object printed or logged by mistake
+``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``, ``SLACK_APP_TOKEN``, ``SLACK_USER_TOKEN``); our own
+knobs carry the ``EPMEM_`` prefix. Secrets are ``SecretStr`` so a settings object printed or logged by mistake
 shows ``**********``.
 
 Who the owner is on each platform comes from the policy (``owner.identities``), never from the
@@ -12,13 +12,14 @@ environment: one place decides who may run owner commands.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.slack import SlackConfig
-from connectors.telegram import TelegramConfig
+from connectors.courier import Rate
+from connectors.slack import SlackConfig, SlackPacing
+from connectors.telegram import TelegramConfig, TelegramPacing
 from epmem.policy.model import Policy
 
 TELEGRAM_API = "https://api.telegram.org/bot"
@@ -55,6 +56,14 @@ class PlatformSettings(BaseSettings):
     slack_api_url: str = Field(default=SLACK_API, validation_alias=_env("EPMEM_SLACK_API_URL"))
     slack_port: int = Field(default=3000, validation_alias=_env("EPMEM_SLACK_PORT"))
     slack_host: str = Field(default="0.0.0.0", validation_alias=_env("EPMEM_SLACK_HOST"))
+    #: the owner's ``xoxp-`` user token: delegate mode (others' DMs to the owner answered as the owner).
+    slack_user_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_USER_TOKEN"))
+    #: how long the delegate leaves the owner to answer a message first.
+    slack_delegate_delay_s: float = Field(default=30.0, ge=0,
+                                          validation_alias=_env("EPMEM_SLACK_DELEGATE_DELAY_S"))
+    #: how closely sends keep to the platforms' documented rates: 1 = as documented (one message
+    #: a second per chat...), 0 = no pacing (a local Bot API server, tests).
+    send_pacing: float = Field(default=1.0, ge=0, le=10, validation_alias=_env("EPMEM_SEND_PACING"))
 
     @property
     def telegram(self) -> bool:
@@ -98,6 +107,15 @@ class Owners:
         return cls(int(telegram.split(":", 1)[1]) if telegram else None, slack)
 
 
+def astuple_shallow(pacing: TelegramPacing | SlackPacing) -> tuple[Rate, ...]:
+    """A pacing's rates in field order (``dataclasses.astuple`` would take the Rates apart too)."""
+    return tuple(getattr(pacing, f.name) for f in fields(pacing))
+
+
+def _scaled(rate: Rate, factor: float) -> Rate:
+    return Rate(rate.count, rate.per_s * factor)
+
+
 def telegram_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> TelegramConfig:
     assert p.telegram_bot_token is not None
     secret = p.telegram_webhook_secret.get_secret_value() if p.telegram_webhook_secret else None
@@ -114,18 +132,25 @@ def telegram_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> T
         max_text_len=max_text_len,
         secret_token=secret,
         poll_timeout=p.telegram_poll_timeout,
+        pacing=TelegramPacing(*(_scaled(r, p.send_pacing) for r in astuple_shallow(TelegramPacing()))),
     )
 
 
 def slack_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> SlackConfig:
     assert p.slack_bot_token is not None
+    if _set(p.slack_user_token) and owners.slack_identity is None:
+        raise PlatformError("SLACK_USER_TOKEN is set but the policy names no Slack owner identity "
+                            "(owner.identities: slack:TEAM/USER): whose messages would the delegate answer?")
     return SlackConfig(
         p.slack_bot_token.get_secret_value(),
         signing_secret=_value(p.slack_signing_secret),
         app_token=_value(p.slack_app_token),
+        user_token=_value(p.slack_user_token),
         api_url=p.slack_api_url,
         port=p.slack_port,
         host=p.slack_host,
         owner_identity=owners.slack_identity,
         max_text_len=max_text_len,
+        delegate_delay_s=p.slack_delegate_delay_s,
+        pacing=SlackPacing(*(_scaled(r, p.send_pacing) for r in astuple_shallow(SlackPacing()))),
     )

@@ -45,6 +45,7 @@ from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.commands import CommandRegistry, owner_commands
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
+from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
 from bot.scheduler import Scheduler, parse_digest_time
 from bot.seen_events import SeenEvents
@@ -180,6 +181,10 @@ class Runtime:
     def tasks(self) -> Tasks:
         return self.owner.tasks
 
+    @property
+    def connector_state(self) -> ConnectorState:
+        return self.owner.deliveries
+
     @classmethod
     async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
                    recall: RecallConfig | None = None, llm: LLM | None = None, clock: Clock = utcnow) -> Runtime:
@@ -220,12 +225,13 @@ class Runtime:
         distiller = Distiller(policies, memory, classifier, llm,
                               RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s))
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
-        outbox = Outbox()
+        deliveries = ConnectorState(db, opened.audit, clock=clock)
+        outbox = Outbox(keep=deliveries.keep_owner_note)
         owner = OwnerServices(
             policies=policies, directory=Directory(policies), engine=engine, memory=memory,
             conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
             approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
-            tasks=Tasks(db), outbox=outbox, clock=clock,
+            tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock,
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))

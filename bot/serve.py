@@ -3,7 +3,8 @@
 One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runtime`:
 
 * a connector per platform whose credentials are set (Telegram, Slack), or the console when
-  none is, each given the agent's handler;
+  none is, each given the agent's handler and the connectors' state (bot/connector_state.py:
+  event dedup, routes, undelivered messages, in the state database);
 * the outbox (bot/outbox.py): each started connector joins it, with the owner's chat on its
   platform, so an approved reply reaches the chat it was held from and the digest, expiry
   notices and abuse notes reach the owner;
@@ -28,6 +29,7 @@ import structlog
 from connectors.base import Connector, Handler, Inbound, Outbound
 from connectors.console import ConsoleConnector
 
+from bot.connector_state import ConnectorHost
 from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
 from bot.runtime import Runtime
 from bot.scheduler import Scheduler
@@ -52,17 +54,18 @@ class Service:
             platforms.telegram_bot_token, platforms.slack_bot_token, platforms.slack_signing_secret,
             platforms.slack_app_token, platforms.telegram_webhook_secret) if v is not None and v.get_secret_value()]
         self._owner_chats: dict[str, str | None] = {}
+        state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
         if platforms.telegram:
             from connectors.telegram import TelegramConnector
 
             tg = TelegramConnector(telegram_config(platforms, owners, settings.max_message_chars),
-                                   self._handler("telegram"))
+                                   self._handler("telegram"), state=state)
             self._add(tg, str(owners.telegram_user_id) if owners.telegram_user_id is not None else None)
         if platforms.slack:
             from connectors.slack import SlackConnector
 
-            sl = SlackConnector(slack_config(platforms, owners, settings.max_message_chars), self._handler("slack"),
-                                runtime.seen_events)
+            sl = SlackConnector(slack_config(platforms, owners, settings.max_message_chars),
+                                self._handler("slack"), state=state)
             self._add(sl, owners.slack_identity)
         self.console: ConsoleConnector | None = None
         if not self.connectors:

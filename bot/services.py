@@ -29,6 +29,7 @@ from epmem.reply.engine import PrivacyEngine
 
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
+from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
 from bot.tasks import Tasks
 
@@ -48,6 +49,8 @@ class OwnerServices:
     approvals: Approvals
     tasks: Tasks
     outbox: Outbox
+    #: what the connectors keep: undelivered messages (``/undelivered``, ``/resend``), routes, event ids.
+    deliveries: ConnectorState
     clock: Clock = utcnow
 
     @property

@@ -1,7 +1,8 @@
 """The state database (``data/state.sqlite``): one owner, one connection, every table's migrations.
 
 The owner's changes (the overlay's exceptions, flags and contact overrides), held replies,
-scheduled tasks and the platform event ids already handled all live in this one file. This
+scheduled tasks, the platform event ids already handled, and what the connectors keep (routes,
+undelivered messages) all live in this one file. This
 module is the only code that opens it: it applies every part's migration set (recorded in one
 ``schema_migrations`` table, see epmem/sqlite.py) and hands the connection to the parts.
 
@@ -22,12 +23,13 @@ from epmem.policy.overlay import MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 
 from bot.approvals import MIGRATIONS as APPROVALS
+from bot.connector_state import MIGRATIONS as CONNECTOR_STATE
 from bot.seen_events import MIGRATIONS as SEEN_EVENTS
 from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS)
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 

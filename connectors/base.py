@@ -12,11 +12,18 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 
 ChatKind = Literal["direct", "group"]
+#: a message answered *as the owner* (from the owner's own account), and how it reached the owner:
+#: ``dm`` someone wrote to the owner directly (Telegram Business, Slack with the owner's user
+#: token); ``mention`` someone named the owner in a channel.
+Delegation = Literal["dm", "mention"]
+#: what a delivery was: the answer to an inbound message, a note for the owner, or a message
+#: sent outside a reply (an approved reply, a digest).
+DeliveryKind = Literal["reply", "owner_note", "message"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,8 @@ class Inbound:
     time: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     #: why this message has no usable text (``sticker``, ``photo``, ``too_long``...), or None.
     non_text: str | None = None
+    #: set when the reply will be sent as the owner (see :data:`Delegation`).
+    delegation: Delegation | None = None
 
     def readers(self) -> tuple[str, ...]:
         """Everyone who will see the reply; the sender is always among them."""
@@ -71,6 +80,54 @@ class Outbound:
 Handler = Callable[[Inbound], Awaitable[Outbound]]
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """What became of one message a connector tried to send.
+
+    ``text`` is carried only when the message was not delivered, so the host can keep it
+    (nothing is dropped silently); ``error`` is a short code, never a message body.
+    """
+
+    platform: str
+    chat_id: str
+    kind: DeliveryKind
+    delivered: bool
+    attempts: int
+    audit_id: str | None = None
+    error: str | None = None
+    text: str | None = None
+
+
+class SeenEvents(Protocol):
+    """Which platform events were already handled, kept across restarts and shared by workers.
+
+    A platform that redelivers events (Slack retries a slow acknowledgement) asks this before
+    answering. ``bot/`` provides it, in the state database it owns; a connector never opens a
+    database of its own.
+    """
+
+    async def first_time(self, platform: str, event_id: str) -> bool:
+        """Claim ``event_id``: True the first time anyone asks, False for a redelivery."""
+        ...
+
+
+class PlatformState(SeenEvents, Protocol):
+    """Everything a connector keeps, provided by whoever runs it (``bot/`` keeps it in the
+    state database): connectors open no database of their own.
+
+    * ``first_time`` (:class:`SeenEvents`): event dedup, so a redelivered event is answered once;
+    * ``route`` / ``save_route``: small JSON documents a connector must find again after a
+      restart (a Business connection, a thread it answered); ``None`` deletes;
+    * ``report``: the outcome of a delivery; an undelivered message is kept and the owner told.
+    """
+
+    async def route(self, platform: str, key: str) -> dict[str, Any] | None: ...
+
+    async def save_route(self, platform: str, key: str, value: dict[str, Any] | None) -> None: ...
+
+    async def report(self, report: DeliveryReport) -> None: ...
+
+
 class Connector(Protocol):
     """What ``bot/`` needs from a running platform adapter."""
 
@@ -86,19 +143,6 @@ class Connector(Protocol):
 
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Deliver a message the agent decided on outside a reply (digest, approved reply)."""
-        ...
-
-
-class SeenEvents(Protocol):
-    """Which platform events were already handled, kept across restarts and shared by workers.
-
-    A platform that redelivers events (Slack retries a slow acknowledgement) asks this before
-    answering. ``bot/`` provides it, in the state database it owns; a connector never opens a
-    database of its own.
-    """
-
-    async def first_time(self, platform: str, event_id: str) -> bool:
-        """Claim ``event_id``: True the first time anyone asks, False for a redelivery."""
         ...
 
 

@@ -5,7 +5,7 @@ a new module, added to ``MODULES`` below); /help, the README's table and the Sla
 usage hint follow from the declaration. See CONTRIBUTING.md.
 """
 
-from bot.commands import annotations, answering, contacts, exceptions, inspect, memory, schedule
+from bot.commands import annotations, answering, contacts, exceptions, inspect, memory, platforms, schedule
 from bot.commands.registry import (
     OWNER_ONLY,
     OWNER_OR_SCHEDULED,
@@ -19,7 +19,7 @@ from bot.commands.registry import (
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, contacts, schedule, annotations)
+MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations)
 
 
 def owner_commands() -> CommandRegistry:

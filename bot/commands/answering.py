@@ -128,8 +128,17 @@ async def edit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 @commands.command("reject", "ID", summary="drop a held reply; the asker gets the usual deflection",
                   details="unanswered held replies expire after `EPMEM_APPROVAL_TTL_HOURS`")
 async def reject(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
-    """The draft is dropped; the asker gets the ordinary deflection, as if nothing could be said."""
+    """The draft is dropped; the asker gets the ordinary deflection, as if nothing could be said.
+    A reply that would have gone out as the owner is simply not sent: a deflection "I'll let
+    Maya know you asked" from Maya's own account would make no sense."""
     held = await _decide(owner, rest.strip(), "rejected", None)
+    if held.delegation:
+        record = await owner.audit.append(
+            "approval", {"approval": held.id, "platform": held.platform, "chat": held.chat_id,
+                         "contact": held.contact, "held_audit": held.audit_id, "question": held.question,
+                         "reply": None, "by": ctx.sender.identity, "decision": "rejected"},
+            contact=held.contact)
+        return f"Rejected held reply {held.id}; nothing was sent as you (audit {record.id})."
     text = deflection(owner.policy.owner.name)
     audit_id = await _send(owner, held, text, ctx, {"decision": "rejected"}, disclosed=False)
     return f"Rejected held reply {held.id}; {held.contact} got the usual deflection (audit {audit_id})."

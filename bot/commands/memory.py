@@ -67,10 +67,12 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
             await owner.overlay.revoke(number)
             revoked.append(number)
     withdrawn = await owner.approvals.drop_disclosing(ids)
+    undelivered = await owner.deliveries.erase_disclosing(ids)
     await owner.record_change({"action": "forget", "facts": ids, "event": event, "source_turns_erased": turns,
                                "exceptions_revoked": revoked, "approvals_withdrawn": withdrawn,
-                               "by": ctx.sender.identity})
+                               "undelivered_erased": undelivered, "by": ctx.sender.identity})
     extra = f"; erased {turns} source turn{'s' * (turns != 1)}" if turns else ""
     extra += f"; revoked exceptions {revoked}" if revoked else ""
     extra += f"; withdrew held replies {withdrawn}" if withdrawn else ""
+    extra += f"; erased undelivered {undelivered}" if undelivered else ""
     return f"Erased {', '.join(ids)} and their vectors{extra}. The audit keeps that they were erased."

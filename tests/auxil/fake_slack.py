@@ -37,6 +37,8 @@ class ApiCall:
     method: str
     params: dict[str, Any]
     token: str | None
+    #: False when the fake answered it with an error.
+    ok: bool = True
 
 
 @dataclass
@@ -54,6 +56,16 @@ class FakeSlackApi:
     user_teams: dict[str, str] = field(default_factory=dict)
     #: method -> Slack error code: that method answers ``{"ok": false, "error": code}``.
     fail: dict[str, str] = field(default_factory=dict)
+    #: method -> failures still to answer, one per call: (HTTP status, error, Retry-After or None).
+    failures: dict[str, list[tuple[int, str, int | None]]] = field(default_factory=dict)
+    #: user tokens the fake accepts (token -> the user it acts as); any other token is the bot's.
+    user_tokens: dict[str, str] = field(default_factory=dict)
+    #: channel -> messages (``ts``, ``user``, ``text``, ``thread_ts``), served by
+    #: conversations.history / conversations.replies; posts are added as they are made.
+    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: what stamps ``call_times`` (a test's fake clock, to see pacing in virtual time).
+    clock: Callable[[], float] = time.monotonic
+    call_times: list[tuple[str, float]] = field(default_factory=list)
     calls: list[ApiCall] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
     #: Socket Mode: what the client sent back (acks carry ``envelope_id``).
@@ -62,6 +74,7 @@ class FakeSlackApi:
     port: int = 0
     _runner: web.AppRunner | None = None
     _ts: int = 0
+    _tick: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def base_url(self) -> str:
@@ -97,12 +110,27 @@ class FakeSlackApi:
         return [c for c in self.calls if c.method == method]
 
     def posts(self, channel: str | None = None) -> list[dict[str, Any]]:
-        """Params of every chat.postMessage (to ``channel`` when given)."""
+        """Params of every chat.postMessage that went through (to ``channel`` when given)."""
         return [
             c.params
             for c in self.calls_to("chat.postMessage")
-            if channel is None or c.params.get("channel") == channel
+            if c.ok and (channel is None or c.params.get("channel") == channel)
         ]
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Until ``predicate()`` holds, re-checked after every API call; TimeoutError otherwise."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            self._tick.clear()
+            if predicate():
+                return
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                raise TimeoutError("fake Slack: condition not met")
+            try:
+                await asyncio.wait_for(self._tick.wait(), remaining)
+            except TimeoutError:
+                pass
 
     # ---------------------------------------------------------------- server
 
@@ -124,13 +152,40 @@ class FakeSlackApi:
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth else None
         self.calls.append(ApiCall(method, params, token))
+        self.call_times.append((method, self.clock()))
+        self._tick.set()
         if method in self.fail:
+            self.calls[-1].ok = False
             return web.json_response({"ok": False, "error": self.fail[method]})
+        queued = self.failures.get(method)
+        if queued:
+            self.calls[-1].ok = False
+            status, error, retry_after = queued.pop(0)
+            headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+            return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
-        body: dict[str, Any] = handler(params)
+        body: dict[str, Any] = handler(params, token)
         return web.json_response({"ok": True, **body})
+
+    def fail_next(self, method: str, error: str, *, status: int = 200, retry_after: int | None = None,
+                  times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail; later calls work again."""
+        self.failures.setdefault(method, []).extend([(status, error, retry_after)] * times)
+
+    def rate_limit(self, method: str = "chat.postMessage", *, retry_after: int = 1, times: int = 1) -> None:
+        """HTTP 429 ``ratelimited`` with ``Retry-After`` for the next ``times`` calls."""
+        self.fail_next(method, "ratelimited", status=429, retry_after=retry_after, times=times)
+
+    def actor(self, token: str | None) -> str:
+        """Who a call acts as: the user of a user token, else the bot."""
+        return self.user_tokens.get(token or "", self.bot_user_id)
+
+    def say(self, channel: str, user: str, text: str, ts: str, thread_ts: str | None = None) -> None:
+        """A message someone wrote in ``channel`` (what history calls will list)."""
+        self.messages.setdefault(channel, []).append(
+            {"type": "message", "ts": ts, "user": user, "text": text, **({"thread_ts": thread_ts} if thread_ts else {})})
 
     async def _respond(self, request: web.Request) -> web.Response:
         self.responses.append({"name": request.match_info["name"], **(await request.json())})
@@ -154,26 +209,32 @@ class FakeSlackApi:
     def socket_connected(self) -> bool:
         return bool(self._sockets)
 
-    async def socket_send(self, payload: dict[str, Any], envelope_id: str, kind: str = "events_api") -> None:
-        """Push one Socket Mode envelope (``payload`` is what HTTP would have posted)."""
+    async def socket_send(self, payload: dict[str, Any], envelope_id: str, kind: str = "events_api",
+                          retry_attempt: int = 0) -> None:
+        """Push one Socket Mode envelope (``payload`` is what HTTP would have posted); a
+        redelivery carries a new envelope id and ``retry_attempt`` > 0."""
         envelope = {
             "envelope_id": envelope_id,
             "type": kind,
             "payload": payload,
             "accepts_response_payload": False,
-            "retry_attempt": 0,
-            "retry_reason": "",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else "",
         }
         await self._sockets[-1].send_str(json.dumps(envelope))
 
-    def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_apps_connections_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         return {"url": f"ws://127.0.0.1:{self.port}/socket"}
 
     def _next_ts(self) -> str:
-        self._ts += 1
-        return f"1700000000.{self._ts:06d}"
+        """Now, as Slack writes it, strictly increasing."""
+        self._ts = max(self._ts + 1, int(time.time() * 1_000_000))
+        return f"{self._ts // 1_000_000}.{self._ts % 1_000_000:06d}"
 
-    def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_auth_test(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        if token in self.user_tokens:
+            return {"url": "https://fake.slack.com/", "team": "Fake", "user": "owner", "team_id": self.team_id,
+                    "user_id": self.user_tokens[token], "is_enterprise_install": False}
         return {
             "url": "https://fake.slack.com/",
             "team": "Fake",
@@ -184,14 +245,16 @@ class FakeSlackApi:
             "is_enterprise_install": False,
         }
 
-    def _m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_chat_postMessage(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         ts = self._next_ts()
+        self.say(str(params.get("channel")), self.actor(token), str(params.get("text")), ts,
+                 params.get("thread_ts") or None)
         return {"channel": params.get("channel"), "ts": ts, "message": {"text": params.get("text"), "ts": ts}}
 
-    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_chat_postEphemeral(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         return {"message_ts": self._next_ts()}
 
-    def _m_conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_conversations_members(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         everyone = self.members.get(str(params.get("channel")), [])
         offset = int(params.get("cursor") or 0)
         page = everyone[offset : offset + self.page_size]
@@ -201,11 +264,22 @@ class FakeSlackApi:
             "response_metadata": {"next_cursor": str(offset + self.page_size) if rest else ""},
         }
 
-    def _m_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_conversations_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         users = str(params.get("users", ""))
         return {"channel": {"id": "D" + users.replace(",", "")}}
 
-    def _m_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _m_conversations_history(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        oldest = float(params.get("oldest") or 0)
+        found = [m for m in self.messages.get(str(params.get("channel")), []) if float(m["ts"]) > oldest]
+        return {"messages": sorted(found, key=lambda m: float(m["ts"]), reverse=True), "has_more": False}
+
+    def _m_conversations_replies(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        root, oldest = str(params.get("ts")), float(params.get("oldest") or 0)
+        found = [m for m in self.messages.get(str(params.get("channel")), [])
+                 if (m.get("thread_ts") == root or m["ts"] == root) and float(m["ts"]) > oldest]
+        return {"messages": sorted(found, key=lambda m: float(m["ts"])), "has_more": False}
+
+    def _m_users_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         user = str(params.get("user"))
         return {"user": {"id": user, "team_id": self.user_teams.get(user, self.team_id), "name": user.lower()}}
 
@@ -227,8 +301,11 @@ def event_envelope(
     event_id: str,
     team_id: str = TEAM,
     ext_shared: bool = False,
+    authorized: str = BOT_USER,
 ) -> dict[str, Any]:
-    """An Events API ``event_callback`` envelope around ``event``."""
+    """An Events API ``event_callback`` envelope around ``event``. ``authorized`` is the one
+    party Slack names as authorized: the bot, or a user who granted the app their token
+    (delegate mode: events from the owner's own DMs name the owner)."""
     return {
         "token": "legacy-verification-token",
         "team_id": team_id,
@@ -238,7 +315,8 @@ def event_envelope(
         "event_id": event_id,
         "event_time": int(time.time()),
         "authorizations": [
-            {"enterprise_id": None, "team_id": team_id, "user_id": BOT_USER, "is_bot": True, "is_enterprise_install": False}
+            {"enterprise_id": None, "team_id": team_id, "user_id": authorized, "is_bot": authorized == BOT_USER,
+             "is_enterprise_install": False}
         ],
         "is_ext_shared_channel": ext_shared,
     }
@@ -271,6 +349,22 @@ def mention(user: str, text: str, *, channel: str = "C1", ts: str = "1700000002.
         "team": TEAM,
         **extra,
     }
+
+
+def channel_message(user: str, text: str, *, channel: str = "C1", ts: str = "1700000003.000300",
+                    thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A ``message.channels`` event (``thread_ts`` set: a reply in that thread)."""
+    event = {"type": "message", "channel_type": "channel", "channel": channel, "user": user, "text": text,
+             "ts": ts, "event_ts": ts, "team": TEAM, **extra}
+    if thread_ts is not None:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+def member_event(kind: str, user: str, channel: str = "C1") -> dict[str, Any]:
+    """``member_joined_channel`` / ``member_left_channel``."""
+    return {"type": kind, "user": user, "channel": channel, "channel_type": "C", "team": TEAM,
+            "event_ts": f"{time.time():.6f}"}
 
 
 @dataclass

@@ -119,6 +119,13 @@ class FakeTelegram:
         self.admins: dict[int, list[JSONDict]] = {}
         self.member_counts: dict[int, int] = {}
         self.errors: dict[str, tuple[int, str]] = {}
+        #: method -> failures still to answer, one per call, before it works again
+        #: (error_code, description, retry_after or None).
+        self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
+        #: what stamps ``call_times`` (a test's fake clock, to see pacing in virtual time).
+        self.clock: Callable[[], float] = time.monotonic
+        #: (method, clock()) of every call, in order.
+        self.call_times: list[tuple[str, float]] = []
         self.business_connections: dict[str, JSONDict] = {}
         self.chats: dict[int, JSONDict] = {}
         self._members: dict[int, dict[int, JSONDict]] = {}
@@ -195,11 +202,21 @@ class FakeTelegram:
         method = request.match_info["method"]
         payload = await self._parse_body(request)
         self.calls.append((method, payload))
+        self.call_times.append((method, self.clock()))
         if method in self.errors:
             code, description = self.errors[method]
             return web.json_response(
                 {"ok": False, "error_code": code, "description": description}, status=code
             )
+        queued = self.failures.get(method)
+        if queued:
+            code, description, retry_after = queued.pop(0)
+            body: JSONDict = {"ok": False, "error_code": code, "description": description}
+            if retry_after is not None:
+                body["parameters"] = {"retry_after": retry_after}
+            async with self._changed:
+                self._changed.notify_all()
+            return web.json_response(body, status=code)
         if method == "getUpdates":
             result: Any = await self._get_updates(payload)
         elif method in self._routes:
@@ -244,6 +261,17 @@ class FakeTelegram:
                 await asyncio.wait_for(self._new_update.wait(), remaining)
             except TimeoutError:
                 pass
+
+    def fail(self, method: str, code: int, description: str, *, retry_after: int | None = None,
+             times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail like Telegram would (429 with
+        ``retry_after`` is flood control); later calls work again."""
+        self.failures.setdefault(method, []).extend([(code, description, retry_after)] * times)
+
+    def flood(self, method: str = "sendMessage", *, retry_after: int = 1, times: int = 1) -> None:
+        """Flood control: ``Too Many Requests: retry after N`` for the next ``times`` calls."""
+        self.fail(method, 429, f"Too Many Requests: retry after {retry_after}", retry_after=retry_after,
+                  times=times)
 
     # -- methods ----------------------------------------------------------------------------
 
@@ -386,6 +414,10 @@ class FakeTelegram:
     @staticmethod
     def group_chat(chat_id: int, title: str = "Group", chat_type: str = "supergroup") -> JSONDict:
         return {"id": chat_id, "type": chat_type, "title": title}
+
+    def add_member(self, chat_id: int, user: JSONDict) -> None:
+        """``user`` is in the chat (for getChatMember / the member count), without any update."""
+        self._see_member(chat_id, user)
 
     def _see_member(self, chat_id: int, user: JSONDict) -> None:
         self._members.setdefault(chat_id, {})[user["id"]] = user

@@ -53,8 +53,19 @@ def test_slack_http_or_socket_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     assert p.slack
     config = slack_config(p, Owners.of(house_policy()), 4000)
     assert config.port == 3100 and config.app_token is None and config.owner_identity == "slack:T1/UOWNER"
+    assert config.user_token is None and config.pacing.channel.per_s == 1.0  # Slack's documented pace
     socket = settings(monkeypatch, SLACK_APP_TOKEN="xapp-1")
     assert slack_config(socket, Owners.of(house_policy()), 4000).app_token == "xapp-1"
+
+
+def test_slack_delegate_mode_needs_an_owner_on_slack(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = settings(monkeypatch, SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="sig", SLACK_USER_TOKEN="xoxp-owner",
+                 EPMEM_SLACK_DELEGATE_DELAY_S="5", EPMEM_SEND_PACING="0")
+    config = slack_config(p, Owners.of(house_policy()), 4000)
+    assert config.user_token == "xoxp-owner" and "xoxp-owner" not in repr(config)
+    assert config.delegate_delay_s == 5 and config.pacing.channel.per_s == 0
+    with pytest.raises(PlatformError, match="SLACK_USER_TOKEN"):
+        slack_config(p, Owners(telegram_user_id=None, slack_identity=None), 4000)
 
 
 def test_run_refuses_half_configured_slack_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from bot.seen_events import SeenEvents
-from bot.state import StateDB
 from connectors.base import Action, Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector, build_blocks
+from tests.auxil.clock import FakeTimer
+from tests.auxil.state import OpenState, connector_state
 from tests.auxil.fake_slack import (
     BOT_USER,
     TEAM,
@@ -58,10 +58,10 @@ class Rig:
     handler: RecordingHandler
     connector: SlackConnector
     sender: SlackSender
-    seen: SeenEvents
+    st: OpenState
 
     def new_connector(self) -> SlackConnector:
-        return SlackConnector(_config(self.api), self.handler, self.seen)
+        return SlackConnector(_config(self.api), self.handler, state=self.st.state)
 
     async def sentinel(self, tag: str) -> None:
         """Deliver a DM and wait until it is answered, then let earlier listeners finish."""
@@ -73,36 +73,34 @@ class Rig:
         await self.connector.drain()
 
 
-def _config(api: FakeSlackApi) -> SlackConfig:
-    return SlackConfig(
-        "xoxb-test-token",
-        signing_secret=SECRET,
-        api_url=api.api_url,
-        host="127.0.0.1",
-        port=0,
-        owner_identity=f"slack:{TEAM}/{OWNER}",
-    )
+def _config(api: FakeSlackApi, **overrides: Any) -> SlackConfig:
+    """Pacing runs on a fake clock: posts to one channel are spaced in virtual time, not real."""
+    settings: dict[str, Any] = {
+        "signing_secret": SECRET,
+        "api_url": api.api_url,
+        "host": "127.0.0.1",
+        "port": 0,
+        "owner_identity": f"slack:{TEAM}/{OWNER}",
+        "timer": FakeTimer().timer,
+    }
+    settings.update(overrides)
+    return SlackConfig("xoxb-test-token", **settings)
 
 
 @pytest.fixture
-async def state(tmp_path: Path) -> AsyncIterator[StateDB]:
-    """The bot's state database on a real file: where the connector's event ids are kept."""
-    db = await StateDB(tmp_path / "state.sqlite").open()
-    try:
-        yield db
-    finally:
-        await db.close()
+async def st(tmp_path: Path) -> AsyncIterator[OpenState]:
+    async with connector_state(tmp_path) as opened:
+        yield opened
 
 
 @pytest.fixture
-async def rig(state: StateDB) -> AsyncIterator[Rig]:
+async def rig(st: OpenState) -> AsyncIterator[Rig]:
     api = FakeSlackApi(members={"C1": ["U1", "U2", BOT_USER, "U3"]})
     await api.start()
     handler = RecordingHandler()
-    seen = SeenEvents(state.connection)
-    connector = SlackConnector(_config(api), handler, seen)
+    connector = SlackConnector(_config(api), handler, state=st.state)
     await connector.start()
-    current = Rig(api, handler, connector, SlackSender(SECRET, lambda: current.connector.port), seen)
+    current = Rig(api, handler, connector, SlackSender(SECRET, lambda: current.connector.port), st)
     try:
         yield current
     finally:
@@ -138,16 +136,16 @@ async def test_stale_timestamp_is_refused(rig: Rig) -> None:
     assert rig.handler.texts() == ["after-stale"]
 
 
-async def test_http_requires_signing_secret(state: StateDB) -> None:
+async def test_http_requires_signing_secret(st: OpenState) -> None:
     with pytest.raises(ValueError):
-        SlackConnector(SlackConfig("xoxb-x"), RecordingHandler(), SeenEvents(state.connection))
+        SlackConnector(SlackConfig("xoxb-x"), RecordingHandler(), state=st.state)
 
 
-async def test_rejected_bot_token_fails_start(state: StateDB) -> None:
+async def test_rejected_bot_token_fails_start(st: OpenState) -> None:
     api = FakeSlackApi(fail={"auth.test": "invalid_auth"})
     await api.start()
     try:
-        connector = SlackConnector(_config(api), RecordingHandler(), SeenEvents(state.connection))
+        connector = SlackConnector(_config(api), RecordingHandler(), state=st.state)
         with pytest.raises(SlackApiError):
             await connector.start()
         assert connector.port is None
@@ -246,7 +244,7 @@ async def test_app_mention_audience_is_channel_members(rig: Rig) -> None:
     await wait_for(lambda: len(rig.api.posts("C1")) == 1)
     (inbound,) = rig.handler.inbounds
     assert inbound.chat_kind == "group"
-    assert inbound.chat_id == "C1"
+    assert inbound.chat_id == "C1/1700000002.000200"  # the thread the answer lives in
     assert inbound.sender == f"slack:{TEAM}/U2"
     assert inbound.text == "what is Anna up to?"
     assert set(inbound.audience) == {f"slack:{TEAM}/U1", f"slack:{TEAM}/U2", f"slack:{TEAM}/U3"}
@@ -430,12 +428,12 @@ async def test_send_posts_and_reaches_identities(rig: Rig) -> None:
 # ------------------------------------------------------------------ socket mode
 
 
-async def test_socket_mode_roundtrip(state: StateDB) -> None:
+async def test_socket_mode_roundtrip(st: OpenState) -> None:
     api = FakeSlackApi()
     await api.start()
     handler = RecordingHandler()
     config = SlackConfig("xoxb-test-token", app_token="xapp-test-token", api_url=api.api_url)
-    connector = SlackConnector(config, handler, SeenEvents(state.connection))
+    connector = SlackConnector(config, handler, state=st.state)
     try:
         await connector.start()
         assert api.socket_connected
@@ -448,7 +446,7 @@ async def test_socket_mode_roundtrip(state: StateDB) -> None:
         assert handler.inbounds[0].sender == f"slack:{TEAM}/U1"
         await wait_for(lambda: any(a.get("envelope_id") == "env-1" for a in api.socket_acks))
         # Socket Mode redelivers without retry headers; the event id still dedups it
-        await api.socket_send(envelope, envelope_id="env-2")
+        await api.socket_send(envelope, envelope_id="env-2", retry_attempt=1)
         await wait_for(lambda: any(a.get("envelope_id") == "env-2" for a in api.socket_acks))
         await connector.drain()
         assert len(api.posts("D1")) == 1

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +23,14 @@ import pytest_asyncio
 from connectors.base import Action, Connector, Inbound, Outbound
 from connectors.telegram import (
     CALLBACK_DATA_MAX_BYTES,
+    RedactToken,
     TelegramConfig,
     TelegramConnector,
-    _RedactToken,
     chunk_text,
 )
+from tests.auxil.clock import FakeTimer
 from tests.auxil.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from tests.auxil.state import OpenState, connector_state
 
 OWNER_ID = 777
 GROUP_ID = -1001234
@@ -73,12 +76,14 @@ class Recorder:
 
 
 def make_config(fake: FakeTelegram, **overrides: Any) -> TelegramConfig:
+    """Pacing runs on a fake clock: replies to one chat are spaced in virtual time, not real."""
     settings: dict[str, Any] = {
         "token": fake.token,
         "base_url": fake.base_url,
         "owner_user_id": OWNER_ID,
         "poll_timeout": 1,
         "poll_interval": 0,
+        "timer": FakeTimer().timer,
     }
     settings.update(overrides)
     return TelegramConfig(**settings)
@@ -90,11 +95,19 @@ def recorder() -> Recorder:
 
 
 @pytest_asyncio.fixture
+async def st(tmp_path: Path) -> AsyncIterator[OpenState]:
+    """The connector's state (Business connections, undelivered replies) on real SQLite."""
+    async with connector_state(tmp_path) as opened:
+        yield opened
+
+
+@pytest_asyncio.fixture
 async def connector(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,
+    st: OpenState,
 ) -> AsyncIterator[TelegramConnector]:
-    conn = TelegramConnector(make_config(fake_telegram), recorder)
+    conn = TelegramConnector(make_config(fake_telegram), recorder, state=st.state)
     await conn.start()
     try:
         yield conn
@@ -232,21 +245,26 @@ async def test_held_reply_buttons_go_with_the_owner_note(
     assert sent["reply_markup"]["inline_keyboard"][0][0]["callback_data"] == "/approve 3"
 
 
-async def test_to_owner_without_owner_configured_is_dropped(
+async def test_to_owner_without_owner_configured_is_kept_undelivered(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,
+    st: OpenState,
 ) -> None:
     tg = fake_telegram
     recorder.respond = lambda inbound: Outbound(text="ok", to_owner="note")
-    conn = TelegramConnector(make_config(tg, owner_user_id=None), recorder)
+    conn = TelegramConnector(make_config(tg, owner_user_id=None), recorder, state=st.state)
     await conn.start()
     try:
         tg.private_text(ALICE, "hi")
         tg.private_text(ALICE, "again")
         sent = await tg.wait_for_sent(2)
         assert [s["chat_id"] for s in sent] == [42, 42]
+        await tg.wait_until_consumed()
     finally:
         await conn.stop()
+    # nowhere to send the owner's note: it is kept, not dropped
+    kept = await st.deliveries.pending()
+    assert [(k.kind, k.text, k.error) for k in kept] == [("owner_note", "note", "no_owner_chat")] * 2
 
 
 # -- buttons ------------------------------------------------------------------------------------
@@ -416,10 +434,11 @@ async def test_group_button_press_gets_group_audience(
 async def test_member_who_left_unseen_is_rechecked(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,
+    st: OpenState,
 ) -> None:
     """A member seen once and gone since must not hide a newcomer from the count."""
     tg = fake_telegram
-    conn = TelegramConnector(make_config(tg, membership_ttl_seconds=0), recorder)
+    conn = TelegramConnector(make_config(tg), recorder, state=st.state)
     await conn.start()
     try:
         tg.group_message(GROUP_ID, CAROL, "I was here")
@@ -448,7 +467,8 @@ async def test_business_message_answered_through_connection(
 
     [inbound] = recorder.inbounds
     assert inbound.chat_kind == "direct"
-    assert inbound.chat_id == "43"
+    assert inbound.chat_id == "43@bc-1"  # the route travels with the chat id
+    assert inbound.delegation == "dm"  # answered as the owner
     assert inbound.sender == "telegram:43"
     assert inbound.audience == ("telegram:43",)
     assert sent["business_connection_id"] == "bc-1"
@@ -508,9 +528,11 @@ async def test_send_to_business_chat_uses_its_connection(
     tg.business_connection("bc-1", OWNER)
     tg.business_message("bc-1", BOB, "question")
     await tg.wait_for_sent(1)
-    await connector.send("43", "approved answer")
-    sent = await tg.wait_for_sent(2)
+    await connector.send(recorder.inbounds[0].chat_id, "approved answer")
+    await connector.send("43", "from the bot")
+    sent = await tg.wait_for_sent(3)
     assert sent[1]["business_connection_id"] == "bc-1"
+    assert "business_connection_id" not in sent[2]  # a plain chat id is the bot's own chat
 
 
 # -- lifecycle and helpers ----------------------------------------------------------------------
@@ -525,6 +547,7 @@ def _free_loopback_port() -> int:
 async def test_webhook_mode_checks_secret_and_answers(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,
+    st: OpenState,
 ) -> None:
     """PTB's webhook server needs tornado (the ``webhooks`` extra)."""
     pytest.importorskip("tornado")
@@ -536,7 +559,7 @@ async def test_webhook_mode_checks_secret_and_answers(
     config = make_config(
         tg, webhook_url=hook, webhook_listen="127.0.0.1", webhook_port=port, secret_token="s3cret"
     )
-    conn = TelegramConnector(config, recorder)
+    conn = TelegramConnector(config, recorder, state=st.state)
     await conn.start()
     try:
         [(_, registered)] = [c for c in tg.calls if c[0] == "setWebhook"]
@@ -568,8 +591,9 @@ async def test_webhook_mode_checks_secret_and_answers(
 async def test_stop_is_idempotent(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,
+    st: OpenState,
 ) -> None:
-    conn = TelegramConnector(make_config(fake_telegram), recorder)
+    conn = TelegramConnector(make_config(fake_telegram), recorder, state=st.state)
     await conn.stop()  # never started
     await conn.start()
     await conn.start()  # already running: no-op
@@ -606,7 +630,7 @@ def test_token_is_redacted_from_http_logs() -> None:
     record = logging.LogRecord(
         "httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", url), None
     )
-    _RedactToken("123:SECRET").filter(record)
+    RedactToken("123:SECRET").filter(record)
     assert "SECRET" not in record.getMessage()
 
 

@@ -1,0 +1,250 @@
+"""Slack connector: Bolt (AsyncApp) events in, ``Inbound`` to the agent, ``Outbound`` back out.
+
+The connector only translates. It never decides who may learn what; it gives the agent the
+facts the decision needs and nothing it could be fooled by: ids from the signed payload
+(:mod:`~connectors.slack.ids`), the readers of a reply (:mod:`~connectors.slack.audience`),
+which messages are questions (:mod:`~connectors.slack.events`), and it delivers the answer
+(:mod:`~connectors.slack.delivery`).
+
+Transport: Socket Mode when an app-level token is configured (no public URL needed), otherwise
+the Events API over HTTP, served by Bolt's aiohttp app behind an ``AppRunner``; Bolt verifies
+the request signature and timestamp there and answers 401 to anything unsigned or stale.
+Bolt acknowledges events before its listeners run, so a listener that crashes still answered
+200 and Slack will not retry; each event is claimed once through the host's state instead.
+
+Start-up makes one ``auth.test`` per token: Bolt is handed the result through ``authorize``
+rather than a token of its own (it would test it again, and warn that the client's token
+shadows it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.web.async_client import AsyncWebClient
+
+from connectors.base import Action, Handler, Inbound, PlatformState, request_context
+from connectors.courier import DeliveryFailed
+from connectors.logs import bolt_logger, guard_loggers, sdk_logger
+from connectors.slack.audience import SlackAudience
+from connectors.slack.blocks import ACTION_ID_PATTERN
+from connectors.slack.config import SlackConfig
+from connectors.slack.delegate import FollowedThreads, OwnerWatch
+from connectors.slack.delivery import SlackDelivery, Target
+from connectors.slack.events import Listeners
+from connectors.slack.ids import PLATFORM, ChatRef, user_of_identity
+
+log = structlog.get_logger(__name__)
+
+_DRAIN_TIMEOUT_S = 5.0
+_SOCKET_CONNECT_TIMEOUT_S = 30.0
+
+
+class SlackStartError(RuntimeError):
+    """The Slack side is misconfigured in a way that must stop the start (never a token in it)."""
+
+
+class SlackConnector(Listeners):
+    """The Slack side of the bot: implements ``connectors.base.Connector``."""
+
+    platform = PLATFORM
+
+    def __init__(self, config: SlackConfig, handler: Handler, *, state: PlatformState) -> None:
+        if config.app_token is None and not config.signing_secret:
+            # HTTP events without a signing secret would accept anyone's forged events.
+            raise ValueError("Slack HTTP events need a signing_secret (or set app_token for Socket Mode)")
+        self.config = config
+        self.state = state
+        self._handler = handler
+        # every client logs through a logger that withholds request and response bodies
+        self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url, logger=sdk_logger())
+        self.user_client = (AsyncWebClient(token=config.user_token, base_url=config.api_url, logger=sdk_logger())
+                            if config.user_token else None)
+        guard_loggers("slack_sdk", "slack_sdk.socket_mode", "aiohttp.access", "aiohttp.server", "aiohttp.web")
+        socket_mode = config.app_token is not None
+
+        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+            """Bolt's per-request authorization: the one ``auth.test`` made at start (Bolt
+            passes arguments by name, so this is a plain function, not a bound method)."""
+            if self._auth is None:
+                raise SlackStartError("the Slack connector is not started")
+            return self._auth
+
+        self.app = AsyncApp(
+            # a client without a token: each request's token comes from ``authorize``
+            client=AsyncWebClient(base_url=config.api_url, logger=sdk_logger()),
+            authorize=authorize,
+            # Bolt logs a request with a bad signature with its whole body: not through this one
+            logger=bolt_logger(),
+            signing_secret=config.signing_secret or "",
+            # Socket Mode frames are authenticated by the app token; there is nothing to sign.
+            request_verification_enabled=not socket_mode,
+        )
+        self.audience = SlackAudience(config.members_ttl_s, config.timer.now)
+        self.delivery = SlackDelivery(self.client, self.user_client, config, state, self._delivered)
+        owner = user_of_identity(config.owner_identity) if config.owner_identity else None
+        self.watch = OwnerWatch(owner, self.delivery.own_posts)
+        self.threads = FollowedThreads(state, config.follow_thread_days)
+        self.bot_user_id: str | None = None
+        #: the TCP port actually bound (meaningful after ``start()`` in HTTP mode; port 0 allowed).
+        self.port: int | None = None
+        self._auth: AuthorizeResult | None = None
+        self._runner: web.AppRunner | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._running = False
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._register()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _register(self) -> None:
+        """Wire Bolt listeners to our translators (bound methods; Bolt injects by arg name)."""
+        self.app.event("message")(self.on_message)
+        self.app.event("app_mention")(self.on_mention)
+        for change in ("member_joined_channel", "member_left_channel", "channel_left", "group_left"):
+            self.app.event(change)(self.on_membership)
+        self.app.command("/epmem")(self.on_command)
+        self.app.block_action(ACTION_ID_PATTERN)(self.on_action)
+
+    async def _check_tokens(self) -> None:
+        """One ``auth.test`` per token: the bot's identity, and (delegate mode) that the user
+        token is the owner's: someone else's token would make the bot answer *their* DMs."""
+        auth = await self.client.auth_test()
+        self.bot_user_id = auth.get("user_id")
+        self.audience.bot_user_id = self.bot_user_id
+        self._auth = AuthorizeResult(enterprise_id=auth.get("enterprise_id"), team_id=auth.get("team_id"),
+                                     bot_user_id=self.bot_user_id, bot_id=auth.get("bot_id"),
+                                     bot_token=self.config.bot_token)
+        if self.user_client is None:
+            return
+        user_auth = await self.user_client.auth_test()
+        if self.watch.owner_user is None or user_auth.get("user_id") != self.watch.owner_user:
+            raise SlackStartError("SLACK_USER_TOKEN does not belong to the policy's Slack owner identity "
+                                  "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token")
+        log.info("slack.delegate_mode", delay_s=self.config.delegate_delay_s)
+
+    async def start(self) -> None:
+        """Check the tokens, then serve; returns once serving."""
+        if self._running:
+            return
+        try:
+            # Fail fast on a wrong token instead of 401-ing at the first real message.
+            await self._check_tokens()
+            if self.config.app_token is not None:
+                self._socket = AsyncSocketModeHandler(self.app, self.config.app_token)
+                # slack-sdk retries a failed connect forever; a bad app token must fail start().
+                await asyncio.wait_for(self._socket.connect_async(), _SOCKET_CONNECT_TIMEOUT_S)
+                log.info("slack.started", mode="socket")
+            else:
+                web_app = self.app.web_app(path=self.config.path, port=self.config.port)
+                self._runner = web.AppRunner(web_app, shutdown_timeout=1.0)
+                await self._runner.setup()
+                site = web.TCPSite(self._runner, self.config.host, self.config.port)
+                await site.start()
+                self.port = int(self._runner.addresses[0][1])
+                log.info("slack.started", mode="http", host=self.config.host, port=self.port)
+        except BaseException:
+            await self._close_transport()
+            raise
+        self._running = True
+
+    async def stop(self) -> None:
+        """Stop receiving, let in-flight answers finish (bounded); idempotent.
+
+        A delegate message still inside its ``delegate_delay_s`` when the service stops is not
+        answered (logged with its ids): answering early could answer over the owner.
+        """
+        if not self._running:
+            return
+        self._running = False
+        await self._close_transport()
+        await self.drain(_DRAIN_TIMEOUT_S)
+        for task in list(self._inflight):
+            task.cancel()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+        log.info("slack.stopped")
+
+    async def _close_transport(self) -> None:
+        if self._socket is not None:
+            socket, self._socket = self._socket, None
+            await socket.close_async()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def drain(self, timeout: float = _DRAIN_TIMEOUT_S) -> None:
+        """Wait until every listener already running has finished (or ``timeout`` passes).
+
+        Bolt answers Slack before our listeners run; tests and shutdown use this to know the
+        work behind an acknowledged request is done.
+        """
+        pending = [t for t in self._inflight if t is not asyncio.current_task()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    @asynccontextmanager
+    async def _tracked(self) -> AsyncIterator[None]:
+        """Register the current listener task so ``stop()``/``drain()`` can wait for it."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            yield
+        except asyncio.CancelledError:
+            log.warning("slack.listener_cancelled")
+            raise
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    # ------------------------------------------------------------------ agent + replies
+
+    async def _dispatch(self, inbound: Inbound, target: Target) -> None:
+        """Run the agent and deliver its answer; nothing here may take the connector down."""
+        with request_context(PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id):
+            log.info("slack.inbound", chat_kind=inbound.chat_kind, sender=inbound.sender,
+                     audience_size=len(inbound.readers()), non_text=inbound.non_text,
+                     delegation=inbound.delegation)
+            try:
+                out = await self._handler(inbound)
+            except Exception:
+                log.exception("slack.handler_failed")
+                return
+            await self.delivery.deliver(out, target)
+
+    async def _delivered(self, target: Target) -> None:
+        """A reply went out: a reply by the bot in a channel thread starts (or keeps) following
+        that thread, so follow-ups there are answered without a new mention."""
+        ref = target.ref
+        if ref.as_owner or ref.thread_ts is None or target.ephemeral_user or not ref.channel.startswith(("C", "G")):
+            return
+        try:
+            await self.threads.follow(ref.channel, ref.thread_ts)
+        except Exception as exc:
+            log.warning("slack.follow_failed", error=type(exc).__name__)
+
+    async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
+        """Post outside a reply (digests, approved replies). ``chat_id`` is an ``Inbound.chat_id``
+        (a channel, a thread, a conversation answered as the owner) or a ``slack:<TEAM>/<USER>``
+        identity to reach that person by DM. Errors propagate (:class:`DeliveryFailed` after the
+        retries): the agent must know an approved reply did not go out."""
+        if chat_id.startswith(f"{PLATFORM}:"):
+            user = user_of_identity(chat_id)
+            if user is None:
+                raise ValueError("not a Slack user identity")
+            ref = ChatRef(await self.delivery.dm_channel(user))
+        else:
+            try:
+                ref = ChatRef.parse(chat_id)
+            except ValueError:
+                raise DeliveryFailed("bad_chat_id", 0, permanent=True) from None
+        await self.delivery.post(Target(ref), text, actions)

@@ -1,0 +1,33 @@
+"""A clock for the delivery path that tests move instead of sleeping.
+
+:class:`FakeTimer` gives :class:`connectors.courier.Timer` a virtual monotonic time: ``sleep``
+advances it at once (and yields to the loop), so a minute of pacing or a ``Retry-After`` runs
+in microseconds while every wait is still recorded and checkable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from connectors.courier import Timer
+
+
+@dataclass
+class FakeTimer:
+    """Virtual seconds; ``sleeps`` lists every wait asked for, in order."""
+
+    time: float = 1000.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def now(self) -> float:
+        return self.time
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.time += max(0.0, seconds)
+        await asyncio.sleep(0)
+
+    @property
+    def timer(self) -> Timer:
+        return Timer(now=self.now, sleep=self.sleep)
