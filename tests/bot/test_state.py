@@ -58,7 +58,8 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
     clock = Clock(datetime.fromisoformat(made["made_at"]) + timedelta(hours=1))
     runtime = await house_runtime(data, clock=clock)
     try:
-        assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 1, "tasks": 1, "seen_events": 1}
+        assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 2, "tasks": 1, "seen_events": 1,
+                                                   "connector_state": 1}
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
         assert recorded(data / "audit.sqlite") == {"audit": 1} and "migrations" not in tables(data / "audit.sqlite")
         assert not (data / "slack-events.sqlite").exists()
