@@ -29,7 +29,7 @@ from epmem.memory.recall import RecallConfig
 from epmem.policy.model import STRANGER_ID
 from epmem.scenario import Scenario, asker_members, load_scenario
 
-from benchmarks import pipeline
+from benchmarks import pipeline, review_oracle
 from benchmarks.backends import bench_llm
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
@@ -61,6 +61,10 @@ class Tally:
     replies: int = 0
     deflections: int = 0
     budget_violations: int = 0
+    review_questions: int = 0
+    review_rounds: int = 0
+    review_learned: int = 0
+    gold_facts: int = 0
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -73,10 +77,15 @@ class Tally:
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self, review: bool = False) -> dict[str, Any]:
         def ratio(a: int, b: int, empty: float = 1.0) -> float:
             return round(a / b, 4) if b else empty
 
+        extra: dict[str, Any] = {}
+        if review:
+            extra["review"] = {"questions": self.review_questions, "facts": self.gold_facts,
+                               "per_100_facts": round(100 * self.review_questions / self.gold_facts, 2)
+                               if self.gold_facts else 0.0}
         return {
             "classify": {"n": self.classify_n, "level_accuracy": ratio(self.level_hits, self.classify_n, 0.0),
                          "category_accuracy": ratio(self.category_hits, self.classify_n, 0.0)},
@@ -89,7 +98,9 @@ class Tally:
                        "differentiation": ratio(self.diff_hits, self.diff_n)},
             "llm": {**self.llm, "sessions": self.sessions, "ingest_calls": self.ingest_calls,
                     "pending_facts": self.pending_facts, "replies": self.replies, "reply_calls": self.reply_calls,
-                    "deflections": self.deflections, "budget_violations": self.budget_violations},
+                    "deflections": self.deflections, "budget_violations": self.budget_violations,
+                    "review_rounds": self.review_rounds, "review_learned": self.review_learned},
+            **extra,
         }
 
 
@@ -209,9 +220,14 @@ MODES = ("gold", "pipeline")
 
 
 async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold",
-                       recall: RecallConfig | None = None, llm: LLM | None = None, source: str = "") -> Tally:
+                       recall: RecallConfig | None = None, llm: LLM | None = None, source: str = "",
+                       review: bool = False) -> Tally:
+    """``review``: pipeline mode only; an oracle owner answers the delegate's review questions
+    from the gold annotations (benchmarks/review_oracle.py) before the tasks are scored."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use gold or pipeline")
+    if review and mode != "pipeline":
+        raise ValueError("--review needs --mode pipeline")
     tally = Tally()
     before = llm.usage.as_dict() if llm is not None else {}
     with tempfile.TemporaryDirectory(prefix="epmem-bench-") as tmp:
@@ -233,6 +249,12 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                     tally.budget_violations += 1
                     tally.failures.append(f"{scenario.name}: {ingested.llm_calls} extraction calls for "
                                           f"{ingested.sessions} sessions")
+                if review:
+                    assert runtime.review is not None
+                    asked = await review_oracle.run_review(runtime.review, scenario)
+                    tally.review_questions, tally.review_rounds, tally.review_learned = (
+                        asked.questions, asked.rounds, asked.learned)
+                    tally.gold_facts = len(scenario.facts)
                 facts = await runtime.memory.all()
                 score_classify_pipeline(scenario, facts, tally)
                 score_permit(scenario, tally, facts)
@@ -246,14 +268,14 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
 
 
 async def run_scenarios(paths: Sequence[Path], embedder: Embedder, mode: str = "gold",
-                        recall: RecallConfig | None = None, backend: str = "rules"
+                        recall: RecallConfig | None = None, backend: str = "rules", review: bool = False
                         ) -> tuple[dict[str, Any], dict[str, Tally]]:
     total = Tally()
     per: dict[str, Tally] = {}
     async with bench_llm(backend) as llm:
         for path in paths:
             scenario = load_scenario(path)
-            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path))
+            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review)
             per[str(path)] = tally
             total.add(tally)
-    return total.metrics(), per
+    return total.metrics(review), per

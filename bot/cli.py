@@ -365,6 +365,8 @@ def bench_scenarios(
     paths: list[Path],
     mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
     backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
+                                "delegate's review questions from the gold annotations"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here"),
 ) -> None:
     """Run scenario files (or folders of them) and score the three tasks."""
@@ -375,13 +377,17 @@ def bench_scenarios(
     files = _bench_files(paths, backend, "WARNING")
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
-    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend))
-    table = Table("scenario", "permit exact", "leak rate", "completeness", "precision", "differentiation")
+    if review and mode != "pipeline":
+        fail("--review needs --mode pipeline", 2)
+    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review))
+    table = Table("scenario", "permit exact", "safe", "leak rate", "completeness", "precision", "differentiation",
+                  *(["questions"] if review else []))
     for path, tally in per.items():
-        m = tally.metrics()
-        table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["answer"]["leak_rate"]),
-                      str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
-                      str(m["answer"]["differentiation"]))
+        m = tally.metrics(review)
+        table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["permit"]["safe"]),
+                      str(m["answer"]["leak_rate"]), str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
+                      str(m["answer"]["differentiation"]),
+                      *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []))
     err.print(table)
     for path, tally in per.items():
         for line in tally.failures:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9À-Þ])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Za-z0-9À-ÿ])")
 #: abbreviations that end with a period but do not end a sentence.
 _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|No)\.$", re.IGNORECASE)
 
@@ -75,10 +75,21 @@ _NO_S = frozenset(
     taught threw understood woke wore wrote quit never also just still already really only""".split()
 )
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "'m": "is", "are": "is"}
+#: words that may sit between "I" and its verb ("I really want", "I ever have to").
+_ADVERBS = frozenset(
+    """ever never always often sometimes usually really still also just only already even finally
+    actually probably definitely honestly seriously literally basically totally mostly rarely hardly
+    barely nearly almost soon then now too kinda sorta genuinely truly simply personally secretly
+    desperately badly""".split()
+)
+#: words after "I" that are not a verb at all ("Tom and I", "I too").
+_NOT_VERB = frozenset("and or but nor too so then the a an to of in on at for with as than if".split())
 
 
 def _third_singular(verb: str) -> str:
     low = verb.lower()
+    if low in _NOT_VERB or low in _ADVERBS:
+        return verb
     if low in _IRREGULAR:
         return _IRREGULAR[low]
     if low in _NO_S or (low.endswith("ed") and not low.endswith("eed")) or not low.isalpha():
@@ -91,9 +102,9 @@ def _third_singular(verb: str) -> str:
 
 
 def third_person(text: str, owner: str, you: str | None = None) -> str:
-    """Rewrite the owner's own sentence about themselves in the third person.
+    """Rewrite a speaker's sentence about themselves in the third person.
 
-    ``owner`` replaces I/me/my; ``you`` (the other person of a direct chat, or the people
+    ``owner`` (the speaker: the owner, or whoever wrote the message) replaces I/me/my; ``you`` (the other person of a direct chat, or the people
     addressed in a group) replaces "you" when known, else "you" is left alone. "We" becomes
     "<owner> and others": who else is meant cannot be told from one sentence, and a wrong guess
     would put words in someone's mouth. Weak prose by design; the rules backend is the floor.
@@ -127,8 +138,10 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
         ]
     for pattern, repl in rules:
         text = re.sub(pattern, _replacer(repl), text, flags=re.IGNORECASE)
-    # "I <verb>" -> "<owner> <verb>s" for present-tense verbs
-    text = re.sub(r"\bI (\w+)", lambda m: f"{owner} {_third_singular(m.group(1))}", text)
+    # "I <verb>" -> "<owner> <verb>s" for present-tense verbs, past any adverbs ("I really want")
+    adverbs = "|".join(sorted(_ADVERBS))
+    text = re.sub(rf"\bI((?:\s+(?:{adverbs}|\w+ly))*)\s+(\w+)",
+                  lambda m: f"{owner}{m.group(1)} {_third_singular(m.group(2))}", text)
     return re.sub(r"\bI\b", owner, text)
 
 

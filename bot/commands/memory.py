@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import uuid
 
-from epmem.ingest.annotate import classify
-from epmem.memory.facts import Fact
-from epmem.textnorm import third_person
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices
@@ -19,19 +16,24 @@ from bot.services import OwnerServices
 commands = CommandSet()
 
 
-@commands.command("remember", "TEXT", summary="add a note to memory (annotated by the policy's keywords)")
+@commands.command("remember", "TEXT", summary="add a note to memory (through the same rules as any chat)",
+                  details="cues are read, not stored: 'Do not tell anyone: ...' keeps the note private, "
+                          "'..., do not tell Tom' shuts Tom out, 'if anyone asks, say ...' is a cover story")
 async def remember(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
-    if not rest:
+    if not rest.strip():
         raise CommandError("usage: /remember TEXT")
-    policy = owner.policy
-    note = uuid.uuid4().hex[:8]
-    text = third_person(rest, policy.owner.name.split()[0])
-    ann = classify(text, policy)
-    fact = Fact(id=f"n{note}", text=text, event_id=f"ev-{note}", category=ann.category, level=ann.level,
-                domain=ann.domain, state="annotated")
-    await owner.memory.add([fact])
-    await owner.record_change({"action": "remember", "fact": fact.id, "category": ann.category, "level": ann.level})
-    return f"Remembered as {fact.id}: {text} (category {ann.category}, L{ann.level}). Change with /allow or /deny."
+    facts = await owner.distiller.remember(rest.strip(), uuid.uuid4().hex[:8])
+    if not facts:
+        return "Nothing to remember in that: no statement I could keep as a fact."
+    await owner.record_change({
+        "action": "remember", "facts": [f.id for f in facts],
+        "annotations": {f.id: {"category": f.category, "level": f.effective_level(), "state": f.state,
+                               "whitelist": f.whitelist, "blacklist": f.blacklist} for f in facts},
+    })
+    lines = [f"Remembered as {f.id}: {f.text} ({f.category}, L{f.effective_level()}"
+             f"{', not ' + ', '.join(f.blacklist) if f.blacklist else ''}"
+             f"{', waiting for your review' if f.state == 'pending' else ''})." for f in facts]
+    return "\n".join(lines) + "\nChange with /allow or /deny."
 
 
 @commands.command("forget", "FACT|event:ID", summary="erase facts, their vectors and source messages",

@@ -23,7 +23,7 @@ import numpy as np
 
 from epmem.embedding.base import Embedder
 from epmem.ingest.examples import Example, ExampleBank
-from epmem.ingest.topics import TOPICS, sensitive_topics
+from epmem.ingest.topics import TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
 
@@ -88,6 +88,8 @@ class ClassifierConfig:
     margin: float = 0.05
     #: a sensitive topic maps to the categories whose profile is this close to its description.
     topic_floor: float = 0.3
+    #: positively mundane: the default category's profile beats every other by this much.
+    mundane_margin: float = 0.03
 
 
 class CategoryClassifier(ReadsPolicy):
@@ -102,8 +104,7 @@ class CategoryClassifier(ReadsPolicy):
     """
 
     def __init__(self, policy: Policy | PolicyHolder, embedder: Embedder | None = None,
-                 examples: ExampleBank | None = None,
-                 config: ClassifierConfig | None = None) -> None:
+                 examples: ExampleBank | None = None, config: ClassifierConfig | None = None) -> None:
         self._policy = PolicyHolder.of(policy)
         self.embedder = embedder
         self.examples = examples
@@ -157,11 +158,15 @@ class CategoryClassifier(ReadsPolicy):
         topics = sensitive_topics(text)
         topic_cats = self._topic_categories(topics, sims)
         topic_ev = [f"topic:{t}:{w}" for t, w in topics]
+        if credential_shaped(text):
+            never = [c for c in self._names if cats[c].never_share]
+            if len(never) == 1:  # a password-shaped token: never shared, whatever the words around it
+                return self._ann(never[0], "topic", 0.9, True, ("credential-shape", *topic_ev), level=0)
         kw = classify(text, self.policy)
         if kw.basis == "keywords":
-            # a keyword that opens the fact to acquaintances or strangers must not win over a
+            # a keyword that opens the fact beyond the closest circle must not win over a
             # sensitive topic that a stricter category covers
-            stricter = [c for c in topic_cats if cats[c].level < kw.level] if kw.level >= 3 else []
+            stricter = [c for c in topic_cats if cats[c].level < kw.level] if kw.level >= 2 else []
             mundane_veto = kw.category == self.policy.default_category and topics
             if not stricter and not mundane_veto:
                 return replace(kw, evidence=(*kw.evidence, *topic_ev))
@@ -184,7 +189,17 @@ class CategoryClassifier(ReadsPolicy):
             score = float(sims[self._names.index(similar)]) if sims is not None else 0.0
             return self._ann(similar, "similarity", round(score, 3), False, (f"similar:{similar}:{score:.2f}",))
         name = self.policy.default_category
+        if sims is None or not self._plainly(name, sims):
+            # nothing says what it is about: a suggestion, not a verdict (default-is-mundane)
+            return self._ann(similar or name, "similarity", 0.2, False, ("unclear",))
         return self._ann(name, "mundane", 0.5, True, (f"mundane:{name}",))
+
+    def _plainly(self, name: str, sims: np.ndarray) -> bool:
+        """Positively mundane: the default category's profile is the closest, by a margin."""
+        j = self._names.index(name)
+        others = [float(sims[k]) for k in range(len(self._names)) if k != j]
+        best_other = max(others) if others else -1.0
+        return float(sims[j]) >= self.config.floor and float(sims[j]) >= best_other + self.config.mundane_margin
 
     def _topic_categories(self, topics: Sequence[tuple[str, str]], sims: np.ndarray | None) -> list[str]:
         found: list[str] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import structlog
 
@@ -27,8 +28,8 @@ from epmem.memory.facts import Fact
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
-from epmem.policy.model import Policy
-from epmem.memory.sessions import Session
+from epmem.policy.model import OWNER_ID, Policy
+from epmem.memory.sessions import Session, Turn
 
 log = structlog.get_logger(__name__)
 
@@ -102,15 +103,12 @@ class Distiller(ReadsPolicy):
         """Store the session's facts now (annotated by rules, or pending for the model) and,
         with a model, start its annotation: in the background, or awaited."""
         drafts = self.rules.drafts(session)
-        state = "annotated" if self.model is None else "pending"
-        facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=state)
-        if state == "pending":
-            # level 0 lets a whitelisted reader through (DESIGN sec. 3, rule 2): a pending fact
-            # keeps no whitelist of its own, so until it is annotated nobody hears it unless the
-            # owner opens it by command
-            facts = [f.model_copy(update={"whitelist": []}) for f in facts]
+        # with a model, every fact waits for it; the rules alone decide fact by fact (failclosed.py)
+        forced = None if self.model is None else "pending"
+        facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=forced)
         async with self._lock:
             stored = await self._replace(session.id, facts)
+        state = "pending" if forced or any(f.state == "pending" for f in stored) else "annotated"
         outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
         self.outcomes[session.id] = outcome
         if self.model is None:
@@ -170,6 +168,20 @@ class Distiller(ReadsPolicy):
         self._pending.pop(session.id, None)
         log.info("annotate.ok", session=session.id, facts=len(stored), clamped=len(notes))
         return outcome
+
+    async def remember(self, text: str, note_id: str, when: datetime | None = None) -> list[Fact]:
+        """An owner's note (/remember) through the same extraction and fail-closed rules as a
+        chat: a note is a session the owner had alone. "Do not tell anyone: ..." is a cue, not
+        part of the fact; "..., do not tell Tom" blacklists Tom."""
+        when = when or datetime.now(timezone.utc)
+        sid = f"note-{note_id}"
+        session = Session(id=sid, platform="console", chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
+                          members=[OWNER_ID], turns=[Turn(id=f"{sid}/0", session_id=sid, index=0, speaker=OWNER_ID,
+                                                          speaker_name=self.policy.owner.name, text=text, time=when,
+                                                          msg_id="0")])
+        outcome = await self.ingest(session, background=True)
+        stored = {f.id: f for f in await self.memory.of_session(sid)}
+        return [stored[fid] for fid in outcome.facts if fid in stored]
 
     # ------------------------------------------------------------------ storage
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from epmem.ingest.annotate import CategoryClassifier, ContactNames, clamp
+from epmem.ingest.annotate import CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
@@ -46,6 +46,11 @@ class Draft:
     source_turns: list[int] = field(default_factory=list)
     whitelist: list[str] = field(default_factory=list)
     blacklist: list[str] = field(default_factory=list)
+    #: set by the fail-closed rules (epmem/ingest/failclosed.py); None: the caller's state applies.
+    state: str | None = None
+    confidence: float | None = None
+    evidence: list[str] = field(default_factory=list)
+    proposed_whitelist: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +99,18 @@ class Finalizer(ReadsPolicy):
     """Drafts -> facts under the code-enforced rules (see the module docstring)."""
 
     def __init__(self, policy: Policy | PolicyHolder, classifier: CategoryClassifier, memory: FactMemory | None = None,
-                 link_similarity: float = 0.8) -> None:
+                 link_similarity: float = 0.8, retold_similarity: float = 0.75) -> None:
         self._policy = PolicyHolder.of(policy)
         self.classifier = classifier
         self.memory = memory
         self.names = ContactNames(policy)
         self.link_similarity = link_similarity
+        self.retold_similarity = retold_similarity
 
-    async def finalize(self, session: Session, drafts: Sequence[Draft], *, prefix: str, state: str,
+    async def finalize(self, session: Session, drafts: Sequence[Draft], *, prefix: str, state: str | None,
                        known_events: set[str] | None = None) -> tuple[list[Fact], list[str]]:
+        """``state`` forces every fact's state; None keeps each draft's own (the fail-closed
+        rules set it), pending where a draft has none."""
         notes: list[str] = []
         drafts = [d for d in drafts if d.text.strip()]
         fallback = self.classifier.classify_many([d.text for d in drafts]) if drafts else []
@@ -110,6 +118,7 @@ class Finalizer(ReadsPolicy):
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
         ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
+        retold = await self._retold_covers(session, drafts)
         events = await self._events(session, drafts, known_events or set())
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
@@ -117,29 +126,65 @@ class Finalizer(ReadsPolicy):
             notes.extend(f"{ids[i]}: {n}" for n in c.notes)
             never = self.policy.categories[c.category].never_share
             blacklist = [b for b in dict.fromkeys(d.blacklist) if b in lists]
-            whitelist: list[str] = []
-            for w in dict.fromkeys(d.whitelist):
-                if w not in lists or w in blacklist:
-                    continue
-                members = set(self.policy.groups.get(w, [w]))
-                if never:
-                    notes.append(f"{ids[i]}: whitelist {w} dropped: never-share category")
-                elif members <= heard or w in named:
-                    whitelist.append(w)
-                else:
-                    notes.append(f"{ids[i]}: whitelist {w} dropped: not present and not named by the owner")
+            whitelist = self._heard(ids[i], d.whitelist, blacklist, never, heard, named, lists, notes)
+            proposed = self._heard(ids[i], d.proposed_whitelist, blacklist, never, heard, named, lists, notes)
+            fact_state = state or d.state or "pending"
+            if fact_state == "pending":  # pending-opens-nothing
+                proposed, whitelist = list(dict.fromkeys([*proposed, *whitelist])), []
             covers = None
+            version = d.version
             if d.version == "cover" and d.covers is not None and 0 <= d.covers < len(drafts) and d.covers != i:
                 covers = ids[d.covers]
+            if i in retold:  # cover-is-not-truth: the owner telling a known cover story
+                story = retold[i]
+                version, covers, events[i] = "cover", story.covers, story.event_id
+                level = 0
+                whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
+                c = Clamped(c.category, level, c.domain, c.notes)
+                notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
             facts.append(Fact(
                 id=ids[i], text=d.text.strip(), event_id=events[i], session_id=session.id,
-                version=d.version,
+                version=version,
                 covers=covers, category=c.category, level=c.level, domain=c.domain,
                 whitelist=whitelist, blacklist=blacklist, valid_from=session.start,
-                state=state,  # type: ignore[arg-type]
+                state=fact_state,  # type: ignore[arg-type]
                 source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
+                confidence=d.confidence, evidence=list(d.evidence), proposed_whitelist=proposed,
             ))
         return facts, notes
+
+    async def _retold_covers(self, session: Session, drafts: Sequence[Draft]) -> dict[int, Fact]:
+        """Truth drafts that say what a cover already in memory says: the owner telling the
+        cover story to someone. They become covers of the same truth (never a public truth)."""
+        if self.memory is None or not drafts:
+            return {}
+        truths = [i for i, d in enumerate(drafts) if d.version == "truth"]
+        if not truths:
+            return {}
+        rows = await self.memory.similar([drafts[i].text for i in truths], limit=5)
+        out: dict[int, Fact] = {}
+        for i, row in zip(truths, rows):
+            story = next((f for f, score in row if f.version == "cover" and f.covers and score >= self.retold_similarity
+                          and f.session_id != session.id), None)
+            if story is not None:
+                out[i] = story
+        return out
+
+    def _heard(self, fid: str, entries: Sequence[str], blacklist: list[str], never: bool, heard: set[str],
+               named: set[str], lists: set[str], notes: list[str]) -> list[str]:
+        """whitelist-heard: entries for people present or named by the owner; never on never-share."""
+        out: list[str] = []
+        for w in dict.fromkeys(entries):
+            if w not in lists or w in blacklist:
+                continue
+            members = set(self.policy.groups.get(w, [w]))
+            if never:
+                notes.append(f"{fid}: whitelist {w} dropped: never-share category")
+            elif members <= heard or w in named:
+                out.append(w)
+            else:
+                notes.append(f"{fid}: whitelist {w} dropped: not present and not named by the owner")
+        return out
 
     async def _events(self, session: Session, drafts: Sequence[Draft], known: set[str]) -> list[str]:
         """Event ids: a backend's id when it names a known event; else a similar fact's event

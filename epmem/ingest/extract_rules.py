@@ -1,29 +1,19 @@
-"""The offline extractor: sentence-level facts from the owner's own turns, no network.
+"""The offline extractor: sentence-level facts from every speaker's turns, no network.
 
-Only the owner's turns are read: the owner's words are the owner's memory, and other people's
-words are the part of a transcript most likely to be wrong about the owner or to carry
-instructions. Each sentence becomes at most one fact, rewritten in the third person where the
-rewrite is simple; greetings, thanks, questions and sentences with fewer than two content words
-are dropped. Three kinds of cue are read from the owner's words:
+Every message is read, the owner's and everyone else's: a secret a friend tells the owner is a
+fact about the friend (a third party), and what the owner is told is as much the owner's memory
+as what the owner says. Each sentence becomes at most one fact, in the third person ("I" is the
+speaker, "you" the person spoken to), with a bare "he"/"she" resolved to the person the
+conversation just named. Questions, instructions, greetings and small talk become no fact.
 
-- cover cues ("tell them ...", "just say ...", "the story is ...", "call it a ...", "if anyone
-  asks, ..."): the clause becomes a ``cover`` fact of the most recent truth; people named as
-  the listeners of a cover are blacklisted on the truth (they are the ones being told the story);
-- narrowing cues ("don't tell Tom", "keep it away from Mamma", "between us", "nobody else"):
-  blacklists, level 0 and whitelisting the people present, who heard it already. These apply to
-  the facts of the same message, else the message it replies to, else the owner's previous
-  message: a narrowing cue applied one message too far only makes a fact stricter;
-- widening cues ("only you and Owen know", "Tara and Mei can know"): a named whitelist, applied
-  only to facts of the same message or of the owner message it replies to, since opening a
-  fact to someone on a guessed scope would be failing open.
+What a sentence means for who may know is read by epmem/ingest/cues.py and scoped here: a cue
+applies to the facts of its own message, else of the message it answers (its reply link), else
+of the nearest earlier message with facts when the cue stands alone. Never to the session.
+Cover instructions ("if anyone asks, just say ...", "tell them ...", "the story is ...") become
+cover facts holding only the story, tied to the truth they stand in for.
 
-And one rule for what the cues cannot read: people the owner talks *about* in a conversation
-they were not part of ("We tell Mamma after", "Let's get Mei on the terms first") are
-blacklisted on that conversation's truths, unless a widening cue names them. Whether the owner
-wanted them to hear it is exactly what sentence rules cannot tell, so the answer is no.
-
-Categories come from CategoryClassifier (keywords, then similarity). The rest of the rules that
-no backend may bend are applied afterwards by epmem/ingest/extract.py.
+Each proposal then goes through the fail-closed rules (epmem/ingest/failclosed.py), which decide
+whether it is annotated or stays pending for the owner.
 """
 
 from __future__ import annotations
@@ -32,10 +22,12 @@ import re
 from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
+from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
+from epmem.ingest.failclosed import decide
+from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.memory.sessions import Session
 from epmem.textnorm import STOPWORDS, sentence, split_sentences, third_person, words
 
 _APOS = "['’]"
@@ -43,8 +35,10 @@ _LEAD = re.compile(
     r"^(?:(?:yes|yeah|yep|yup|no|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
     r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
     r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
-    r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations)"
-    r"(?![\w'’])[\s,!.;-]*|(?:update|note to self|note|fyi|btw|ps|p\.s\.|reminder|confirmed|news)\s*:\s*)+",
+    r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
+    r"guess what|so yeah|um|uh|erm)"
+    r"(?![\w'’])[\s,!.;-]*|(?:update|note to self|note|fyi|btw|ps|p\.s\.|reminder|confirmed|news|big news|"
+    r"heads[- ]up|quick update|fwd|forwarded(?: message)?|voice note|transcript)\s*:\s*)+",
     re.IGNORECASE,
 )
 _SUBJECTLESS_SKIP = frozenset(
@@ -54,89 +48,60 @@ _SUBJECTLESS_SKIP = frozenset(
 #: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
 _IMPERATIVE = re.compile(
     rf"^(?:please\b|don{_APOS}?t\b|do not\b|never\b|let{_APOS}s\b|let us\b|"
+    r"(?!(?:about|for|with|like|unlike|to|from|of|including|between|except|besides|as|than|"
+    r"after|before|since|until|without|regarding|re|thanks|thank)\b)"
     r"[a-z]+\s+(?:it|me|us|them|him|this|that|these|those)\b(?!\s+(?:is|are|was|were|has|have|will|would)\b))",
     re.IGNORECASE,
 )
 #: politeness and reactions: kept out unless the sentence says much more than that.
 _CHITCHAT = re.compile(
     r"\b(?:thank you|thanks|congrats|congratulations|sorry|no worries|means a lot|can'?t wait|proud of you|"
-    r"good luck|get well|sounds good|love you|miss you|see you|take care)\b",
+    r"good luck|get well|sounds good|love you|miss you|see you|take care|haha|lol)\b",
     re.IGNORECASE,
 )
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
 _COVER = [
     # "I'll tell them I'm taking a sabbatical", "tell Mamma we're on holiday", "just say I'm on leave"
     re.compile(
-        rf"\b(?:tell|telling)\s+(?P<who>them|him|her|everyone|everybody|people|others|the\s+\w+(?:\s+\w+)?|"
-        rf"[A-ZÀ-Þ][\w'’-]*(?:\s+and\s+[A-ZÀ-Þ][\w'’-]*)?)(?:\s+(?:at|in|on|from)\s+(?:the\s+)?\w+)?"
-        rf"\s+(?:that\s+)?(?P<clause>.+)",
+        r"\b(?:tell|telling|told)\s+(?P<who>them|him|her|everyone|everybody|people|others|the\s+\w+(?:\s+\w+)?|"
+        r"[A-ZÀ-Þ][\w'’-]*(?:\s+and\s+[A-ZÀ-Þ][\w'’-]*)?)(?:\s+(?:at|in|on|from)\s+(?:the\s+)?\w+)?"
+        r"\s+(?:that\s+)?(?P<clause>.+)",
         re.IGNORECASE,
     ),
-    re.compile(rf"\b(?:just|let{_APOS}s|let us|please|can|could|we{_APOS}ll|I{_APOS}ll|we will|I will)\s+(?:just\s+)?"
-               rf"say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
+    re.compile(rf"\b(?:just|let{_APOS}s|let us|please|can|could|we{_APOS}ll|I{_APOS}ll|we will|I will|should|"
+               rf"to)\s+(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
     re.compile(r"^(?:please\s+)?(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"\b(?:the|our|my)\s+(?:official\s+|cover\s+)?(?:story|line|version)\s+is\s+(?:that\s+)?(?P<clause>.+)",
-               re.IGNORECASE),
-    re.compile(r"\bif\s+(?:anyone|anybody|someone|people|they)\b[^,]{0,40}?\basks?\b\s*,?\s*(?P<clause>.+)",
-               re.IGNORECASE),
+    re.compile(r"\b(?:the|our|my)\s+(?:official\s+|cover\s+)?(?:story|line|version|excuse)\s+is\s+(?:that\s+)?"
+               r"(?P<clause>.+)", re.IGNORECASE),
+    re.compile(r"\bif\s+(?:anyone|anybody|someone|people|they|he|she|[A-ZÀ-Þ][\w'’-]+)\b[^,]{0,40}?\basks?\b"
+               r"[^,]{0,30}?\s*[,:]?\s*(?P<clause>.+)", re.IGNORECASE),
     re.compile(rf"\bas far as (?P<who>[\w'’ ]{{1,30}}?) (?:knows?|{_APOS}s concerned|is concerned|are concerned)\s*,?\s*"
                r"(?P<clause>.+)", re.IGNORECASE),
     re.compile(r"\bofficially\s*,\s*(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"\bfor (?:anyone|anybody|people|others)(?: who)? ask(?:s|ing)?\s*[:,]\s*(?P<clause>.+)", re.IGNORECASE),
+    re.compile(r"\bfor (?:anyone|anybody|people|others|the team|everyone(?: else)?)(?: who)? ask(?:s|ing)?\s*[:,]\s*"
+               r"(?P<clause>.+)", re.IGNORECASE),
+    re.compile(r"^for (?P<who>him|her|them|[A-ZÀ-Þ][\w'’-]+|the team|everyone(?: else)?)\s*,?\s*(?P<clause>.+)",
+               re.IGNORECASE),
 ]
+#: what a cover clause may start with before the story itself ("just say", "we'll say").
+_COVER_LEAD = re.compile(rf"^(?:(?:then|just|simply|please|we{_APOS}ll|I{_APOS}ll|you can|you could|"
+                         r"we can|I can)\s+)*(?:say|tell (?:them|him|her|people|everyone))\s+(?:that\s+)?",
+                         re.IGNORECASE)
 _CALL_IT = re.compile(r"\bcall it (?P<np>(?:a|an|the)\s+[^,.;!?]+)", re.IGNORECASE)
 #: a cover clause must read as a statement: it starts with a subject.
 _CLAUSE_START = re.compile(
     rf"^(?:I|I{_APOS}m|I{_APOS}ve|I{_APOS}ll|I{_APOS}d|we|we{_APOS}re|we{_APOS}ve|we{_APOS}ll|he|she|they|it|"
-    rf"it{_APOS}s|there|there{_APOS}s|[A-ZÀ-Þ][\w'’-]+\s+(?:is|are|was|has|will|had))\b",
+    rf"it{_APOS}s|there|there{_APOS}s|he{_APOS}s|she{_APOS}s|they{_APOS}re|(?:the|my|our|his|her|their)\s+\w+|"
+    rf"[A-ZÀ-Þ][\w'’-]+\s+(?:is|are|was|has|will|had|needs|got))\b",
     re.IGNORECASE,
 )
-
-_BLACK_AFTER = re.compile(
-    rf"\b(?:don{_APOS}?t|do not|never|mustn{_APOS}?t|must not|shouldn{_APOS}?t|should not|won{_APOS}?t|can{_APOS}?t|"
-    rf"cannot|please don{_APOS}?t|not)\s+(?:ever\s+)?(?:tell|mention|show|say|inform|let on|breathe a word)\b"
-    r"|\b(?:keep|hide)\s+(?:it|this|that|them|that one|this one|these|those)\s+(?:away\s+)?from\b"
-    r"|\bnot a word to\b"
-    r"|\bnot\s+(?:that|this|it|any of (?:this|that)|the\s+\w+)(?:\s+\w+)?\s+to\b",
-    re.IGNORECASE,
+_HE_SHE = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÀ-Þ][a-zà-ÿ]+)\b")
+_NOT_NAMES = frozenset(
+    """I The A An My Our His Her Their This That These Those It Its We You He She They Monday Tuesday
+    Wednesday Thursday Friday Saturday Sunday January February March April May June July August
+    September October November December Mr Mrs Ms Dr OK Okay Yes No Hi Hey Thanks Christmas Easter""".split()
 )
-_BLACK_BEFORE = re.compile(
-    rf"\b(?:must not|mustn{_APOS}?t|shouldn{_APOS}?t|should not|can{_APOS}?t|cannot|doesn{_APOS}?t need to|"
-    rf"must never|may not)\s+(?:ever\s+)?(?:know|find out|hear|learn)\b",
-    re.IGNORECASE,
-)
-_SECRECY = re.compile(
-    r"\bbetween (?:us|you and me|the two of us|ourselves|the three of us)\b"
-    r"|\bkeep(?:ing)?\s+(?:it|this|that|that one|this one)\s+(?:to yourself|to yourselves|quiet|secret|private|"
-    r"confidential|under wraps|inside|within|in the)\b"
-    rf"|\bin confidence\b|\bstays? (?:with you|between us|in this (?:room|chat))\b|\b(?:nobody|no one|no-one) else\b"
-    rf"|\bdon{_APOS}?t tell (?:anyone|anybody|a soul)\b|\bnot a word to (?:anyone|anybody)\b|\boff the record\b"
-    r"|\bconfidential\b",
-    re.IGNORECASE,
-)
-_WHITE_NAMED = re.compile(
-    r"\bonly\b(?P<who>.{1,60}?)\b(?:know|knows|can know|may know|are told|is told)\b"
-    r"|(?P<who2>[\w'’ ,]{1,60}?)\s+(?:can|may)\s+(?:know|be told|hear about it)\b"
-    r"|\byou can tell\s+(?P<who3>[\w'’ ,]{1,60})"
-    r"|\bkeep(?:ing)?\s+(?:it|this|that)\s+(?:inside|within|in)\s+(?P<who4>(?:the|our|my)?\s*[\w'’ ]{1,30})",
-    re.IGNORECASE,
-)
-_TELL_NAMED = re.compile(r"\btell\s+(?P<who>[\w'’ ,]{1,60}?)\b(?:\s+\w+)?\s*(?:,\s*)?(?:and|but)\s+(?:nobody|no one)\s+else\b",
-                         re.IGNORECASE)
-_YOU = re.compile(r"\b(?:you|yourself|yourselves|us|ourselves)\b", re.IGNORECASE)
-
-
-@dataclass(slots=True)
-class Cue:
-    """What one sentence says about who may know."""
-
-    blacklist: list[str] = field(default_factory=list)
-    whitelist: list[str] = field(default_factory=list)
-    secrecy: bool = False
-    present: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.blacklist or self.whitelist or self.secrecy or self.present)
 
 
 @dataclass(slots=True)
@@ -144,6 +109,22 @@ class _TurnDrafts:
     turn: int
     drafts: list[int] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
+    #: a sentence that was only a cue ("We tell Mum afterwards."): it is about an earlier message.
+    bare_cue: bool = False
+
+
+@dataclass(slots=True)
+class _Proposal:
+    """A draft before the fail-closed rules: what was said and what cues reach it."""
+
+    draft: Draft
+    speaker: str
+    secrecy: bool = False
+    #: a secrecy cue in the fact's own message (said by whoever said the fact).
+    own_secrecy: bool = False
+    whitelist: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    cover_orphan: bool = False
 
 
 class RulesExtractor(ReadsPolicy):
@@ -153,60 +134,66 @@ class RulesExtractor(ReadsPolicy):
         self._policy = PolicyHolder.of(policy)
         self.classifier = classifier
         self.names = ContactNames(policy)
+        self.cues = CueReader(self.names)
         self.owner = owner_first_name(self.policy)
         self._owner_words = set(words(self.policy.owner.name))
 
-    # ------------------------------------------------------------------ cues
+    # ------------------------------------------------------------------ people
 
-    def cue(self, segment: str) -> Cue:
-        cue = Cue()
-        for m in _BLACK_AFTER.finditer(segment):
-            cue.blacklist += [c for c in self.names.find(segment[m.end():]) if c not in cue.blacklist]
-        for m in _BLACK_BEFORE.finditer(segment):
-            cue.blacklist += [c for c in self.names.find(segment[: m.start()]) if c not in cue.blacklist]
-        secrecy = _SECRECY.search(segment)
-        if secrecy:
-            cue.secrecy = True
-        for m in _WHITE_NAMED.finditer(segment):
-            who = next(g for g in (m.group("who"), m.group("who2"), m.group("who3"), m.group("who4")) if g)
-            cue.whitelist += [c for c in self.names.find(who) if c not in cue.whitelist + cue.blacklist]
-            if m.group("who") and _YOU.search(who):
-                cue.present = True
-            if m.group("who") or m.group("who4"):
-                cue.secrecy = True
-        for m in _TELL_NAMED.finditer(segment):
-            cue.whitelist += [c for c in self.names.find(m.group("who")) if c not in cue.whitelist + cue.blacklist]
-            cue.secrecy = True
-        if cue.secrecy and not cue.whitelist:
-            cue.present = True  # "between us", "nobody else": whoever was there, and only they
-        return cue
+    def speaker_name(self, session: Session, t: int) -> str:
+        turn = session.turns[t]
+        if turn.speaker == OWNER_ID:
+            return self.owner
+        if turn.speaker in self.policy.contacts:
+            return self.names.name_of(turn.speaker)
+        return (turn.speaker_name or "Someone").split()[0]
 
-    # ------------------------------------------------------------------ sentences
-
-    def _you(self, session: Session, turn_index: int) -> str | None:
-        """Who "you" is: the counterpart of a two-party (sub-)session, the author of the
-        message replied to, or everyone present for "you two" / "you all"."""
-        text = session.turns[turn_index].text
+    def _you(self, session: Session, t: int) -> str | None:
+        """Who "you" is: for the owner, the counterpart of a two-party (sub-)session, the author
+        of the message replied to, or everyone present for "you two"; for anyone else, the owner
+        (they are talking to the owner) unless the message answers someone else."""
+        turn = session.turns[t]
+        target = reply_index(session, t)
+        if turn.speaker != OWNER_ID:
+            if target is not None and session.turns[target].speaker not in (OWNER_ID, turn.speaker):
+                return self.speaker_name(session, target)
+            return self.owner if session.chat_kind == "direct" or target is not None else None
         others = present(session)
-        if re.search(r"\byou (?:two|both|all|guys)\b", text, re.IGNORECASE) and len(others) > 1:
+        if re.search(r"\byou (?:two|both|all|guys)\b", turn.text, re.IGNORECASE) and len(others) > 1:
             return " and ".join(self.names.name_of(o) for o in others)
-        target = reply_index(session, turn_index)
         if target is not None and session.turns[target].speaker != OWNER_ID:
-            return self.names.name_of(session.turns[target].speaker)
+            return self.speaker_name(session, target)
         counterparts = [p for p in session.participants if p != OWNER_ID]
         if len(counterparts) == 1:
             return self.names.name_of(counterparts[0])
         return None
 
-    def _rewrite(self, text: str, you: str | None) -> str:
+    def _last_named(self, session: Session, t: int, before: str) -> str | None:
+        """The one person the conversation just named (this sentence's turn, then two back)."""
+        texts = [before] + [session.turns[i].text for i in range(t - 1, max(-1, t - 3), -1)]
+        for text in texts:
+            found = [n for n in _NAME.findall(text) if n not in _NOT_NAMES and n != self.owner]
+            found += [self.names.name_of(c) for c in self.names.find(text) if c in self.policy.contacts]
+            people = list(dict.fromkeys(found))
+            if len(people) == 1:
+                return people[0]
+            if people:
+                return None
+        return None
+
+    # ------------------------------------------------------------------ sentences
+
+    def _rewrite(self, text: str, speaker: str, you: str | None, he_she: str | None = None) -> str:
         text = _LEAD.sub("", text.strip()).strip()
+        if he_she and _HE_SHE.match(text):
+            text = _HE_SHE.sub(he_she, text, count=1)
         first = text.split(" ", 1)[0] if text else ""
         token = re.match(r"\w+", first)
         if first and first[0].islower() and (token is None or token.group(0).casefold() not in _SUBJECTLESS_SKIP):
-            text = f"{self.owner} is {text}" if first.endswith("ing") else f"{self.owner} {text}"
-        return sentence(third_person(text, self.owner, you))
+            text = f"{speaker} is {text}" if first.endswith("ing") else f"{speaker} {text}"
+        return sentence(third_person(text, speaker, you))
 
-    def _worth(self, text: str) -> bool:
+    def _worth(self, text: str, speaker_words: set[str]) -> bool:
         """A statement with some content: not a question, an instruction or small talk."""
         if text.rstrip().endswith("?"):
             return False
@@ -214,38 +201,49 @@ class RulesExtractor(ReadsPolicy):
         if _IMPERATIVE.match(body):
             return False
         tokens = words(body)
-        content = [t for t in tokens if t not in STOPWORDS and t not in self._owner_words and len(t) > 1]
+        content = [t for t in tokens if t not in STOPWORDS and t not in speaker_words and len(t) > 1]
         if _CHITCHAT.search(body) and len(content) < 4:
             return False
-        return len(tokens) >= 4 and len(content) >= 2
+        return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
+                                                            any(len(c) >= 6 for c in content))
 
-    def _cue_sentence(self, raw: str) -> tuple[list[Cue], str | None]:
+    def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None]:
         """The cues of a sentence, and the statement it carries, if any.
 
         Only two shapes carry one: a cue that introduces it ("Between us: it's X") and a cue
         that trails it ("I'm using it for X, but that stays with you"). Anything else around
         a cue is a comment on the cue ("..., she'd worry") and becomes no fact."""
         segments = [x for x in _SEGMENT.split(raw) if x.strip()]
-        cues = [self.cue(x) for x in segments]
-        found = [c for c in cues if c]
+        found = [c for c in (self.cues.read(x, owner=owner) for x in segments) if c]
+        whole = self.cues.read(raw, owner=owner)
+        if whole and not found:
+            found = [whole]
         if not found:
             return [], raw
         head, colon, tail = raw.partition(":")
-        if colon and self.cue(head) and not self.cue(tail):
+        if colon and self.cues.read(head, owner=owner) and not self.cues.read(tail, owner=owner):
             return found, tail.strip()
         m = re.match(r"^(?P<body>.+?),?\s+(?:but|and|so)\s+(?P<cue>[^,]*\b(?:it|that|this)\b[^,]*)$", raw)
-        if m and self.cue(m.group("cue")) and not self.cue(m.group("body")):
+        if m and self.cues.read(m.group("cue"), owner=owner) and not self.cues.read(m.group("body"), owner=owner):
             return found, m.group("body").strip()
+        m3 = re.match(r"^(?P<body>.+),\s*(?P<cue>[^,]{3,60})$", raw)
+        if m3 and self.cues.read(m3.group("cue"), owner=owner) and not self.cues.read(m3.group("body"), owner=owner):
+            return found, m3.group("body").strip()
+        m2 = re.match(r"^(?P<cue>[^,]{3,60}),\s*(?P<body>.+)$", raw)
+        if m2:  # "Between us, ...": a secrecy cue introduces; "Don't tell Tom, he'd worry" comments
+            intro = self.cues.read(m2.group("cue"), owner=owner)
+            if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
+                return found, m2.group("body").strip()
         return found, None
 
-    def _cover(self, text: str) -> tuple[str, list[str]] | None:
-        """(cover clause, listeners) when the sentence tells others a story."""
+    def _cover(self, text: str, speaker_words: set[str]) -> tuple[str, list[str]] | None:
+        """(the story, its listeners) when the sentence tells others a story."""
         for pattern in _COVER:
             m = pattern.search(text)
             if not m:
                 continue
-            clause = m.group("clause").strip()
-            if _CLAUSE_START.match(clause) and self._worth(clause):
+            clause = _COVER_LEAD.sub("", m.group("clause").strip()).strip()
+            if _CLAUSE_START.match(clause) and self._worth(clause, speaker_words):
                 who = m.groupdict().get("who") or ""
                 return clause, self.names.find(who)
         m2 = _CALL_IT.search(text)
@@ -256,109 +254,138 @@ class RulesExtractor(ReadsPolicy):
     # ------------------------------------------------------------------ sessions
 
     def drafts(self, session: Session) -> list[Draft]:
-        drafts: list[Draft] = []
+        proposals: list[_Proposal] = []
         turns: dict[int, _TurnDrafts] = {}
-        heard = present(session)
         last_truth: int | None = None
         for t, turn in enumerate(session.turns):
-            if turn.speaker != OWNER_ID:
-                continue
             td = turns.setdefault(t, _TurnDrafts(t))
-            you = self._you(session, t)
-            for raw in split_sentences(turn.text):
-                if raw.rstrip().endswith("?"):
-                    td.cues += [c for c in (self.cue(x) for x in _SEGMENT.split(raw)) if c]
-                    continue
-                cover = self._cover(raw)
-                if cover is not None:
-                    clause, listeners = cover
-                    truth = self._truth_for(session, t, td, turns, last_truth, drafts)
-                    if truth is not None:
-                        drafts[truth].blacklist += [x for x in listeners if x not in drafts[truth].blacklist]
-                    drafts.append(Draft(self._rewrite(clause, you), "cover", truth, source_turns=[t]))
-                    td.drafts.append(len(drafts) - 1)
-                    continue
-                cues, text = self._cue_sentence(raw)
-                td.cues += cues
-                if text is not None and self._worth(text):
-                    drafts.append(Draft(self._rewrite(text, you), "truth", source_turns=[t]))
-                    td.drafts.append(len(drafts) - 1)
-                    last_truth = len(drafts) - 1
-        self._apply_cues(session, drafts, turns, heard)
-        opened = {w for td in turns.values() for c in td.cues for w in c.whitelist}
-        self._absent_third_parties(session, drafts, heard, opened)
-        anns = self.classifier.classify_many([d.text for d in drafts]) if drafts else []
-        for d, ann in zip(drafts, anns):
-            d.category, d.domain = ann.category, ann.domain
-            d.level = ann.level if d.level is None else min(d.level, ann.level)
-        return drafts
+            last_truth = self._read_turn(session, t, td, turns, proposals, last_truth)
+        self._apply_cues(session, proposals, turns)
+        return self._decide(session, proposals)
 
-    def _truth_for(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
-                   last_truth: int | None, drafts: list[Draft]) -> int | None:
-        same = [i for i in td.drafts if drafts[i].version == "truth"]
-        if same:
-            return same[-1]
-        reply_to = reply_index(session, t)
-        if reply_to is not None and reply_to in turns:
-            replied = [i for i in turns[reply_to].drafts if drafts[i].version == "truth"]
-            if replied:
-                return replied[-1]
+    def _read_turn(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
+                   proposals: list[_Proposal], last_truth: int | None) -> int | None:
+        turn = session.turns[t]
+        owner = turn.speaker == OWNER_ID
+        speaker = self.speaker_name(session, t)
+        mine = set(words(speaker)) | (self._owner_words if owner else set())
+        you = self._you(session, t)
+        for raw in split_sentences(turn.text):
+            if raw.rstrip().endswith("?"):
+                td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
+                continue
+            cover = self._cover(raw, mine)
+            if cover is not None:
+                clause, listeners = cover
+                truth = self._truth_for(session, t, td, turns, last_truth, proposals)
+                if truth is not None:
+                    black = proposals[truth].draft.blacklist
+                    black += [x for x in listeners if x not in black]
+                story = self._rewrite(clause, speaker, you)
+                proposals.append(_Proposal(Draft(story, "cover", truth, source_turns=[t]), turn.speaker,
+                                           cover_orphan=truth is None))
+                td.drafts.append(len(proposals) - 1)
+                continue
+            cues, said = self._cue_sentence(raw, owner)
+            td.cues += cues
+            td.bare_cue = td.bare_cue or bool(cues) and said is None
+            if said is not None and self._worth(said, mine):
+                he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
+                proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
+                                           turn.speaker))
+                td.drafts.append(len(proposals) - 1)
+                last_truth = len(proposals) - 1
         return last_truth
 
-    def _absent_third_parties(self, session: Session, drafts: list[Draft], heard: list[str],
-                              opened: set[str]) -> None:
-        """``opened``: everyone a widening cue named, applied or not (the owner meant them to know
-        something; they are left to the category's default rather than shut out)."""
-        widened = {w for d in drafts for w in d.whitelist} | opened
-        named: list[str] = []
-        for turn in session.turns:
-            if turn.speaker == OWNER_ID:
-                named += self.names.find(turn.text)
-        absent: list[str] = []
-        for entry in dict.fromkeys(named):
-            members = self.policy.groups.get(entry, [entry])
-            absent += [m for m in members if m not in heard and m not in widened and entry not in widened
-                       and m not in absent]
-        for d in drafts:
-            if d.version == "truth":
-                d.blacklist += [a for a in absent if a not in d.blacklist and a not in d.whitelist]
-
     @staticmethod
-    def _replied_drafts(session: Session, t: int, turns: dict[int, _TurnDrafts]) -> list[int]:
-        """Facts of the owner message this one answers: its reply target, or the target of the
-        message it replies to ("Was it hard?" -> "A bit. Tara can know" is about the owner's
-        message that "Was it hard?" answered)."""
+    def _truth_for(session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
+                   last_truth: int | None, proposals: list[_Proposal]) -> int | None:
+        """The truth a cover stands in for: in the same message, else the message it answers
+        (or the one that message answers), else the latest truth of the conversation."""
+        same = [i for i in td.drafts if proposals[i].draft.version == "truth"]
+        if same:
+            return same[-1]
         at: int | None = t
         for _ in range(2):
             at = reply_index(session, at) if at is not None else None
             if at is None:
-                return []
-            if at in turns and turns[at].drafts:
-                return list(turns[at].drafts)
-        return []
+                break
+            replied = [i for i in turns.get(at, _TurnDrafts(at)).drafts if proposals[i].draft.version == "truth"]
+            if replied:
+                return replied[-1]
+        return last_truth
 
-    def _apply_cues(self, session: Session, drafts: list[Draft], turns: dict[int, _TurnDrafts],
-                    heard: list[str]) -> None:
-        order = sorted(turns)
-        for t in order:
+    def _targets(self, session: Session, t: int, turns: dict[int, _TurnDrafts], depth: int = 2,
+                 top: bool = True) -> list[int]:
+        """The facts a cue of turn ``t`` is about: its own, and those of the message it answers,
+        following reply links, through a question with no facts of its own ("priya knows?" ->
+        "nobody at home except Divya" reaches what the question was about). A message with no
+        facts of its own and no reply link that holds a cue ("Let's not mention the money to
+        Marco") reaches the nearest earlier message with facts, at most three back. Never
+        further: no cue reaches across the session."""
+        own = list(turns[t].drafts) if t in turns else []
+        target = reply_index(session, t)
+        if target is not None and target < t:
+            via = self._targets(session, target, turns, depth - 1, False) if depth > 0 else []
+            return list(dict.fromkeys([*own, *via]))
+        asks = t in turns and not own and session.turns[t].text.rstrip().endswith("?")
+        if not (top or asks or (t in turns and turns[t].cues)) or own and not turns[t].bare_cue:
+            return own
+        earlier = [i for p in range(t - 1, max(-1, t - 4), -1) if p in turns for i in turns[p].drafts]
+        return list(dict.fromkeys([*own, *earlier]))
+
+    def _apply_cues(self, session: Session, proposals: list[_Proposal], turns: dict[int, _TurnDrafts]) -> None:
+        """Narrowing cues reach their message and the message it answers; a widening cue only
+        its own message's facts, or, standing alone, those of the message it answers."""
+        for t in sorted(turns):
             td = turns[t]
             if not td.cues:
                 continue
-            narrow = list(td.drafts) or self._replied_drafts(session, t, turns)
-            # a cue answering someone else's message is about that message, of which the
-            # owner's facts hold nothing: only an unlinked cue reaches back to the owner's
-            # previous message
-            unlinked = reply_index(session, t) is None
-            wide = narrow or (next((turns[p].drafts for p in reversed(order) if p < t and turns[p].drafts), [])
-                              if unlinked else [])
+            reach = self._targets(session, t, turns)
+            opened = list(td.drafts) or reach
             for cue in td.cues:
-                for i in wide:
-                    d = drafts[i]
-                    d.blacklist += [b for b in cue.blacklist if b not in d.blacklist]
-                    if cue.secrecy:
-                        d.level = 0
-                    if cue.present:
-                        d.whitelist += [p for p in heard if p not in d.whitelist and p not in d.blacklist]
-                for i in narrow:
-                    d = drafts[i]
-                    d.whitelist += [w for w in cue.whitelist if w not in d.whitelist and w not in d.blacklist]
+                if cue.anaphoric and td.drafts:  # "keep that between us": the statement just made
+                    reach = list(td.drafts)
+                for i in reach:
+                    p = proposals[i]
+                    p.draft.blacklist += [b for b in cue.blacklist if b not in p.draft.blacklist]
+                    p.secrecy = p.secrecy or cue.secrecy
+                    p.own_secrecy = p.own_secrecy or (cue.secrecy and i in td.drafts)
+                    p.evidence += [e for e in cue.evidence() if e not in p.evidence and not e.startswith("cue:also")]
+                for i in opened:
+                    p = proposals[i]
+                    p.whitelist += [w for w in cue.whitelist if w not in p.whitelist]
+                    p.evidence += [e for e in cue.evidence() if e not in p.evidence]
+
+    def _decide(self, session: Session, proposals: list[_Proposal]) -> list[Draft]:
+        if not proposals:
+            return []
+        heard = present(session)
+        anns = self.classifier.classify_many([p.draft.text for p in proposals])
+        kept = [i for i, (p, ann) in enumerate(zip(proposals, anns)) if self._keep(p, ann.basis)]
+        index = {old: new for new, old in enumerate(kept)}
+        out: list[Draft] = []
+        for i in kept:
+            p, ann, d = proposals[i], anns[i], proposals[i].draft
+            if d.covers is not None:  # a truth that was dropped: the latest kept truth before it
+                before = [k for k in kept if k <= d.covers and proposals[k].draft.version == "truth"]
+                d.covers = index[before[-1]] if before else None
+                p.cover_orphan = d.covers is None
+            others = [x for x in heard if x != p.speaker]
+            decision = decide(self.policy, ann, speaker=p.speaker, present=others,
+                              secrecy=p.secrecy, whitelist=p.whitelist, blacklist=d.blacklist,
+                              cover_orphan=p.cover_orphan, evidence=p.evidence, cover=d.version == "cover")
+            d.category, d.level, d.domain = decision.category, decision.level, decision.domain
+            d.whitelist, d.blacklist = decision.whitelist, decision.blacklist
+            d.state, d.confidence, d.evidence = decision.state, decision.confidence, decision.evidence
+            d.proposed_whitelist = decision.proposed_whitelist
+            out.append(d)
+        return out
+
+    @staticmethod
+    def _keep(p: _Proposal, basis: str) -> bool:
+        """Someone else's small talk is no fact: only what a policy keyword, a sensitive topic,
+        a confirmed example or their own secret names."""
+        if p.speaker == OWNER_ID or basis in ("keywords", "topic", "example"):
+            return True
+        return p.own_secrecy and len([w for w in words(p.draft.text) if w not in STOPWORDS]) >= 4

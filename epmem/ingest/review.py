@@ -194,6 +194,18 @@ class Applied:
     message: str
 
 
+#: evidence that gives the owner something concrete to confirm (see :func:`worth_asking`).
+_CONCRETE = ("keyword:", "topic:", "example:", "cue:", "context:")
+
+
+def worth_asking(fact: Fact) -> bool:
+    """A pending fact is put to the owner when the delegate has something concrete to suggest:
+    a policy keyword, a sensitive topic, a confirmed example, a cue or who told it. A fact with
+    nothing of the kind (a fragment, small talk) stays private without costing the owner a
+    question; it is still listed with the pending facts and can be reviewed by name."""
+    return any(e.startswith(_CONCRETE) for e in fact.evidence)
+
+
 def _annotation(f: Fact) -> dict[str, Any]:
     return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
             "blacklist": list(f.blacklist), "state": f.state}
@@ -217,14 +229,15 @@ class ReviewQueue:
     # ------------------------------------------------------------------ questions
 
     async def waiting(self) -> int:
-        return sum(1 for f in await self.memory.all() if f.state == "pending")
+        """Facts the delegate would ask about (the digest's number)."""
+        return sum(1 for f in await self.memory.all() if f.state == "pending" and worth_asking(f))
 
     async def next_batch(self, limit: int | None = None) -> list[Question]:
         limit = self.config.batch if limit is None else limit
         if limit <= 0:
             return []
         facts = await self.memory.all()
-        waiting = [f for f in facts if f.state == "pending"]
+        waiting = [f for f in facts if f.state == "pending" and worth_asking(f)]
         rulebook = Rulebook(self.policy)
         ranked = sorted(waiting, key=lambda f: (f.id in self._skipped, -self._exposure(rulebook, self._suggested(f)),
                                                 f.confidence if f.confidence is not None else 0.0, f.id))

@@ -36,7 +36,7 @@ def _words(*stems: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])(?:" + "|".join(parts) + ")", re.IGNORECASE)
 
 
-_MONEY_FIGURE = r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:k|m|bn|grand|usd|eur|gbp|sek|nok|dkk|chf|inr|aud|cad)\b|\b\d{2,3}[,.]\d{3}\b"
+_MONEY_FIGURE = r"[$€£¥₹]\s?\d|\b(?:R|Rs|R\$|KSh|Ksh|N|₦|GH₵|zł|kr)\s?\d[\d,.]*\b|\b\d{1,3}(?:,\d{3})+\b|\d[\d,.]*\s?(?:k|m|bn|grand|usd|eur|gbp|sek|nok|dkk|chf|inr|aud|cad)\b|\b\d{2,3}[,.]\d{3}\b"
 
 TOPICS: tuple[Topic, ...] = (
     Topic("health", "health, illness, diagnosis, doctor, hospital, treatment, therapy, medication, pregnancy",
@@ -48,7 +48,7 @@ TOPICS: tuple[Topic, ...] = (
                  "relapse", "pregnan", "miscarr", "ivf", "fertility", "infertil", "mental health", "burnout",
                  "burn-out", "disorder", "syndrome", "disease", "infection", "virus", "covid", "hiv",
                  "std$", "cardio", "heart", "stroke", "seizure", "epilep", "dementia", "alzheim",
-                 "parkinson", "physio", "operation", "recover", "condition$", "lump", "migraine",
+                 "parkinson", "physio", "operation", "recovering from", "condition$", "lump", "migraine",
                  "insomnia", "eating disorder", "anorex", "bulimi", "pain", "chronic", "terminal",
                  "hospice", "dentist", "medical", "health", "appointment")),
     Topic("money", "money, finances, salary, income, debt, loans, savings, rent, costs, prices",
@@ -56,7 +56,7 @@ TOPICS: tuple[Topic, ...] = (
               "salary", "salaries", "pay rise", "payrise", "paycheck", "payslip", "wage", "income",
               "bonus", "raise$", "debt", "loan", "mortgage", "rent$", "savings", "saving up", "budget",
               "invest", "owe", "owed", "bank", "overdraft", "credit card", "inheritance", "inherit",
-              "afford", "bankrupt", "broke$", "tax", "pension", "equity", "stock option", "shares",
+              "afford", "bankrupt", "broke$", "tax$", "taxes$", "taxed$", "tax return", "pension", "equity", "stock option", "shares",
               "valuation", "runway", "burn rate", "price", "cost", "fee$", "fees$", "money", "finance",
               "financial", "pay off", "paid off", "deposit", "compensation", "severance", "base pay",
               "base salary", "payout", "per year", "a year", "per month", "grand$").pattern, re.IGNORECASE)),
@@ -112,3 +112,15 @@ def sensitive_topics(text: str) -> tuple[tuple[str, str], ...]:
         if m:
             out.append((topic.name, m.group(0).strip()))
     return tuple(out)
+
+
+#: a password-like token (letters, digits and a symbol) or "user / secret" written out.
+_CREDENTIAL = re.compile(
+    r"(?<!\S)(?![A-Z]{0,3}[$€£¥]\d)(?=[^\s]*[A-Za-z])(?=[^\s]*\d)(?=[^\s]*[!@#$%^&*?~+=|])[^\s,;]{7,}(?!\S)"
+    r"|\b[\w.-]{3,}\s*/\s*(?=[^\s]*\d)[^\s]{6,}",
+)
+
+
+def credential_shaped(text: str) -> bool:
+    """Whether the text holds something shaped like a password or a login pair."""
+    return bool(_CREDENTIAL.search(text)) and not re.search(r"https?://", text)

@@ -41,7 +41,8 @@ class Fact(BaseModel):
     #: why the annotation is what it is ("keyword:salary", "cue:between us", "told-by:nadia"):
     #: shown to the owner in review and kept in the audit.
     evidence: list[str] = Field(default_factory=list)
-    #: who a *pending* fact's suggestion would let know. Only shown to the owner in review: the
+    #: who the suggestion would let know (a pending fact, or one kept private by contextual
+    #: integrity). Only shown to the owner in review: the
     #: calculus never reads it, so a guess opens nothing until the owner confirms it.
     proposed_whitelist: list[str] = Field(default_factory=list)
 

@@ -13,8 +13,20 @@ async def test_pipeline_with_the_rules_backend_leaks_nothing() -> None:
     metrics, per = await run_scenarios(FILES, default_embedder(), "pipeline", backend="rules")
     assert metrics["answer"]["leak_rate"] == 0.0 and metrics["permit"]["safe"] == 1.0
     assert metrics["classify"]["n"] == 5 and metrics["llm"]["calls"] == 0
-    assert metrics["llm"]["sessions"] >= 2 and metrics["llm"]["pending_facts"] == 0
+    # what someone else told the owner waits for the owner (contextual integrity)
+    assert metrics["llm"]["sessions"] >= 2 and metrics["llm"]["pending_facts"] > 0
     assert metrics["llm"]["budget_violations"] == 0
+    assert "review" not in metrics
+
+
+async def test_the_oracle_owner_answers_what_the_delegate_asks() -> None:
+    before, _ = await run_scenarios(FILES, default_embedder(), "pipeline", backend="rules")
+    after, _ = await run_scenarios(FILES, default_embedder(), "pipeline", backend="rules", review=True)
+    review = after["review"]
+    assert review["facts"] == 8 and 0 < review["questions"] <= before["llm"]["pending_facts"]
+    assert review["per_100_facts"] == round(100 * review["questions"] / 8, 2)
+    assert after["permit"]["exact"] > before["permit"]["exact"]
+    assert after["answer"]["leak_rate"] == 0.0
 
 
 async def test_pipeline_with_the_echo_model_keeps_everything_pending() -> None:

@@ -90,13 +90,15 @@ async def test_rules_backend_annotates_at_once(memory: FactMemory) -> None:
     d, _ = distiller(memory)
     outcome = await d.ingest(SESSION)
     facts = {f.id: f for f in await memory.all()}
-    assert outcome.state == "annotated" and outcome.llm_calls == 0 and set(outcome.facts) == set(facts)
+    # the cover says nothing the policy can file: it waits for the owner, so the session does
+    assert outcome.state == "pending" and outcome.llm_calls == 0 and set(outcome.facts) == set(facts)
     knee = facts["s1-f1"]
     # "only you know": level 0, open to Kira who was there; "don't tell Tom": blacklisted
     assert (knee.state, knee.category, knee.level, knee.blacklist) == ("annotated", "health", 0, ["tom"])
     assert knee.whitelist == ["kira"]
     cover = facts["s1-f2"]
     assert (cover.version, cover.covers, cover.event_id) == ("cover", "s1-f1", knee.event_id)
+    assert cover.state == "pending" and cover.whitelist == []
     assert all("vic" not in f.whitelist for f in facts.values())
 
 

@@ -87,7 +87,9 @@ def test_a_cue_reaches_the_owner_message_through_a_reply_chain(extractor: RulesE
                  ("kira", "Was it hard?", 0),
                  ("owner", "A bit. Owen can know, but never mention it to Tom.", 1)], participants=["owner", "kira"])
     (fact,) = extractor.drafts(s)
-    assert fact.whitelist == ["owen"] and fact.blacklist == ["tom"]
+    # no policy category fits a job offer: pending, and its suggested audience carries the cue
+    assert fact.state == "pending" and fact.whitelist == [] and fact.proposed_whitelist == ["owen"]
+    assert fact.blacklist == ["tom"]
 
 
 def test_other_peoples_words_change_nothing(extractor: RulesExtractor) -> None:
@@ -155,15 +157,54 @@ def test_sensitive_statements_never_fall_to_the_default_category(text: str) -> N
     assert not ann.clear and ann.basis != "mundane"
 
 
-def test_a_plainly_mundane_statement_is_filed_under_the_default() -> None:
-    ann = CategoryClassifier(POLICY, default_embedder()).classify("Sam is repainting the garden fence green.")
-    assert (ann.category, ann.clear, ann.basis) == ("misc", True, "mundane")
+def test_the_default_category_needs_positive_evidence() -> None:
+    text = "Sam is repainting the garden fence green."
+    # nothing names it: a suggestion that waits, not a verdict
+    assert not CategoryClassifier(POLICY, default_embedder()).classify(text).clear
+    # the default category's own keyword is positive evidence that it is mundane
+    hobby = POLICY.model_copy(update={"categories": {**POLICY.categories, "misc": POLICY.categories["misc"]
+                                                     .model_copy(update={"keywords": ["garden", "fence"]})}})
+    ann = CategoryClassifier(hobby, default_embedder()).classify(text)
+    assert (ann.category, ann.clear) == ("misc", True)
 
 
-def test_people_talked_about_in_their_absence_are_not_told(extractor: RulesExtractor) -> None:
+def test_a_person_merely_mentioned_is_not_shut_out_but_a_cue_about_them_is_scoped(extractor: RulesExtractor) -> None:
     s = session([("owner", "We're getting married in June, just the two of us at the town hall."),
                  ("owner", "We tell Mum afterwards, she would want a big party."),
-                 ("owner", "Owen can know, he's doing the photos.")], participants=["owner", "kira"])
-    fact = by_text(extractor.drafts(s), "married")
-    assert fact.blacklist == ["joan"]  # named, absent, and no cue opened it
-    assert "owen" not in fact.blacklist  # a widening cue named him
+                 ("owner", "Owen can know, he's doing the photos."),
+                 ("owner", "Tom lent me his ladder for the new kitchen shelves.")], participants=["owner", "kira"])
+    drafts = extractor.drafts(s)
+    married = by_text(drafts, "married")
+    assert married.blacklist == ["joan"]  # "we tell Mum afterwards" is about the message before it
+    shelves = by_text(drafts, "ladder")
+    assert shelves.blacklist == [] and "tom" not in married.blacklist  # mentioned, not shut out
+
+
+@pytest.mark.parametrize("said,secret,black", [
+    ("Lina got the job in Cork. They kept this secret between them for weeks.", True, []),
+    ("Lina got the job in Cork. The two decided this would stay between them.", True, []),
+    ("Lina got the job in Cork, she shared it in confidence.", True, []),
+    ("Lina got the job in Cork. Tom doesn't know yet.", False, ["tom"]),
+    ("Lina got the job in Cork. Only you and Owen know.", True, []),
+    ("Lina got the job in Cork, keep it away from my mum.", False, ["joan"]),
+    ("Lina got the job in Cork. Before Tom finds out, I want to plan the party.", False, ["tom"]),
+])
+def test_cues_in_any_person_and_tense(extractor: RulesExtractor, said: str, secret: bool, black: list[str]) -> None:
+    s = session([("owner", said)], participants=["owner", "kira"])
+    fact = by_text(extractor.drafts(s), "Cork")
+    assert (fact.level == 0) == secret or not secret and fact.level == 0 and fact.state == "pending"
+    assert fact.blacklist == black
+    if secret:
+        assert "kira" in fact.whitelist + fact.proposed_whitelist
+
+
+def test_what_others_tell_the_owner_is_a_fact_kept_within_its_context(extractor: RulesExtractor) -> None:
+    s = session([("kira", "My doctor found a lump, I'm having surgery on Friday."),
+                 ("owner", "Oh no. I'm here for you."),
+                 ("kira", "Thanks. Haha the cat knocked over my coffee again.")], participants=["owner", "kira"])
+    drafts = extractor.drafts(s)
+    surgery = by_text(drafts, "surgery")
+    # her private matter stays at level 0 and opens to nobody until the owner decides
+    assert surgery.text.startswith("Kira") and surgery.level == 0 and surgery.whitelist == []
+    assert any(e == "context:told-by:kira" for e in surgery.evidence)
+    assert not any("coffee" in d.text for d in drafts)  # someone else's small talk is no fact

@@ -147,3 +147,12 @@ async def test_skipped_facts_come_last(memory: FactMemory) -> None:
     await q.apply(Answer.skip("c"))
     assert [x.fact_id for x in await q.next_batch()] == ["b", "c"]
     assert (await memory.get("c")).state == "pending"  # type: ignore[union-attr]
+
+
+def test_every_fail_closed_rule_is_written_down_in_the_readme() -> None:
+    from epmem.ingest.failclosed import RULES
+    from tests.conftest import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    for rule in RULES:
+        assert f"| `{rule.id}` | {rule.rule} | {rule.reason} |" in readme, rule.id
