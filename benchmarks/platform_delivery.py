@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bot.logging import configure_logging
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
 from connectors.telegram import TelegramConfig, TelegramConnector
@@ -210,6 +211,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
+    configure_logging("WARNING")  # stderr; stdout carries the JSON only
     result = asyncio.run(run())
     text = json.dumps(result, indent=2)
     if args.json:

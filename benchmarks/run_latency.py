@@ -7,8 +7,10 @@ arrives at the fake (PTB's poll returning, the agent, the send). Slack: the bot 
 events; each measurement posts one signed ``message.im`` event and times until the bot's
 ``chat.postMessage`` to that DM arrives at the fake Web API (Bolt's signature check and ack, the
 agent, the post). Messages rotate over six contacts who all get an answer, so nobody nears the
-per-sender rate limit, no reply waits for the per-chat pacing, and no owner note (a probing
-alert) interleaves with the replies.
+per-sender rate limit and no owner note (a probing alert) interleaves with the replies. Each
+contact asks again a fraction of a second after the last answer, faster than anyone types, so
+the per-chat pacing (one message a second, measured by ``benchmarks.platform_delivery``) is
+turned off here (``EPMEM_SEND_PACING=0``; code without pacing ignores it).
 
 Run from a checkout (it borrows the test suite's fakes and example data):
 
@@ -111,7 +113,7 @@ async def bot_process(fake: FakeTelegram | None, env: dict[str, str]) -> AsyncIt
     still running."""
     full_env = {k: v for k, v in os.environ.items()
                 if not k.startswith(("EPMEM_", "TELEGRAM_", "SLACK_", "OPENAI_")) and "PROXY" not in k.upper()}
-    full_env.update({"EPMEM_LOG_FORMAT": "json", "EPMEM_LOG_LEVEL": "INFO"})
+    full_env.update({"EPMEM_LOG_FORMAT": "json", "EPMEM_LOG_LEVEL": "INFO", "EPMEM_SEND_PACING": "0"})
     full_env.update(telegram_env(fake) if fake is not None else {})
     full_env.update(env)
     full_env.update({"PYTHONUNBUFFERED": "1", "NO_PROXY": "127.0.0.1,localhost"})
