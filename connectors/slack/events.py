@@ -46,6 +46,8 @@ log = structlog.get_logger(__name__)
 
 #: message subtypes that are still someone writing (everything else is a change or a system note).
 _SPOKEN = frozenset({"file_share", "thread_broadcast"})
+#: Slack's own bot posts as a user (reminders, notices), not as a bot: never a person asking.
+_SLACKBOT = "USLACKBOT"
 
 
 class Listeners:
@@ -132,7 +134,7 @@ class Listeners:
             channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
             if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
                 return
-            if self.watch.is_own_post(ts):
+            if self.watch.is_own_post(ts) or user == _SLACKBOT:
                 return
             kind = event.get("channel_type")
             if kind == "im":

@@ -171,6 +171,7 @@ async def test_our_own_posts_as_the_owner_do_not_count_as_the_owner_answering(ri
 
 async def test_the_owners_dm_with_the_bot_is_still_the_owners_channel_to_the_bot(rig: Rig) -> None:
     rig.clock.open()
+    await rig.send(im_message("USLACKBOT", "Reminder: pay rent", channel="DSLACKBOT"))  # Slack's own, never asking
     await rig.send(im_message(OWNER, "/pending", channel=f"D{OWNER}"))  # Slack may name the owner here
     await rig.send(im_message("U1", "hello bot", channel="DU1"), authorized=BOT_USER)
     await wait_for(lambda: len(rig.handler.inbounds) == 2)
