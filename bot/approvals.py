@@ -205,6 +205,24 @@ class Approvals:
         return dropped
 
 
+    async def erase_texts(self, fact_ids: Sequence[str], sentences: Sequence[str]) -> int:
+        """/forget: blank the question, draft and final text of every held reply, in any state,
+        that would have told one of these facts or quotes one of their sentences. The row stays
+        (ids and states are the approval's history); the words go. Returns how many rows."""
+        wanted = set(fact_ids)
+        needles = [s.strip().casefold() for s in sentences if s.strip()]
+        hit = []
+        async with self._db.execute("SELECT id, question, draft, final, disclosed FROM approvals") as cur:
+            async for rid, question, draft, final, disclosed in cur:
+                told = {f for f, _ in json.loads(disclosed)}
+                words = " ".join(x for x in (question, draft, final) if x).casefold()
+                if (wanted & told or any(n in words for n in needles)) and (question or draft or final):
+                    hit.append(rid)
+        for rid in hit:
+            await self._db.execute("UPDATE approvals SET question = '', draft = '', final = NULL WHERE id = ?", (rid,))
+        return len(hit)
+
+
 def new_id() -> str:
     """Short enough to type and to fit Telegram's 64-byte button data."""
     return secrets.token_hex(4)

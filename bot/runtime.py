@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from epmem.audit.log import AuditLog
+from epmem.audit.register import FactRegister
 from epmem.embedding.base import Embedder
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.distill import Distiller, RetryPolicy
@@ -132,6 +133,10 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
         retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
         memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)), recall,
                                   category_profiles(policy.categories), sessions=retriever).open()
+        # the audit page reads fact annotations from here (it cannot open the locked store)
+        register = FactRegister(state.connection)
+        await register.sync(await memory.all())
+        memory.observers.append(register)
     except BaseException:
         await audit.close()
         await state.close()

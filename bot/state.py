@@ -19,6 +19,7 @@ from pathlib import Path
 import aiosqlite
 import structlog
 
+from epmem.audit.register import MIGRATIONS as FACT_REGISTER
 from epmem.policy.overlay import MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 
@@ -29,7 +30,7 @@ from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE)
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 

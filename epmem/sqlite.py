@@ -134,3 +134,31 @@ async def open_database(path: Path, sets: Sequence[MigrationSet], what: str = "d
             await db.close()
         raise DatabaseError(f"{what} {path}: {exc}") from None
     return db
+
+
+async def connect_readonly(path: Path) -> aiosqlite.Connection:
+    """A reader beside the process that owns the file: WAL lets it read while the owner writes,
+    and ``mode=ro`` with ``query_only`` makes sure it never writes (nor migrates) anything."""
+    if not path.exists():
+        raise sqlite3.OperationalError(f"no database at {path}")
+    db = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        await db.execute("PRAGMA busy_timeout=5000")
+        await db.execute("PRAGMA query_only=ON")
+    except sqlite3.DatabaseError:
+        await db.close()
+        raise
+    return db
+
+
+async def scrub(db: aiosqlite.Connection) -> bool:
+    """Make deletions physical: vacuum into fresh pages, then fold the WAL into the file and
+    truncate it (old page images of deleted rows live on in the WAL until then). A reader on an
+    old snapshot can hold the checkpoint back; it is tried twice. True when the WAL is empty."""
+    await db.execute("VACUUM")
+    for _ in range(2):
+        async with db.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cur:
+            row = await cur.fetchone()
+        if row is not None and row[0] == 0:
+            return True
+    return False

@@ -2,13 +2,16 @@
 
 A forgotten fact goes with its vectors, the chat messages it was distilled from (every copy;
 the rest of those conversations is re-indexed without them), the exceptions that name it and
-held drafts that would tell it. The audit keeps the ids, not the text.
+held drafts that would tell it. Every audit record that could carry its words loses its texts
+(epmem.audit.erase): the audit keeps the ids, verdicts and who was told, and still verifies.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from epmem.audit.erase import erase_facts
+from epmem.sqlite import scrub
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices
@@ -39,7 +42,8 @@ async def remember(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 @commands.command("forget", "FACT|event:ID", summary="erase facts, their vectors and source messages",
                   details="every copy of the chat messages they were distilled from goes too (the rest of "
                           "the conversation is re-indexed without them), and held drafts and exceptions "
-                          "that name them; the audit keeps the ids, not the text")
+                          "that name them; audit records that could carry their words lose their texts "
+                          "(the audit keeps the ids and still verifies)")
 async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     token = rest.strip()
     if not token:
@@ -70,11 +74,18 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
             revoked.append(number)
     withdrawn = await owner.approvals.drop_disclosing(ids)
     undelivered = await owner.deliveries.erase_disclosing(ids)
+    sentences = [f.text for f in facts]
+    await owner.approvals.erase_texts(ids, sentences)
+    await scrub(owner.overlay.db)  # held drafts, queued replies and the fact register share state.sqlite
     await owner.record_change({"action": "forget", "facts": ids, "event": event, "source_turns_erased": turns,
                                "exceptions_revoked": revoked, "approvals_withdrawn": withdrawn,
                                "undelivered_erased": undelivered, "by": ctx.sender.identity})
+    erased = await erase_facts(owner.audit, ids, sentences, by=ctx.sender.identity, details={"event": event})
     extra = f"; erased {turns} source turn{'s' * (turns != 1)}" if turns else ""
     extra += f"; revoked exceptions {revoked}" if revoked else ""
     extra += f"; withdrew held replies {withdrawn}" if withdrawn else ""
     extra += f"; erased undelivered {undelivered}" if undelivered else ""
-    return f"Erased {', '.join(ids)} and their vectors{extra}. The audit keeps that they were erased."
+    if erased.record is not None:
+        n = len(erased.records)
+        extra += f"; erased their words from {n} audit record{'s' * (n != 1)} (erasure {erased.record.id})"
+    return f"Erased {', '.join(ids)} and their vectors{extra}. The audit keeps the ids and that they were erased."

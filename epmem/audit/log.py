@@ -2,20 +2,23 @@
 
 Each record's hash covers its own canonical JSON and the previous record's hash, so editing,
 deleting or reordering any record breaks every hash after it and ``verify`` names the first
-bad one. The log is append-only by construction (the code has no update path) and the chain
-makes the append-only promise checkable by anyone with the file.
+bad one. The log is append-only by construction (the code has no update path for what the chain
+covers) and the chain makes the append-only promise checkable by anyone with the file.
+
+What the chain covers is a skeleton: the words people wrote and were told sit beside it, under
+salted digests, so that /forget can erase them and the chain still verifies
+(:mod:`epmem.audit.sealing`, :mod:`epmem.audit.erase`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import csv
-import hashlib
 import io
 import json
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,38 +26,22 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.sqlite import DatabaseError, Migration, MigrationSet, open_database
+from epmem.audit.sealing import Erased, canonical, chain_hash, seal, unseal
+from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
+from epmem.sqlite import DatabaseError, connect_readonly, open_database
 
-GENESIS = "0" * 64
+__all__ = ["GENESIS", "AuditCorrupted", "AuditLog", "AuditRecord", "Disclosure", "export", "new_record_id", "now_iso"]
 
-MIGRATIONS = MigrationSet("audit", (
-    Migration(
-        1,
-        "audit records",
-        """
-        CREATE TABLE audit (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            time TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            contact TEXT,
-            body TEXT NOT NULL,
-            prev_hash TEXT NOT NULL,
-            hash TEXT NOT NULL
-        );
-        CREATE INDEX audit_contact ON audit(contact);
-        CREATE TABLE disclosures (
-            audit_id TEXT NOT NULL,
-            fact_id TEXT NOT NULL,
-            event_id TEXT NOT NULL,
-            recipient TEXT NOT NULL,
-            time TEXT NOT NULL
-        );
-        CREATE INDEX disclosures_fact ON disclosures(fact_id);
-        CREATE INDEX disclosures_event ON disclosures(event_id);
-        """,
-    ),
-), legacy_table="migrations")
+COLUMNS = "seq, id, time, kind, contact, body, prev_hash, hash, format, seal"
+_BATCH = 500
+
+
+def new_record_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class AuditCorrupted(DatabaseError):
@@ -64,36 +51,40 @@ class AuditCorrupted(DatabaseError):
 @dataclass(slots=True)
 class AuditRecord:
     kind: str
+    #: the body as written, with every text still there (None for an erased one).
     body: dict[str, Any]
     contact: str | None = None
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    time: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    id: str = field(default_factory=new_record_id)
+    time: str = field(default_factory=now_iso)
     prev_hash: str = GENESIS
     hash: str = ""
     seq: int = 0
+    #: what the chain covers: the body with salted digests in place of its texts.
+    skeleton: dict[str, Any] = field(default_factory=dict)
+    #: texts that /forget erased from this record.
+    erased: list[Erased] = field(default_factory=list)
+    format: int = FORMAT
+    #: format-1 records only: the seal chain's value at this record (epmem.audit.schema).
+    seal: str | None = None
+    #: slot -> (salt, text) as stored (both None once erased); for verify.
+    stored: dict[str, tuple[bytes | None, str | None]] = field(default_factory=dict)
 
     def canonical(self) -> str:
-        return json.dumps(
-            {"id": self.id, "time": self.time, "kind": self.kind, "contact": self.contact, "body": self.body},
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+        return canonical(self.id, self.time, self.kind, self.contact, self.skeleton)
 
     def compute_hash(self) -> str:
-        return hashlib.sha256((self.prev_hash + self.canonical()).encode()).hexdigest()
+        return chain_hash(self.prev_hash, self.canonical())
+
+    @property
+    def outcome(self) -> str:
+        return outcome(self.kind, self.body)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "id": self.id,
-            "time": self.time,
-            "kind": self.kind,
-            "contact": self.contact,
-            **self.body,
-            "prev_hash": self.prev_hash,
-            "hash": self.hash,
-        }
+        out = {"seq": self.seq, "id": self.id, "time": self.time, "kind": self.kind, "contact": self.contact,
+               **self.body, "prev_hash": self.prev_hash, "hash": self.hash}
+        if self.erased:
+            out["erased"] = [{"field": e.slot, "at": e.at, "by": e.by, "erasure": e.erasure} for e in self.erased]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +99,10 @@ class Disclosure:
 
 
 class AuditLog:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        #: a read-only log (the audit page) never migrates and never writes; the bot's log does.
+        self.readonly = readonly
         self._db: aiosqlite.Connection | None = None
         # one connection, explicit transactions: concurrent appends (Slack runs listeners
         # concurrently) must not interleave their BEGIN ... COMMIT.
@@ -118,10 +111,26 @@ class AuditLog:
     async def open(self) -> AuditLog:
         """The log owns its own file (audit.sqlite), apart from the bot's state."""
         try:
+            if self.readonly:
+                self._db = await _connect_readonly(self.path)
+                return self
             self._db = await open_database(self.path, [MIGRATIONS], "audit database")
+            # erased text must not linger in free pages (epmem.audit.erase vacuums too).
+            await self._db.execute("PRAGMA secure_delete=ON")
+            await self._db.execute("PRAGMA temp_store=MEMORY")
+            await carry_forward(self._db, now_iso(), new_record_id())
         except DatabaseError as exc:
+            await self._close_quietly()
             raise AuditCorrupted(str(exc)) from None
+        except sqlite3.DatabaseError as exc:
+            await self._close_quietly()
+            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
         return self
+
+    async def _close_quietly(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
 
     async def close(self) -> None:
         if self._db is not None:
@@ -140,6 +149,10 @@ class AuditLog:
             raise RuntimeError("audit log is not open")
         return self._db
 
+    @property
+    def append_lock(self) -> asyncio.Lock:
+        return self._append_lock
+
     async def append(
         self, kind: str, body: dict[str, Any], contact: str | None = None,
         disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
@@ -147,39 +160,44 @@ class AuditLog:
         """Append one record (and its ledger lines) in one transaction, chained to the last."""
         record = AuditRecord(kind=kind, body=body, contact=contact)
         async with self._append_lock:
-            await self._append(record, disclosed, list(recipients))
+            began = False
+            try:
+                await self.db.execute("BEGIN IMMEDIATE")
+                began = True
+                await self.append_in_transaction(record, disclosed, list(recipients))
+                await self.db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                if began:
+                    await self.db.execute("ROLLBACK")
+                raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
         return record
 
-    async def _append(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]],
-                      recipients: list[str]) -> None:
-        kind, body, contact = record.kind, record.body, record.contact
-        began = False
-        try:
-            await self.db.execute("BEGIN IMMEDIATE")
-            began = True
-            async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
-                row = await cur.fetchone()
-            record.prev_hash = row[0] if row else GENESIS
-            record.hash = record.compute_hash()
-            cur2 = await self.db.execute(
-                "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-                (record.id, record.time, kind, contact, json.dumps(body, ensure_ascii=False),
-                 record.prev_hash, record.hash),
-            )
-            record.seq = cur2.lastrowid or 0
-            await self.db.executemany(
-                "INSERT INTO disclosures(audit_id, fact_id, event_id, recipient, time) VALUES (?,?,?,?,?)",
-                [(record.id, fid, eid, r, record.time) for fid, eid in disclosed for r in recipients],
-            )
-            await self.db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if began:
-                await self.db.execute("ROLLBACK")
-            raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
+    async def append_in_transaction(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (),
+                                    recipients: Sequence[str] = ()) -> None:
+        """Chain ``record`` to the last one; the caller holds the lock and the transaction."""
+        record.skeleton, texts = seal(record.body)
+        async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
+            row = await cur.fetchone()
+        record.prev_hash = row[0] if row else GENESIS
+        record.hash = record.compute_hash()
+        cur2 = await self.db.execute(
+            "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, platform, outcome) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (record.id, record.time, record.kind, record.contact, json.dumps(record.skeleton, ensure_ascii=False),
+             record.prev_hash, record.hash, FORMAT, _platform(record.body), outcome(record.kind, record.body)),
+        )
+        record.seq = cur2.lastrowid or 0
+        await index_record(self.db, record.seq, record.body, texts)
+        await self.db.executemany(
+            "INSERT INTO disclosures(audit_id, fact_id, event_id, recipient, time) VALUES (?,?,?,?,?)",
+            [(record.id, fid, eid, r, record.time) for fid, eid in disclosed for r in recipients],
+        )
+
+    # ------------------------------------------------------------------ reading
 
     async def records(self, contact: str | None = None, kind: str | None = None,
                       limit: int | None = None) -> list[AuditRecord]:
-        sql = "SELECT seq, id, time, kind, contact, body, prev_hash, hash FROM audit"
+        """Oldest first; ``limit`` keeps the newest ones."""
         where, args = [], []
         if contact is not None:
             where.append("contact = ?")
@@ -187,41 +205,60 @@ class AuditLog:
         if kind is not None:
             where.append("kind = ?")
             args.append(kind)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY seq DESC"
+        sql = f"SELECT {COLUMNS} FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
         if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return [r async for r in self._iter(sql, args)][::-1]
+            return (await self.select(sql + " ORDER BY seq DESC LIMIT ?", [*args, int(limit)]))[::-1]
+        return [r async for r in self.stream(" AND ".join(where), args)]
 
-    async def _iter(self, sql: str, args: list[Any]) -> AsyncIterator[AuditRecord]:
+    async def select(self, sql: str, args: Sequence[Any]) -> list[AuditRecord]:
+        """Records for a query over ``audit`` selecting COLUMNS, each with its texts."""
         try:
-            async with self.db.execute(sql, args) as cur:
-                async for seq, rid, time, kind, contact, body, prev, h in cur:
-                    yield AuditRecord(kind=kind, body=json.loads(body), contact=contact, id=rid,
-                                      time=time, prev_hash=prev, hash=h, seq=seq)
+            async with self.db.execute(sql, list(args)) as cur:
+                rows = list(await cur.fetchall())
+            return await self._with_texts(rows)
         except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
 
+    async def stream(self, where: str = "", args: Sequence[Any] = ()) -> AsyncIterator[AuditRecord]:
+        """Every matching record, oldest first, read in batches (no long read transaction)."""
+        last = 0
+        cond = f" AND ({where})" if where else ""
+        while True:
+            sql = f"SELECT {COLUMNS} FROM audit WHERE seq > ?{cond} ORDER BY seq LIMIT {_BATCH}"
+            try:
+                async with self.db.execute(sql, [last, *args]) as cur:
+                    rows = list(await cur.fetchall())
+                batch = await self._with_texts(rows)
+            except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+                raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            for rec in batch:
+                yield rec
+            if len(rows) < _BATCH:
+                return
+            last = rows[-1][0]
+
+    async def _with_texts(self, rows: list[Any]) -> list[AuditRecord]:
+        if not rows:
+            return []
+        seqs = [r[0] for r in rows]
+        marks = ",".join("?" * len(seqs))
+        texts: dict[int, dict[str, Any]] = {s: {} for s in seqs}
+        sql = f"SELECT seq, slot, salt, text, erased_at, erased_by, erasure FROM audit_text WHERE seq IN ({marks})"
+        async with self.db.execute(sql, seqs) as cur:
+            async for seq, slot, salt, text, at, by, erasure in cur:
+                texts[seq][slot] = (salt, text, Erased(slot, at, by or "", erasure or "") if at else None)
+        return [_record(row, texts[row[0]]) for row in rows]
+
     async def get(self, record_id: str) -> AuditRecord | None:
-        async for rec in self._iter(
-            "SELECT seq, id, time, kind, contact, body, prev_hash, hash FROM audit WHERE id = ?", [record_id]
-        ):
-            return rec
-        return None
+        found = await self.select(f"SELECT {COLUMNS} FROM audit WHERE id = ?", [record_id])
+        return found[0] if found else None
 
     async def verify(self) -> tuple[int, AuditRecord | None]:
         """Walk the chain; return (records checked, first bad record or None)."""
-        prev = GENESIS
-        n = 0
-        async for rec in self._iter(
-            "SELECT seq, id, time, kind, contact, body, prev_hash, hash FROM audit ORDER BY seq", []
-        ):
-            if rec.prev_hash != prev or rec.compute_hash() != rec.hash:
-                return n, rec
-            prev = rec.hash
-            n += 1
-        return n, None
+        from epmem.audit.verify import check
+
+        status = await check(self)
+        return status.verified, status.first_bad
 
     async def who_knows(self, fact_or_event: str) -> list[Disclosure]:
         """The ledger: every recipient told this fact (or any fact of this event), oldest first."""
@@ -232,6 +269,38 @@ class AuditLog:
                 return [Disclosure(*row) async for row in cur]
         except sqlite3.DatabaseError as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+
+
+async def _connect_readonly(path: Path) -> aiosqlite.Connection:
+    if not path.exists():
+        raise sqlite3.OperationalError(f"no audit database at {path}")
+    db = await connect_readonly(path)
+    try:
+        async with db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_text'") as cur:
+            row = await cur.fetchone()
+        if not row or not row[0]:
+            raise sqlite3.DatabaseError("the audit database is in the first format: start the bot or run "
+                                        "`epmem audit verify` once to carry it forward")
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
+def _platform(body: dict[str, Any]) -> str | None:
+    value = body.get("platform")
+    return value if isinstance(value, str) else None
+
+
+def _record(row: Any, texts: dict[str, Any]) -> AuditRecord:
+    seq, rid, time, kind, contact, raw, prev, h, fmt, seal_value = row
+    skeleton = json.loads(raw)
+    words = {slot: t[1] for slot, t in texts.items()}
+    rec = AuditRecord(kind=kind, body=unseal(skeleton, words), contact=contact, id=rid, time=time,
+                      prev_hash=prev, hash=h, seq=seq, skeleton=skeleton,
+                      erased=[t[2] for t in texts.values() if t[2] is not None], format=fmt or LEGACY_FORMAT,
+                      seal=seal_value, stored={slot: (t[0], t[1]) for slot, t in texts.items()})
+    return rec
 
 
 def export(records: list[AuditRecord], fmt: str) -> str:

@@ -94,6 +94,12 @@ class SubjectNormalizer:
         return re.sub(r"\s+", " ", self._pattern.sub("they", text)).strip()
 
 
+class FactObserver(Protocol):
+    """Told of every change to the stored facts (the audit page's fact register listens)."""
+
+    async def facts_changed(self, upserted: Sequence[Fact], removed: Sequence[str], cleared: bool) -> None: ...
+
+
 class FactMemory:
     """F2 facts with their annotations, stored as payloads next to dense and BM25 vectors."""
 
@@ -107,6 +113,8 @@ class FactMemory:
         self.sparse = Bm25Encoder()
         #: session retrieval (epmem.memory.retrieval.Retriever): a relevant session ranks its facts up.
         self.sessions = sessions
+        #: told after each change has been stored (epmem.audit.register.FactRegister).
+        self.observers: list[FactObserver] = []
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
         self._category_vectors = (
@@ -130,15 +138,21 @@ class FactMemory:
             for i, f in enumerate(facts)
         ]
 
+    async def _changed(self, upserted: Sequence[Fact] = (), removed: Sequence[str] = (), cleared: bool = False) -> None:
+        for observer in self.observers:
+            await observer.facts_changed(upserted, removed, cleared)
+
     async def add(self, facts: Sequence[Fact]) -> None:
         if facts:
             await self.store.upsert(FACTS, self._points(facts))
+            await self._changed(upserted=facts)
 
     async def replace_all(self, facts: Sequence[Fact]) -> None:
         """Embed first, then swap: a failure while embedding leaves the old memory intact."""
         points = self._points(facts)
         await self.clear()
         await self.store.upsert(FACTS, points)
+        await self._changed(upserted=facts)
 
     async def update(self, facts: Sequence[Fact]) -> None:
         """Annotations live in the payload; re-embedding keeps the seam to plain upserts."""
@@ -176,10 +190,12 @@ class FactMemory:
     async def forget(self, fact_ids: Sequence[str]) -> None:
         await self.store.delete(FACTS, list(fact_ids))
         await self.store.compact()
+        await self._changed(removed=fact_ids)
 
     async def clear(self) -> None:
         await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
         await self.store.compact()
+        await self._changed(cleared=True)
 
     async def count(self) -> int:
         return await self.store.count(FACTS)

@@ -1,0 +1,110 @@
+"""Erasure: /forget takes a fact's words out of the audit, and the chain still verifies.
+
+Which records lose their texts: every record that names one of the facts (as a candidate, as
+disclosed or held back, in a post-check hit, or through the held reply an approval decided) and
+every record whose text contains one of the facts' sentences word for word (an owner's edit
+quoting it, a question that repeated it). All of such a record's texts go, the question
+included: a question can carry the very words it asks about. The ids, verdicts and reasons
+stay; they are what the chain covers. A chained "erasure" record says which records lost their
+texts, when and by whom, and ``verify`` insists on it.
+
+Physical: the texts are overwritten in place (secure_delete), the database is vacuumed, and the
+WAL is checkpointed and truncated, so no copy is left in free pages or the write-ahead log.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from epmem.audit.verify import ERASURE_KIND
+from epmem.sqlite import scrub
+
+if TYPE_CHECKING:
+    from epmem.audit.log import AuditLog, AuditRecord
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """What one erasure did: the chained record that says so, and how much it took away."""
+
+    record: AuditRecord | None
+    records: tuple[str, ...]
+    texts: int
+
+
+async def _seqs(db: Any, fact_ids: Sequence[str], sentences: Sequence[str]) -> set[int]:
+    seqs: set[int] = set()
+    marks = ",".join("?" * len(fact_ids))
+    if fact_ids:
+        async with db.execute(f"SELECT seq FROM audit_fact WHERE fact_id IN ({marks})", list(fact_ids)) as cur:
+            seqs.update([row[0] async for row in cur])
+    for sentence in {s.strip() for s in sentences if s and s.strip()}:
+        sql = "SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL AND instr(lower(text), lower(?)) > 0"
+        async with db.execute(sql, (sentence,)) as cur:
+            seqs.update([row[0] async for row in cur])
+    return seqs
+
+
+async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Sequence[str], by: str,
+                      details: dict[str, Any] | None = None) -> Erasure:
+    """Erase the texts of every record that could carry these facts' words, in one transaction
+    with the chained erasure record; then compact the file. Nothing to erase: no record."""
+    from epmem.audit.log import AuditCorrupted, AuditRecord, now_iso
+
+    db = audit.db
+    async with audit.append_lock:
+        began = False
+        try:
+            await db.execute("BEGIN IMMEDIATE")
+            began = True
+            seqs = sorted(await _seqs(db, fact_ids, sentences))
+            live = await _live(db, seqs)
+            if not live:
+                await db.execute("ROLLBACK")
+                return Erasure(None, (), 0)
+            record = AuditRecord(ERASURE_KIND, {"action": "erase texts", "facts": sorted(fact_ids),
+                                               "records": [rid for _, rid in live], **(details or {}), "by": by},
+                                 contact="owner", time=now_iso())
+            marks = ",".join("?" * len(live))
+            cur = await db.execute(
+                f"UPDATE audit_text SET text = NULL, salt = NULL, erased_at = ?, erased_by = ?, erasure = ? "
+                f"WHERE text IS NOT NULL AND seq IN ({marks})",
+                [record.time, by, record.id, *(seq for seq, _ in live)])
+            count = cur.rowcount
+            record.body["texts"] = count
+            await audit.append_in_transaction(record)
+            await db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if began:
+                await db.execute("ROLLBACK")
+            raise AuditCorrupted(f"audit database {audit.path}: cannot erase: {exc}") from None
+    await compact(audit)
+    log.info("audit.erased", facts=len(fact_ids), records=len(live), texts=count, erasure=record.id)
+    return Erasure(record, tuple(rid for _, rid in live), count)
+
+
+async def _live(db: Any, seqs: list[int]) -> list[tuple[int, str]]:
+    """(seq, id) of the records among ``seqs`` that still hold a text."""
+    out: list[tuple[int, str]] = []
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = (f"SELECT DISTINCT a.seq, a.id FROM audit a JOIN audit_text t ON t.seq = a.seq "
+               f"WHERE t.text IS NOT NULL AND a.seq IN ({marks}) ORDER BY a.seq")
+        async with db.execute(sql, chunk) as cur:
+            out.extend([(row[0], row[1]) async for row in cur])
+    return out
+
+
+async def compact(audit: AuditLog) -> None:
+    """Leave no erased byte behind: vacuum, then fold and truncate the WAL (epmem.sqlite.scrub)."""
+    async with audit.append_lock:
+        if not await scrub(audit.db):
+            log.warning("audit.checkpoint_incomplete")

@@ -1,0 +1,75 @@
+"""The fact register: a copy of each fact's annotations that the audit page can read.
+
+The facts themselves live in the vector store, which one process holds at a time (Qdrant Edge
+locks the data folder), so the audit page cannot open it beside the running bot. The bot keeps
+this register in the state database instead, as its memory changes (it listens to
+:class:`epmem.memory.recall.FactMemory`) and in full at every start; the page reads it
+read-only, with the policy and the owner's exceptions, and runs the calculus over it.
+
+It holds the fact's text, so the owner sees what a row is about; /forget removes the row with
+the fact (the memory tells the register) and the state database is then vacuumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aiosqlite
+
+from epmem.memory.facts import Fact
+from epmem.sqlite import Migration, MigrationSet
+
+MIGRATIONS = MigrationSet("fact_register", (
+    Migration(
+        1,
+        "fact register",
+        """
+        CREATE TABLE fact_register (
+            id TEXT PRIMARY KEY,
+            event_id TEXT NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX fact_register_event ON fact_register(event_id)
+        """,
+    ),
+))
+
+
+def _row(f: Fact) -> tuple[str, str, str]:
+    return f.id, f.event_id, f.model_copy(update={"source_turns": []}).model_dump_json()
+
+
+class FactRegister:
+    """On the state database's connection (the bot's, read-write; the audit page's, read-only).
+    Its tables come with the state database's migration sets (bot/state.py)."""
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+
+    async def sync(self, facts: Sequence[Fact]) -> None:
+        """Make the register exactly these facts (at start: whatever changed while it was off)."""
+        db = self.db
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute("DELETE FROM fact_register")
+            await db.executemany("INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?)",
+                                 [_row(f) for f in facts])
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+
+    async def facts_changed(self, upserted: Sequence[Fact], removed: Sequence[str], cleared: bool) -> None:
+        db = self.db
+        if cleared:
+            await db.execute("DELETE FROM fact_register")
+        if removed:
+            await db.executemany("DELETE FROM fact_register WHERE id = ?", [(r,) for r in removed])
+        if upserted:
+            await db.executemany(
+                "INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "event_id = excluded.event_id, body = excluded.body", [_row(f) for f in upserted])
+
+    async def all(self) -> list[Fact]:
+        async with self.db.execute("SELECT body FROM fact_register") as cur:
+            return [Fact.model_validate_json(row[0]) async for row in cur]

@@ -1,0 +1,127 @@
+"""Walking the chain: every link, every hash, every text against its digest, every erasure.
+
+A record is good when it links to the one before, its hash covers its skeleton (format 2) or
+its full body while its texts are there (format 1, whose skeleton the seal chain covers), every
+text still present matches its salted digest, and every text that is gone was erased by a
+chained erasure record. Deleting a text by hand, without that record, is tampering like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from epmem.audit.sealing import canonical, chain_hash, digest, markers
+from epmem.audit.schema import GENESIS, LEGACY_FORMAT, MIGRATION_KIND, seal_step
+
+if TYPE_CHECKING:
+    from epmem.audit.log import AuditLog, AuditRecord
+
+ERASURE_KIND = "erasure"
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStatus:
+    """``verified`` records verify, in order from the first; ``first_bad`` is where it stops."""
+
+    verified: int
+    total: int
+    first_bad: AuditRecord | None = None
+    reason: str | None = None
+    head_seq: int = 0
+    head_hash: str = GENESIS
+    erased_records: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "verified": self.verified, "total": self.total, "head_seq": self.head_seq,
+                "head_hash": self.head_hash, "erased_records": self.erased_records,
+                "first_bad": None if self.first_bad is None else
+                {"id": self.first_bad.id, "seq": self.first_bad.seq, "reason": self.reason}}
+
+
+def _texts_problem(rec: AuditRecord) -> str | None:
+    erased = {e.slot for e in rec.erased}
+    slots = set()
+    for slot, want in markers(rec.skeleton):
+        slots.add(slot)
+        salt, text = rec.stored.get(slot, (None, None))
+        if text is None:
+            if slot not in erased:
+                return f"text {slot!r} is missing and no erasure removed it"
+        elif salt is None or digest(salt, text) != want:
+            return f"text {slot!r} does not match its digest"
+    extra = set(rec.stored) - slots
+    return f"text {sorted(extra)[0]!r} has no place in the record" if extra else None
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.prev = GENESIS
+        self.seal = GENESIS
+        self.legacy = 0
+        self.listed: set[str] = set()
+        self.erased: list[tuple[int, AuditRecord]] = []
+        self.first_bad_id: str | None = None
+
+    def problem(self, rec: AuditRecord) -> str | None:
+        if rec.prev_hash != self.prev:
+            return "does not link to the record before it"
+        bad = _texts_problem(rec)
+        if bad:
+            return bad
+        if rec.format == LEGACY_FORMAT:
+            self.seal = seal_step(self.seal, rec.hash, rec.canonical())
+            self.legacy += 1
+            if rec.seal != self.seal:
+                return "its seal does not match (format-1 record changed after it was carried forward)"
+            if not rec.erased and chain_hash(rec.prev_hash, canonical(rec.id, rec.time, rec.kind, rec.contact,
+                                                                      rec.body)) != rec.hash:
+                return "hash does not match its content"
+        elif rec.compute_hash() != rec.hash:
+            return "hash does not match its content"
+        if rec.kind == MIGRATION_KIND:
+            if rec.body.get("seal") != self.seal or rec.body.get("sealed") != self.legacy:
+                return "the seal of the format-1 records does not match"
+            if rec.body.get("first_bad") and self.first_bad_id is None:
+                self.first_bad_id = str(rec.body["first_bad"])
+        if rec.kind == ERASURE_KIND:
+            self.listed.update(str(x) for x in rec.body.get("records") or [])
+        return None
+
+
+async def check(log: AuditLog) -> ChainStatus:
+    """The whole chain, oldest first; stops at the first bad record."""
+    walk = _Walk()
+    n = 0
+    last: AuditRecord | None = None
+    async for rec in log.stream():
+        reason = walk.problem(rec)
+        if reason is not None:
+            return ChainStatus(n, await _total(log), rec, reason, *_head(last), len(walk.erased))
+        if rec.erased:
+            walk.erased.append((n, rec))
+        walk.prev, last, n = rec.hash, rec, n + 1
+    for index, rec in walk.erased:
+        if rec.id not in walk.listed:
+            return ChainStatus(index, n, rec, "texts were removed without a chained erasure record", *_head(last),
+                               len(walk.erased))
+    if walk.first_bad_id is not None:
+        bad = await log.get(walk.first_bad_id)
+        if bad is not None:
+            return ChainStatus(bad.seq - 1, n, bad, "failed before the log was carried forward to format 2",
+                               *_head(last), len(walk.erased))
+    return ChainStatus(n, n, None, None, *_head(last), len(walk.erased))
+
+
+def _head(last: AuditRecord | None) -> tuple[int, str]:
+    return (last.seq, last.hash) if last is not None else (0, GENESIS)
+
+
+async def _total(log: AuditLog) -> int:
+    async with log.db.execute("SELECT COUNT(*) FROM audit") as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
