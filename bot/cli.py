@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from epmem.audit.log import AuditCorrupted, AuditLog, export
+from epmem.audit.log import AuditCorrupted
 from epmem.policy.model import STRANGER_ID, PolicyError, load_policy, policy_json_schema
 from epmem.store.base import StoreLocked, StoreMismatch
 
@@ -261,80 +261,6 @@ def facts_import(file: Path) -> None:
     out.print(f"imported {n} facts from {file} into {s.data_dir}")
 
 
-# --------------------------------------------------------------------------- audit
-
-
-async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
-    if not s.audit_db.exists():
-        fail(f"no audit database at {s.audit_db}")
-    log = await AuditLog(s.audit_db).open()
-    try:
-        return await fn(log)
-    finally:
-        await log.close()
-
-
-@audit_app.command("list")
-def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = typer.Option(False, "--json"),
-               limit: int = typer.Option(50, "--limit")) -> None:
-    """Recent decisions, oldest first."""
-    s = settings()
-    records = run(_with_audit(s, lambda log: log.records(contact=contact, limit=limit)))
-    if as_json:
-        sys.stdout.write(export(records, "jsonl"))
-        return
-    table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
-    for r in records:
-        table.add_row(r.id, r.time[:19], r.kind, r.contact or "",
-                      str(r.body.get("question", r.body.get("action", "")))[:50],
-                      ", ".join(r.body.get("disclosed", [])))
-    out.print(table)
-
-
-@audit_app.command("show")
-def audit_show(record_id: str) -> None:
-    """One decision with every candidate fact's verdict and reason."""
-    s = settings()
-    record = run(_with_audit(s, lambda log: log.get(record_id)))
-    if record is None:
-        fail(f"no audit record {record_id!r}")
-    sys.stdout.write(json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")
-
-
-@audit_app.command("verify")
-def audit_verify() -> None:
-    """Check the hash chain; exit 1 naming the first bad record."""
-    s = settings()
-    n, bad = run(_with_audit(s, lambda log: log.verify()))
-    if bad is not None:
-        fail(f"audit chain broken at record {bad.id} (seq {bad.seq}); {n} records before it verify")
-    out.print(f"ok: {n} records, chain intact")
-
-
-@audit_app.command("export")
-def audit_export(fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv")) -> None:
-    """Every record, for review elsewhere."""
-    if fmt not in ("jsonl", "csv"):
-        fail(f"unknown format {fmt!r}: use jsonl or csv", 2)
-    s = settings()
-    records = run(_with_audit(s, lambda log: log.records()))
-    sys.stdout.write(export(records, fmt))
-
-
-@audit_app.command("who-knows")
-def audit_who_knows(fact_or_event: str) -> None:
-    """The disclosure ledger for a fact or an event."""
-    s = settings()
-    ledger = run(_with_audit(s, lambda log: log.who_knows(fact_or_event)))
-    if not ledger:
-        out.print(f"nobody has been told {fact_or_event}")
-        return
-    table = Table("time", "recipient", "fact", "event", "audit id")
-    for d in ledger:
-        table.add_row(d.time[:19], d.recipient, d.fact_id, d.event_id, d.audit_id)
-    out.print(table)
-
-
 # --------------------------------------------------------------------------- bench
 
 
@@ -435,10 +361,13 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json"),
     write_json(run_calculus_bench(seconds), json_out)
 
 
-# memory commands (ingest, reindex, bench locomo, bench memory) live in bot/cli_memory.py
+# memory commands (ingest, reindex, bench locomo, bench memory) live in bot/cli_memory.py,
+# the audit's (list, show, verify, export, who-knows, serve) in bot/cli_audit.py
+from bot.cli_audit import register as _register_audit_commands  # noqa: E402
 from bot.cli_memory import register as _register_memory_commands  # noqa: E402
 
 _register_memory_commands(app, bench_app)
+_register_audit_commands(audit_app)
 
 
 def main() -> None:

@@ -93,28 +93,52 @@ class _Walk:
         return None
 
 
+class ChainWatcher:
+    """Verifies incrementally: each call walks only the records appended since the last one.
+
+    For the audit page, whose banner must not re-hash 100k records per request. A texts-only
+    erasure touches records already walked; :meth:`reset` (the page does it periodically)
+    walks everything again."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._walk = _Walk()
+        self._n = 0
+        self._last: AuditRecord | None = None
+        self._bad: ChainStatus | None = None
+
+    async def advance(self, log: AuditLog) -> ChainStatus:
+        if self._bad is not None:
+            return self._bad
+        walk = self._walk
+        after = self._last.seq if self._last is not None else 0
+        async for rec in log.stream("seq > ?", [after]):
+            reason = walk.problem(rec)
+            if reason is not None:
+                self._bad = ChainStatus(self._n, await _total(log), rec, reason, *_head(self._last),
+                                        len(walk.erased))
+                return self._bad
+            if rec.erased:
+                walk.erased.append((self._n, rec))
+            walk.prev, self._last, self._n = rec.hash, rec, self._n + 1
+        n = self._n
+        for index, rec in walk.erased:
+            if rec.id not in walk.listed:
+                return ChainStatus(index, n, rec, "texts were removed without a chained erasure record",
+                                   *_head(self._last), len(walk.erased))
+        if walk.first_bad_id is not None:
+            bad = await log.get(walk.first_bad_id)
+            if bad is not None:
+                return ChainStatus(bad.seq - 1, n, bad, "failed before the log was carried forward to format 2",
+                                   *_head(self._last), len(walk.erased))
+        return ChainStatus(n, n, None, None, *_head(self._last), len(walk.erased))
+
+
 async def check(log: AuditLog) -> ChainStatus:
     """The whole chain, oldest first; stops at the first bad record."""
-    walk = _Walk()
-    n = 0
-    last: AuditRecord | None = None
-    async for rec in log.stream():
-        reason = walk.problem(rec)
-        if reason is not None:
-            return ChainStatus(n, await _total(log), rec, reason, *_head(last), len(walk.erased))
-        if rec.erased:
-            walk.erased.append((n, rec))
-        walk.prev, last, n = rec.hash, rec, n + 1
-    for index, rec in walk.erased:
-        if rec.id not in walk.listed:
-            return ChainStatus(index, n, rec, "texts were removed without a chained erasure record", *_head(last),
-                               len(walk.erased))
-    if walk.first_bad_id is not None:
-        bad = await log.get(walk.first_bad_id)
-        if bad is not None:
-            return ChainStatus(bad.seq - 1, n, bad, "failed before the log was carried forward to format 2",
-                               *_head(last), len(walk.erased))
-    return ChainStatus(n, n, None, None, *_head(last), len(walk.erased))
+    return await ChainWatcher().advance(log)
 
 
 def _head(last: AuditRecord | None) -> tuple[int, str]:

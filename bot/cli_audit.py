@@ -1,0 +1,149 @@
+"""`epmem audit ...`: read, verify, export the audit log, and serve the owner's audit page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import typer
+from rich.table import Table
+
+from epmem.audit import AuditLog, check, export
+from epmem.audit.register import FactRegister
+from epmem.policy.model import Policy, load_policy
+from epmem.policy.overlay import Overlay
+
+from bot.config import Settings
+
+T = TypeVar("T")
+
+
+async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
+    from bot.cli import fail
+
+    if not s.audit_db.exists():
+        fail(f"no audit database at {s.audit_db}")
+    log = await AuditLog(s.audit_db).open()
+    try:
+        return await fn(log)
+    finally:
+        await log.close()
+
+
+def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = typer.Option(False, "--json"),
+               limit: int = typer.Option(50, "--limit")) -> None:
+    """Recent decisions, oldest first."""
+    from bot.cli import out, run, settings
+
+    s = settings()
+    records = run(_with_audit(s, lambda log: log.records(contact=contact, limit=limit)))
+    if as_json:
+        sys.stdout.write(export(records, "jsonl"))
+        return
+    table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
+    for r in records:
+        question = r.body.get("question", r.body.get("action", ""))
+        shown = "(erased)" if question is None and r.erased else str(question or "")[:50]
+        table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(r.body.get("disclosed", []) or []))
+    out.print(table)
+
+
+def audit_show(record_id: str) -> None:
+    """One decision with every candidate fact's verdict and reason (and what was erased)."""
+    from bot.cli import fail, run, settings
+
+    s = settings()
+    record = run(_with_audit(s, lambda log: log.get(record_id)))
+    if record is None:
+        fail(f"no audit record {record_id!r}")
+    sys.stdout.write(json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")
+
+
+def audit_verify() -> None:
+    """Check the hash chain and every text against its digest; exit 1 naming the first bad record."""
+    from bot.cli import fail, out, run, settings
+
+    s = settings()
+    status = run(_with_audit(s, check))
+    if status.first_bad is not None:
+        fail(f"audit chain broken at record {status.first_bad.id} (seq {status.first_bad.seq}): {status.reason}; "
+             f"{status.verified} records before it verify")
+    erased = f"; {status.erased_records} with erased texts" if status.erased_records else ""
+    out.print(f"ok: {status.verified} records, chain intact{erased}")
+
+
+def audit_export(fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv")) -> None:
+    """Every record, for review elsewhere."""
+    from bot.cli import fail, run, settings
+
+    if fmt not in ("jsonl", "csv"):
+        fail(f"unknown format {fmt!r}: use jsonl or csv", 2)
+    s = settings()
+    records = run(_with_audit(s, lambda log: log.records()))
+    sys.stdout.write(export(records, fmt))
+
+
+def audit_who_knows(fact_or_event: str) -> None:
+    """The disclosure ledger for a fact or an event."""
+    from bot.cli import out, run, settings
+
+    s = settings()
+    ledger = run(_with_audit(s, lambda log: log.who_knows(fact_or_event)))
+    if not ledger:
+        out.print(f"nobody has been told {fact_or_event}")
+        return
+    table = Table("time", "recipient", "fact", "event", "audit id")
+    for d in ledger:
+        table.add_row(d.time[:19], d.recipient, d.fact_id, d.event_id, d.audit_id)
+    out.print(table)
+
+
+async def _prepare(s: Settings) -> None:
+    """Bring both databases to the current schema once, before the read-only page opens them
+    (a no-op when the bot already did; the page itself never writes)."""
+    async with AuditLog(s.audit_db):
+        pass
+    overlay = await Overlay(s.state_db).open()
+    try:
+        await FactRegister(lambda: overlay.db).open()
+    finally:
+        await overlay.close()
+
+
+def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
+                port: int = typer.Option(0, "--port", help="0 picks a free port")) -> None:
+    """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
+    from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, run_page
+
+    from bot.cli import fail, run, settings
+
+    s = settings(quiet=True)
+    if not s.audit_db.exists():
+        fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
+    try:
+        token, generated = choose_token(host, os.environ.get(TOKEN_ENV))
+    except PageRefused as exc:
+        fail(str(exc), 2)
+    run(_prepare(s))
+    policy_path = s.policy_path()
+
+    async def policy() -> Policy:
+        return await asyncio.to_thread(load_policy, policy_path)
+
+    try:
+        run_page(PageConfig(s.audit_db, s.state_db, policy, token), host, port, sys.stdout, generated)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def register(audit_app: typer.Typer) -> None:
+    audit_app.command("list")(audit_list)
+    audit_app.command("show")(audit_show)
+    audit_app.command("verify")(audit_verify)
+    audit_app.command("export")(audit_export)
+    audit_app.command("who-knows")(audit_who_knows)
+    audit_app.command("serve")(audit_serve)

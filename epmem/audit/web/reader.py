@@ -1,0 +1,246 @@
+"""What the audit page shows, read beside the running bot and never written.
+
+Every query here is one indexed lookup: the timeline walks ``audit`` by its primary key from a
+keyset cursor (``before``/``after`` a seq), each filter has an index ending in seq, and a date
+range becomes a seq range through the time index. A page of 50 records out of 100k costs the
+same as out of 100.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from epmem.audit.knows import matrix
+from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
+from epmem.audit.register import FactRegister
+from epmem.audit.schema import MESSAGE_OUTCOMES
+from epmem.audit.verify import ChainStatus, ChainWatcher
+from epmem.memory.facts import Fact
+from epmem.policy.calculus import Rulebook
+from epmem.policy.model import Policy
+from epmem.policy.overlay import Overlay
+from epmem.policy.overrides import apply_overrides
+
+PAGE_SIZE = 50
+#: how often the banner walks the whole chain again (new records are checked on every request).
+FULL_CHECK_S = 300.0
+_VERDICT = re.compile(r"^(allow|deny): rule (\d), (.+?)(?: \((.+)\))?$")
+
+
+class BadQuery(ValueError):
+    """A filter the page cannot read; the message names the parameter."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    contact: str | None = None
+    platform: str | None = None
+    outcome: str | None = None
+    since: date | None = None
+    until: date | None = None
+
+    @classmethod
+    def parse(cls, params: dict[str, str], outcomes: tuple[str, ...]) -> Filters:
+        def day(name: str) -> date | None:
+            raw = params.get(name, "").strip()
+            if not raw:
+                return None
+            try:
+                return date.fromisoformat(raw)
+            except ValueError:
+                raise BadQuery(f"{name}: expected a date like 2026-05-01, got {raw!r}") from None
+
+        outcome = params.get("outcome", "").strip() or None
+        if outcome is not None and outcome not in outcomes:
+            raise BadQuery(f"outcome: one of {', '.join(outcomes)}, got {outcome!r}")
+        return cls(params.get("contact", "").strip() or None, params.get("platform", "").strip() or None,
+                   outcome, day("from"), day("to"))
+
+    def as_params(self) -> dict[str, str]:
+        out = {"contact": self.contact, "platform": self.platform, "outcome": self.outcome,
+               "from": self.since.isoformat() if self.since else None,
+               "to": self.until.isoformat() if self.until else None}
+        return {k: v for k, v in out.items() if v}
+
+
+def summary(r: AuditRecord) -> str:
+    """One line for a timeline row: the question, or what the owner or scheduler did."""
+    b = r.body
+    if "question" in r.skeleton:
+        return "" if b.get("question") is None else str(b["question"])
+    if r.kind in ("policy_change", "erasure", "audit_migration"):
+        bits = [str(b.get("action", r.kind))]
+        bits += [f"{k} {b[k]}" for k in ("target", "fact", "facts", "contact", "level", "to") if b.get(k) is not None]
+        return " ".join(bits)
+    return str(b.get("non_text") or b.get("reason") or b.get("decision") or "")
+
+
+def row(r: AuditRecord) -> dict[str, Any]:
+    return {"seq": r.seq, "id": r.id, "time": r.time, "kind": r.kind, "outcome": r.outcome, "contact": r.contact,
+            "platform": r.body.get("platform"), "summary": summary(r), "erased": bool(r.erased),
+            "disclosed": list(r.body.get("disclosed") or [])}
+
+
+def verdict_parts(text: str) -> dict[str, Any]:
+    m = _VERDICT.match(text)
+    if m is None:
+        return {"allowed": text.startswith("allow"), "rule": None, "reason": text, "exception": None}
+    return {"allowed": m.group(1) == "allow", "rule": int(m.group(2)), "reason": m.group(3), "exception": m.group(4)}
+
+
+class AuditPages:
+    def __init__(self, audit: AuditLog, overlay: Overlay, policy: Callable[[], Awaitable[Policy]]) -> None:
+        self.audit = audit
+        self.overlay = overlay
+        self.register = FactRegister(lambda: overlay.db)
+        self.policy = policy
+        self._watcher = ChainWatcher()
+        self._checked_all = 0.0
+        self._lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ chain
+
+    async def chain(self) -> ChainStatus:
+        async with self._lock:
+            if time.monotonic() - self._checked_all > FULL_CHECK_S:
+                self._watcher.reset()
+                self._checked_all = time.monotonic()
+            return await self._watcher.advance(self.audit)
+
+    # ------------------------------------------------------------------ timeline
+
+    async def _seq_bound(self, day: date, first: bool) -> int | None:
+        """The first seq at or after a day's start (``first``), or the last before it."""
+        moment = day.isoformat()
+        sql = ("SELECT seq FROM audit WHERE time >= ? ORDER BY time LIMIT 1" if first
+               else "SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1")
+        async with self.audit.db.execute(sql, (moment,)) as cur:
+            found = await cur.fetchone()
+        return int(found[0]) if found else None
+
+    async def _where(self, f: Filters) -> tuple[list[str], list[Any]] | None:
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (("contact", f.contact), ("platform", f.platform), ("outcome", f.outcome)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if f.since is not None:
+            low = await self._seq_bound(f.since, True)
+            if low is None:
+                return None
+            where += ["seq >= ?", "time >= ?"]
+            args += [low, f.since.isoformat()]
+        if f.until is not None:
+            end = f.until + timedelta(days=1)
+            high = await self._seq_bound(end, False)
+            if high is None:
+                return None
+            where += ["seq <= ?", "time < ?"]
+            args += [high, end.isoformat()]
+        return where, args
+
+    async def timeline(self, f: Filters, before: int | None = None, after: int | None = None,
+                       size: int = PAGE_SIZE) -> dict[str, Any]:
+        found = await self._where(f)
+        records: list[AuditRecord] = []
+        total, more, ascending = 0, False, after is not None and before is None
+        if found is not None:
+            where, args = found
+            cursor = [*where, *(["seq < ?"] if before is not None else []), *(["seq > ?"] if after is not None else [])]
+            cursor_args = [*args, *([before] if before is not None else []), *([after] if after is not None else [])]
+            cond = " WHERE " + " AND ".join(cursor) if cursor else ""
+            records = await self.audit.select(
+                f"SELECT {COLUMNS} FROM audit{cond} ORDER BY seq {'ASC' if ascending else 'DESC'} LIMIT ?",
+                [*cursor_args, size + 1])
+            more = len(records) > size
+            records = records[:size]
+            if ascending:
+                records.reverse()
+            total = await self._count(where, args)
+        newer = older = None
+        if records:
+            newest, oldest = records[0].seq, records[-1].seq
+            if ascending:
+                newer = newest if more else None
+                older = oldest if await self._exists(found, "<", oldest) else None
+            else:
+                older = oldest if more else None
+                newer = newest if await self._exists(found, ">", newest) else None
+        return {"filters": f.as_params(), "rows": [row(r) for r in records], "total": total, "page_size": size,
+                "older_before": older, "newer_after": newer, "options": await self._options()}
+
+    async def _exists(self, found: tuple[list[str], list[Any]] | None, op: str, seq: int) -> bool:
+        if found is None:
+            return False
+        where, args = found
+        cond = " AND ".join([*where, f"seq {op} ?"])
+        async with self.audit.db.execute(f"SELECT 1 FROM audit WHERE {cond} LIMIT 1", [*args, seq]) as cur:
+            return await cur.fetchone() is not None
+
+    async def _count(self, where: list[str], args: list[Any]) -> int:
+        cond = " WHERE " + " AND ".join(where) if where else ""
+        async with self.audit.db.execute(f"SELECT COUNT(*) FROM audit{cond}", args) as cur:
+            found = await cur.fetchone()
+        return int(found[0]) if found else 0
+
+    async def _options(self) -> dict[str, list[str]]:
+        """The filter menus: contacts and platforms seen (index scans), and the outcomes."""
+        out: dict[str, list[str]] = {}
+        for column in ("contact", "platform"):
+            async with self.audit.db.execute(
+                    f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}") as cur:
+                out[column] = [r[0] async for r in cur]
+        out["outcome"] = list(MESSAGE_OUTCOMES)
+        return out
+
+    # ------------------------------------------------------------------ one decision
+
+    async def decision(self, record_id: str) -> dict[str, Any] | None:
+        r = await self.audit.get(record_id)
+        if r is None:
+            return None
+        facts = {f.id: f for f in await self.register.all()}
+        candidates = []
+        for c in r.body.get("candidates") or []:
+            fact = facts.get(c.get("fact"))
+            candidates.append({**c, "text": fact.text if fact else None,
+                               "verdicts": {who: verdict_parts(v) for who, v in (c.get("verdicts") or {}).items()}})
+        erased = {e.slot: {"at": e.at, "by": e.by, "erasure": e.erasure} for e in r.erased}
+        chain = await self.chain()
+        verified = chain.ok or (chain.first_bad is not None and r.seq < chain.first_bad.seq)
+        return {"record": r.as_dict(), "outcome": r.outcome, "candidates": candidates, "erased": erased,
+                "position": {"seq": r.seq, "prev_hash": r.prev_hash, "hash": r.hash, "verified": verified,
+                          "format": r.format}}
+
+    # ------------------------------------------------------------------ who knows
+
+    async def rulebook(self) -> Rulebook:
+        base = await self.policy()
+        effective, _ = apply_overrides(base, await self.overlay.contact_overrides())
+        return Rulebook(effective, [e for _, e in await self.overlay.exceptions()])
+
+    async def knows(self, by_event: bool = False, words: str = "", page: int = 1,
+                    size: int = PAGE_SIZE) -> dict[str, Any]:
+        rulebook = await self.rulebook()
+        facts: list[Fact] = await self.register.all()
+        async with self.audit.db.execute(
+                "SELECT fact_id, event_id, recipient, MIN(time) FROM disclosures GROUP BY fact_id, recipient") as cur:
+            ledger = [(a, b, c, d) async for a, b, c, d in cur]
+        cols, rows = matrix(facts, ledger, rulebook, by_event)
+        wanted = words.casefold().split()
+        if wanted:
+            rows = [r for r in rows if all(w in f"{r.id} {r.event_id} {r.text or ''}".casefold() for w in wanted)]
+        pages = max(1, -(-len(rows) // size))
+        page = min(max(page, 1), pages)
+        shown = rows[(page - 1) * size: page * size]
+        return {"by": "event" if by_event else "fact", "q": words, "page": page, "pages": pages, "total": len(rows),
+                "columns": [{"id": c.id, "label": c.label, "note": c.note, "kind": c.kind, "members": list(c.members)}
+                            for c in cols],
+                "rows": [r.as_dict(cols) for r in shown]}
