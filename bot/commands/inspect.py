@@ -35,7 +35,8 @@ async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not records:
         return "No decisions recorded yet."
     return "\n".join(
-        f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: {str(r.body.get('question', r.body.get('action', '')))[:60]}"
+        f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
+        f"{'(erased)' if r.erased and r.body.get('question') is None else str(r.body.get('question', r.body.get('action', '')))[:60]}"
         f" -> disclosed {r.body.get('disclosed', [])}"
         for r in records
     )
@@ -46,14 +47,19 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     record = await owner.audit.get(rest.strip())
     if record is None:
         raise CommandError(f"no audit record {rest.strip()!r}")
-    lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: "
-             f"{record.body.get('question', '')}"]
+    erased = {e.slot: e for e in record.erased}
+
+    def said(field: str) -> str:
+        e = erased.get(field)
+        return f"(erased {e.at[:19]} by {e.by})" if e else str(record.body.get(field, ""))
+
+    lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: {said('question')}"]
     for c in record.body.get("candidates", []):
         mark = "USED" if c["used"] else ("allowed" if c["allowed"] else "denied")
         lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
         for rid, text in c["verdicts"].items():
             lines.append(f"      {rid}: {text}")
-    lines.append(f"reply: {record.body.get('reply')}")
+    lines.append(f"reply: {said('reply')}")
     return "\n".join(lines)
 
 

@@ -219,9 +219,10 @@ class AuditLog:
         except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
 
-    async def stream(self, where: str = "", args: Sequence[Any] = ()) -> AsyncIterator[AuditRecord]:
-        """Every matching record, oldest first, read in batches (no long read transaction)."""
-        last = 0
+    async def stream(self, where: str = "", args: Sequence[Any] = (), after: int = 0) -> AsyncIterator[AuditRecord]:
+        """Every matching record after seq ``after``, oldest first, read in batches (no long
+        read transaction)."""
+        last = after
         cond = f" AND ({where})" if where else ""
         while True:
             sql = f"SELECT {COLUMNS} FROM audit WHERE seq > ?{cond} ORDER BY seq LIMIT {_BATCH}"

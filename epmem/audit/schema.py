@@ -77,11 +77,11 @@ MIGRATIONS = MigrationSet("audit", (
             PRIMARY KEY (fact_id, seq)
         ) WITHOUT ROWID;
         DROP INDEX audit_contact;
-        CREATE INDEX audit_contact ON audit(contact, seq);
-        CREATE INDEX audit_platform ON audit(platform, seq);
-        CREATE INDEX audit_outcome ON audit(outcome, seq);
-        CREATE INDEX audit_time ON audit(time);
-        CREATE INDEX disclosures_recipient ON disclosures(recipient, fact_id)
+        CREATE INDEX audit_contact ON audit(contact, seq, platform, outcome);
+        CREATE INDEX audit_platform ON audit(platform, seq, contact, outcome);
+        CREATE INDEX audit_outcome ON audit(outcome, seq, contact, platform);
+        CREATE INDEX audit_time ON audit(time, seq);
+        CREATE INDEX disclosures_ledger ON disclosures(fact_id, recipient, time, event_id)
         """,
     ),
 ), legacy_table="migrations")

@@ -8,6 +8,7 @@ chained erasure record. Deleting a text by hand, without that record, is tamperi
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +32,15 @@ class ChainStatus:
     head_seq: int = 0
     head_hash: str = GENESIS
     erased_records: int = 0
+    #: False while a first walk is still under way (``verified`` is its progress so far).
+    complete: bool = True
 
     @property
     def ok(self) -> bool:
         return self.first_bad is None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "verified": self.verified, "total": self.total, "head_seq": self.head_seq,
+        return {"ok": self.ok, "complete": self.complete, "verified": self.verified, "total": self.total, "head_seq": self.head_seq,
                 "head_hash": self.head_hash, "erased_records": self.erased_records,
                 "first_bad": None if self.first_bad is None else
                 {"id": self.first_bad.id, "seq": self.first_bad.seq, "reason": self.reason}}
@@ -103,6 +106,10 @@ class ChainWatcher:
     def __init__(self) -> None:
         self.reset()
 
+    @property
+    def progress(self) -> int:
+        return self._n
+
     def reset(self) -> None:
         self._walk = _Walk()
         self._n = 0
@@ -114,7 +121,9 @@ class ChainWatcher:
             return self._bad
         walk = self._walk
         after = self._last.seq if self._last is not None else 0
-        async for rec in log.stream("seq > ?", [after]):
+        async for rec in log.stream(after=after):
+            if self._n % 200 == 0:
+                await asyncio.sleep(0)  # a long walk must not starve the page it runs beside
             reason = walk.problem(rec)
             if reason is not None:
                 self._bad = ChainStatus(self._n, await _total(log), rec, reason, *_head(self._last),

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from epmem.audit import AuditLog, check, erase_facts
+from epmem.audit.verify import ChainWatcher
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import GENESIS
 
@@ -148,3 +149,23 @@ async def test_a_first_format_record_broken_before_carrying_forward_stays_report
         await erase_facts(log, ["f8"], [CANARY], by="owner")  # erasing it cannot hide the old break
         status = await check(log)
         assert status.first_bad is not None and status.first_bad.id == "old0"
+
+
+async def test_the_page_watcher_checks_only_new_records_and_keeps_a_break(tmp_path: Path) -> None:
+    path = tmp_path / "a.sqlite"
+    async with AuditLog(path) as log:
+        watcher = ChainWatcher()
+        for i in range(3):
+            await log.append("reply", reply_body(f"q{i}", f"r{i}", "f1"))
+        first = await watcher.advance(log)
+        assert first.ok and first.complete and watcher.progress == 3 and first.head_seq == 3
+        late = await log.append("reply", reply_body("q3", "r3", "f1"))
+        assert (await watcher.advance(log)).head_hash == late.hash
+        await log.append("reply", reply_body("q4", "r4", "f1"))
+        db = sqlite3.connect(path)
+        db.execute("UPDATE audit SET prev_hash = ? WHERE seq = 5", ("f" * 64,))
+        db.commit()
+        db.close()
+        broken = await watcher.advance(log)
+        assert broken.first_bad is not None and broken.first_bad.seq == 5 and broken.verified == 4
+        assert (await watcher.advance(log)).first_bad == broken.first_bad  # stays broken

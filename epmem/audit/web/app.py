@@ -10,10 +10,11 @@ that is not escaped by a template is never echoed at all (a bad ``next`` is drop
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,14 +183,18 @@ async def not_found(request: Request, exc: Exception) -> Response:
 
 
 def create_app(config: PageConfig) -> Starlette:
-    @asynccontextmanager
+    @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         audit = await AuditLog(config.audit_db, readonly=True).open()
         overlay = await Overlay(config.state_db, readonly=True).open()
-        app.state.pages = AuditPages(audit, overlay, config.policy)
+        pages = app.state.pages = AuditPages(audit, overlay, config.policy)
+        verifier = asyncio.create_task(pages.verify_forever())
         try:
             yield
         finally:
+            verifier.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await verifier
             await overlay.close()
             await audit.close()
 

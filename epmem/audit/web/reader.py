@@ -30,6 +30,7 @@ from epmem.policy.overrides import apply_overrides
 PAGE_SIZE = 50
 #: how often the banner walks the whole chain again (new records are checked on every request).
 FULL_CHECK_S = 300.0
+OPTIONS_TTL_S = 60.0
 _VERDICT = re.compile(r"^(allow|deny): rule (\d), (.+?)(?: \((.+)\))?$")
 
 
@@ -100,18 +101,33 @@ class AuditPages:
         self.overlay = overlay
         self.register = FactRegister(lambda: overlay.db)
         self.policy = policy
-        self._watcher = ChainWatcher()
-        self._checked_all = 0.0
+        self._walking = ChainWatcher()
+        self._verified: ChainWatcher | None = None
         self._lock = asyncio.Lock()
+        self._options: tuple[float, dict[str, list[str]]] | None = None
+        #: the ledger, first time per (fact, reader), kept up to date by disclosure rowid.
+        self._ledger: dict[tuple[str, str], tuple[str, str]] = {}
+        self._ledger_rowid = 0
 
     # ------------------------------------------------------------------ chain
 
     async def chain(self) -> ChainStatus:
+        """The banner: the last full walk, brought up to the newest record (cheap), or the
+        first walk's progress while it is still under way."""
+        if self._verified is None:
+            return ChainStatus(self._walking.progress, 0, complete=False)
         async with self._lock:
-            if time.monotonic() - self._checked_all > FULL_CHECK_S:
-                self._watcher.reset()
-                self._checked_all = time.monotonic()
-            return await self._watcher.advance(self.audit)
+            return await self._verified.advance(self.audit)
+
+    async def verify_forever(self) -> None:
+        """Walk the whole chain at start and again every FULL_CHECK_S (an erasure changes texts
+        of records already walked); a fresh walk replaces the last one only when it is done."""
+        while True:
+            self._walking = ChainWatcher()
+            await self._walking.advance(self.audit)
+            async with self._lock:
+                self._verified = self._walking
+            await asyncio.sleep(FULL_CHECK_S)
 
     # ------------------------------------------------------------------ timeline
 
@@ -174,7 +190,7 @@ class AuditPages:
                 older = oldest if more else None
                 newer = newest if await self._exists(found, ">", newest) else None
         return {"filters": f.as_params(), "rows": [row(r) for r in records], "total": total, "page_size": size,
-                "older_before": older, "newer_after": newer, "options": await self._options()}
+                "older_before": older, "newer_after": newer, "options": await self._filter_options()}
 
     async def _exists(self, found: tuple[list[str], list[Any]] | None, op: str, seq: int) -> bool:
         if found is None:
@@ -190,14 +206,18 @@ class AuditPages:
             found = await cur.fetchone()
         return int(found[0]) if found else 0
 
-    async def _options(self) -> dict[str, list[str]]:
-        """The filter menus: contacts and platforms seen (index scans), and the outcomes."""
+    async def _filter_options(self) -> dict[str, list[str]]:
+        """The filter menus: contacts and platforms seen (index scans, at most once a minute),
+        and the outcomes."""
+        if self._options is not None and time.monotonic() - self._options[0] < OPTIONS_TTL_S:
+            return self._options[1]
         out: dict[str, list[str]] = {}
         for column in ("contact", "platform"):
             async with self.audit.db.execute(
                     f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}") as cur:
                 out[column] = [r[0] async for r in cur]
         out["outcome"] = list(MESSAGE_OUTCOMES)
+        self._options = (time.monotonic(), out)
         return out
 
     # ------------------------------------------------------------------ one decision
@@ -214,9 +234,9 @@ class AuditPages:
                                "verdicts": {who: verdict_parts(v) for who, v in (c.get("verdicts") or {}).items()}})
         erased = {e.slot: {"at": e.at, "by": e.by, "erasure": e.erasure} for e in r.erased}
         chain = await self.chain()
-        verified = chain.ok or (chain.first_bad is not None and r.seq < chain.first_bad.seq)
+        verified = chain.complete and (chain.ok or (chain.first_bad is not None and r.seq < chain.first_bad.seq))
         return {"record": r.as_dict(), "outcome": r.outcome, "candidates": candidates, "erased": erased,
-                "position": {"seq": r.seq, "prev_hash": r.prev_hash, "hash": r.hash, "verified": verified,
+                "position": {"checked": chain.complete, "seq": r.seq, "prev_hash": r.prev_hash, "hash": r.hash, "verified": verified,
                           "format": r.format}}
 
     # ------------------------------------------------------------------ who knows
@@ -226,14 +246,23 @@ class AuditPages:
         effective, _ = apply_overrides(base, await self.overlay.contact_overrides())
         return Rulebook(effective, [e for _, e in await self.overlay.exceptions()])
 
+    async def _ledger_rows(self) -> list[tuple[str, str, str, str]]:
+        """(fact, event, reader, first time told); only lines added since the last call are read
+        (the ledger is append-only: erasure takes texts, never who was told)."""
+        sql = "SELECT rowid, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
+        async with self.audit.db.execute(sql, (self._ledger_rowid,)) as cur:
+            async for rowid, fact, event, reader, moment in cur:
+                seen = self._ledger.get((fact, reader))
+                if seen is None or moment < seen[1]:
+                    self._ledger[(fact, reader)] = (event, moment)
+                self._ledger_rowid = rowid
+        return [(fact, event, reader, moment) for (fact, reader), (event, moment) in self._ledger.items()]
+
     async def knows(self, by_event: bool = False, words: str = "", page: int = 1,
                     size: int = PAGE_SIZE) -> dict[str, Any]:
         rulebook = await self.rulebook()
         facts: list[Fact] = await self.register.all()
-        async with self.audit.db.execute(
-                "SELECT fact_id, event_id, recipient, MIN(time) FROM disclosures GROUP BY fact_id, recipient") as cur:
-            ledger = [(a, b, c, d) async for a, b, c, d in cur]
-        cols, rows = matrix(facts, ledger, rulebook, by_event)
+        cols, rows = matrix(facts, await self._ledger_rows(), rulebook, by_event)
         wanted = words.casefold().split()
         if wanted:
             rows = [r for r in rows if all(w in f"{r.id} {r.event_id} {r.text or ''}".casefold() for w in wanted)]
