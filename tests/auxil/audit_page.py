@@ -48,7 +48,7 @@ async def build_audit(root: Path) -> AuditData:
     runtime = await house_runtime(data, policy_file=policy)
     try:
         agent = runtime.agent
-        agent.outbox["console"] = _Outbox()
+        runtime.outbox.attach("console", _Outbox())
         for i in range(BULK):  # older records first, so the real ones are on the first page
             await runtime.audit.append("reply", {"platform": "slack", "chat": "C1", "chat_kind": "direct",
                                                  "sender": "slack:T1/UKIM", "contact": "kim", "audience": ["kim"],

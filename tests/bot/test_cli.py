@@ -126,13 +126,25 @@ def test_corrupted_and_tampered_audit(tmp_path: Path) -> None:
     epmem("chat", "--as", "leo", data=data, stdin="How is the house hunt going?\nWhen is the Atlas launch?\n")
     db = sqlite3.connect(data / "audit.sqlite")
     first_id = db.execute("SELECT id FROM audit ORDER BY seq LIMIT 1").fetchone()[0]
-    db.execute("UPDATE audit SET body = replace(body, 'Elm Road', 'Oak Lane') WHERE id = ?", (first_id,))
+    # the words sit beside the chained skeleton, under a salted digest (epmem.audit.sealing)
+    changed = db.execute("UPDATE audit_text SET text = replace(text, 'Elm Road', 'Oak Lane') "
+                         "WHERE seq = 1 AND text LIKE '%Elm Road%'").rowcount
     db.commit()
     db.close()
+    assert changed == 1
     tampered = epmem("audit", "verify", data=data)
     assert tampered.returncode == 1
-    assert error_lines(tampered) == [f"error: audit chain broken at record {first_id} (seq 1); "
-                                     "0 records before it verify"]
+    assert error_lines(tampered) == [f"error: audit chain broken at record {first_id} (seq 1): text 'reply' does "
+                                     "not match its digest; 0 records before it verify"]
+    db = sqlite3.connect(data / "audit.sqlite")
+    db.execute("UPDATE audit_text SET text = replace(text, 'Oak Lane', 'Elm Road') WHERE seq = 1")
+    body = json.loads(db.execute("SELECT body FROM audit WHERE seq = 2").fetchone()[0])
+    body["deflected"] = not body["deflected"]  # the skeleton is what the hash covers
+    db.execute("UPDATE audit SET body = ? WHERE seq = 2", (json.dumps(body),))
+    db.commit()
+    db.close()
+    lines = error_lines(epmem("audit", "verify", data=data))
+    assert len(lines) == 1 and "(seq 2): hash does not match its content; 1 records before it verify" in lines[0]
     for name in ("audit.sqlite-wal", "audit.sqlite-shm"):
         (data / name).unlink(missing_ok=True)
     (data / "audit.sqlite").write_bytes(b"this is not a database" * 100)

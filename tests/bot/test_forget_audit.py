@@ -60,6 +60,11 @@ async def test_forget_leaves_no_copy_in_any_file_and_the_audit_verifies(tmp_path
         assert files_with(data, b"clinic for her knee") == []
         status = await check(runtime.audit)
         assert status.ok and status.erased_records == 20, status
+        erasure = reply.split("(erasure ")[1].split(")")[0]
+        first = next(r for r in await runtime.audit.records(kind="reply") if r.erased)
+        why = (await agent.handle(ask("owner", f"/why {first.id}"))).text or ""
+        assert "(erased " in why and "by console:owner" in why and "Quillfeather" not in why, why
+        assert {e.erasure for e in first.erased} == {erasure}
         told = await runtime.audit.who_knows("q1")
         assert {d.recipient for d in told} == {"leo", "ana"}  # the ledger keeps who was told (ids only)
     finally:
