@@ -89,6 +89,26 @@ async def fill(path: Path, templates: list[tuple[str, dict[str, Any], list[tuple
     return time.perf_counter() - began
 
 
+async def more_facts(state_db: Path, n: int, seed: int = 11) -> None:
+    """``n`` synthetic facts in the fact register beside the example's (the who-knows page
+    reads only its page of them)."""
+    from bot.state import StateDB
+    from epmem.audit.register import FactRegister
+    from epmem.memory.facts import Fact
+
+    rng = random.Random(seed)
+    state = await StateDB(state_db).open()
+    try:
+        register = FactRegister(state.connection)
+        facts = await register.all()
+        facts += [Fact(id=f"x{i}", text=f"Synthetic fact number {i} about event {i // 3}.", event_id=f"ev-x{i // 3}",
+                       category=rng.choice(("home", "finances", "hobbies", "work_projects")), level=rng.randint(0, 4),
+                       domain=rng.choice((None, "work", "life")), state="annotated") for i in range(n)]
+        await register.sync(facts)
+    finally:
+        await state.close()
+
+
 def _serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     full = {**os.environ, **env, "EPMEM_AUDIT_TOKEN": TOKEN, "EPMEM_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "audit", "serve", "--port", "0"], cwd=REPO, env=full,
@@ -132,6 +152,8 @@ def measure(base: str, requests: int, n: int) -> dict[str, Any]:
             "timeline_one_day": ("/?from=2026-02-10&to=2026-02-10", auth),
             "decision": (f"/decision/{some_id}", auth),
             "who_knows": ("/who-knows", auth),
+            "who_knows_by_event_page_20": ("/who-knows?by=event&page=20", auth),
+            "who_knows_words": ("/who-knows?q=number+77", auth),
         }
         timed: dict[str, Any] = {name: _time(client, url, requests, h) for name, (url, h) in cases.items()}
         return {"chain_check_s": round(chain_s, 1), "chain_ok": first["chain"]["ok"], **timed}
@@ -141,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--facts", type=int, default=10_000, help="extra facts in the register (who-knows)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     configure_logging("WARNING", "auto")  # the example runtime's lines would bury the result
@@ -148,6 +171,7 @@ def main() -> None:
         env, templates = asyncio.run(_templates(Path(tmp)))
         audit_db = Path(env["EPMEM_DATA_DIR"]) / "audit.sqlite"
         fill_s = asyncio.run(fill(audit_db, templates, args.records))
+        asyncio.run(more_facts(Path(env["EPMEM_DATA_DIR"]) / "state.sqlite", args.facts))
         proc, base = _serve(env)
         try:
             pages = measure(base, args.requests, args.records)
@@ -156,7 +180,8 @@ def main() -> None:
             proc.wait(timeout=30)
         size = sum(p.stat().st_size for p in audit_db.parent.glob("audit.sqlite*"))
     chain = {k: pages.pop(k) for k in ("chain_check_s", "chain_ok")}
-    result = {"benchmark": "audit_page", "records": args.records + len(templates), "requests": args.requests,
+    result = {"benchmark": "audit_page", "records": args.records + len(templates), "facts": args.facts + 7,
+              "requests": args.requests,
               "fill_s": round(fill_s, 1), "audit_bytes": size, **chain, "pages": pages,
               "target_ms": 200, "timeline_p50_under_target": pages["timeline"]["p50_ms"] < 200,
               "host": {"python": platform.python_version(), "cpus": os.cpu_count()}}

@@ -13,11 +13,10 @@ import typer
 from rich.table import Table
 
 from epmem.audit import AuditLog, check, export
-from epmem.audit.register import FactRegister
 from epmem.policy.model import Policy, load_policy
-from epmem.policy.overlay import Overlay
 
 from bot.config import Settings
+from bot.state import StateDB
 
 T = TypeVar("T")
 
@@ -107,11 +106,8 @@ async def _prepare(s: Settings) -> None:
     (a no-op when the bot already did; the page itself never writes)."""
     async with AuditLog(s.audit_db):
         pass
-    overlay = await Overlay(s.state_db).open()
-    try:
-        await FactRegister(lambda: overlay.db).open()
-    finally:
-        await overlay.close()
+    state = await StateDB(s.state_db).open()
+    await state.close()
 
 
 def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
@@ -130,9 +126,15 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
         fail(str(exc), 2)
     run(_prepare(s))
     policy_path = s.policy_path()
+    cached: dict[float, Policy] = {}
 
     async def policy() -> Policy:
-        return await asyncio.to_thread(load_policy, policy_path)
+        """The owner's file as it is now: read again whenever it changes on disk."""
+        mtime = policy_path.stat().st_mtime
+        if mtime not in cached:
+            cached.clear()
+            cached[mtime] = await asyncio.to_thread(load_policy, policy_path)
+        return cached[mtime]
 
     try:
         run_page(PageConfig(s.audit_db, s.state_db, policy, token), host, port, sys.stdout, generated)

@@ -115,13 +115,15 @@ def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook,
 
 
 def matrix(facts: Sequence[Fact], ledger: Iterable[tuple[str, str, str, str]], rulebook: Rulebook,
-           by_event: bool = False) -> tuple[list[Column], list[Row]]:
-    """Every fact in memory, and every fact the ledger names that memory no longer has."""
+           by_event: bool = False, gone: Mapping[str, str] | None = None) -> tuple[list[Column], list[Row]]:
+    """Rows for ``facts`` and for ``gone`` (fact id -> event id: told, no longer in memory);
+    ``gone`` None: every fact the ledger names that is not among ``facts``."""
     cols = columns(rulebook)
     ledger = list(ledger)
     told = _told_index(ledger)
-    known = {f.id for f in facts}
-    gone = {fid: eid for fid, eid, _, _ in ledger if fid not in known}
+    if gone is None:
+        known = {f.id for f in facts}
+        gone = {fid: eid for fid, eid, _, _ in ledger if fid not in known}
     ordered = sorted(facts, key=lambda f: (f.event_id, f.version != "truth", f.id))
     rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {})) for f in ordered]
     rows += [fact_row(None, fid, eid, rulebook, cols, told.get(fid, {})) for fid, eid in sorted(gone.items())]

@@ -73,3 +73,19 @@ class FactRegister:
     async def all(self) -> list[Fact]:
         async with self.db.execute("SELECT body FROM fact_register") as cur:
             return [Fact.model_validate_json(row[0]) async for row in cur]
+
+    async def keys(self, words: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """(event id, fact id) of the facts whose annotation or text has every word (any case)."""
+        where = " AND ".join("instr(lower(body), ?) > 0" for _ in words)
+        sql = "SELECT event_id, id FROM fact_register" + (f" WHERE {where}" if where else "")
+        async with self.db.execute(sql, [w.casefold() for w in words]) as cur:
+            return [(row[0], row[1]) async for row in cur]
+
+    async def facts(self, ids: Sequence[str]) -> list[Fact]:
+        out: list[Fact] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            async with self.db.execute(f"SELECT body FROM fact_register WHERE id IN ({marks})", chunk) as cur:
+                out += [Fact.model_validate_json(row[0]) async for row in cur]
+        return out

@@ -155,6 +155,10 @@ def test_who_knows_marks_told_may_know_and_exceptions(page: PageProcess) -> None
     assert rows["f3"]["family"]["state"] == "may know" and rows["f4"]["family"]["state"] == "may not know"
     gone = next(r for r in got["rows"] if r["id"] == "q1")
     assert gone["text"] is None and gone["cells"]["leo"]["state"] == "told"  # forgotten, still in the ledger
+    found = httpx.get(f"{page.url}who-knows", params={"q": "Retention BONUS"}, headers=JSON).json()
+    assert [r["id"] for r in found["rows"]] == ["f3"] and found["total"] == 1
+    assert [r["id"] for r in httpx.get(f"{page.url}who-knows", params={"q": "q1"}, headers=JSON).json()["rows"]] == ["q1"]
+    assert httpx.get(f"{page.url}who-knows", params={"page": "9"}, headers=JSON).json()["page"] == 1  # clamped
     events = httpx.get(f"{page.url}who-knows", params={"by": "event"}, headers=JSON).json()
     assert {r["id"] for r in events["rows"]} >= {"e-house", "e-bonus", "e-knee"}
     html = httpx.get(f"{page.url}who-knows", headers=AUTH).text

@@ -59,9 +59,14 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
     runtime = await house_runtime(data, clock=clock)
     try:
         assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 2, "tasks": 1, "seen_events": 1,
-                                                   "connector_state": 1}
+                                                   "connector_state": 1, "fact_register": 1}
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
-        assert recorded(data / "audit.sqlite") == {"audit": 1} and "migrations" not in tables(data / "audit.sqlite")
+        assert recorded(data / "audit.sqlite") == {"audit": 2} and "migrations" not in tables(data / "audit.sqlite")
+        # the first-format records keep their hashes; one chained record seals them (epmem.audit.schema)
+        records = await runtime.audit.records()
+        assert [r.format for r in records] == [1] * made["audit_records"] + [2]
+        assert records[-1].kind == "audit_migration" and records[-1].body["sealed"] == made["audit_records"]
+        assert records[-1].body["first_bad"] is None
         assert not (data / "slack-events.sqlite").exists()
         assert not await runtime.seen_events.first_time("slack", "Ev-legacy-1")  # carried over
         # the owner's changes, as they were
@@ -81,7 +86,7 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
         assert (await owner(runtime, f"/approve {held_id}")).startswith(f"Sent held reply {held_id}")
         assert len(sent) == 1 and TRUTH in sent[0]
         count, bad = await runtime.audit.verify()
-        assert bad is None and count == made["audit_records"] + 1  # the approval's record
+        assert bad is None and count == made["audit_records"] + 2  # the seal's and the approval's records
     finally:
         await runtime.close()
 

@@ -29,10 +29,12 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from epmem.audit.log import AuditLog
+from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.web.reader import PAGE_SIZE, AuditPages, BadQuery, Filters
 from epmem.policy.model import Policy
 from epmem.policy.overlay import Overlay
+from epmem.sqlite import connect_readonly
 
 COOKIE = "epmem_audit"
 SECURITY_HEADERS = {
@@ -186,8 +188,12 @@ def create_app(config: PageConfig) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         audit = await AuditLog(config.audit_db, readonly=True).open()
-        overlay = await Overlay(config.state_db, readonly=True).open()
-        pages = app.state.pages = AuditPages(audit, overlay, config.policy)
+        try:
+            state = await connect_readonly(config.state_db)
+        except BaseException:
+            await audit.close()
+            raise
+        pages = app.state.pages = AuditPages(audit, Overlay(state), FactRegister(state), config.policy)
         verifier = asyncio.create_task(pages.verify_forever())
         try:
             yield
@@ -195,7 +201,7 @@ def create_app(config: PageConfig) -> Starlette:
             verifier.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await verifier
-            await overlay.close()
+            await state.close()
             await audit.close()
 
     routes = [Route("/", timeline), Route("/decision/{record_id}", decision), Route("/who-knows", who_knows)]

@@ -96,10 +96,11 @@ def verdict_parts(text: str) -> dict[str, Any]:
 
 
 class AuditPages:
-    def __init__(self, audit: AuditLog, overlay: Overlay, policy: Callable[[], Awaitable[Policy]]) -> None:
+    def __init__(self, audit: AuditLog, overlay: Overlay, register: FactRegister,
+                 policy: Callable[[], Awaitable[Policy]]) -> None:
         self.audit = audit
         self.overlay = overlay
-        self.register = FactRegister(lambda: overlay.db)
+        self.register = register
         self.policy = policy
         self._walking = ChainWatcher()
         self._verified: ChainWatcher | None = None
@@ -226,7 +227,8 @@ class AuditPages:
         r = await self.audit.get(record_id)
         if r is None:
             return None
-        facts = {f.id: f for f in await self.register.all()}
+        named = [c.get("fact") for c in r.body.get("candidates") or [] if isinstance(c.get("fact"), str)]
+        facts = {f.id: f for f in await self.register.facts(named)}
         candidates = []
         for c in r.body.get("candidates") or []:
             fact = facts.get(c.get("fact"))
@@ -260,16 +262,26 @@ class AuditPages:
 
     async def knows(self, by_event: bool = False, words: str = "", page: int = 1,
                     size: int = PAGE_SIZE) -> dict[str, Any]:
-        rulebook = await self.rulebook()
-        facts: list[Fact] = await self.register.all()
-        cols, rows = matrix(facts, await self._ledger_rows(), rulebook, by_event)
+        """One page of the matrix: rows are chosen (and filtered) by id first, and only the page's
+        facts are read and judged, so a memory of 50k facts costs what a page of 50 does."""
         wanted = words.casefold().split()
-        if wanted:
-            rows = [r for r in rows if all(w in f"{r.id} {r.event_id} {r.text or ''}".casefold() for w in wanted)]
-        pages = max(1, -(-len(rows) // size))
+        ledger = await self._ledger_rows()
+        keys = await self.register.keys(wanted)
+        known = {fid for _, fid in keys}
+        gone = {fid: eid for fid, eid, _, _ in ledger if fid not in known
+                and all(w in f"{fid} {eid}".casefold() for w in wanted)}
+        keys += [(eid, fid) for fid, eid in gone.items()]
+        keys.sort()
+        units = sorted({eid for eid, _ in keys}) if by_event else [fid for _, fid in keys]
+        pages = max(1, -(-len(units) // size))
         page = min(max(page, 1), pages)
-        shown = rows[(page - 1) * size: page * size]
-        return {"by": "event" if by_event else "fact", "q": words, "page": page, "pages": pages, "total": len(rows),
+        chosen = set(units[(page - 1) * size: page * size])
+        ids = [fid for eid, fid in keys if (eid if by_event else fid) in chosen]
+        facts = await self.register.facts([i for i in ids if i in known])
+        cols, rows = matrix(facts, ledger, await self.rulebook(), by_event,
+                            {fid: eid for fid, eid in gone.items() if fid in ids})
+        return {"by": "event" if by_event else "fact", "q": words, "page": page, "pages": pages,
+                "total": len(units),
                 "columns": [{"id": c.id, "label": c.label, "note": c.note, "kind": c.kind, "members": list(c.members)}
                             for c in cols],
-                "rows": [r.as_dict(cols) for r in shown]}
+                "rows": [r.as_dict(cols) for r in rows]}
