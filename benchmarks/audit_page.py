@@ -33,8 +33,8 @@ import httpx
 
 from bot.logging import configure_logging
 from epmem.audit.log import AuditLog, AuditRecord
-from tests.auxil.house import HOUSE_Q, house_runtime, write_policy
-from tests.auxil.runtime import ask
+from testkit.house import HOUSE_Q, house_runtime, write_policy
+from testkit.runtime import ask
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "bench-token"

@@ -1,6 +1,6 @@
 """Which LLM a benchmark runs with: none (rules), the echo model, or the configured endpoint.
 
-``echo`` starts the loopback OpenAI-compatible server of benchmarks/echo_llm.py in-process and
+``echo`` starts the loopback OpenAI-compatible server of testkit/fake_openai.py in-process and
 drives it with the real openai client, so the whole request path is the production one and
 only the model is replaced by the worst possible one: a model that repeats its prompt.
 """
@@ -38,7 +38,7 @@ async def bench_llm(backend: str, timeout_s: float = 10.0) -> AsyncIterator[LLM 
         finally:
             await llm.aclose()
         return
-    from benchmarks.echo_llm import FakeOpenAI
+    from testkit.fake_openai import FakeOpenAI
 
     async with FakeOpenAI(model="echo") as fake:
         fake.set_echo()

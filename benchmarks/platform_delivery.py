@@ -2,7 +2,7 @@
 
 Each case runs the real connector against the loopback fake of its platform (PTB long-polls the
 fake Bot API; signed Events API requests go into the real Bolt app, which posts to the fake Web
-API), on a virtual clock (``tests.auxil.clock.FakeTimer``): every wait the delivery path makes
+API), on a virtual clock (``testkit.clock.FakeTimer``): every wait the delivery path makes
 is recorded in virtual seconds and the fake stamps each call with that time, so a minute of
 pacing is measured exactly and runs at once. The handler writes a real audit record per reply;
 the connectors' state is the bot's own (SQLite) in a temp folder.
@@ -28,10 +28,10 @@ from bot.logging import configure_logging
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
 from connectors.telegram import TelegramConfig, TelegramConnector
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.state import OpenState, connector_state
+from testkit.clock import FakeTimer
+from testkit.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
+from testkit.fake_telegram import FakeTelegram
+from testkit.state import OpenState, connector_state
 
 SECRET = "bench-secret"
 GROUP = -100900

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.auxil.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import SLACK, TG, house_runtime, write_policy
+from testkit.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import SLACK, TG, house_runtime, write_policy
 
 REPO = Path(__file__).resolve().parent.parent
 #: questions every asker below gets an answer to (a truth or a cover), never a deflection.

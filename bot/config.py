@@ -8,12 +8,14 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from epmem.errors import EpmemError
+
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_POLICY = PACKAGE_ROOT / "policies" / "example.yaml"
 ACTIVE_POLICY_NAME = "policy.yaml"
 
 
-class ConfigError(RuntimeError):
+class ConfigError(EpmemError, RuntimeError):
     """Settings that cannot work together (the CLI prints it as one line)."""
 
 

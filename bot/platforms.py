@@ -20,13 +20,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from connectors.courier import Rate
 from connectors.slack import SlackConfig, SlackPacing
 from connectors.telegram import TelegramConfig, TelegramPacing
+from epmem.errors import EpmemError
 from epmem.policy.model import Policy
 
 TELEGRAM_API = "https://api.telegram.org/bot"
 SLACK_API = "https://slack.com/api/"
 
 
-class PlatformError(ValueError):
+class PlatformError(EpmemError, ValueError):
     """A platform is half configured; the message says what is missing."""
 
 

@@ -28,6 +28,7 @@ import structlog
 
 from connectors.base import Connector, Handler, Inbound, Outbound
 from connectors.console import ConsoleConnector
+from epmem.errors import EpmemError
 
 from bot.connector_state import ConnectorHost
 from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
@@ -39,7 +40,7 @@ log = structlog.get_logger(__name__)
 _STOP_TIMEOUT_S = 15.0
 
 
-class StartError(RuntimeError):
+class StartError(EpmemError, RuntimeError):
     """A connector could not start (a rejected token, a port in use); secrets are redacted."""
 
 

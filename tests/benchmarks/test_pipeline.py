@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchmarks.scenario_bench import run_scenarios
 from epmem.embedding.minilm import default_embedder
-from tests.auxil.runtime import example
+from testkit.runtime import example
 
 FILES = [example("quitting_job.yaml"), example("house_and_bonus.yaml")]
 

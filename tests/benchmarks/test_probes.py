@@ -10,7 +10,7 @@ import pytest
 from benchmarks.probes import generate, run_probe_suite
 from epmem.embedding.minilm import default_embedder
 from epmem.scenario import load_scenario, scenario_files
-from tests.auxil.runtime import OWN_SCENARIOS, example
+from testkit.runtime import OWN_SCENARIOS, example
 
 KINDS = {"fact", "canary", "topic", "injection", "impersonation", "display_name", "group", "never", "catch_up"}
 

@@ -11,8 +11,8 @@ from bot.abuse import AbuseGuard, Admission
 from bot.agent import RATE_LIMIT_NOTE
 from bot.runtime import Runtime
 from connectors.base import Inbound
-from tests.auxil.house import HOUSE_Q, TG, house_runtime
-from tests.auxil.runtime import ask
+from testkit.house import HOUSE_Q, TG, house_runtime
+from testkit.runtime import ask
 
 
 class Ticks:

@@ -11,8 +11,8 @@ import pytest
 from bot.runtime import Runtime
 from connectors.base import Action, Inbound
 from epmem.reply.respond import deflection
-from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, TRUTH, house_runtime, reopen, write_policy
-from tests.auxil.runtime import ask
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, TRUTH, house_runtime, reopen, write_policy
+from testkit.runtime import ask
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from bot.agent import NON_TEXT_NOTE, TOO_LONG_NOTE
 from bot.runtime import Runtime
 from connectors.base import Inbound
 from epmem.reply.respond import deflection
-from tests.auxil.runtime import ask, example, scenario_runtime
+from testkit.runtime import ask, example, scenario_runtime
 
 
 @pytest.fixture

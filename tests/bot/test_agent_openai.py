@@ -15,9 +15,9 @@ from epmem.memory.facts import Fact
 from epmem.llm import OpenAIConfig, OpenAILLM
 from epmem.reply.respond import deflection
 from epmem.scenario import load_scenario
-from tests.auxil.fake_openai import FakeOpenAI
-from tests.auxil.runtime import ask, example
-from tests.auxil.sessions import session
+from testkit.fake_openai import FakeOpenAI
+from testkit.runtime import ask, example
+from testkit.sessions import session
 
 HOUSE = "How is the house hunt going?"
 RULES_COVER = "Here's what I can share: Maya is thinking about moving somewhere with more space."

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from epmem.audit import AuditLog
-from tests.auxil.audit_page import BULK, CANARY, SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit, page_env
-from tests.auxil.runtime import REPO
+from testkit.audit_page import BULK, CANARY, SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit, page_env
+from testkit.runtime import REPO
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JSON = {**AUTH, "Accept": "application/json"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.auxil.runtime import REPO, example
+from testkit.runtime import REPO, example
 
 EPMEM = [sys.executable, "-m", "bot.cli"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.auxil.runtime import example
+from testkit.runtime import example
 from tests.bot.test_cli import epmem
 
 

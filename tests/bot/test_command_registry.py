@@ -15,8 +15,8 @@ import yaml
 from bot.commands import CommandContext, CommandRegistry, CommandSet, owner_commands
 from bot.runtime import Runtime
 from connectors.base import Inbound
-from tests.auxil.house import house_runtime
-from tests.auxil.runtime import REPO, ask
+from testkit.house import house_runtime
+from testkit.runtime import REPO, ask
 
 REGISTRY = owner_commands()
 

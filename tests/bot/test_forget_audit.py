@@ -11,8 +11,8 @@ from pathlib import Path
 from connectors.base import Action
 from epmem.audit import check
 from epmem.memory.facts import Fact
-from tests.auxil.house import house_runtime
-from tests.auxil.runtime import REPO, ask
+from testkit.house import house_runtime
+from testkit.runtime import REPO, ask
 
 CANARY = b"Quillfeather"
 FACT = Fact(id="q1", text="Maya booked the Quillfeather clinic for her knee on Friday.", event_id="e-knee",

@@ -15,8 +15,8 @@ from epmem.ingest.apply import write_sessions
 from epmem.memory.facts import Fact
 from epmem.policy.model import OWNER_ID
 from epmem.memory.sessions import Message, build_sessions, parse_source_ref, source_ref
-from tests.auxil.house import house_runtime
-from tests.auxil.runtime import ask
+from testkit.house import house_runtime
+from testkit.runtime import ask
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ingest"
 

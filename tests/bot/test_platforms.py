@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from bot.cli import app
 from bot.platforms import Owners, PlatformError, PlatformSettings, slack_config, telegram_config
 from bot.serve import Service
-from tests.auxil.house import OWNER_TG, house_policy, house_runtime
+from testkit.house import OWNER_TG, house_policy, house_runtime
 
 
 def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> PlatformSettings:

@@ -15,7 +15,7 @@ from epmem.policy.model import Policy
 
 from bot.config import Settings
 from bot.runtime import Runtime
-from tests.auxil.runtime import ask
+from testkit.runtime import ask
 
 POLICY = Policy.model_validate({
     "owner": {"name": "Sam Reed"},

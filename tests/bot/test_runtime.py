@@ -9,8 +9,8 @@ import pytest
 
 from bot.runtime import Runtime
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
-from tests.auxil.house import house_policy, house_runtime
-from tests.auxil.runtime import ask
+from testkit.house import house_policy, house_runtime
+from testkit.runtime import ask
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from bot.runtime import Runtime
 from bot.scheduler import Scheduler, next_occurrence, parse_digest_time
 from bot.tasks import Task
 from connectors.base import Action
-from tests.auxil.house import COVER, HOUSE_Q, TRUTH, house_runtime, reopen
-from tests.auxil.runtime import ask
+from testkit.house import COVER, HOUSE_Q, TRUTH, house_runtime, reopen
+from testkit.runtime import ask
 
 NOW = datetime.now(timezone.utc)
 

@@ -22,8 +22,8 @@ from bot.seen_events import SeenEvents
 from bot.state import StateDB
 from connectors.base import Action
 from epmem.sqlite import DatabaseError, Migration, MigrationSet, migrate, open_database
-from tests.auxil.house import TRUTH, house_runtime
-from tests.auxil.runtime import REPO, ask
+from testkit.house import TRUTH, house_runtime
+from testkit.runtime import REPO, ask
 
 LEGACY = REPO / "tests" / "fixtures" / "data-702941f"
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectors.courier import Courier, DeliveryFailed, Lane, Pacer, Rate, RetryPolicy, Verdict
-from tests.auxil.clock import FakeTimer
+from testkit.clock import FakeTimer
 
 
 class Told(Exception):

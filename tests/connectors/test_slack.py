@@ -20,9 +20,8 @@ from slack_sdk.errors import SlackApiError
 
 from connectors.base import Action, Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector, build_blocks
-from tests.auxil.clock import FakeTimer
-from tests.auxil.state import OpenState, connector_state
-from tests.auxil.fake_slack import (
+from testkit.clock import FakeTimer
+from testkit.fake_slack import (
     BOT_USER,
     TEAM,
     FakeSlackApi,
@@ -32,6 +31,7 @@ from tests.auxil.fake_slack import (
     mention,
     wait_for,
 )
+from testkit.state import OpenState, connector_state
 
 SECRET = "test-signing-secret"
 OWNER = "UOWNER"

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.slack import SlackAudience
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_slack import BOT_USER, TEAM, FakeSlackApi
+from testkit.clock import FakeTimer
+from testkit.fake_slack import BOT_USER, TEAM, FakeSlackApi
 
 PLACEHOLDER = f"slack:{TEAM}/unknown-members"
 

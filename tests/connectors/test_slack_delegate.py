@@ -18,8 +18,8 @@ import pytest
 
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector, SlackStartError
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_slack import (
+from testkit.clock import FakeTimer
+from testkit.fake_slack import (
     BOT_USER,
     TEAM,
     FakeSlackApi,
@@ -29,7 +29,7 @@ from tests.auxil.fake_slack import (
     im_message,
     wait_for,
 )
-from tests.auxil.state import OpenState, connector_state
+from testkit.state import OpenState, connector_state
 
 SECRET = "delegate-secret"
 OWNER = "UOWNER"

@@ -2,7 +2,7 @@
 
 Signed Events API requests go into the real Bolt app; the loopback Web API answers
 ``chat.postMessage`` with HTTP 429 ``ratelimited`` and ``Retry-After`` (or a refusal) when told
-to. Time is a :class:`~tests.auxil.clock.FakeTimer`, so waits are virtual and the fake stamps
+to. Time is a :class:`~testkit.clock.FakeTimer`, so waits are virtual and the fake stamps
 each call with that virtual time. The handler writes a real audit record per reply.
 """
 
@@ -20,9 +20,9 @@ import pytest
 
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
-from tests.auxil.state import OpenState, connector_state
+from testkit.clock import FakeTimer
+from testkit.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
+from testkit.state import OpenState, connector_state
 
 SECRET = "delivery-secret"
 OWNER = "UOWNER"

@@ -17,8 +17,8 @@ import pytest
 
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_slack import (
+from testkit.clock import FakeTimer
+from testkit.fake_slack import (
     BOT_USER,
     TEAM,
     FakeSlackApi,
@@ -30,7 +30,7 @@ from tests.auxil.fake_slack import (
     mention,
     wait_for,
 )
-from tests.auxil.state import OpenState, connector_state
+from testkit.state import OpenState, connector_state
 
 SECRET = "threads-secret"
 OWNER = "UOWNER"

@@ -28,9 +28,9 @@ from connectors.telegram import (
     TelegramConnector,
     chunk_text,
 )
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
-from tests.auxil.state import OpenState, connector_state
+from testkit.clock import FakeTimer
+from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.state import OpenState, connector_state
 
 OWNER_ID = 777
 GROUP_ID = -1001234

@@ -32,8 +32,8 @@ from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
 from connectors.telegram import GroupRoster
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.clock import FakeTimer
+from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
 
 GROUP = -1001
 BOT_ID = 123456

@@ -1,7 +1,7 @@
 """Telegram delivery under real conditions: flood control, refusals, pacing, restarts.
 
 PTB really polls the loopback Bot API, which answers 429 with ``retry_after`` (flood control)
-or a refusal when told to. Time is a :class:`~tests.auxil.clock.FakeTimer`: every wait the
+or a refusal when told to. Time is a :class:`~testkit.clock.FakeTimer`: every wait the
 connector makes is recorded in virtual seconds, so a minute of pacing runs at once, and the
 fake stamps each call with that virtual time. The handler writes a real audit record for each
 reply, so the delivery records can be checked against it.
@@ -20,9 +20,9 @@ import pytest_asyncio
 from connectors.base import Inbound, Outbound
 from connectors.courier import DeliveryFailed
 from connectors.telegram import TelegramConfig, TelegramConnector
-from tests.auxil.clock import FakeTimer
-from tests.auxil.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
-from tests.auxil.state import OpenState, connector_state
+from testkit.clock import FakeTimer
+from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.state import OpenState, connector_state
 
 OWNER_ID = 777
 GROUP_ID = -100200

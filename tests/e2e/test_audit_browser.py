@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.auxil.audit_page import SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit
-from tests.auxil.house import HOUSE_Q
+from testkit.audit_page import SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit
+from testkit.house import HOUSE_Q
 
 SCREENSHOT_DIR = os.environ.get("EPMEM_SCREENSHOT_DIR")
 CHROMIUM = shutil.which("chromium")

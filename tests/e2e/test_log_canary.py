@@ -20,9 +20,9 @@ from pathlib import Path
 import aiohttp
 
 from benchmarks.run_latency import BotProcess, bot_process, prepare, slack_env, wait_polling, wait_slack
-from tests.auxil.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message, wait_for
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import SLACK, TG
+from testkit.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message, wait_for
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import SLACK, TG
 
 CANARY = "quokka-canary-5e1f"
 QUESTION = f"Tell me about the {CANARY} plan?"

@@ -15,8 +15,8 @@ import pytest
 
 from bot.platforms import PlatformSettings
 from bot.serve import Service
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import HOUSE_Q, OWNER_TG, TG, TRUTH, house_runtime, reopen
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import HOUSE_Q, OWNER_TG, TG, TRUTH, house_runtime, reopen
 
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
 LEO = FakeTelegram.user(TG["leo"], "Leo")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from benchmarks.run_latency import ask, bot_process, prepare, wait_polling
 from epmem.reply.respond import deflection
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH
 
 #: loose bound per answer; the 1 s target is the benchmark's to measure, not a test's.
 LOOSE_S = 3.0

@@ -21,9 +21,9 @@ from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
 from epmem.policy.model import Policy
-from tests.auxil.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, wait_for
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import HOUSE_Q, OWNER_TG, SLACK, TRUTH, house_policy, house_runtime
+from testkit.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, wait_for
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import HOUSE_Q, OWNER_TG, SLACK, TRUTH, house_policy, house_runtime
 
 SECRET = "svc-secret"
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")

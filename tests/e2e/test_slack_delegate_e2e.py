@@ -20,7 +20,7 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
-from tests.auxil.fake_slack import (
+from testkit.fake_slack import (
     BOT_USER,
     FakeSlackApi,
     SlackSender,
@@ -29,7 +29,7 @@ from tests.auxil.fake_slack import (
     im_message,
     wait_for,
 )
-from tests.auxil.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
 
 SECRET = "delegate-e2e-secret"
 USER_TOKEN = "xoxp-maya"

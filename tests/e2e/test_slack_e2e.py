@@ -20,8 +20,8 @@ from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
 from epmem.reply.respond import deflection
-from tests.auxil.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, mention, wait_for
-from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, mention, wait_for
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
 
 SECRET = "e2e-signing-secret"
 LEO, RAJ = SLACK["leo"], SLACK["raj"]

@@ -20,8 +20,8 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
-from tests.auxil.fake_slack import BOT_USER, FakeSlackApi, event_envelope, im_message, mention, wait_for
-from tests.auxil.house import HOUSE_Q, SLACK, TRUTH, house_runtime
+from testkit.fake_slack import BOT_USER, FakeSlackApi, event_envelope, im_message, mention, wait_for
+from testkit.house import HOUSE_Q, SLACK, TRUTH, house_runtime
 
 LEO, RAJ, GRACE = SLACK["leo"], SLACK["raj"], SLACK["grace"]
 

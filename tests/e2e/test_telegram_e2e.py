@@ -21,8 +21,8 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from epmem.reply.respond import deflection
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH, house_runtime
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH, house_runtime
 
 GROUP = -100555
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")

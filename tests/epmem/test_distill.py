@@ -1,6 +1,6 @@
 """Ingest -> facts: the rules backend, and the openai backend against a real loopback server.
 
-Real parts throughout: the openai client over HTTP to tests/auxil/fake_openai.py, a Qdrant Edge
+Real parts throughout: the openai client over HTTP to testkit/fake_openai.py, a Qdrant Edge
 store in a temp folder, MiniLM, SQLite. Only the back-off sleep is recorded instead of slept.
 """
 
@@ -25,8 +25,8 @@ from epmem.policy.overlay import Overlay
 from epmem.reply.respond import RulesResponder, deflection
 from epmem.sqlite import open_database
 from epmem.store.edge import EdgeStore
-from tests.auxil.fake_openai import FakeOpenAI
-from tests.auxil.sessions import session
+from testkit.fake_openai import FakeOpenAI
+from testkit.sessions import session
 from tests.epmem.test_extract_rules import POLICY
 
 SESSION = session([

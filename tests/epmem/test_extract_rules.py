@@ -9,7 +9,7 @@ from epmem.embedding.minilm import default_embedder
 from epmem.ingest.extract_rules import RulesExtractor
 from epmem.policy.model import Policy
 from epmem.textnorm import third_person
-from tests.auxil.sessions import session
+from testkit.sessions import session
 
 POLICY = Policy.model_validate({
     "owner": {"name": "Sam Reed"},

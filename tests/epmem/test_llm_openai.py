@@ -1,4 +1,4 @@
-"""The openai backend against a real loopback server (tests/auxil/fake_openai.py); no mocks."""
+"""The openai backend against a real loopback server (testkit/fake_openai.py); no mocks."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from epmem.llm import (
     render,
 )
 from epmem.llm.openai_backend import extract_json_text
-from tests.auxil.fake_openai import FakeOpenAI, FakeReply
+from testkit.fake_openai import FakeOpenAI, FakeReply
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
 

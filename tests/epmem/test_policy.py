@@ -8,7 +8,7 @@ import pytest
 
 from epmem.policy.model import PolicyError, load_policy, yaml_lines
 from epmem.scenario import load_scenario
-from tests.auxil.runtime import REPO, example
+from testkit.runtime import REPO, example
 
 
 def test_example_policy_loads() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from connectors.base import Action
 from epmem.memory.facts import Fact
-from tests.auxil.house import HOUSE_Q, house_runtime, write_policy
-from tests.auxil.runtime import REPO, ask
+from testkit.house import HOUSE_Q, house_runtime, write_policy
+from testkit.runtime import REPO, ask
 
 TOKEN = "page-test-token-0123456789"
 SCRIPT_Q = "What is Maya's <script>alert(1)</script> plan?"

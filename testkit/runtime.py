@@ -10,7 +10,7 @@ from epmem.scenario import Scenario, load_scenario
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SHARED_EXAMPLES = REPO.parent / "shared" / "bench" / "examples"
 OWN_SCENARIOS = REPO / "benchmarks" / "scenarios" / "own"
 

@@ -22,7 +22,7 @@ from epmem.scenario import Scenario, load_scenario
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.runtime import Runtime, embedder_from_settings, load_scenario_memory
-from tests.auxil.runtime import example
+from testkit.runtime import example
 
 OWNER_TG = 777
 TG = {"leo": 101, "grace": 102, "ana": 103, "ben": 104, "kim": 105, "raj": 106}

@@ -1,4 +1,5 @@
-"""`epmem audit ...`: read, verify, export the audit log, and serve the owner's audit page."""
+"""``epmem audit ...``: read, verify and export the audit log (without opening the rest of the
+bot), and serve the owner's audit page."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ import typer
 from rich.table import Table
 
 from epmem.audit import AuditLog, check, export
-from epmem.policy.model import Policy, load_policy
+from epmem.policy import Policy, load_policy
 
+from bot.cli.common import fail, out, run, settings
 from bot.config import Settings
 from bot.state import StateDB
 
 T = TypeVar("T")
 
+app = typer.Typer(no_args_is_help=True, help="Read, verify and export the audit log; serve the audit page.")
+
 
 async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
-    from bot.cli import fail
 
     if not s.audit_db.exists():
         fail(f"no audit database at {s.audit_db}")
@@ -33,10 +36,10 @@ async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
         await log.close()
 
 
+@app.command("list")
 def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = typer.Option(False, "--json"),
                limit: int = typer.Option(50, "--limit")) -> None:
     """Recent decisions, oldest first."""
-    from bot.cli import out, run, settings
 
     s = settings()
     records = run(_with_audit(s, lambda log: log.records(contact=contact, limit=limit)))
@@ -51,9 +54,9 @@ def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = t
     out.print(table)
 
 
+@app.command("show")
 def audit_show(record_id: str) -> None:
     """One decision with every candidate fact's verdict and reason (and what was erased)."""
-    from bot.cli import fail, run, settings
 
     s = settings()
     record = run(_with_audit(s, lambda log: log.get(record_id)))
@@ -62,9 +65,9 @@ def audit_show(record_id: str) -> None:
     sys.stdout.write(json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")
 
 
+@app.command("verify")
 def audit_verify() -> None:
     """Check the hash chain and every text against its digest; exit 1 naming the first bad record."""
-    from bot.cli import fail, out, run, settings
 
     s = settings()
     status = run(_with_audit(s, check))
@@ -75,9 +78,9 @@ def audit_verify() -> None:
     out.print(f"ok: {status.verified} records, chain intact{erased}")
 
 
+@app.command("export")
 def audit_export(fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv")) -> None:
     """Every record, for review elsewhere."""
-    from bot.cli import fail, run, settings
 
     if fmt not in ("jsonl", "csv"):
         fail(f"unknown format {fmt!r}: use jsonl or csv", 2)
@@ -86,9 +89,9 @@ def audit_export(fmt: str = typer.Option("jsonl", "--format", help="jsonl or csv
     sys.stdout.write(export(records, fmt))
 
 
+@app.command("who-knows")
 def audit_who_knows(fact_or_event: str) -> None:
     """The disclosure ledger for a fact or an event."""
-    from bot.cli import out, run, settings
 
     s = settings()
     ledger = run(_with_audit(s, lambda log: log.who_knows(fact_or_event)))
@@ -110,12 +113,11 @@ async def _prepare(s: Settings) -> None:
     await state.close()
 
 
+@app.command("serve")
 def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
                 port: int = typer.Option(0, "--port", help="0 picks a free port")) -> None:
     """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
     from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, run_page
-
-    from bot.cli import fail, run, settings
 
     s = settings(quiet=True)
     if not s.audit_db.exists():
@@ -140,12 +142,3 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
         run_page(PageConfig(s.audit_db, s.state_db, policy, token), host, port, sys.stdout, generated)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
-
-
-def register(audit_app: typer.Typer) -> None:
-    audit_app.command("list")(audit_list)
-    audit_app.command("show")(audit_show)
-    audit_app.command("verify")(audit_verify)
-    audit_app.command("export")(audit_export)
-    audit_app.command("who-knows")(audit_who_knows)
-    audit_app.command("serve")(audit_serve)

@@ -4,8 +4,8 @@ The privacy benchmarks drive the real openai client (and so the real request, ti
 and validation code) against this server on ``127.0.0.1`` with an ephemeral port. In ``echo``
 mode it answers every request with its entire prompt, the worst model there is for privacy:
 whatever the reply prompt held is in the reply. Tests use the other modes (scripted answers,
-malformed JSON, HTTP errors, delays, refusals); there is one implementation, here, and
-tests/auxil/fake_openai.py re-exports it. openai 3.x sends through ``httpx2`` (respx does not
+malformed JSON, HTTP errors, delays, refusals); there is one implementation, here, in the
+test-support package both use. openai 3.x sends through ``httpx2`` (respx does not
 see it), which is one more reason for a real server over a patched transport.
 
 Usage::

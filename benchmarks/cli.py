@@ -1,0 +1,141 @@
+"""``epmem bench ...``: the benchmark commands, contributed to the ``epmem`` CLI as a plugin.
+
+``benchmarks/`` sits above the bot and nothing imports it. pyproject.toml declares this
+module's ``app`` under the ``epmem.cli`` entry point group, and bot/cli finds it there at start
+(re-run ``scripts/install.sh`` after changing entry points). Heavy imports stay inside the
+commands, so ``epmem chat`` pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from bot.cli.common import err, fail, run, write_json
+from bot.logging import configure_logging
+
+app = typer.Typer(no_args_is_help=True, help="Benchmarks (JSON results).")
+
+
+def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
+    """The scenario files a benchmark runs, with the backend checked; one error line if not."""
+    from benchmarks.backends import BACKENDS
+    from epmem.scenario import scenario_files
+
+    configure_logging(log_level)
+    files = scenario_files(paths)
+    missing = [str(p) for p in files if not p.exists()]
+    if missing or not files:
+        fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
+    if backend not in BACKENDS:
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    return files
+
+
+@app.command("scenarios")
+def bench_scenarios(
+    paths: list[Path],
+    mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
+    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
+                                "delegate's review questions from the gold annotations"),
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+) -> None:
+    """Run scenario files (or folders of them) and score the three tasks."""
+    from benchmarks.scenario_bench import MODES, run_scenarios
+    from bot.runtime import embedder_from_settings
+
+    files = _bench_files(paths, backend, "WARNING")
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
+    if review and mode != "pipeline":
+        fail("--review needs --mode pipeline", 2)
+    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review))
+    table = Table("scenario", "permit exact", "safe", "leak rate", "completeness", "precision", "differentiation",
+                  *(["questions"] if review else []))
+    for path, tally in per.items():
+        m = tally.metrics(review)
+        table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["permit"]["safe"]),
+                      str(m["answer"]["leak_rate"]), str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
+                      str(m["answer"]["differentiation"]),
+                      *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []))
+    err.print(table)
+    for path, tally in per.items():
+        for line in tally.failures:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+    # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
+    llm = metrics["llm"]
+    exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
+    budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
+    err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
+    write_json(exact, json_out)
+
+
+@app.command("probes")
+def bench_probes(
+    paths: list[Path],
+    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+    limit: int = typer.Option(None, "--limit", help="sample this many probes per scenario"),
+) -> None:
+    """Adversarial probes generated from scenario files; counts leaked canaries (must be 0)."""
+    from benchmarks.probes import run_probe_suite
+    from bot.runtime import embedder_from_settings
+
+    files = _bench_files(paths, backend, "ERROR")
+    metrics, per = run(run_probe_suite(files, embedder_from_settings(), backend, limit))
+    table = Table("scenario", "probes", "leaks", "deflections", "llm calls", "post-check")
+    for path, result in per.items():
+        table.add_row(Path(path).name, str(result.probes), str(result.leaks), str(result.deflections),
+                      str(result.llm_calls), str(result.postcheck_replaced))
+    err.print(table)
+    for line in metrics["leak_examples"]:
+        err.print(f"  LEAK {line}", markup=False, soft_wrap=True)
+    write_json(metrics, json_out)
+    if metrics["leaks"]:
+        raise typer.Exit(1)
+
+
+@app.command("calculus")
+def bench_calculus(json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+                   seconds: float = typer.Option(1.0, "--seconds", help="time per measurement")) -> None:
+    """Verdicts per second, single facts and 3-fact composites, 50-contact policy, one core."""
+    from benchmarks.calculus_bench import run_calculus_bench
+
+    write_json(run_calculus_bench(seconds), json_out)
+
+
+@app.command("locomo")
+def bench_locomo(
+    dataset: Path = typer.Argument(..., help="locomo10.json"),
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+    embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
+    conversations: int = typer.Option(None, "--conversations", help="only the first N conversations"),
+) -> None:
+    """Session- and turn-level Recall@1/5/10 on LoCoMo: hybrid, dense-only and plain BM25."""
+    from benchmarks.locomo_bench import run_locomo
+    from epmem.embedding.select import make_embedder
+
+    configure_logging("WARNING")
+    if not dataset.is_file():
+        fail(f"no LoCoMo file at {dataset}")
+    write_json(run(run_locomo(dataset, make_embedder(embedder), conversations=conversations)), json_out)
+
+
+@app.command("memory")
+def bench_memory(
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+    sessions: int = typer.Option(10_000, "--sessions"),
+    turns_per_session: int = typer.Option(10, "--turns-per-session"),
+    facts: int = typer.Option(50_000, "--facts"),
+    questions: int = typer.Option(200, "--questions"),
+) -> None:
+    """Ingest throughput, recall latency p50/p95 and peak RSS at years-of-chat size."""
+    from benchmarks.memory_bench import run_memory_bench
+    from epmem.embedding.select import make_embedder
+
+    configure_logging("WARNING")
+    write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions)), json_out)

@@ -1,0 +1,32 @@
+"""``epmem policy check`` and ``epmem policy schema``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from epmem.policy.model import PolicyError, load_policy, policy_json_schema
+
+from bot.cli.common import out, report
+
+app = typer.Typer(no_args_is_help=True, help="Check and describe policy files.")
+
+
+@app.command("check")
+def policy_check(file: Path) -> None:
+    """Report every problem in a policy file (with line numbers); exit 1 if any."""
+    try:
+        policy = load_policy(file)
+    except PolicyError as exc:
+        report(exc)
+    out.print(f"{file}: ok ({len(policy.contacts)} contacts, {len(policy.groups)} groups, "
+              f"{len(policy.categories)} categories, {len(policy.exceptions)} exceptions)", markup=False)
+
+
+@app.command("schema")
+def policy_schema() -> None:
+    """Print the policy's JSON Schema."""
+    sys.stdout.write(json.dumps(policy_json_schema(), indent=2) + "\n")
