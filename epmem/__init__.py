@@ -15,11 +15,11 @@ from epmem.llm.base import LLMError
 from epmem.memory import Fact, FactMemory, RecallConfig
 from epmem.policy import Policy, PolicyError, PolicyHolder, Recipient, Rulebook, load_policy
 from epmem.reply import Answer, PrivacyEngine
-from epmem.store.base import StoreLocked, StoreMismatch, VectorStore
+from epmem.store.base import StoreCorrupted, StoreLocked, StoreMismatch, VectorStore
 from epmem.store.open import open_store
 
 __all__ = [
     "Answer", "AuditCorrupted", "AuditLog", "AuditRecord", "EpmemError", "Fact", "FactMemory", "IngestError",
-    "LLMError", "Policy", "PolicyError", "PolicyHolder", "PrivacyEngine", "RecallConfig", "Recipient", "Rulebook", "StoreLocked",
+    "LLMError", "Policy", "PolicyError", "PolicyHolder", "PrivacyEngine", "RecallConfig", "Recipient", "Rulebook", "StoreCorrupted", "StoreLocked",
     "StoreMismatch", "VectorStore", "load_policy", "open_store",
 ]

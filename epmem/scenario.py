@@ -121,8 +121,10 @@ class Scenario(_Model):
         raise KeyError(fact_id)
 
     def effective_policy(self) -> Policy:
-        """The scenario's owner block is the policy's owner (identities: console:owner)."""
-        return self.policy.model_copy(update={"owner": self.owner})
+        """The policy, with the scenario's ``owner`` block on top: what that block says wins,
+        and what it leaves out (identities, persona) is the policy's own owner block's."""
+        said = {key: getattr(self.owner, key) for key in self.owner.model_fields_set}
+        return self.policy.model_copy(update={"owner": self.policy.owner.model_copy(update=said)})
 
 
 def asker_members(asker: str) -> list[str]:

@@ -3,8 +3,8 @@
 The policy is the one document a user edits by hand, so it is loaded with two passes: pydantic
 checks the shape of every field, then :func:`semantic_problems` checks what only the whole
 document can tell (a group naming an unknown contact, a whitelist on a never-share category,
-one identity claimed twice). Both passes report *every* problem with the YAML line it sits on,
-because a user fixing a policy should not have to run the checker once per typo.
+one identity claimed twice). Both passes always run and report *every* problem with the YAML
+line it sits on, because a user fixing a policy should not have to run the checker once per typo.
 """
 
 from __future__ import annotations
@@ -134,30 +134,54 @@ class PolicyError(EpmemError, ValueError):
         super().__init__("; ".join(p.render(source) for p in problems))
 
 
-def semantic_problems(policy: Policy) -> list[Problem]:
-    """Cross-reference checks that no single field can make."""
+def _mapping(value: object) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def semantic_problems(policy: Policy | Mapping[str, Any]) -> list[Problem]:
+    """Cross-reference checks that no single field can make.
+
+    Also given a document that failed the schema (its parsed YAML), so that one run of
+    ``epmem policy check`` reports every problem: parts with the wrong shape are skipped here,
+    the schema pass has reported them.
+    """
+    data = policy.model_dump(mode="json") if isinstance(policy, Policy) else policy
+    contacts, groups, categories = (_mapping(data.get(k)) for k in ("contacts", "groups", "categories"))
     problems: list[Problem] = []
-    contacts, groups, categories = policy.contacts, policy.groups, policy.categories
 
     for cid in contacts:
-        if cid in RESERVED_IDS or not _ID.match(cid):
+        if cid in RESERVED_IDS or not _ID.match(str(cid)):
             problems.append(Problem(("contacts", cid), f"contact id {cid!r} is reserved or invalid"))
     for gid, members in groups.items():
         if gid in contacts or gid in RESERVED_IDS:
             problems.append(Problem(("groups", gid), f"group id {gid!r} clashes with a contact or reserved id"))
-        for i, member in enumerate(members):
+        for i, member in enumerate(_items(members)):
             if member not in contacts:
                 problems.append(Problem(("groups", gid, i), f"unknown contact {member!r} in group {gid!r}"))
-    if policy.default_category not in categories:
-        problems.append(
-            Problem(("default_category",), f"default_category {policy.default_category!r} is not a category")
-        )
+    default = data.get("default_category")
+    if isinstance(default, str) and default not in categories:
+        problems.append(Problem(("default_category",), f"default_category {default!r} is not a category"))
     for name, cat in categories.items():
-        if cat.never_share and cat.level != 0:
+        cat = _mapping(cat)
+        if cat.get("never_share") is True and isinstance(cat.get("level"), int) and cat["level"] != 0:
             problems.append(Problem(("categories", name, "level"), "a never_share category must be level 0"))
+    problems += _identity_problems(data, contacts)
+    for i, exc in enumerate(_items(data.get("exceptions"))):
+        problems += _exception_problems(i, _mapping(exc), contacts, groups, categories)
+    return problems
 
+
+def _identity_problems(data: Mapping[str, Any], contacts: dict[Any, Any]) -> list[Problem]:
+    """One identity, one person: the owner's and each contact's identities never overlap."""
+    owner = data.get("owner", {})
+    owner_ids = _mapping(owner).get("identities", ["console:owner"]) if isinstance(owner, dict) else []
+    owned = [("owner", _items(owner_ids))] + [(cid, _items(_mapping(c).get("identities"))) for cid, c in contacts.items()]
+    problems: list[Problem] = []
     seen: dict[str, str] = {}
-    owned = [("owner", policy.owner.identities)] + [(cid, c.identities) for cid, c in contacts.items()]
     for who, identities in owned:
         for i, identity in enumerate(identities):
             path: tuple[str | int, ...] = (
@@ -166,22 +190,26 @@ def semantic_problems(policy: Policy) -> list[Problem]:
             if identity in seen:
                 problems.append(Problem(path, f"identity {identity!r} is also claimed by {seen[identity]!r}"))
             seen[identity] = who
+    return problems
 
-    for i, exc in enumerate(policy.exceptions):
-        targets = [k for k in ("fact", "event", "category") if getattr(exc, k) is not None]
-        if len(targets) != 1:
-            problems.append(Problem(("exceptions", i), "name exactly one of fact, event or category"))
-        for j, who in enumerate(exc.who):
-            if who not in contacts and who not in groups:
-                problems.append(Problem(("exceptions", i, "who", j), f"unknown contact or group {who!r}"))
-        if exc.category is not None:
-            named = categories.get(exc.category)
-            if named is None:
-                problems.append(Problem(("exceptions", i, "category"), f"unknown category {exc.category!r}"))
-            elif named.never_share and exc.effect == "allow":
-                problems.append(
-                    Problem(("exceptions", i), f"category {exc.category!r} is never_share: it cannot be whitelisted")
-                )
+
+def _exception_problems(i: int, exc: dict[str, Any], contacts: dict[Any, Any], groups: dict[Any, Any],
+                        categories: dict[Any, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    targets = [k for k in ("fact", "event", "category") if exc.get(k) is not None]
+    if len(targets) != 1:
+        problems.append(Problem(("exceptions", i), "name exactly one of fact, event or category"))
+    for j, who in enumerate(_items(exc.get("who"))):
+        if who not in contacts and who not in groups:
+            problems.append(Problem(("exceptions", i, "who", j), f"unknown contact or group {who!r}"))
+    category = exc.get("category")
+    if isinstance(category, str):
+        if category not in categories:
+            problems.append(Problem(("exceptions", i, "category"), f"unknown category {category!r}"))
+        elif _mapping(categories[category]).get("never_share") is True and exc.get("effect") == "allow":
+            problems.append(
+                Problem(("exceptions", i), f"category {category!r} is never_share: it cannot be whitelisted")
+            )
     return problems
 
 
@@ -228,18 +256,19 @@ def parse_policy(data: Any, source: str, lines: dict[tuple[str | int, ...], int]
     lines = lines or {}
     if not isinstance(data, dict):
         raise PolicyError(source, [Problem(prefix, "a policy must be a mapping", _line_for(lines, prefix))])
+    problems: list[Problem] = []
+    policy: Policy | None = None
     try:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            Problem(p.path, p.message, _line_for(lines, p.path)) for p in _pydantic_problems(exc, prefix)
-        ]
-        raise PolicyError(source, problems) from None
-    semantic = [
-        Problem(prefix + p.path, p.message, _line_for(lines, prefix + p.path)) for p in semantic_problems(policy)
+        problems += [Problem(p.path, p.message, _line_for(lines, p.path)) for p in _pydantic_problems(exc, prefix)]
+    # the cross-references are checked even when the schema failed: every problem in one pass
+    problems += [
+        Problem(prefix + p.path, p.message, _line_for(lines, prefix + p.path))
+        for p in semantic_problems(policy if policy is not None else data)
     ]
-    if semantic:
-        raise PolicyError(source, semantic)
+    if problems or policy is None:
+        raise PolicyError(source, problems)
     return policy
 
 

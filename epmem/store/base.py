@@ -97,6 +97,10 @@ class StoreMismatch(EpmemError, RuntimeError):
     """The data folder was built with another embedder; the vectors cannot be compared."""
 
 
+class StoreCorrupted(EpmemError, RuntimeError):
+    """A collection's files are damaged: its metadata cannot be read, or the engine refuses them."""
+
+
 class VectorStore(Protocol):
     owner_id: str
 

@@ -37,6 +37,7 @@ from epmem.store.base import (
     Hybrid,
     PointIn,
     SparseVec,
+    StoreCorrupted,
     StoreLocked,
     StoreMismatch,
     Where,
@@ -124,14 +125,35 @@ class EdgeStore:
         except KeyError:
             raise KeyError(f"collection {name!r} is not open; call ensure_collection first") from None
 
+    def _damaged(self, name: str, what: str) -> StoreCorrupted:
+        folder = self.root / name
+        return StoreCorrupted(
+            f"vector collection {name!r} in {self.root} is damaged ({what}): restore the data folder from a "
+            f"backup, or remove {folder} and rebuild it (`epmem ingest`, `epmem load` or `epmem facts import`)"
+        )
+
+    def _read_json(self, name: str, file: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(file.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise self._damaged(name, f"{file.name}: {type(exc).__name__}") from None
+        if not isinstance(data, dict):
+            raise self._damaged(name, f"{file.name}: not a JSON object")
+        return data
+
     async def ensure_collection(self, name: str, dim: int, embedder: str) -> None:
+        """Open (or create) a collection. Damage that the metadata or the engine reports is a
+        :class:`StoreCorrupted`; qdrant-edge 0.9 cannot report every kind of damage inside its
+        binary segment files, and may abort the process on some of them."""
         if name in self._shards:
             return
         path = self.root / name
         meta_path = path / _META
         wanted = {"embedder": embedder, "dim": dim}
         if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
+            meta = self._read_json(name, meta_path)
+            if "embedder" not in meta or "dim" not in meta:
+                raise self._damaged(name, f"{_META}: no embedder or dim")
             if meta != wanted:
                 raise StoreMismatch(
                     f"collection {name!r} in {self.root} was built with {meta['embedder']} "
@@ -143,9 +165,12 @@ class EdgeStore:
             if meta_path.exists():
                 # passing the config upgrades folders made before the vacuum settings existed;
                 # the storage type cannot change in place, so an older float32 shard stays one
-                saved = json.loads((path / "edge_config.json").read_text())
+                saved = self._read_json(name, path / "edge_config.json")
                 float16 = saved.get("vectors", {}).get(DENSE, {}).get("datatype") == "float16"
-                shard = qe.EdgeShard.load(str(path), _config(dim, float16))
+                try:
+                    shard = qe.EdgeShard.load(str(path), _config(dim, float16))
+                except Exception as exc:  # the engine raises plain Exception ("Service runtime error: ...")
+                    raise self._damaged(name, str(exc).split("\n")[0][:200]) from None
                 missing = [f for f in INDEXED_FIELDS if f not in shard.info().payload_schema]
             else:
                 shard = qe.EdgeShard.create(str(path), config)
