@@ -94,6 +94,94 @@ def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
+async def _ingest_slice(tmp: Path, embedder: Embedder, n_sessions: int, turns_per_session: int, pool: list[str],
+                        seed: int) -> dict[str, Any]:
+    """1. The whole ingest path, default embedder, on a slice."""
+    store = EdgeStore(tmp / "slice", "bench")
+    try:
+        conv = await Conversations(store, embedder).open()
+        msgs, _ = synthetic_messages(n_sessions, turns_per_session, pool, seed)
+        t0 = time.perf_counter()
+        built = build_sessions(msgs)
+        await conv.add(built)
+        took = time.perf_counter() - t0
+        n_turns = sum(len(s.turns) for s in built)
+        return {"sessions": len(built), "turns": n_turns, "seconds": round(took, 2),
+                "sessions_per_s": round(len(built) / took, 1), "turns_per_s": round(n_turns / took, 1)}
+    finally:
+        await store.close()
+
+
+async def _ingest_without_dense(store: EdgeStore, conv: Conversations, n_sessions: int, turns_per_session: int,
+                                pool: list[str], pool_vectors: np.ndarray, seed: int
+                                ) -> tuple[dict[str, Any], list[str]]:
+    """2. Everything but the dense embedding, full size; the session ids written."""
+    msgs, rows = synthetic_messages(n_sessions, turns_per_session, pool, seed)
+    t0 = time.perf_counter()
+    built = build_sessions(msgs)
+    build_s = time.perf_counter() - t0
+    by_msg = {m.msg_id: rows[i] for i, m in enumerate(msgs)}
+    write_s = points_s = 0.0
+    for i in range(0, len(built), 64):
+        batch = built[i:i + 64]
+        vectors = pool_vectors[[by_msg[t.msg_id] for s in batch for t in s.turns]]
+        t1 = time.perf_counter()
+        turn_points, session_points = conv.points(batch, vectors)
+        t2 = time.perf_counter()
+        await store.upsert(TURNS, turn_points)
+        await store.upsert(SESSIONS, session_points)
+        t3 = time.perf_counter()
+        points_s += t2 - t1
+        write_s += t3 - t2
+    n_turns = sum(len(s.turns) for s in built)
+    total = build_s + points_s + write_s
+    return {
+        "sessions": len(built), "turns": n_turns, "seconds": round(total, 2),
+        "turns_per_s": round(n_turns / total, 1), "sessions_per_s": round(len(built) / total, 1),
+        "split": {"build_sessions_s": round(build_s, 2), "bm25_and_payload_s": round(points_s, 2),
+                  "write_s": round(write_s, 2)},
+    }, [s.id for s in built]
+
+
+async def _write_facts(store: EdgeStore, memory: FactMemory, facts: int, fact_pool: list[str],
+                       fact_vectors: np.ndarray, session_ids: list[str]) -> float:
+    """Facts as points, in chunks, over the written sessions; the seconds it took."""
+    t0 = time.perf_counter()
+    for i in range(0, facts, 2_000):
+        chunk = []
+        for j in range(i, min(i + 2_000, facts)):
+            row = j % len(fact_pool)
+            fact = Fact(id=f"f{j}", text=fact_pool[row], event_id=f"e{j // 2}",
+                        session_id=session_ids[j % len(session_ids)], state="annotated", level=2,
+                        category="daily_life")
+            chunk.append(PointIn(fact.id, fact.model_dump(mode="json"), fact_vectors[row],
+                                 memory.sparse.document(fact.text)))
+        await store.upsert(FACTS, chunk)
+    return round(time.perf_counter() - t0, 2)
+
+
+async def _recall_latency(memory: FactMemory, retriever: Retriever, qs: list[str]) -> dict[str, Any]:
+    """3. Recall latency, question embedding included, after ten warm-up questions."""
+    for q in qs[:10]:
+        await memory.recall(q)
+    lat: list[float] = []
+    session_lat: list[float] = []
+    for q in qs[10:]:
+        t1 = time.perf_counter()
+        await memory.recall(q)
+        lat.append((time.perf_counter() - t1) * 1000)
+    for q in qs[10:]:
+        t1 = time.perf_counter()
+        await retriever.retrieve(q)
+        session_lat.append((time.perf_counter() - t1) * 1000)
+    return {
+        "recall_ms": {"n": len(lat), "p50": round(_percentile(lat, 50), 2), "p95": round(_percentile(lat, 95), 2),
+                      "mean": round(statistics.fmean(lat), 2)},
+        "session_retrieve_ms": {"n": len(session_lat), "p50": round(_percentile(session_lat, 50), 2),
+                                "p95": round(_percentile(session_lat, 95), 2)},
+    }
+
+
 async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per_session: int = 10,
                            facts: int = 50_000, questions: int = 200, pool_size: int = 3_000,
                            ingest_slice: int = 100, seed: int = 7) -> dict[str, Any]:
@@ -108,89 +196,23 @@ async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per
                            "facts": facts, "pool_sentences": pool_size,
                            "pool_embed_sentences_per_s": round(pool_size / pool_embed_s, 1)}
     with tempfile.TemporaryDirectory(prefix="epmem-membench-") as tmp:
-        # 1. the whole ingest path, default embedder, on a slice
-        slice_store = EdgeStore(Path(tmp) / "slice", "bench")
-        try:
-            conv = await Conversations(slice_store, embedder).open()
-            msgs, _ = synthetic_messages(ingest_slice, turns_per_session, pool, seed + 1)
-            t0 = time.perf_counter()
-            built = build_sessions(msgs)
-            await conv.add(built)
-            took = time.perf_counter() - t0
-            n_turns = sum(len(s.turns) for s in built)
-            out["ingest"] = {"sessions": len(built), "turns": n_turns, "seconds": round(took, 2),
-                             "sessions_per_s": round(len(built) / took, 1), "turns_per_s": round(n_turns / took, 1)}
-        finally:
-            await slice_store.close()
-
-        # 2. everything but the dense embedding, full size
+        out["ingest"] = await _ingest_slice(Path(tmp), embedder, ingest_slice, turns_per_session, pool, seed + 1)
         store = EdgeStore(Path(tmp) / "full", "bench")
         try:
             conv = await Conversations(store, embedder).open()
-            memory = await FactMemory(store, embedder, SubjectNormalizer(["Sam Rivera"])).open()
-            msgs, rows = synthetic_messages(sessions, turns_per_session, pool, seed + 2)
-            t0 = time.perf_counter()
-            built = build_sessions(msgs)
-            build_s = time.perf_counter() - t0
-            by_msg = {m.msg_id: rows[i] for i, m in enumerate(msgs)}
-            write_s = points_s = 0.0
-            for i in range(0, len(built), 64):
-                batch = built[i:i + 64]
-                vectors = pool_vectors[[by_msg[t.msg_id] for s in batch for t in s.turns]]
-                t1 = time.perf_counter()
-                turn_points, session_points = conv.points(batch, vectors)
-                t2 = time.perf_counter()
-                await store.upsert(TURNS, turn_points)
-                await store.upsert(SESSIONS, session_points)
-                t3 = time.perf_counter()
-                points_s += t2 - t1
-                write_s += t3 - t2
-            n_turns = sum(len(s.turns) for s in built)
-            total = build_s + points_s + write_s
-            out["ingest_without_dense"] = {
-                "sessions": len(built), "turns": n_turns, "seconds": round(total, 2),
-                "turns_per_s": round(n_turns / total, 1), "sessions_per_s": round(len(built) / total, 1),
-                "split": {"build_sessions_s": round(build_s, 2), "bm25_and_payload_s": round(points_s, 2),
-                          "write_s": round(write_s, 2)},
-            }
-            session_ids = [s.id for s in built]
-            t0 = time.perf_counter()
-            for i in range(0, facts, 2_000):
-                chunk = []
-                for j in range(i, min(i + 2_000, facts)):
-                    row = j % len(fact_pool)
-                    fact = Fact(id=f"f{j}", text=fact_pool[row], event_id=f"e{j // 2}",
-                                session_id=session_ids[j % len(session_ids)], state="annotated", level=2,
-                                category="daily_life")
-                    chunk.append(PointIn(fact.id, fact.model_dump(mode="json"), fact_vectors[row],
-                                         memory.sparse.document(fact.text)))
-                await store.upsert(FACTS, chunk)
-            out["facts_write_s"] = round(time.perf_counter() - t0, 2)
+            writer = await FactMemory(store, embedder, SubjectNormalizer(["Sam Rivera"])).open()
+            out["ingest_without_dense"], session_ids = await _ingest_without_dense(
+                store, conv, sessions, turns_per_session, pool, pool_vectors, seed + 2)
+            out["facts_write_s"] = await _write_facts(store, writer, facts, fact_pool, fact_vectors, session_ids)
             t0 = time.perf_counter()
             await store.compact()
             out["compact_s"] = round(time.perf_counter() - t0, 2)
             out["counts"] = {"sessions": await store.count(SESSIONS), "turns": await store.count(TURNS),
                              "facts": await store.count(FACTS)}
-
-            # 3. recall latency, question embedding included
-            memory.sessions = Retriever(store, embedder, conv)
+            retriever = Retriever(store, embedder, conv)
+            memory = await FactMemory(store, embedder, SubjectNormalizer(["Sam Rivera"]), sessions=retriever).open()
             qs = list(dict.fromkeys(_sentence(rng, QUESTIONS) for _ in range(questions * 3)))[:questions]
-            for q in qs[:10]:
-                await memory.recall(q)
-            lat: list[float] = []
-            session_lat: list[float] = []
-            for q in qs[10:]:
-                t1 = time.perf_counter()
-                await memory.recall(q)
-                lat.append((time.perf_counter() - t1) * 1000)
-            for q in qs[10:]:
-                t1 = time.perf_counter()
-                await memory.sessions.retrieve(q)
-                session_lat.append((time.perf_counter() - t1) * 1000)
-            out["recall_ms"] = {"n": len(lat), "p50": round(_percentile(lat, 50), 2),
-                                "p95": round(_percentile(lat, 95), 2), "mean": round(statistics.fmean(lat), 2)}
-            out["session_retrieve_ms"] = {"n": len(session_lat), "p50": round(_percentile(session_lat, 50), 2),
-                                          "p95": round(_percentile(session_lat, 95), 2)}
+            out.update(await _recall_latency(memory, retriever, qs))
         finally:
             await store.close()
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

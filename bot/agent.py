@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 import structlog
 
 from connectors.base import Inbound, Outbound
-from epmem.policy.directory import Directory, Resolved
-from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.policy import Directory, Resolved
+from epmem.reply import Answer, PrivacyEngine
 
 from bot import delegation
 from bot.abuse import AbuseGuard, Admission

@@ -27,7 +27,7 @@ import aiosqlite
 import structlog
 
 from connectors.base import Action, DeliveryReport
-from epmem.audit.log import AuditLog
+from epmem.audit import AuditLog
 from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow

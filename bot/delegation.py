@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal, cast, get_args
 
-from epmem.policy.overlay import Overlay
+from epmem.policy import Overlay
 
 #: overlay flag holding the settings (a JSON object).
 DELEGATE_FLAG = "delegate"

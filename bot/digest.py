@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from epmem.audit.log import AuditLog, AuditRecord
+from epmem.audit import AuditLog, AuditRecord
 
 #: record kinds that are someone talking to the delegate.
 ASKED = ("reply", "attempted_command", "held", "non_text", "rejected", "rate_limited")

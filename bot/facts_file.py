@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from epmem.memory.facts import Fact
-from epmem.policy.model import Policy, PolicyError, Problem, _line_for, _pydantic_problems, read_yaml
+from epmem.memory import Fact
+from epmem.policy import Policy, PolicyError, Problem, line_for, read_yaml, schema_problems
 from epmem.scenario import GoldFact
 
 
@@ -28,17 +28,17 @@ def read_facts_file(path: Path, policy: Policy) -> list[Fact]:
         try:
             gold = _FileFact.model_validate(item)
         except ValidationError as exc:
-            problems.extend(Problem(p.path, p.message, _line_for(lines, p.path))
-                            for p in _pydantic_problems(exc, (i,)))
+            problems.extend(Problem(p.path, p.message, line_for(lines, p.path))
+                            for p in schema_problems(exc, (i,)))
             continue
         if gold.category not in policy.categories:
             problems.append(Problem((i, "category"), f"unknown category {gold.category!r}",
-                                    _line_for(lines, (i, "category"))))
+                                    line_for(lines, (i, "category"))))
         for key in ("whitelist", "blacklist"):
             for j, who in enumerate(getattr(gold, key)):
                 if who not in lists:
                     problems.append(Problem((i, key, j), f"unknown contact or group {who!r}",
-                                            _line_for(lines, (i, key, j))))
+                                            line_for(lines, (i, key, j))))
         facts.append(gold.to_fact())
     ids = [f.id for f in facts]
     if len(set(ids)) != len(ids):

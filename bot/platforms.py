@@ -21,7 +21,7 @@ from connectors.courier import Rate
 from connectors.slack import SlackConfig, SlackPacing
 from connectors.telegram import TelegramConfig, TelegramPacing
 from epmem.errors import EpmemError
-from epmem.policy.model import Policy
+from epmem.policy import Policy
 
 TELEGRAM_API = "https://api.telegram.org/bot"
 SLACK_API = "https://slack.com/api/"

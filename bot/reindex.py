@@ -8,12 +8,18 @@ writes everything again with the new embedder. The payloads carry everything nee
 
 from __future__ import annotations
 
-from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
-from epmem.memory.facts import Fact
-from epmem.memory.recall import FACTS, FactMemory, SubjectNormalizer
-from epmem.policy.model import category_profiles
-from epmem.policy.model import load_policy
-from epmem.store.base import Hit, VectorStore
+from epmem.memory import (
+    FACTS,
+    SESSIONS,
+    TURNS,
+    Conversations,
+    Fact,
+    FactMemory,
+    SubjectNormalizer,
+    sessions_from_payloads,
+)
+from epmem.policy import category_profiles, load_policy
+from epmem.store import Hit, VectorStore
 
 from bot.config import Settings
 from bot.runtime import embedder_from_settings, make_store, owner_names

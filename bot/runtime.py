@@ -18,27 +18,15 @@ from pathlib import Path
 
 import yaml
 
-from epmem.audit.log import AuditLog
-from epmem.audit.register import FactRegister
-from epmem.embedding.base import Embedder
-from epmem.ingest.annotate import CategoryClassifier
-from epmem.ingest.distill import Distiller, RetryPolicy
-from epmem.ingest.examples import ExampleBank
-from epmem.ingest.review import ReviewQueue
-from epmem.llm.base import LLM
-from epmem.memory.conversations import Conversations
-from epmem.memory.recall import FactMemory, RecallConfig, SubjectNormalizer
-from epmem.memory.retrieval import Retriever
-from epmem.policy.directory import Directory
-from epmem.policy.holder import PolicyHolder
-from epmem.policy.model import Policy, category_profiles, load_policy
-from epmem.policy.overlay import Overlay
-from epmem.reply.engine import PrivacyEngine
-from epmem.reply.respond import LLMResponder, Responder, RulesResponder
+from epmem.audit import AuditLog, FactRegister
+from epmem.embedding import Embedder
+from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, RetryPolicy, ReviewQueue
+from epmem.llm import LLM
+from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
+from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
+from epmem.reply import LLMResponder, PrivacyEngine, Responder, RulesResponder
 from epmem.scenario import Scenario
-from epmem.memory.retrieval import RetrievalConfig
-from epmem.store.base import VectorStore
-from epmem.store.open import open_store
+from epmem.store import VectorStore, open_store
 
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
@@ -56,7 +44,7 @@ from bot.tasks import Tasks
 
 
 def embedder_from_settings(settings: Settings | None = None) -> Embedder:
-    from epmem.embedding.select import make_embedder as select
+    from epmem.embedding import make_embedder as select
 
     if settings is None:
         return select("minilm")
@@ -83,7 +71,7 @@ def make_llm(settings: Settings) -> LLM | None:
     if not settings.llm_model:
         raise ConfigError("EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL (and OPENAI_BASE_URL for a "
                           "server other than api.openai.com)")
-    from epmem.llm.openai_backend import OpenAIConfig, OpenAILLM
+    from epmem.llm import OpenAIConfig, OpenAILLM
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return OpenAILLM(OpenAIConfig(base_url=settings.openai_base_url, api_key=key, model=settings.llm_model,
@@ -131,12 +119,12 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
         store = make_store(settings)
         conversations = await Conversations(store, embedder).open()
         retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
-        memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)), recall,
-                                  category_profiles(policy.categories), sessions=retriever).open()
-        # the audit page reads fact annotations from here (it cannot open the locked store)
+        # the audit page reads fact annotations from the register (it cannot open the locked store)
         register = FactRegister(state.connection)
+        memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)), recall,
+                                  category_profiles(policy.categories), sessions=retriever,
+                                  observers=[register]).open()
         await register.sync(await memory.all())
-        memory.observers.append(register)
     except BaseException:
         await audit.close()
         await state.close()
@@ -280,8 +268,8 @@ async def load_scenario_memory(runtime: Runtime, scenario: Scenario) -> int:
     facts = [f.to_fact() for f in scenario.facts]
     await runtime.memory.replace_all(facts)
     if runtime.conversations is not None:
-        from epmem.ingest.scenario_file import scenario_messages
-        from epmem.memory.sessions import build_sessions
+        from epmem.ingest import scenario_messages
+        from epmem.memory import build_sessions
 
         messages, ids = scenario_messages(scenario, scenario.name)
         await runtime.conversations.clear()

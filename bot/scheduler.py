@@ -24,9 +24,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from connectors.base import Action, Inbound
-from epmem.policy.calculus import Recipient
-from epmem.policy.directory import Resolved
-from epmem.policy.model import OWNER_ID
+from epmem.policy import OWNER_ID, Recipient, Resolved
 
 from bot.clock import Clock, aware, utcnow
 from bot.commands import CommandContext, CommandRegistry

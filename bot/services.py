@@ -15,17 +15,11 @@ from typing import Any
 
 import structlog
 
-from epmem.audit.log import AuditLog
-from epmem.ingest.distill import Distiller
-from epmem.memory.conversations import Conversations
-from epmem.memory.recall import FactMemory
-from epmem.policy.calculus import Recipient
-from epmem.policy.directory import Directory
-from epmem.policy.holder import PolicyHolder
-from epmem.policy.model import Policy
-from epmem.policy.overlay import Overlay
-from epmem.policy.overrides import Skipped
-from epmem.reply.engine import PrivacyEngine
+from epmem.audit import AuditLog
+from epmem.ingest import Distiller
+from epmem.memory import Conversations, FactMemory
+from epmem.policy import Directory, Overlay, Policy, PolicyHolder, Recipient, Skipped
+from epmem.reply import PrivacyEngine
 
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow

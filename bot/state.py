@@ -19,8 +19,8 @@ from pathlib import Path
 import aiosqlite
 import structlog
 
-from epmem.audit.register import MIGRATIONS as FACT_REGISTER
-from epmem.policy.overlay import MIGRATIONS as OVERLAY
+from epmem.audit import FACT_REGISTER_MIGRATIONS as FACT_REGISTER
+from epmem.policy import OVERLAY_MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 
 from bot.approvals import MIGRATIONS as APPROVALS

@@ -23,8 +23,8 @@ from epmem.policy.model import (
     Policy,
     PolicyError,
     Problem,
-    _line_for,
-    _pydantic_problems,
+    line_for,
+    schema_problems,
     parse_policy,
     read_yaml,
 )
@@ -195,9 +195,9 @@ def load_scenario(path: Path) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise PolicyError(
-            source, [Problem(p.path, p.message, _line_for(lines, p.path)) for p in _pydantic_problems(exc, ())]
+            source, [Problem(p.path, p.message, line_for(lines, p.path)) for p in schema_problems(exc, ())]
         ) from None
-    problems = [Problem(p.path, p.message, _line_for(lines, p.path)) for p in _reference_problems(scenario)]
+    problems = [Problem(p.path, p.message, line_for(lines, p.path)) for p in _reference_problems(scenario)]
     if problems:
         raise PolicyError(source, problems)
     return scenario

@@ -103,19 +103,11 @@ def speakable(policy: dict[str, Any], by_id: dict[str, dict[str, Any]], fid: str
     return True
 
 
-def check(path: Path, fix_permit: bool = False) -> list[str]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+def _reference_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any]) -> list[str]:
+    """The policy's and the sessions' names point at things that exist."""
     problems: list[str] = []
-    warnings: list[str] = []
-    policy = data["policy"]
     contacts = set(policy.get("contacts") or {})
-    groups = set(policy.get("groups") or {})
-    cats = set(policy.get("categories") or {})
-    sessions = {s["id"]: s for s in data.get("sessions") or []}
-    facts = data.get("facts") or []
-    by_id = {f["id"]: f for f in facts}
-    where = str(path)
-    if policy.get("default_category") not in cats:
+    if policy.get("default_category") not in set(policy.get("categories") or {}):
         problems.append(f"{where}: default_category {policy.get('default_category')!r} is not a category")
     for gid, members in (policy.get("groups") or {}).items():
         for m in members:
@@ -133,10 +125,20 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
             r = t.get("reply_to")
             if r is not None and not (isinstance(r, int) and 0 <= r < j):
                 problems.append(f"{where}: session {s['id']} turn {j} reply_to {r!r} is not an earlier turn")
+    return problems
+
+
+def _fact_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any], facts: list[dict[str, Any]]
+                   ) -> tuple[list[str], list[str]]:
+    """Each fact's session, category, lists, cover and canary; (problems, warnings)."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    names = set(policy.get("contacts") or {}) | set(policy.get("groups") or {}) | {"stranger"}
+    by_id = {f["id"]: f for f in facts}
     for f in facts:
         if f.get("session") is not None and f["session"] not in sessions:
             problems.append(f"{where}: fact {f['id']} session {f['session']!r} unknown")
-        if f.get("category") not in cats:
+        if f.get("category") not in set(policy.get("categories") or {}):
             problems.append(f"{where}: fact {f['id']} category {f.get('category')!r} unknown")
         if not str(f.get("canary") or "").strip():
             problems.append(f"{where}: fact {f['id']} has no canary")
@@ -149,7 +151,7 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
                             f"session {f['session']} (pipeline mode cannot extract it)")
         for key in ("whitelist", "blacklist"):
             for w in f.get(key) or []:
-                if w not in contacts | groups | {"stranger"}:
+                if w not in names:
                     problems.append(f"{where}: fact {f['id']} {key} names unknown {w!r}")
         if f.get("version") == "cover" and f.get("covers") not in by_id:
             problems.append(f"{where}: cover {f['id']} covers unknown fact {f.get('covers')!r}")
@@ -158,12 +160,17 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
             if canary and other is not f and canary in str(other.get("text", "")).casefold():
                 warnings.append(f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} occurs in the "
                                 f"text of fact {other['id']}")
-    known = contacts | {"stranger"}
-    tasks = data.get("tasks") or {}
+    return problems, warnings
+
+
+def _permit_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], tasks: dict[str, Any],
+                     fix_permit: bool) -> list[str]:
+    """Every permit gold is what the composite rule allows (rewritten in place with ``fix_permit``)."""
+    problems: list[str] = []
+    known = set(policy.get("contacts") or {}) | {"stranger"}
     for item in tasks.get("classify") or []:
         if item["fact"] not in by_id:
             problems.append(f"{where}: classify names unknown fact {item['fact']!r}")
-    known = contacts | {"stranger"}
     for i, item in enumerate(tasks.get("permit") or []):
         unknown = [f for f in item["facts"] if f not in by_id] + [c for c in item["candidates"] if c not in known]
         if unknown:
@@ -176,6 +183,13 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
             if fix_permit:
                 item["allowed"] = want
             problems.append(f"{where}: permit[{i}] {item['facts']}: gold {have}, calculus {want}")
+    return problems
+
+
+def _answer_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], tasks: dict[str, Any]) -> list[str]:
+    """Every ``may`` fact is speakable to every member, every ``must_not`` fact denied to one."""
+    problems: list[str] = []
+    known = set(policy.get("contacts") or {}) | {"stranger"}
     for qi, item in enumerate(tasks.get("answer") or []):
         for asker, gold in (item.get("askers") or {}).items():
             members = [m.strip() for m in asker.split("+") if m.strip()]
@@ -199,6 +213,22 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
                 for mid in may:
                     if canary in str(by_id[mid]["text"]).casefold():
                         problems.append(f"{tag}: must_not {fid}'s canary occurs in may fact {mid}")
+    return problems
+
+
+def check(path: Path, fix_permit: bool = False) -> list[str]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    where = str(path)
+    policy = data["policy"]
+    sessions = {s["id"]: s for s in data.get("sessions") or []}
+    facts = data.get("facts") or []
+    by_id = {f["id"]: f for f in facts}
+    tasks = data.get("tasks") or {}
+    problems = _reference_problems(where, policy, sessions)
+    fact_problems, warnings = _fact_problems(where, policy, sessions, facts)
+    problems += fact_problems
+    problems += _permit_problems(where, policy, by_id, tasks, fix_permit)
+    problems += _answer_problems(where, policy, by_id, tasks)
     for w in warnings:
         print(w)
     if fix_permit:

@@ -13,11 +13,12 @@ from importlib.metadata import entry_points
 import typer
 
 from bot.cli import audit, chat, memory, policy
-from bot.cli.common import err
+from bot.cli.common import EpmemGroup, err
 
 PLUGINS = "epmem.cli"
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate.")
+app = typer.Typer(cls=EpmemGroup, no_args_is_help=True, add_completion=False,
+                  help="EP-Mem Delegate: a privacy-aware delegate.")
 chat.register(app)
 memory.register(app)
 app.add_typer(policy.app, name="policy")

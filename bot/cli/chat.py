@@ -6,9 +6,9 @@ import sys
 
 import typer
 
-from epmem.policy.model import STRANGER_ID
+from epmem.policy import STRANGER_ID
 
-from bot.cli.common import err, fail, out, run, settings, with_runtime
+from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
 from bot.config import Settings
 from bot.logging import configure_logging
 from bot.runtime import Runtime
@@ -54,15 +54,12 @@ def run_service(
 ) -> None:
     """Serve every platform whose credentials are set (Telegram, Slack; else the console),
     with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
-    from bot.platforms import PlatformError, PlatformSettings
+    from bot.platforms import PlatformSettings
     from bot.serve import serve
 
-    s = Settings()
-    try:
-        platforms = PlatformSettings()
-        connected = platforms.telegram or platforms.slack
-    except PlatformError as exc:
-        fail(str(exc))
+    s = from_environment(Settings)
+    platforms = from_environment(PlatformSettings)
+    connected = platforms.telegram or platforms.slack
     # with platforms, stdout is the log stream; on the console fallback it is the chat, and
     # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
     level = s.log_level if connected or "log_level" in s.model_fields_set else "WARNING"

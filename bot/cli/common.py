@@ -1,8 +1,10 @@
 """What every ``epmem`` command shares: the two consoles, one-line errors, settings, JSON output.
 
 Every failure a user can cause is an :class:`~epmem.errors.EpmemError` (the library's and the
-bot's own errors derive from it); :func:`run` catches it once and prints one line on stderr,
-exit 1. Anything else is a bug and keeps its traceback.
+bot's own errors derive from it, and settings read from the environment are turned into one).
+:class:`EpmemGroup`, the root command group, catches it once for every command and prints one
+line on stderr (one per problem for a policy), exit 1. Anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
+from pydantic import AliasChoices, ValidationError
+from pydantic_settings import BaseSettings
 from rich.console import Console
+from typer.core import TyperGroup
 
 from epmem.errors import EpmemError
-from epmem.policy.model import PolicyError
+from epmem.policy import PolicyError
 
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from bot.logging import configure_logging
 
 if TYPE_CHECKING:
@@ -47,17 +52,46 @@ def report(exc: EpmemError) -> NoReturn:
     fail(str(exc))
 
 
+class EpmemGroup(TyperGroup):
+    """The root ``epmem`` group: every command, sub-groups and plugins included, runs inside
+    :meth:`invoke`, so this is the one place a user-caused error becomes one line."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EpmemError as exc:
+            report(exc)
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine, turning the errors a user can cause into one line and exit 1."""
+    """The sync CLI over the async library."""
+    return asyncio.run(coro)
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def from_environment(kind: type[S]) -> S:
+    """Settings from the environment; a value that does not fit is a ConfigError naming it."""
     try:
-        return asyncio.run(coro)
-    except EpmemError as exc:
-        report(exc)
+        return kind()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else ""
+            field = kind.model_fields.get(name)
+            alias = field.validation_alias if field is not None else None
+            if field is None:  # reported under its environment name already
+                env = name
+            else:
+                env = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"EPMEM_{name.upper()}"
+            problems.append(f"{env}: {error['msg']}")
+        raise ConfigError("; ".join(problems)) from None
 
 
 def settings(quiet: bool = False) -> Settings:
     """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says."""
-    s = Settings()
+    s = from_environment(Settings)
     level = "WARNING" if quiet and "log_level" not in s.model_fields_set else s.log_level
     configure_logging(level, s.log_format)
     return s

@@ -13,8 +13,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from epmem.memory.facts import Fact
-from epmem.policy.model import load_policy
+from epmem.memory import Fact
+from epmem.policy import load_policy
 
 from bot.cli.common import err, out, run, settings, with_runtime
 from bot.runtime import Runtime
@@ -103,7 +103,7 @@ def ingest(
     distilled into facts by the configured backend (only new ones: a re-import costs no LLM call).
     """
     from epmem.ingest import read_export
-    from epmem.ingest.apply import write_sessions
+    from epmem.ingest import write_sessions
 
     s = settings()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from epmem.policy.model import PolicyError, load_policy, policy_json_schema
+from epmem.policy import load_policy, policy_json_schema
 
-from bot.cli.common import out, report
+from bot.cli.common import out
 
 app = typer.Typer(no_args_is_help=True, help="Check and describe policy files.")
 
@@ -18,10 +18,7 @@ app = typer.Typer(no_args_is_help=True, help="Check and describe policy files.")
 @app.command("check")
 def policy_check(file: Path) -> None:
     """Report every problem in a policy file (with line numbers); exit 1 if any."""
-    try:
-        policy = load_policy(file)
-    except PolicyError as exc:
-        report(exc)
+    policy = load_policy(file)
     out.print(f"{file}: ok ({len(policy.contacts)} contacts, {len(policy.groups)} groups, "
               f"{len(policy.categories)} categories, {len(policy.exceptions)} exceptions)", markup=False)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epmem.memory.facts import Fact
+from epmem.memory import Fact
 
 from bot.commands.contacts import get_fact
 from bot.commands.registry import CommandContext, CommandError, CommandSet

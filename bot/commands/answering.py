@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epmem.reply.respond import deflection
+from epmem.reply import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
 from bot.commands.registry import CommandContext, CommandError, CommandSet

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from epmem.memory.facts import Fact
-from epmem.policy.model import OWNER_ID, STRANGER_ID, Contact
+from epmem.memory import Fact
+from epmem.policy import OWNER_ID, STRANGER_ID, Contact
 
 from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet
 from bot.commands.schedule import parse_when, schedule_later

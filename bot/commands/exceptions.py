@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from epmem.policy.model import PolicyException
+from epmem.policy import PolicyException
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices

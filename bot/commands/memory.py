@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from epmem.audit.erase import erase_facts
+from epmem.audit import erase_facts
 from epmem.sqlite import scrub
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from connectors.base import Inbound
-from epmem.policy.directory import Resolved
+from epmem.policy import Resolved
 
 if TYPE_CHECKING:
     from bot.services import OwnerServices

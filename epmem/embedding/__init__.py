@@ -2,5 +2,8 @@
 
 from .base import Embedder, Vectors
 from .minilm import EmbedderUnavailable, MiniLMEmbedder, default_embedder
+from .select import make_embedder
 
-__all__ = ["Embedder", "EmbedderUnavailable", "MiniLMEmbedder", "Vectors", "default_embedder"]
+__all__ = [
+    "default_embedder", "Embedder", "EmbedderUnavailable", "make_embedder", "MiniLMEmbedder", "Vectors",
+]

@@ -53,13 +53,6 @@ class Draft:
     proposed_whitelist: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class Extraction:
-    facts: tuple[Fact, ...]
-    backend: str
-    notes: tuple[str, ...] = ()
-
-
 def owner_first_name(policy: Policy) -> str:
     return policy.owner.name.split()[0] if policy.owner.name.strip() else "The owner"
 

@@ -4,7 +4,13 @@ Recall is privacy-blind on purpose (see ``recall``): it finds what is relevant; 
 decides what is allowed.
 """
 
+from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
 from epmem.memory.facts import Fact
-from epmem.memory.recall import FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
+from epmem.memory.recall import FACTS, FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
+from epmem.memory.retrieval import RetrievalConfig, Retriever
+from epmem.memory.sessions import build_sessions
 
-__all__ = ["Fact", "FactMemory", "RecallConfig", "Recalled", "RecalledEvent", "SubjectNormalizer"]
+__all__ = [
+    "build_sessions", "Conversations", "Fact", "FactMemory", "FACTS", "RecallConfig", "Recalled", "RecalledEvent",
+    "RetrievalConfig", "Retriever", "SESSIONS", "sessions_from_payloads", "SubjectNormalizer", "TURNS",
+]

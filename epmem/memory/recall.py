@@ -105,7 +105,7 @@ class FactMemory:
 
     def __init__(self, store: VectorStore, embedder: Embedder, normalizer: SubjectNormalizer,
                  config: RecallConfig | None = None, categories: dict[str, str] | None = None,
-                 sessions: SessionScorer | None = None) -> None:
+                 sessions: SessionScorer | None = None, observers: Sequence[FactObserver] = ()) -> None:
         self.store = store
         self.embedder = embedder
         self.normalize = normalizer
@@ -114,7 +114,7 @@ class FactMemory:
         #: session retrieval (epmem.memory.retrieval.Retriever): a relevant session ranks its facts up.
         self.sessions = sessions
         #: told after each change has been stored (epmem.audit.register.FactRegister).
-        self.observers: list[FactObserver] = []
+        self.observers: list[FactObserver] = list(observers)
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
         self._category_vectors = (

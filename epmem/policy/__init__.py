@@ -19,12 +19,20 @@ from epmem.policy.model import (
     PolicyError,
     PolicyException,
     Problem,
+    category_profiles,
+    line_for,
     load_policy,
+    policy_json_schema,
+    read_yaml,
+    schema_problems,
 )
+from epmem.policy.overlay import MIGRATIONS as OVERLAY_MIGRATIONS
+from epmem.policy.overlay import Overlay
+from epmem.policy.overrides import Skipped
 
 __all__ = [
-    "OWNER_ID", "STRANGER", "STRANGER_ID", "Category", "Composite", "Contact", "Directory", "Gate", "Owner",
-    "Policy", "PolicyError", "PolicyException", "PolicyHolder", "Problem", "ReadsPolicy", "Recipient", "Resolved",
-    "Rulebook", "Verdict",
-    "audience_allows", "judge", "load_policy",
+    "audience_allows", "Category", "category_profiles", "Composite", "Contact", "Directory", "Gate", "judge",
+    "line_for", "load_policy", "Overlay", "OVERLAY_MIGRATIONS", "Owner", "OWNER_ID", "Policy", "policy_json_schema",
+    "PolicyError", "PolicyException", "PolicyHolder", "Problem", "read_yaml", "ReadsPolicy", "Recipient",
+    "Resolved", "Rulebook", "schema_problems", "Skipped", "STRANGER", "STRANGER_ID", "Verdict",
 ]

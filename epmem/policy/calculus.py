@@ -138,13 +138,17 @@ class CompositeVerdict:
     allowed: bool
     parts: tuple[tuple[str, Verdict], ...]
 
-    def first_denial(self) -> tuple[str, Verdict] | None:
-        return next(((f, v) for f, v in self.parts if not v.allowed), None)
-
 
 @dataclass(frozen=True, slots=True)
 class Composite:
-    """Facts told together, with their ceiling computed once for every recipient."""
+    """Facts told together, with their ceiling computed once for every recipient.
+
+    DESIGN sec. 3's composite rule. Today its callers are the benchmarks (the scenario
+    benchmark's permit task, through :func:`allowed_set` and benchmarks/pipeline.py; the
+    calculus benchmark) and the tests:
+    the reply path (epmem/reply/projection.py) judges each fact on its own for every reader,
+    and does not yet judge a reply's facts as one composite (issue #10).
+    """
 
     gates: tuple[Gate, ...]
     level: int
@@ -162,7 +166,8 @@ class Composite:
 
 
 def judge_composite(gates: Sequence[Gate] | Composite, r: Recipient) -> CompositeVerdict:
-    """Several facts told together: each judged against the composite's ceiling."""
+    """Several facts told together: each judged against the composite's ceiling, with the
+    reason per fact (used by the tests; see :class:`Composite` for who calls what)."""
     comp = gates if isinstance(gates, Composite) else Composite.of(gates)
     parts = tuple((g.fact_id, _judge(g, r, comp.level, comp.domain)) for g in comp.gates)
     return CompositeVerdict(all(v.allowed for _, v in parts), parts)

@@ -237,14 +237,14 @@ def yaml_lines(text: str) -> dict[tuple[str | int, ...], int]:
     return lines
 
 
-def _line_for(lines: dict[tuple[str | int, ...], int], path: tuple[str | int, ...]) -> int | None:
+def line_for(lines: dict[tuple[str | int, ...], int], path: tuple[str | int, ...]) -> int | None:
     for end in range(len(path), -1, -1):
         if path[:end] in lines:
             return lines[path[:end]]
     return None
 
 
-def _pydantic_problems(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterator[Problem]:
+def schema_problems(error: ValidationError, prefix: tuple[str | int, ...]) -> Iterator[Problem]:
     for err in error.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         yield Problem(prefix + loc, err["msg"])
@@ -255,16 +255,16 @@ def parse_policy(data: Any, source: str, lines: dict[tuple[str | int, ...], int]
     """Validate already-parsed YAML data; ``prefix`` locates it inside a larger document."""
     lines = lines or {}
     if not isinstance(data, dict):
-        raise PolicyError(source, [Problem(prefix, "a policy must be a mapping", _line_for(lines, prefix))])
+        raise PolicyError(source, [Problem(prefix, "a policy must be a mapping", line_for(lines, prefix))])
     problems: list[Problem] = []
     policy: Policy | None = None
     try:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
-        problems += [Problem(p.path, p.message, _line_for(lines, p.path)) for p in _pydantic_problems(exc, prefix)]
+        problems += [Problem(p.path, p.message, line_for(lines, p.path)) for p in schema_problems(exc, prefix)]
     # the cross-references are checked even when the schema failed: every problem in one pass
     problems += [
-        Problem(prefix + p.path, p.message, _line_for(lines, prefix + p.path))
+        Problem(prefix + p.path, p.message, line_for(lines, prefix + p.path))
         for p in semantic_problems(policy if policy is not None else data)
     ]
     if problems or policy is None:

@@ -89,7 +89,8 @@ def test_the_timeline_lists_every_decision_the_cli_lists(page: PageProcess, audi
     rows = all_rows(page.url)
     assert len(rows) == len(listed) > BULK
     assert [r["id"] for r in rows] == [x["id"] for x in reversed(listed)]  # newest first
-    assert [r["seq"] for r in rows] == sorted((r["seq"] for r in rows), reverse=True)
+    seqs = [int(str(r["seq"])) for r in rows]
+    assert seqs == sorted(seqs, reverse=True)
     kinds = {r["outcome"] for r in rows}
     assert {"answered", "deflected", "held", "attempted command", "policy change", "erasure"} <= kinds
 

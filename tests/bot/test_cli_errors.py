@@ -112,3 +112,10 @@ def test_load_keeps_the_scenarios_owner_identities_and_persona(tmp_path: Path) -
     assert epmem("load", str(path), data=data).returncode == 0
     owner = yaml.safe_load((data / "policy.yaml").read_text())["owner"]
     assert owner == {"name": "Maya C.", "identities": ["telegram:777", "console:maya"], "persona": "formal"}
+
+
+def test_a_setting_that_does_not_fit(tmp_path: Path) -> None:
+    result = epmem("chat", "--as", "leo", data=tmp_path / "d", env={"EPMEM_LLM_BACKEND": "gpt-9"})
+    assert one_error(result, "EPMEM_LLM_BACKEND") == "error: EPMEM_LLM_BACKEND: Input should be 'rules' or 'openai'"
+    result = epmem("run", data=tmp_path / "d", env={"EPMEM_SLACK_PORT": "http"})
+    one_error(result, "EPMEM_SLACK_PORT: Input should be a valid integer")

@@ -29,7 +29,7 @@ from connectors.telegram import (
     chunk_text,
 )
 from testkit.clock import FakeTimer
-from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.fake_telegram import FakeTelegram
 from testkit.state import OpenState, connector_state
 
 OWNER_ID = 777

@@ -33,7 +33,7 @@ from telegram.request import HTTPXRequest
 
 from connectors.telegram import GroupRoster
 from testkit.clock import FakeTimer
-from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.fake_telegram import FakeTelegram
 
 GROUP = -1001
 BOT_ID = 123456

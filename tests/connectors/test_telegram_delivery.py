@@ -21,7 +21,7 @@ from connectors.base import Inbound, Outbound
 from connectors.courier import DeliveryFailed
 from connectors.telegram import TelegramConfig, TelegramConnector
 from testkit.clock import FakeTimer
-from testkit.fake_telegram import FakeTelegram, fake_telegram  # noqa: F401 (fixture)
+from testkit.fake_telegram import FakeTelegram
 from testkit.state import OpenState, connector_state
 
 OWNER_ID = 777

@@ -14,12 +14,12 @@ from epmem.ingest.review import Answer, ReviewError, ReviewQueue
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.policy.calculus import STRANGER, Rulebook, judge
-from epmem.policy.model import category_profiles
+from epmem.policy.model import Domain, category_profiles
 from epmem.store.edge import EdgeStore
 from tests.epmem.test_extract_rules import POLICY
 
 
-def pending(fid: str, text: str, category: str, level: int, domain: str | None = None,
+def pending(fid: str, text: str, category: str, level: int, domain: Domain | None = None,
             proposed: list[str] | None = None, blacklist: list[str] | None = None, session: str = "s1") -> Fact:
     return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, category=category, level=level,
                 domain=domain, state="pending", confidence=0.3, evidence=[f"topic:{category}:x"],

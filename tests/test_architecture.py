@@ -1,0 +1,238 @@
+"""The shape of the house, checked from the source: layers, no import cycles, small modules.
+
+Layers, bottom up: ``epmem`` (the library) and ``connectors`` (platform adapters) know nothing
+of the bot; ``bot`` wires them together; ``testkit`` (loopback fakes, ready runtimes) sits on
+the bot; ``benchmarks`` on top, imported by nothing; ``tests`` may import anything. ``bot`` and
+``connectors`` reach ``epmem`` through its public surface only: the package, a (sub-)package
+(``epmem.policy``, ``epmem.audit.web``) or a top-level module (``epmem.errors``), never an inner
+module of a sub-package.
+
+Every import counts, also one inside a function: a cycle hidden in a function is still a cycle
+a reader has to untangle. An import under ``TYPE_CHECKING`` names a type and never runs: it
+counts for the layers (a lower layer may not even name an upper layer's types) but does not
+make a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("epmem", "connectors", "bot", "testkit", "benchmarks", "tests")
+#: the code the size limits hold for (tests are held to them by review, not by this test).
+SHIPPED = ("epmem", "connectors", "bot", "testkit", "benchmarks")
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+#: what each layer may not import.
+FORBIDDEN = {
+    "epmem": ("bot", "connectors", "testkit", "benchmarks", "tests"),
+    "connectors": ("bot", "testkit", "benchmarks", "tests"),
+    "bot": ("testkit", "benchmarks", "tests"),
+    "testkit": ("benchmarks", "tests"),
+    "benchmarks": ("tests",),
+}
+#: layers that may use only epmem's public surface.
+PUBLIC_EPMEM_ONLY = ("connectors", "bot")
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+SOURCES = _sources()
+PACKAGE_NAMES = {name for name, path in SOURCES.items() if path.name == "__init__.py"}
+
+
+def _resolve(name: str) -> str | None:
+    """The most specific first-party module ``name`` refers to (``a.b.C`` -> ``a.b``)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in SOURCES:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _type_only(tree: ast.AST) -> set[int]:
+    """The ids of the import statements under ``if TYPE_CHECKING:``."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            ids |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return ids
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[str, int, bool]]:
+    """(first-party module imported, line, only for type checking) for every import statement."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = _type_only(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _resolve(alias.name)
+                if target:
+                    yield target, node.lineno, id(node) in typing_only
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                target = _resolve(f"{base}.{alias.name}") or _resolve(base)
+                if target:
+                    yield target, node.lineno, id(node) in typing_only
+
+
+#: module -> the modules it imports when it runs (what can make a cycle).
+GRAPH: dict[str, set[str]] = {}
+#: module -> every module it names, type-only imports included (what the layers constrain).
+NAMES: dict[str, set[str]] = {}
+WHERE: dict[tuple[str, str], int] = {}
+for _name, _path in SOURCES.items():
+    GRAPH[_name], NAMES[_name] = set(), set()
+    for _target, _line, _typing in _imports(_name, _path):
+        if _target != _name:
+            NAMES[_name].add(_target)
+            if not _typing:
+                GRAPH[_name].add(_target)
+            WHERE.setdefault((_name, _target), _line)
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(GRAPH):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(GRAPH[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(GRAPH[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    described = []
+    for component in _cycles():
+        edges = [f"{a} -> {b} (line {WHERE[(a, b)]})" for a in component for b in sorted(GRAPH[a])
+                 if b in component]
+        described.append("; ".join(edges))
+    assert not described, "import cycles:\n" + "\n".join(described)
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    wrong = [
+        f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}"
+        for a, targets in NAMES.items() for b in sorted(targets)
+        if _layer(b) in FORBIDDEN.get(_layer(a), ())
+    ]
+    assert not wrong, "imports from a lower layer up:\n" + "\n".join(wrong)
+
+
+def _public(module: str) -> bool:
+    """``epmem``, a package (``epmem.policy``, ``epmem.audit.web``) or a top-level module."""
+    return module in PACKAGE_NAMES or module.count(".") <= 1
+
+
+def test_bot_and_connectors_use_only_epmems_public_surface() -> None:
+    wrong = [
+        f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}: import it from "
+        f"{'.'.join(b.split('.')[:2])} (add it to that sub-package's __all__ if it is missing)"
+        for a, targets in NAMES.items() if _layer(a) in PUBLIC_EPMEM_ONLY
+        for b in sorted(targets) if _layer(b) == "epmem" and not _public(b)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def _shipped() -> Iterator[tuple[str, Path]]:
+    for name, path in SOURCES.items():
+        if _layer(name) in SHIPPED:
+            yield str(path.relative_to(ROOT)), path
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_no_module_over_the_limit() -> None:
+    long = [f"{rel}: {_lines(path)} lines" for rel, path in _shipped() if _lines(path) > MAX_MODULE_LINES]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern):\n" + "\n".join(long)
+
+
+def test_no_function_over_the_limit() -> None:
+    long = []
+    for rel, path in _shipped():
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_checks_see_what_they_check() -> None:
+    """The graph is not empty by accident: known edges are in it, a planted cycle is found."""
+    assert "bot.commands.registry" in GRAPH["bot.commands.exceptions"]
+    assert "epmem.policy.holder" in GRAPH["epmem.policy.directory"]
+    assert "bot.runtime" in GRAPH["bot.cli.chat"]
+    assert "bot.services" in NAMES["bot.commands.registry"]  # type-only: a layer check sees it,
+    assert "bot.services" not in GRAPH["bot.commands.registry"]  # a cycle check does not
+    assert "epmem.audit.verify" in GRAPH["epmem.audit.log"]  # imported inside a function
+    saved = {m: set(GRAPH[m]) for m in ("epmem.errors", "epmem.sqlite")}
+    try:
+        GRAPH["epmem.errors"].add("epmem.sqlite")
+        WHERE[("epmem.errors", "epmem.sqlite")] = 0
+        assert any({"epmem.errors", "epmem.sqlite"} <= set(c) for c in _cycles())
+    finally:
+        GRAPH.update(saved)
