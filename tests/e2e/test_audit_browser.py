@@ -66,7 +66,7 @@ def not_blank(png: bytes) -> tuple[float, int]:
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
     background = image.getpixel((image.width - 1, image.height - 1))
-    counts = {colour: n for n, colour in image.getcolors(image.width * image.height) or []}
+    counts: dict[Any, int] = {colour: n for n, colour in image.getcolors(image.width * image.height) or []}
     total = image.width * image.height
     return 1 - counts.get(background, 0) / total, len(counts)
 
