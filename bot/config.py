@@ -32,12 +32,21 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY",
                                                                                         "openai_api_key"))
     llm_model: str | None = None
-    #: per HTTP request; the client retries ``llm_max_retries`` times on 429/5xx/timeouts.
-    llm_timeout_s: float = Field(default=20.0, gt=0)
+    #: per HTTP request; the client retries ``llm_max_retries`` times on 429/5xx/timeouts. The
+    #: defaults leave room for a model served on CPU (llama.cpp: a few to ~40 tokens/s).
+    llm_timeout_s: float = Field(default=120.0, gt=0)
     llm_max_retries: int = Field(default=1, ge=0)
     #: the longest a reply waits for the model before the rules composer answers instead.
-    llm_reply_budget_s: float = Field(default=15.0, gt=0)
-    llm_structured_output: Literal["json_schema", "json_object", "off"] = "json_schema"
+    llm_reply_budget_s: float = Field(default=45.0, gt=0)
+    #: output token limits: per call (extraction), and for a reply (a few sentences).
+    llm_max_output_tokens: int = Field(default=1024, gt=0)
+    llm_reply_max_tokens: int = Field(default=300, gt=0)
+    #: a model's reply longer than this (characters) is not sent (the rules reply is).
+    llm_reply_max_chars: int = Field(default=1200, gt=0)
+    #: response_format for structured calls: json_schema (OpenAI, vLLM, Ollama), json_object
+    #: (DeepSeek: JSON mode), json_object_schema (llama.cpp server: JSON mode with the schema,
+    #: decoded by grammar) or off.
+    llm_structured_output: Literal["json_schema", "json_object", "json_object_schema", "off"] = "json_schema"
     #: background annotation of an ingested session: attempts, first back-off (doubling).
     annotate_attempts: int = Field(default=4, ge=1)
     annotate_backoff_s: float = Field(default=5.0, ge=0)

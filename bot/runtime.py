@@ -24,7 +24,7 @@ from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, RetryPolicy
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
-from epmem.reply import LLMResponder, PrivacyEngine, Responder, RulesResponder
+from epmem.reply import LLMResponder, PrivacyEngine, Responder, RulesResponder, SanityConfig
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
@@ -76,6 +76,7 @@ def make_llm(settings: Settings) -> LLM | None:
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return OpenAILLM(OpenAIConfig(base_url=settings.openai_base_url, api_key=key, model=settings.llm_model,
                                   timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
+                                  max_output_tokens=settings.llm_max_output_tokens,
                                   structured_output=settings.llm_structured_output))
 
 
@@ -84,7 +85,8 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
         return RulesResponder()
     model = llm or make_llm(settings)
     assert model is not None
-    return LLMResponder(model, budget_s=settings.llm_reply_budget_s)
+    return LLMResponder(model, budget_s=settings.llm_reply_budget_s, max_tokens=settings.llm_reply_max_tokens,
+                        sanity=SanityConfig(max_chars=settings.llm_reply_max_chars))
 
 
 def owner_names(policy: Policy) -> list[str]:

@@ -26,6 +26,10 @@ Modes (one at a time; ``delay`` combines with any of them):
 * ``echo``      the content is the whole prompt: every message's content joined by blank lines
                 (the "echo model" of the privacy tests: it leaks everything it was shown).
 * ``refusal``   ``message.refusal`` set, ``content`` null.
+* ``misbehave`` a broken model, one way at a time (:data:`MISBEHAVIOURS`): ``repeat`` one
+                sentence over and over, ``echo`` the prompt, ``wrap`` the reply in the prompt's
+                markers, ``json`` instead of prose, ``empty`` content, ``foreign`` (another
+                language), ``stall`` (answers only after ``stall_s``).
 * ``delay``     seconds to sleep before answering (for timeouts).
 
 Token counts are deterministic: prompt = whitespace tokens of all message contents,
@@ -44,7 +48,38 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Mode = Literal["script", "malformed", "status", "echo", "refusal"]
+Mode = Literal["script", "malformed", "status", "echo", "refusal", "misbehave"]
+
+#: the ways a broken model misbehaves (what SmolLM2-135M served by llama.cpp really did, and worse).
+MISBEHAVIOURS: tuple[str, ...] = ("repeat", "echo", "wrap", "json", "empty", "foreign", "stall")
+REPEATED = "I'm glad to hear that you're enjoying your new job."
+FOREIGN = "Lo siento mucho, pero ahora mismo no puedo contarte nada sobre eso. Se lo diré a ella."
+
+
+def _first_fact(prompt_text: str) -> str:
+    """The first line of the prompt's facts block (so a misbehaving answer is about the facts)."""
+    lines = prompt_text.split("<<<facts", 1)[-1].splitlines()[1:2]
+    return lines[0].lstrip("0123456789.) ") if lines else "Nothing to say."
+
+
+def misbehaving_answer(kind: str, prompt_text: str) -> tuple[str, str]:
+    """(content, finish_reason) of a model that misbehaves in way ``kind``."""
+    fact = _first_fact(prompt_text)
+    if kind == "repeat":
+        return " ".join([REPEATED] * 40), "length"
+    if kind == "echo":
+        return prompt_text, "stop"
+    if kind == "wrap":
+        return f"<<<reply 3f9a0c1b\n{fact}\n>>> end reply 3f9a0c1b", "stop"
+    if kind == "json":
+        return json.dumps({"reply": fact, "facts_used": [1]}), "stop"
+    if kind == "empty":
+        return "", "stop"
+    if kind == "foreign":
+        return FOREIGN, "stop"
+    if kind == "stall":
+        return fact, "stop"
+    raise ValueError(f"unknown misbehaviour {kind!r}: use {', '.join(MISBEHAVIOURS)}")
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -97,6 +132,8 @@ class FakeOpenAI:
         self.retry_after_ms: float | None = 10.0  # keeps the client's retry back-off short
         self.refusal_text: str = "I'm sorry, I can't help with that."
         self.include_usage: bool = True
+        self.misbehaviour: str = "repeat"
+        self.stall_s: float = 3600.0
         self.requests: list[dict[str, Any]] = []
         #: a long benchmark turns this off so the request log does not grow without end.
         self.keep_requests: bool = True
@@ -125,6 +162,13 @@ class FakeOpenAI:
 
     def set_echo(self) -> None:
         self.mode = "echo"
+
+    def set_misbehaviour(self, kind: str, stall_s: float = 3600.0) -> None:
+        """Answer every request like a broken model (``stall``: after ``stall_s`` seconds)."""
+        misbehaving_answer(kind, "")  # unknown kinds fail here, not in a request handler
+        self.mode = "misbehave"
+        self.misbehaviour = kind
+        self.stall_s = stall_s
 
     def set_refusal(self, text: str | None = None) -> None:
         self.mode = "refusal"
@@ -198,6 +242,11 @@ class FakeOpenAI:
             reply = FakeReply(content=prompt_text)
         elif self.mode == "refusal":
             reply = FakeReply(content=None, refusal=self.refusal_text)
+        elif self.mode == "misbehave":
+            if self.misbehaviour == "stall":
+                await asyncio.sleep(self.stall_s)
+            content, finish = misbehaving_answer(self.misbehaviour, prompt_text)
+            reply = FakeReply(content=content, finish_reason=finish)
         else:
             if not self.script:
                 return self._error(400, "fake_openai: script exhausted", retry=False)

@@ -70,6 +70,8 @@ class Called(Generic[V]):
 
     value: V
     usage: CallUsage
+    #: why the model stopped (``stop``, ``length``...), when the endpoint said.
+    finish_reason: str | None = None
 
 
 class LLMError(EpmemError, RuntimeError):
@@ -100,8 +102,10 @@ class LLM(Protocol):
         """:meth:`structured` with the call's own usage."""
         ...
 
-    async def text_call(self, task: str, messages: list[PromptMessage]) -> Called[str]:
-        """:meth:`text` with the call's own usage."""
+    async def text_call(self, task: str, messages: list[PromptMessage],
+                        max_tokens: int | None = None) -> Called[str]:
+        """:meth:`text` with the call's own usage and finish reason; ``max_tokens`` overrides
+        the configured output limit for this call (a reply is shorter than an extraction)."""
         ...
 
     async def aclose(self) -> None:

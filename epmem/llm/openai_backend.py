@@ -34,7 +34,8 @@ from epmem.llm.base import Called, CallUsage, LLMError, LLMUsage, PromptMessage,
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-StructuredOutput = Literal["json_schema", "json_object", "off"]
+StructuredOutput = Literal["json_schema", "json_object", "json_object_schema", "off"]
+STRUCTURED_OUTPUTS: tuple[str, ...] = ("json_schema", "json_object", "json_object_schema", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +47,11 @@ class OpenAIConfig:
     self-hosted servers (vLLM, Ollama, llama.cpp) accept.
 
     ``structured_output`` picks the ``response_format`` sent by :meth:`OpenAILLM.structured`:
-    ``json_schema`` (default; OpenAI, vLLM, Ollama, llama.cpp), ``json_object`` (endpoints that
-    only know JSON mode, e.g. DeepSeek) or ``off`` (none; the prompt alone asks for JSON). The
-    answer is validated with pydantic in every case.
+    ``json_schema`` (default; OpenAI, vLLM, Ollama), ``json_object`` (endpoints that only know
+    JSON mode, e.g. DeepSeek), ``json_object_schema`` (JSON mode with the schema beside it, which
+    llama-cpp-python's server turns into a grammar: it answers ``json_schema`` with HTTP 500) or
+    ``off`` (none; the prompt alone asks for JSON). The answer is validated with pydantic in
+    every case.
     """
 
     base_url: str | None
@@ -69,7 +72,7 @@ class OpenAIConfig:
             raise ValueError("OpenAIConfig.max_retries must be >= 0")
         if self.max_output_tokens <= 0:
             raise ValueError("OpenAIConfig.max_output_tokens must be > 0")
-        if self.structured_output not in ("json_schema", "json_object", "off"):
+        if self.structured_output not in STRUCTURED_OUTPUTS:
             raise ValueError(f"unknown structured_output {self.structured_output!r}")
 
     @property
@@ -174,6 +177,8 @@ class OpenAILLM:
             }
         elif mode == "json_object":
             response_format = {"type": "json_object"}
+        elif mode == "json_object_schema":
+            response_format = {"type": "json_object", "schema": schema.model_json_schema()}
         else:
             response_format = None
 
@@ -191,14 +196,16 @@ class OpenAILLM:
         self._log_call(task, started, usage, "ok")
         return Called(result, CallUsage(1, *usage))
 
-    async def text_call(self, task: str, messages: list[PromptMessage]) -> Called[str]:
+    async def text_call(self, task: str, messages: list[PromptMessage],
+                        max_tokens: int | None = None) -> Called[str]:
         started = time.perf_counter()
-        content, usage, _ = await self._complete(task, messages, None, started, empty_kind="empty")
+        content, usage, finish = await self._complete(task, messages, None, started, empty_kind="empty",
+                                                      max_tokens=max_tokens)
         content = strip_reasoning(content).strip()
         if not content:
             raise self._fail(task, started, usage, LLMError("empty", "empty answer"))
         self._log_call(task, started, usage, "ok")
-        return Called(content, CallUsage(1, *usage))
+        return Called(content, CallUsage(1, *usage), finish)
 
     # ----- internals -----------------------------------------------------------------------
 
@@ -210,6 +217,7 @@ class OpenAILLM:
         started: float,
         *,
         empty_kind: str,
+        max_tokens: int | None = None,
     ) -> tuple[str, tuple[int, int], str | None]:
         """One chat completion; returns (content, (prompt_tokens, completion_tokens), finish_reason).
 
@@ -222,7 +230,7 @@ class OpenAILLM:
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "temperature": self.config.temperature,
-            "max_tokens": self.config.max_output_tokens,
+            "max_tokens": max_tokens or self.config.max_output_tokens,
         }
         if response_format is not None:
             params["response_format"] = response_format

@@ -7,5 +7,7 @@ words are checked again before they leave (``compose``, ``guard``, ``desensitize
 
 from epmem.reply.engine import Answer, PrivacyEngine
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
+from epmem.reply.sanity import SanityConfig
 
-__all__ = ["Answer", "LLMResponder", "PrivacyEngine", "ReplyContext", "Responder", "RulesResponder", "deflection"]
+__all__ = ["Answer", "LLMResponder", "PrivacyEngine", "ReplyContext", "Responder", "RulesResponder", "SanityConfig",
+           "deflection"]

@@ -4,8 +4,10 @@ Whatever composes the reply (the rules composer, or an LLM) receives only a
 :class:`ReplyContext`, which by construction holds nothing but facts the audience may know
 (DESIGN sec. 4): the owner's persona, the recipient's name and relationship, the question, the
 recent turns of this chat and the projected facts. The LLM composer spends exactly one call
-per reply and never fails open: a timeout, an HTTP error, a refusal or an empty answer gives
-the rules composer's reply instead, within the configured budget.
+per reply and never fails open: a timeout, an HTTP error, a refusal, or an answer that is not
+a reply by the sanity rules (epmem/reply/sanity.py: empty, cut off, too long, prompt markers or
+instructions, JSON, a repetition loop, another language) gives the rules composer's reply
+instead, within the configured budget, and says why.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import structlog
 
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.llm.prompts import get_template
+from epmem.reply.sanity import SanityConfig, check_reply, prompt_shingles
 
 log = structlog.get_logger(__name__)
 
@@ -44,7 +47,8 @@ class Composition:
     #: LLM calls sent for this reply (0 or 1) and the tokens of the answer, if one came back.
     llm_calls: int = 0
     usage: CallUsage = field(default_factory=CallUsage)
-    #: why the LLM's answer was not used (``timeout``, ``http``, ``invalid``, ``empty``...).
+    #: why the LLM's answer was not used: the call failed (``timeout``, ``http``, ``invalid``,
+    #: ``empty``) or its answer broke a sanity rule (``sanity:repetition``, ``sanity:markers``...).
     llm_error: str | None = None
     prompt: str | None = None
     llm_ms: float = 0.0
@@ -90,18 +94,25 @@ class LLMResponder:
 
     ``budget_s`` bounds the wait for the model whatever the client's own timeouts and retries
     say, so a slow or hung endpoint costs the asker at most the budget, never a missing reply.
+    ``max_tokens`` bounds the answer's length at the model; ``sanity`` the text that comes back.
     """
 
-    def __init__(self, llm: LLM, budget_s: float = 15.0, fallback: RulesResponder | None = None,
-                 style: str = "", template: str = "reply") -> None:
+    def __init__(self, llm: LLM, budget_s: float = 45.0, fallback: RulesResponder | None = None,
+                 style: str = "", template: str = "reply", max_tokens: int = 300,
+                 sanity: SanityConfig | None = None) -> None:
         if budget_s <= 0:
             raise ValueError("budget_s must be > 0")
+        if max_tokens <= 0:
+            raise ValueError("max_tokens must be > 0")
         self.llm = llm
         self.name = llm.name
         self.budget_s = budget_s
+        self.max_tokens = max_tokens
         self.fallback = fallback or RulesResponder()
         self.style = style
         self.template = get_template(template)
+        self.sanity = sanity or SanityConfig()
+        self._prompt_text = prompt_shingles((self.template.system, self.template.user), self.sanity.prompt_ngram)
 
     async def reply(self, ctx: ReplyContext) -> str:
         return (await self.compose(ctx)).text
@@ -122,15 +133,24 @@ class LLMResponder:
         prompt = f"{self.template.key}@{self.template.digest}"
         started = time.perf_counter()
         try:
-            called = await asyncio.wait_for(self.llm.text_call("reply", messages), timeout=self.budget_s)
+            called = await asyncio.wait_for(self.llm.text_call("reply", messages, max_tokens=self.max_tokens),
+                                            timeout=self.budget_s)
         except (asyncio.TimeoutError, LLMError) as exc:
             kind = exc.kind if isinstance(exc, LLMError) else "timeout"
             usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
-            log.warning("reply.fallback", reason=kind)
-            rules = await self.fallback.compose(ctx)
-            return Composition(rules.text, rules.composer, 1, usage, kind, prompt,
-                               (time.perf_counter() - started) * 1000)
+            return await self._fallback(ctx, kind, usage, prompt, started)
+        broken = check_reply(called.value, question=ctx.question, prompt=self._prompt_text,
+                             finish_reason=called.finish_reason, config=self.sanity)
+        if broken is not None:
+            return await self._fallback(ctx, f"sanity:{broken}", called.usage, prompt, started)
         return Composition(called.value, self.name, 1, called.usage, None, prompt,
+                           (time.perf_counter() - started) * 1000)
+
+    async def _fallback(self, ctx: ReplyContext, reason: str, usage: CallUsage, prompt: str,
+                        started: float) -> Composition:
+        log.warning("reply.fallback", reason=reason)
+        rules = await self.fallback.compose(ctx)
+        return Composition(rules.text, rules.composer, 1, usage, reason, prompt,
                            (time.perf_counter() - started) * 1000)
 
 

@@ -108,6 +108,25 @@ async def test_json_object_mode_and_missing_key(fake, make_llm):
     assert fake.request_headers[0]["Authorization"] == "Bearer not-needed"
 
 
+async def test_json_object_schema_mode_sends_the_schema_for_grammar_decoding(fake, make_llm):
+    """llama-cpp-python's server answers json_schema with HTTP 500 but takes json_object with a
+    ``schema`` key (grammar-constrained decoding)."""
+    fake.set_script({"city": "Rome", "count": 2})
+    llm = make_llm(structured_output="json_object_schema")
+    assert await llm.structured("t", MSGS, Answer) == Answer(city="Rome", count=2)
+    sent = fake.requests[0]["response_format"]
+    assert sent["type"] == "json_object" and sent["schema"] == Answer.model_json_schema()
+
+
+async def test_text_call_per_call_token_limit_and_finish_reason(fake, make_llm):
+    fake.set_script(FakeReply(content="a reply cut off at the", finish_reason="length"), "short")
+    llm = make_llm(max_output_tokens=900)
+    called = await llm.text_call("reply", MSGS, max_tokens=40)
+    assert called.finish_reason == "length" and fake.requests[0]["max_tokens"] == 40
+    await llm.text_call("reply", MSGS)
+    assert fake.requests[1]["max_tokens"] == 900
+
+
 @pytest.mark.parametrize(
     "content",
     [
