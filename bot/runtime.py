@@ -24,7 +24,7 @@ from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, RetryPolicy
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
-from epmem.reply import LLMResponder, PrivacyEngine, Responder, RulesResponder, SanityConfig
+from epmem.reply import LLMResponder, PrivacyEngine, Responder, Relevance, RelevanceConfig, RulesResponder, SanityConfig
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
@@ -87,6 +87,18 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
     assert model is not None
     return LLMResponder(model, budget_s=settings.llm_reply_budget_s, max_tokens=settings.llm_reply_max_tokens,
                         sanity=SanityConfig(max_chars=settings.llm_reply_max_chars))
+
+
+def make_relevance(settings: Settings, config: RelevanceConfig | None = None) -> Relevance:
+    """The relevance step, with the cross-encoder unless EPMEM_RERANKER=off."""
+    if settings.reranker == "off":
+        return Relevance(config, None)
+    from epmem.embedding import CrossEncoderUnavailable, shared_cross_encoder
+
+    try:
+        return Relevance(config, shared_cross_encoder())
+    except CrossEncoderUnavailable as exc:
+        raise ConfigError(f"{exc} (or set EPMEM_RERANKER=off)") from None
 
 
 def owner_names(policy: Policy) -> list[str]:
@@ -182,10 +194,13 @@ class Runtime:
 
     @classmethod
     async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
-                   recall: RecallConfig | None = None, llm: LLM | None = None, clock: Clock = utcnow) -> Runtime:
+                   recall: RecallConfig | None = None, llm: LLM | None = None, clock: Clock = utcnow,
+                   relevance: RelevanceConfig | None = None) -> Runtime:
         """``llm`` overrides the configured model (benchmarks); the caller then closes it.
-        ``clock`` is what everything that fires later reads the time from (tests move it)."""
+        ``clock`` is what everything that fires later reads the time from (tests move it);
+        ``relevance`` overrides the relevance step's parameters (benchmarks, tests)."""
         policy = policy or load_policy(settings.policy_path())
+        chooser = make_relevance(settings, relevance)  # a missing model fails before anything opens
         owns_llm = llm is None
         llm = llm if llm is not None else make_llm(settings)
         try:
@@ -201,7 +216,7 @@ class Runtime:
             if llm is not None and owns_llm:
                 await llm.aclose()
             raise
-        runtime = cls._compose(settings, PolicyHolder(policy), opened, examples, llm, owns_llm, clock)
+        runtime = cls._compose(settings, PolicyHolder(policy), opened, examples, llm, owns_llm, clock, chooser)
         try:
             await runtime.owner.refresh_policy()
         except BaseException:
@@ -211,11 +226,11 @@ class Runtime:
 
     @classmethod
     def _compose(cls, settings: Settings, policies: PolicyHolder, opened: _Opened, examples: ExampleBank,
-                 llm: LLM | None, owns_llm: bool, clock: Clock) -> Runtime:
+                 llm: LLM | None, owns_llm: bool, clock: Clock, relevance: Relevance) -> Runtime:
         """Every part, through its constructor, in dependency order."""
         memory, db = opened.memory, opened.state.connection
         overlay = Overlay(db)
-        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm))
+        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance)
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(policies, memory, classifier, llm,
                               RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s))

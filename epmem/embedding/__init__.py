@@ -1,9 +1,11 @@
 """Dense embedders; ``default_embedder()`` is the one the store should use."""
 
 from .base import Embedder, Vectors
+from .cross_encoder import CrossEncoder, CrossEncoderUnavailable, shared_cross_encoder
 from .minilm import EmbedderUnavailable, MiniLMEmbedder, default_embedder
 from .select import make_embedder
 
 __all__ = [
+    "CrossEncoder", "CrossEncoderUnavailable", "shared_cross_encoder",
     "default_embedder", "Embedder", "EmbedderUnavailable", "make_embedder", "MiniLMEmbedder", "Vectors",
 ]

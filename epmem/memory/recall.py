@@ -45,8 +45,6 @@ class RecallConfig:
     min_relevance: float = 0.5
     #: weight of the question's similarity to the fact's category (name, description, keywords).
     category_weight: float = 1.0
-    #: among what may be said, keep facts scoring at least this share of the best one.
-    relative_cut: float = 0.75
     #: weight of the native score (0..1) of the session a fact came from, added to its event's
     #: rank (never to the relevance threshold): the session retrieval of epmem.memory.retrieval.
     session_weight: float = 0.2

@@ -1,9 +1,11 @@
-"""The privacy engine: recall, adjudicate, project, respond.
+"""The privacy engine: recall, adjudicate, project, choose, compose.
 
 This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
-responder until the calculus has allowed it for every reader. The responder gets a
-:class:`ReplyContext` built from allowed facts alone, so even a model that repeated its whole
-context would repeat nothing it may not say.
+responder until the calculus has allowed it for every reader. Of the facts that may be said,
+the relevance step keeps those that answer the question (epmem/reply/relevance.py), and what
+one reply tells together must pass the composite rule for every reader
+(epmem/reply/composite.py). The responder gets a :class:`ReplyContext` built from those facts
+alone, so even a model that repeated its whole context would repeat nothing it may not say.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from datetime import datetime
 
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
+from epmem.reply.composite import Held, limit_to_composite
 from epmem.reply.guard import Denied
-from epmem.memory.recall import FactMemory
+from epmem.memory.recall import FactMemory, RecalledEvent
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
 from epmem.reply.projection import FactDecision, Projection, project
+from epmem.reply.relevance import Choice, Relevance
 from epmem.reply.respond import ReplyContext, Responder, deflection
 
 
@@ -34,6 +38,9 @@ class Answer:
     notes: tuple[str, ...] = field(default=())
     #: how the words were made: composer, LLM call, post-check (None for a deflection).
     written: Written | None = None
+    #: what the relevance step chose, and what the composite rule held back.
+    choice: Choice | None = None
+    held: tuple[Held, ...] = ()
 
     @property
     def used(self) -> list[FactDecision]:
@@ -52,6 +59,10 @@ class Answer:
             "latency_ms": round(self.latency_ms, 2),
             "notes": list(self.notes),
         }
+        if self.choice is not None:
+            body["relevance"] = self.choice.audit()
+        if self.held:
+            body["held_back"] = [h.as_dict() for h in self.held]
         if self.written is not None:
             body.update(self.written.audit())
         else:
@@ -60,11 +71,13 @@ class Answer:
 
 
 class PrivacyEngine(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder) -> None:
+    def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder,
+                 relevance: Relevance | None = None) -> None:
         self._policy = PolicyHolder.of(policy)
         self.overlay = overlay
         self.memory = memory
         self.responder = responder
+        self.relevance = relevance or Relevance()
         self.writer = ReplyWriter(responder)
 
     async def rulebook(self, now: datetime | None = None) -> Rulebook:
@@ -83,7 +96,7 @@ class PrivacyEngine(ReadsPolicy):
         started = time.perf_counter()
         events = await self.memory.recall(question)
         rulebook = await self.rulebook(now)
-        projection = project(events, rulebook, audience, self.memory.config.relative_cut)
+        projection, choice, held = self._choose(question, events, rulebook, audience)
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -103,7 +116,16 @@ class PrivacyEngine(ReadsPolicy):
                                               lambda: self._nearby_denied(question, audience, rulebook))
             reply, deflected = written.text, written.postcheck == "deflected"
         return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
-                      written=written)
+                      written=written, choice=choice, held=tuple(held))
+
+    def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
+                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
+        """The storyline, narrowed to what answers the question and may be told together."""
+        storyline = project(events, rulebook, audience)
+        choice = self.relevance.choose(question, events, storyline)
+        by_id = {d.fact.id: d.fact for d in storyline.decisions}
+        kept, held = limit_to_composite([rulebook.gate(by_id[f]) for f in choice.chosen], audience)
+        return storyline.narrowed(kept, choice.scores), choice, held
 
     async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
                              limit: int = 16) -> list[Denied]:
