@@ -43,6 +43,7 @@ def bench_scenarios(
     review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
                                 "delegate's review questions from the gold annotations"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+    replies_out: Path = typer.Option(None, "--replies", help="write every reply here (JSON lines)"),
 ) -> None:
     """Run scenario files (or folders of them) and score the three tasks."""
     from benchmarks.scenario_bench import MODES, run_scenarios
@@ -53,7 +54,11 @@ def bench_scenarios(
         fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
     if review and mode != "pipeline":
         fail("--review needs --mode pipeline", 2)
-    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review))
+    replies: list[dict[str, object]] | None = [] if replies_out else None
+    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review,
+                                     replies=replies))
+    if replies_out and replies is not None:
+        replies_out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in replies))
     table = Table("scenario", "permit exact", "safe", "leak rate", "completeness", "precision", "differentiation",
                   *(["questions"] if review else []))
     for path, tally in per.items():

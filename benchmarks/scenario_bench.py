@@ -175,7 +175,37 @@ async def count_reply(runtime: Runtime, audit_id: str | None, tally: Tally, wher
         tally.failures.append(f"{where}: {calls} LLM calls for one reply, expected {expected}")
 
 
-async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally) -> None:
+def composer_of(body: dict[str, Any]) -> str:
+    """``rules``, ``llm``, ``deflection``, or ``fallback: WHY`` (a model was asked, its words not sent)."""
+    if body.get("deflected"):
+        return "deflection"
+    llm = body.get("llm") or {}
+    if not llm.get("calls"):
+        return "rules"
+    postcheck = (body.get("postcheck") or {}).get("outcome")
+    if llm.get("error"):
+        return f"fallback: {llm['error']}"
+    if postcheck == "replaced":
+        return "fallback: postcheck"
+    return "llm"
+
+
+async def reply_line(scenario: Scenario, runtime: Runtime, audit_id: str | None, question: str, asker: str,
+                     reply: str, stored: Sequence[Fact] | None) -> dict[str, Any]:
+    """One line of ``--replies``: what was asked, by whom, what was said and disclosed, by what."""
+    record = await runtime.audit.get(audit_id or "")
+    body = record.body if record is not None else {}
+    disclosed = [str(f) for f in body.get("disclosed", [])]
+    if stored is not None:  # pipeline mode: stored ids -> the gold facts they carry
+        said = set(disclosed)
+        disclosed = [g.id for g in scenario.facts if any(c.id in said for c in pipeline.carriers(g, stored))]
+    return {"scenario": scenario.name, "question": question, "askers": asker_members(asker), "reply": reply,
+            "disclosed": disclosed, "deflected": bool(body.get("deflected", True)), "composer": composer_of(body)}
+
+
+async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
+                        lines: list[dict[str, Any]] | None = None, stored: Sequence[Fact] | None = None) -> None:
+    """``lines``, when given, receives one ``--replies`` line per (question, asker)."""
     canaries = {f.id: f.canary for f in scenario.facts}
     agent = runtime.agent
     for qi, item in enumerate(scenario.tasks.answer):
@@ -193,6 +223,8 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally) -> N
             replies[asker] = (frozenset(gold.may), reply)
             tally.answer_n += 1
             await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
+            if lines is not None:
+                lines.append(await reply_line(scenario, runtime, out.audit_id, item.question, asker, reply, stored))
             leaked = [f for f in gold.must_not if _contains(reply, canaries[f])]
             if leaked:
                 tally.leaks += 1
@@ -221,9 +253,10 @@ MODES = ("gold", "pipeline")
 
 async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold",
                        recall: RecallConfig | None = None, llm: LLM | None = None, source: str = "",
-                       review: bool = False) -> Tally:
+                       review: bool = False, replies: list[dict[str, Any]] | None = None) -> Tally:
     """``review``: pipeline mode only; an oracle owner answers the delegate's review questions
-    from the gold annotations (benchmarks/review_oracle.py) before the tasks are scored."""
+    from the gold annotations (benchmarks/review_oracle.py) before the tasks are scored.
+    ``replies``, when given, receives one line per (scenario, question, asker)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use gold or pipeline")
     if review and mode != "pipeline":
@@ -236,6 +269,7 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                             annotate_attempts=1)
         runtime = await Runtime.open(settings, policy=scenario.effective_policy(), embedder=embedder, recall=recall,
                                      llm=llm)
+        facts: list[Fact] | None = None
         try:
             if mode == "gold":
                 score_classify(scenario, tally, CategoryClassifier(runtime.policy, embedder))
@@ -258,7 +292,7 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                 facts = await runtime.memory.all()
                 score_classify_pipeline(scenario, facts, tally)
                 score_permit(scenario, tally, facts)
-            await score_answers(scenario, runtime, tally)
+            await score_answers(scenario, runtime, tally, replies, facts)
         finally:
             await runtime.close()
     if llm is not None:
@@ -268,14 +302,15 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
 
 
 async def run_scenarios(paths: Sequence[Path], embedder: Embedder, mode: str = "gold",
-                        recall: RecallConfig | None = None, backend: str = "rules", review: bool = False
-                        ) -> tuple[dict[str, Any], dict[str, Tally]]:
+                        recall: RecallConfig | None = None, backend: str = "rules", review: bool = False,
+                        replies: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Tally]]:
+    """``replies``, when given, receives one line per (scenario, question, asker)."""
     total = Tally()
     per: dict[str, Tally] = {}
     async with bench_llm(backend) as llm:
         for path in paths:
             scenario = load_scenario(path)
-            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review)
+            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review, replies)
             per[str(path)] = tally
             total.add(tally)
     return total.metrics(review), per

@@ -176,10 +176,19 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
 @pytest.mark.parametrize("scenario_dir", ["examples", "own"])
 def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_dir: str) -> None:
     path = example("house_and_bonus.yaml").parent if scenario_dir == "examples" else REPO / "benchmarks" / "scenarios" / "own"
-    out = tmp_path / "m.json"
-    result = epmem("bench", "scenarios", str(path), "--mode", "gold", "--json", str(out), data=tmp_path / "d")
+    out, replies = tmp_path / "m.json", tmp_path / "replies.jsonl"
+    result = epmem("bench", "scenarios", str(path), "--mode", "gold", "--json", str(out), "--replies", str(replies),
+                   data=tmp_path / "d")
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
+    lines = [json.loads(line) for line in replies.read_text().splitlines()]
+    assert len(lines) == metrics["answer"]["n"]
+    assert all(list(line) == ["scenario", "question", "askers", "reply", "disclosed", "deflected", "composer"]
+               for line in lines)
+    assert all(line["composer"] in ("rules", "deflection") and line["deflected"] == (not line["disclosed"])
+               for line in lines)
+    from benchmarks.tools.check_replies import main as check_replies
+    assert check_replies([str(replies), str(path)]) == 0
     assert set(metrics) == {"classify", "permit", "answer", "llm"}
     assert set(metrics["llm"]) == {"calls", "prompt_tokens", "completion_tokens"}
     assert set(metrics["answer"]) == {"n", "leak_rate", "completeness", "precision", "differentiation"}
