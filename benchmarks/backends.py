@@ -1,8 +1,12 @@
-"""Which LLM a benchmark runs with: none (rules), the echo model, or the configured endpoint.
+"""Which LLM a benchmark runs with: none (rules), the echo model, a broken model, or the
+configured endpoint.
 
 ``echo`` starts the loopback OpenAI-compatible server of testkit/fake_openai.py in-process and
 drives it with the real openai client, so the whole request path is the production one and
-only the model is replaced by the worst possible one: a model that repeats its prompt.
+only the model is replaced by the worst possible one for privacy: a model that repeats its
+prompt (the model carries the server as ``echo_server``, so a benchmark can check what it said).
+``misbehave:KIND`` is the same server answering like a broken model (repeat, echo, wrap, json,
+empty, foreign, stall; see echo_llm.MISBEHAVIOURS): no reply may then fail the sanity rules.
 """
 
 from __future__ import annotations
@@ -17,10 +21,17 @@ Backend = Literal["rules", "echo", "openai"]
 BACKENDS: tuple[str, ...] = ("rules", "echo", "openai")
 
 
+def known_backend(backend: str) -> bool:
+    from benchmarks.echo_llm import MISBEHAVIOURS
+
+    kind = backend.removeprefix("misbehave:")
+    return backend in BACKENDS or (backend.startswith("misbehave:") and kind in MISBEHAVIOURS)
+
+
 @asynccontextmanager
 async def bench_llm(backend: str, timeout_s: float = 10.0) -> AsyncIterator[LLM | None]:
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}")
+    if not known_backend(backend):
+        raise ValueError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)} or misbehave:KIND")
     if backend == "rules":
         yield None
         return
@@ -41,10 +52,14 @@ async def bench_llm(backend: str, timeout_s: float = 10.0) -> AsyncIterator[LLM 
     from testkit.fake_openai import FakeOpenAI
 
     async with FakeOpenAI(model="echo") as fake:
-        fake.set_echo()
+        if backend.startswith("misbehave:"):
+            fake.set_misbehaviour(backend.removeprefix("misbehave:"))
+        else:
+            fake.set_echo()
         fake.keep_requests = False
         model = OpenAILLM(OpenAIConfig(base_url=fake.base_url, api_key=None, model="echo",
                                        timeout_s=timeout_s, max_retries=0))
+        setattr(model, "echo_server", fake)
         try:
             yield model
         finally:

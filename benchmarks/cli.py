@@ -22,7 +22,7 @@ app = typer.Typer(no_args_is_help=True, help="Benchmarks (JSON results).")
 
 def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
     """The scenario files a benchmark runs, with the backend checked; one error line if not."""
-    from benchmarks.backends import BACKENDS
+    from benchmarks.backends import BACKENDS, known_backend
     from epmem.scenario import scenario_files
 
     configure_logging(log_level)
@@ -30,8 +30,8 @@ def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
     missing = [str(p) for p in files if not p.exists()]
     if missing or not files:
         fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
-    if backend not in BACKENDS:
-        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}", 2)
+    if not known_backend(backend):
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)} or misbehave:KIND", 2)
     return files
 
 
@@ -39,7 +39,8 @@ def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
 def bench_scenarios(
     paths: list[Path],
     mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
-    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model), "
+                                "misbehave:KIND (a broken loopback model) or openai"),
     review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
                                 "delegate's review questions from the gold annotations"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
@@ -138,9 +139,12 @@ def bench_memory(
     facts: int = typer.Option(50_000, "--facts"),
     questions: int = typer.Option(200, "--questions"),
 ) -> None:
-    """Ingest throughput, recall latency p50/p95 and peak RSS at years-of-chat size."""
+    """Ingest throughput, recall and whole-reply latency p50/p95 and peak RSS at years-of-chat size."""
     from benchmarks.memory_bench import run_memory_bench
-    from epmem.embedding.select import make_embedder
+    from bot.config import EXAMPLE_POLICY
+    from epmem.embedding import make_embedder, shared_cross_encoder
+    from epmem.policy import load_policy
 
     configure_logging("WARNING")
-    write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions)), json_out)
+    write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions,
+                                    policy=load_policy(EXAMPLE_POLICY), reranker=shared_cross_encoder())), json_out)

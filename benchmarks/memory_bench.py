@@ -10,6 +10,10 @@ What it measures, on the embedded default (Qdrant Edge in a temporary data folde
   measures the embedder, which the slice already does);
 - ``recall``: the production recall path (FactMemory.recall with the session retrieval fused
   in), question embedding included, p50/p95/mean over distinct questions after warm-up;
+- ``reply``: the whole reply path of the privacy engine (recall, adjudication, projection,
+  the relevance step, the composite rule, the rules composer and its post-check) for a level-2
+  friend who may know every fact, with the cross-encoder and without it: the difference of the
+  medians is what the relevance step's cross-encoder adds per reply;
 - ``peak_rss_mb``: the process's peak resident memory (ru_maxrss).
 """
 
@@ -35,6 +39,12 @@ from epmem.memory.retrieval import Retriever
 from epmem.memory.sessions import Message, build_sessions
 from epmem.store.base import PointIn
 from epmem.store.edge import EdgeStore
+from epmem.policy.calculus import Rulebook
+from epmem.policy.model import Policy
+from epmem.policy.overlay import Overlay
+from epmem.reply.engine import PrivacyEngine
+from epmem.reply.relevance import Relevance, Reranker
+from epmem.reply.respond import RulesResponder
 
 NAMES = ["Alex", "Mia", "Jamie", "Noor", "Priya", "Tom", "Lena", "Dev", "Ines", "Rosa", "Kai", "Omar", "Yuki",
          "Sofia", "Liam", "Chen", "Ava", "Marco", "Zara", "Ben", "Hana", "Ivan", "Lucia", "Raj", "Eva", "Finn",
@@ -182,9 +192,44 @@ async def _recall_latency(memory: FactMemory, retriever: Retriever, qs: list[str
     }
 
 
+def _ms(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": round(_percentile(values, 50), 2), "p95": round(_percentile(values, 95), 2)}
+
+
+async def _reply_latency(memory: FactMemory, policy: Policy, state: Path, questions: list[str],
+                         reranker: Reranker | None, reader: str = "jamie") -> dict[str, Any]:
+    """engine.answer per question, with and without the cross-encoder (same questions, same store)."""
+    overlay = await Overlay(state).open()
+    try:
+        recipient = Rulebook(policy).recipient(reader)
+        out: dict[str, Any] = {"reader": reader, "reranker": getattr(reranker, "name", None)}
+        for label, model in (("without_reranker", None), ("with_reranker", reranker)):
+            engine = PrivacyEngine(policy, overlay, memory, RulesResponder(), Relevance(None, model))
+            for q in questions[:10]:
+                await engine.answer(q, [recipient], recipient)
+            lat: list[float] = []
+            step: list[float] = []
+            said = 0
+            for q in questions[10:]:
+                t1 = time.perf_counter()
+                answer = await engine.answer(q, [recipient], recipient)
+                lat.append((time.perf_counter() - t1) * 1000)
+                step.append(answer.choice.ms if answer.choice is not None else 0.0)
+                said += not answer.deflected
+            out[label] = {"reply_ms": _ms(lat), "relevance_step_ms": _ms(step), "answered": said}
+        if reranker is not None:
+            out["added_p50_ms"] = round(out["with_reranker"]["reply_ms"]["p50"]
+                                        - out["without_reranker"]["reply_ms"]["p50"], 2)
+        return out
+    finally:
+        await overlay.close()
+
+
 async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per_session: int = 10,
                            facts: int = 50_000, questions: int = 200, pool_size: int = 3_000,
-                           ingest_slice: int = 100, seed: int = 7) -> dict[str, Any]:
+                           ingest_slice: int = 100, seed: int = 7, policy: Policy | None = None,
+                           reranker: Reranker | None = None) -> dict[str, Any]:
+    """``policy`` (the example policy, owner Sam Rivera) turns on the reply measurement."""
     rng = random.Random(seed)
     pool = sorted({_sentence(rng, TEMPLATES) for _ in range(pool_size * 3)})[:pool_size]
     t0 = time.perf_counter()
@@ -213,6 +258,8 @@ async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per
             memory = await FactMemory(store, embedder, SubjectNormalizer(["Sam Rivera"]), sessions=retriever).open()
             qs = list(dict.fromkeys(_sentence(rng, QUESTIONS) for _ in range(questions * 3)))[:questions]
             out.update(await _recall_latency(memory, retriever, qs))
+            if policy is not None:
+                out["reply"] = await _reply_latency(memory, policy, Path(tmp) / "state.sqlite", qs, reranker)
         finally:
             await store.close()
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

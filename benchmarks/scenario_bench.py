@@ -6,8 +6,10 @@ scenario; ids in the file are only used to build identities (``console:<contact 
 
 Modes: ``gold`` loads the gold facts as memory; ``pipeline`` ingests only the sessions and lets
 the backend extract and annotate them (benchmarks/pipeline.py). Backends: ``rules`` (offline),
-``echo`` (the real openai client against a loopback model that repeats its prompt) or ``openai``
-(the configured endpoint). The ``llm`` keys count calls and tokens and check the budgets: at
+``echo`` (the real openai client against a loopback model that repeats its prompt: what it
+answered is checked for must_not canaries, ``model_output_leaks``), ``misbehave:KIND`` (a broken
+model, benchmarks/echo_llm.py) or ``openai`` (the configured endpoint). Every sent reply must
+pass the sanity rules (``insane_replies``). The ``llm`` keys count calls and tokens and check the budgets: at
 most one call per ingested session, exactly one per reply that has something to say.
 """
 
@@ -27,6 +29,7 @@ from epmem.memory.facts import Fact
 from epmem.llm.base import LLM
 from epmem.memory.recall import RecallConfig
 from epmem.policy.model import STRANGER_ID
+from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline, review_oracle
@@ -65,11 +68,18 @@ class Tally:
     review_rounds: int = 0
     review_learned: int = 0
     gold_facts: int = 0
+    #: sent replies that break a sanity rule (epmem/reply/sanity.py); must stay 0 with any model.
+    insane_replies: int = 0
+    #: must_not canaries in what an echo model answered (the prompt it was shown, repeated whole).
+    model_output_leaks: int = 0
+    slowest_reply_ms: float = 0.0
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
         for name in self.__dataclass_fields__:
-            if name == "llm":
+            if name == "slowest_reply_ms":
+                self.slowest_reply_ms = max(self.slowest_reply_ms, other.slowest_reply_ms)
+            elif name == "llm":
                 for k, v in other.llm.items():
                     self.llm[k] = self.llm.get(k, 0) + v
             elif name == "failures":
@@ -99,7 +109,9 @@ class Tally:
             "llm": {**self.llm, "sessions": self.sessions, "ingest_calls": self.ingest_calls,
                     "pending_facts": self.pending_facts, "replies": self.replies, "reply_calls": self.reply_calls,
                     "deflections": self.deflections, "budget_violations": self.budget_violations,
-                    "review_rounds": self.review_rounds, "review_learned": self.review_learned},
+                    "review_rounds": self.review_rounds, "review_learned": self.review_learned,
+                    "insane_replies": self.insane_replies, "model_output_leaks": self.model_output_leaks,
+                    "slowest_reply_ms": round(self.slowest_reply_ms, 1)},
             **extra,
         }
 
@@ -162,6 +174,7 @@ async def count_reply(runtime: Runtime, audit_id: str | None, tally: Tally, wher
     record = await runtime.audit.get(audit_id or "")
     if record is None:
         return
+    tally.slowest_reply_ms = max(tally.slowest_reply_ms, float(record.body.get("latency_ms", 0.0)))
     calls = int(record.body.get("llm", {}).get("calls", 0))
     has_content = bool(record.body.get("candidates")) and any(c.get("used") for c in record.body["candidates"])
     tally.reply_calls += calls
@@ -225,6 +238,17 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
             await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
             if lines is not None:
                 lines.append(await reply_line(scenario, runtime, out.audit_id, item.question, asker, reply, stored))
+            broken = check_reply(reply, question=item.question)
+            if broken is not None:
+                tally.insane_replies += 1
+                tally.failures.append(f"{scenario.name}: NOT A REPLY ({broken}) q{qi} {asker}: {reply[:80]!r}")
+            echoed = getattr(runtime.llm, "echo_server", None)
+            answered = getattr(echoed, "last_content", None) or ""
+            if echoed is not None and any(_contains(answered, canaries[f]) for f in gold.must_not):
+                tally.model_output_leaks += 1
+                tally.failures.append(f"{scenario.name}: the echo model was shown a must_not fact: q{qi} {asker}")
+            if echoed is not None:
+                echoed.last_content = None
             leaked = [f for f in gold.must_not if _contains(reply, canaries[f])]
             if leaked:
                 tally.leaks += 1

@@ -134,6 +134,8 @@ class FakeOpenAI:
         self.include_usage: bool = True
         self.misbehaviour: str = "repeat"
         self.stall_s: float = 3600.0
+        #: the content of the last answer sent (the echo benchmark checks what the model said).
+        self.last_content: str | None = None
         self.requests: list[dict[str, Any]] = []
         #: a long benchmark turns this off so the request log does not grow without end.
         self.keep_requests: bool = True
@@ -260,6 +262,7 @@ class FakeOpenAI:
             if reply.status != 200:
                 return self._error(reply.status, f"fake scripted error {reply.status}")
 
+        self.last_content = reply.content
         return web.json_response(self._completion(model, prompt_text, reply))
 
     def _completion(self, model: str, prompt_text: str, reply: FakeReply) -> dict[str, Any]:

@@ -115,8 +115,10 @@ class Relevance:
         if not storyline:
             return Choice(kind, ())
         event_score = {r.fact.id: ev.score for ev in events for r in ev.facts}
+        scores: dict[str, float] = {}
+        reranked = 0
         if kind == "open":
-            chosen, scores, reranked = self._open(storyline, event_score), {}, 0
+            chosen = self._open(storyline, event_score)
         else:
             scores, reranked = self._scores(question, storyline)
             chosen = self._best_events(storyline, scores)
@@ -153,7 +155,8 @@ class Relevance:
 def _one_per_event_first(ranked: list[FactDecision]) -> list[str]:
     """Best fact of each event first, then the rest: a capped reply covers more events."""
     seen: set[str] = set()
-    first, rest = [], []
+    first: list[str] = []
+    rest: list[str] = []
     for d in ranked:
         (rest if d.fact.event_id in seen else first).append(d.fact.id)
         seen.add(d.fact.event_id)

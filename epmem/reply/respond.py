@@ -21,7 +21,7 @@ import structlog
 
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.llm.prompts import get_template
-from epmem.reply.sanity import SanityConfig, check_reply, prompt_shingles
+from epmem.reply.sanity import SanityConfig, check_reply, prompt_shingles, warm_up
 
 log = structlog.get_logger(__name__)
 
@@ -113,6 +113,7 @@ class LLMResponder:
         self.template = get_template(template)
         self.sanity = sanity or SanityConfig()
         self._prompt_text = prompt_shingles((self.template.system, self.template.user), self.sanity.prompt_ngram)
+        warm_up()
 
     async def reply(self, ctx: ReplyContext) -> str:
         return (await self.compose(ctx)).text

@@ -148,6 +148,11 @@ def _plain(text: str) -> str:
     return " ".join(w for w in _words(_CAPITALISED.sub(" ", text)) if not w.isdigit())
 
 
+def warm_up() -> None:
+    """Load the language model now (~1 s), not during someone's first reply."""
+    _language_profile("warm up the language identifier")
+
+
 def other_language(reply: str, message: str, cfg: SanityConfig = SanityConfig()) -> bool:
     """True only when the reply is confidently in a language the message is confidently not in."""
     plain_reply, plain_message = _plain(reply), _plain(message)
