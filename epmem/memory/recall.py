@@ -41,8 +41,9 @@ def is_catch_up(question: str) -> bool:
 class RecallConfig:
     #: how many facts the store returns before grouping into events.
     candidates: int = 48
-    #: a fact whose relevance is below this is not about the question.
-    min_relevance: float = 0.5
+    #: a fact whose relevance is below this is not about the question (the relevance step's
+    #: min_recall, epmem/reply/relevance.py, is the same threshold: keep them together).
+    min_relevance: float = 0.4
     #: weight of the question's similarity to the fact's category (name, description, keywords).
     category_weight: float = 1.0
     #: weight of the native score (0..1) of the session a fact came from, added to its event's

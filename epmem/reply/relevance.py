@@ -26,13 +26,13 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
 
-from epmem.memory.recall import RecalledEvent, is_catch_up
+from epmem.memory.recall import Recalled, RecalledEvent, is_catch_up
 from epmem.reply.projection import FactDecision, Projection
 
 QuestionKind = Literal["open", "yesno", "when", "where", "who", "what"]
@@ -66,17 +66,21 @@ class Reranker(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RelevanceConfig:
-    #: open questions: keep events whose recall score is at least this share of the best.
+    """Picked on the development scenarios (benchmarks/tools/tune_relevance.py)."""
+
+    #: a fact whose recall score is below this does not answer anything.
+    min_recall: float = 0.4
+    #: open questions: keep facts whose recall score is at least this share of the best one.
     open_relative_cut: float = 0.75
     #: the most facts one reply tells (the rules composer says them all).
     max_facts: int = 4
     #: weight and temperature of the cross-encoder's logit in a fact's relevance.
-    rerank_weight: float = 0.5
+    rerank_weight: float = 0.25
     rerank_temperature: float = 2.0
-    #: the cross-encoder reads at most this many storyline facts (the best by recall).
-    rerank_limit: int = 12
+    #: the cross-encoder reads at most this many facts (the best by recall).
+    rerank_limit: int = 8
     #: other events answer too only when within this margin of the best event's relevance.
-    event_margin: float = 0.05
+    event_margin: float = 0.3
     #: nothing below this relevance is said.
     floor: float = 0.6
 
@@ -91,7 +95,7 @@ class RelevanceConfig:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """What the relevance step chose: fact ids best first, every storyline fact's score."""
+    """What the relevance step chose: fact ids best first, the scores of the facts it weighed."""
 
     kind: QuestionKind
     chosen: tuple[str, ...]
@@ -109,38 +113,48 @@ class Relevance:
         self.reranker = reranker if self.config.rerank_weight > 0 else None
 
     def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection) -> Choice:
+        """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
+        chosen answer to questions about the secret it stands for); ``projection`` the storyline."""
         started = time.perf_counter()
-        storyline = projection.used
         kind = question_kind(question)
+        recalled = {r.fact.id: r for ev in events for r in ev.facts}
+        own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
+        storyline = [d for d in projection.used if own[d.fact.id] >= self.config.min_recall]
         if not storyline:
             return Choice(kind, ())
-        event_score = {r.fact.id: ev.score for ev in events for r in ev.facts}
         scores: dict[str, float] = {}
         reranked = 0
         if kind == "open":
-            chosen = self._open(storyline, event_score)
+            top = max(own[d.fact.id] for d in storyline)
+            kept = sorted((d for d in storyline if own[d.fact.id] >= self.config.open_relative_cut * top),
+                          key=lambda d: -own[d.fact.id])
+            chosen = _one_per_event_first(kept)
+            scores = {d.fact.id: own[d.fact.id] for d in kept}
         else:
-            scores, reranked = self._scores(question, storyline)
+            scores, reranked = self._scores(question, storyline, own, recalled)
             chosen = self._best_events(storyline, scores)
         return Choice(kind, tuple(chosen[: self.config.max_facts]), scores, reranked,
                       (time.perf_counter() - started) * 1000)
 
-    def _open(self, storyline: list[FactDecision], event_score: dict[str, float]) -> list[str]:
-        top = max(event_score.get(d.fact.id, 0.0) for d in storyline)
-        kept = [d for d in storyline if event_score.get(d.fact.id, 0.0) >= self.config.open_relative_cut * top]
-        kept.sort(key=lambda d: (-event_score.get(d.fact.id, 0.0), -d.score))
-        return _one_per_event_first(kept)
-
-    def _scores(self, question: str, storyline: list[FactDecision]) -> tuple[dict[str, float], int]:
-        scores = {d.fact.id: d.score for d in storyline}
+    def _scores(self, question: str, storyline: list[FactDecision], own: dict[str, float],
+                recalled: dict[str, Recalled]) -> tuple[dict[str, float], int]:
+        scores = {d.fact.id: own[d.fact.id] for d in storyline}
         if self.reranker is None or self.config.rerank_limit == 0:
             return scores, 0
-        read = sorted(storyline, key=lambda d: -d.score)[: self.config.rerank_limit]
-        logits = self.reranker.score(question, [d.fact.text for d in read])
+        read = sorted(storyline, key=lambda d: -own[d.fact.id])[: self.config.rerank_limit]
+        texts = {d.fact.id: d.fact.text for d in read}
+        for d in read:  # a cover is read with its truth, as for recall
+            truth = recalled.get(d.fact.covers or "")
+            if d.fact.version == "cover" and truth is not None:
+                texts[truth.fact.id] = truth.fact.text
+        ids = list(texts)
+        logit = dict(zip(ids, (float(x) for x in self.reranker.score(question, [texts[i] for i in ids]))))
         w, t = self.config.rerank_weight, self.config.rerank_temperature
-        for d, logit in zip(read, logits):
-            scores[d.fact.id] = d.score + w / (1.0 + math.exp(-float(logit) / t))
-        return scores, len(read)
+        for d in read:
+            best = max(logit[d.fact.id], logit.get(d.fact.covers or "", -math.inf) if d.fact.version == "cover"
+                       else -math.inf)
+            scores[d.fact.id] = own[d.fact.id] + w / (1.0 + math.exp(-best / t))
+        return scores, len(ids)
 
     def _best_events(self, storyline: list[FactDecision], scores: dict[str, float]) -> list[str]:
         best: dict[str, float] = {}
@@ -150,6 +164,13 @@ class Relevance:
         keep = {e for e, s in best.items() if s >= self.config.floor and s >= top - self.config.event_margin}
         kept = sorted((d for d in storyline if d.fact.event_id in keep), key=lambda d: -scores[d.fact.id])
         return [d.fact.id for d in kept]
+
+
+def _inherited(d: FactDecision, recalled: dict[str, Recalled], value: Callable[[Recalled], float]) -> float:
+    """A fact's recall score; a cover's is the better of its own and its truth's."""
+    own = recalled[d.fact.id].score if d.fact.id in recalled else d.score
+    truth = recalled.get(d.fact.covers or "") if d.fact.version == "cover" else None
+    return max(own, value(truth)) if truth is not None else own
 
 
 def _one_per_event_first(ranked: list[FactDecision]) -> list[str]:
