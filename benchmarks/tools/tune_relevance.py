@@ -45,6 +45,7 @@ GRID: dict[str, Sequence[float]] = {
     "floor": (0.5, 0.6, 0.7, 0.8),
     "event_margin": (0.05, 0.15, 0.3),
     "open_relative_cut": (0.6, 0.75, 0.9),
+    "open_min_recall": (0.0, 0.2, 0.3, 0.4),
 }
 
 
@@ -111,14 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--only", nargs="*", default=(), help="vary only these parameters (others at default)")
     args = parser.parse_args(argv)
     cases = asyncio.run(collect(args.paths, min(GRID["min_recall"])))
+    grid = {k: v for k, v in GRID.items() if not args.only or k in args.only}
     reranker = CachedReranker(shared_cross_encoder())
     results = []
-    for values in itertools.product(*GRID.values()):
-        config = RelevanceConfig(**dict(zip(GRID, values)))  # type: ignore[arg-type]
+    for values in itertools.product(*grid.values()):
+        config = dataclasses.replace(RelevanceConfig(), **dict(zip(grid, values)))
         precision, completeness = score(cases, Relevance(config, reranker))
-        results.append((min(precision - 0.8, completeness - 0.9), precision, completeness, dict(zip(GRID, values))))
+        results.append((min(precision - 0.8, completeness - 0.9), precision, completeness, dict(zip(grid, values))))
     results.sort(key=lambda r: -r[0])
     default = score(cases, Relevance(RelevanceConfig(), reranker))
     print(json.dumps({"cases": len(cases), "default": {"precision": round(default[0], 4),

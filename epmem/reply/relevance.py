@@ -70,8 +70,10 @@ class RelevanceConfig:
 
     #: a fact whose recall score is below this does not answer anything.
     min_recall: float = 0.4
-    #: open questions: keep facts whose recall score is at least this share of the best one.
-    open_relative_cut: float = 0.75
+    #: open questions: keep facts whose recall score is at least this share of the best one
+    #: and at least ``open_min_recall`` ("What is Lin up to?" is near no fact in particular).
+    open_relative_cut: float = 0.9
+    open_min_recall: float = 0.2
     #: the most facts one reply tells (the rules composer says them all).
     max_facts: int = 4
     #: weight and temperature of the cross-encoder's logit in a fact's relevance.
@@ -119,7 +121,8 @@ class Relevance:
         kind = question_kind(question)
         recalled = {r.fact.id: r for ev in events for r in ev.facts}
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
-        storyline = [d for d in projection.used if own[d.fact.id] >= self.config.min_recall]
+        least = self.config.open_min_recall if kind == "open" else self.config.min_recall
+        storyline = [d for d in projection.used if own[d.fact.id] >= least]
         if not storyline:
             return Choice(kind, ())
         scores: dict[str, float] = {}
