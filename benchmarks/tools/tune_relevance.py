@@ -77,7 +77,7 @@ async def collect(paths: Sequence[Path], floor: float) -> list[Case]:
     """Recall (with the lowest floor of the grid) and adjudication, once per (question, asker)."""
     embedder = embedder_from_settings()
     cases: list[Case] = []
-    for path in scenario_files(paths):
+    for path in scenario_files(list(paths)):
         scenario = load_scenario(path)
         with tempfile.TemporaryDirectory(prefix="epmem-tune-") as tmp:
             runtime = await Runtime.open(Settings(data_dir=Path(tmp), reranker="off"),
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     reranker = CachedReranker(shared_cross_encoder())
     results = []
     for values in itertools.product(*grid.values()):
-        config = dataclasses.replace(RelevanceConfig(), **dict(zip(grid, values)))
+        config = dataclasses.replace(RelevanceConfig(), **dict(zip(grid, values)))  # type: ignore[arg-type]
         precision, completeness = score(cases, Relevance(config, reranker))
         results.append((min(precision - 0.8, completeness - 0.9), precision, completeness, dict(zip(grid, values))))
     results.sort(key=lambda r: -r[0])

@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.runtime import Runtime
+from bot.config import Settings
+from bot.runtime import Runtime, load_scenario_memory
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import Composite, Gate, Recipient
 from epmem.reply.composite import limit_to_composite
-from epmem.reply.relevance import question_kind
+from epmem.reply.relevance import RelevanceConfig, question_kind
+from epmem.scenario import load_scenario
 from tests.auxil.runtime import ask, example, scenario_runtime
 
 
@@ -33,8 +35,23 @@ async def body_of(runtime: Runtime, audit_id: str | None) -> dict:  # type: igno
     return record.body
 
 
-async def test_catch_up_never_tells_leo_the_house_and_the_bonus_together(house: Runtime) -> None:
+@pytest.fixture
+async def house_tells_all(tmp_path: Path) -> AsyncIterator[Runtime]:
+    """A relevance step that keeps every fact of a catch-up: only the composite rule limits."""
+    scenario = load_scenario(example("house_and_bonus.yaml"))
+    everything = RelevanceConfig(open_relative_cut=0.0, open_min_recall=-1.0, max_facts=10)
+    runtime = await Runtime.open(Settings(data_dir=tmp_path / "all"), policy=scenario.effective_policy(),
+                                 relevance=everything)
+    await load_scenario_memory(runtime, scenario)
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+async def test_catch_up_never_tells_leo_the_house_and_the_bonus_together(house_tells_all: Runtime) -> None:
     """house_and_bonus: Leo may know f1 and f3 each, never both in one reply (L0 ceiling)."""
+    house = house_tells_all
     out = await house.agent.handle(ask("leo", "Catch me up on Maya's news"))
     body = await body_of(house, out.audit_id)
     disclosed = set(body["disclosed"])
