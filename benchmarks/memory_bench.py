@@ -41,7 +41,8 @@ from epmem.store.base import PointIn
 from epmem.store.edge import EdgeStore
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
-from epmem.policy.overlay import Overlay
+from epmem.policy.overlay import MIGRATIONS as OVERLAY, Overlay
+from epmem.sqlite import open_database
 from epmem.reply.engine import PrivacyEngine
 from epmem.reply.relevance import Relevance, Reranker
 from epmem.reply.respond import RulesResponder
@@ -199,7 +200,8 @@ def _ms(values: list[float]) -> dict[str, float]:
 async def _reply_latency(memory: FactMemory, policy: Policy, state: Path, questions: list[str],
                          reranker: Reranker | None, reader: str = "jamie") -> dict[str, Any]:
     """engine.answer per question, with and without the cross-encoder (same questions, same store)."""
-    overlay = await Overlay(state).open()
+    db = await open_database(state, [OVERLAY])
+    overlay = Overlay(db)
     try:
         recipient = Rulebook(policy).recipient(reader)
         out: dict[str, Any] = {"reader": reader, "reranker": getattr(reranker, "name", None)}
@@ -222,7 +224,7 @@ async def _reply_latency(memory: FactMemory, policy: Policy, state: Path, questi
                                         - out["without_reranker"]["reply_ms"]["p50"], 2)
         return out
     finally:
-        await overlay.close()
+        await db.close()
 
 
 async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per_session: int = 10,
