@@ -77,12 +77,12 @@ class RelevanceConfig:
     #: the most facts one reply tells (the rules composer says them all).
     max_facts: int = 4
     #: weight and temperature of the cross-encoder's logit in a fact's relevance.
-    rerank_weight: float = 1.0
+    rerank_weight: float = 0.25
     rerank_temperature: float = 2.0
     #: the cross-encoder reads at most this many facts (the best by recall).
     rerank_limit: int = 8
     #: other events answer too only when within this margin of the best event's relevance.
-    event_margin: float = 0.05
+    event_margin: float = 0.3
     #: nothing below this relevance is said.
     floor: float = 0.6
 
