@@ -6,7 +6,7 @@ drives it with the real openai client, so the whole request path is the producti
 only the model is replaced by the worst possible one for privacy: a model that repeats its
 prompt (the model carries the server as ``echo_server``, so a benchmark can check what it said).
 ``misbehave:KIND`` is the same server answering like a broken model (repeat, echo, wrap, json,
-empty, foreign, stall; see echo_llm.MISBEHAVIOURS): no reply may then fail the sanity rules.
+empty, foreign, stall; see testkit.fake_openai.MISBEHAVIOURS): no reply may then fail the sanity rules.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ BACKENDS: tuple[str, ...] = ("rules", "echo", "openai")
 
 
 def known_backend(backend: str) -> bool:
-    from benchmarks.echo_llm import MISBEHAVIOURS
+    from testkit.fake_openai import MISBEHAVIOURS
 
     kind = backend.removeprefix("misbehave:")
     return backend in BACKENDS or (backend.startswith("misbehave:") and kind in MISBEHAVIOURS)

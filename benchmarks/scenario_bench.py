@@ -8,7 +8,7 @@ Modes: ``gold`` loads the gold facts as memory; ``pipeline`` ingests only the se
 the backend extract and annotate them (benchmarks/pipeline.py). Backends: ``rules`` (offline),
 ``echo`` (the real openai client against a loopback model that repeats its prompt: what it
 answered is checked for must_not canaries, ``model_output_leaks``), ``misbehave:KIND`` (a broken
-model, benchmarks/echo_llm.py) or ``openai`` (the configured endpoint). Every sent reply must
+model, testkit/fake_openai.py) or ``openai`` (the configured endpoint). Every sent reply must
 pass the sanity rules (``insane_replies``). The ``llm`` keys count calls and tokens and check the budgets: at
 most one call per ingested session, exactly one per reply that has something to say.
 """

@@ -138,16 +138,18 @@ class CompositeVerdict:
     allowed: bool
     parts: tuple[tuple[str, Verdict], ...]
 
+    def first_denial(self) -> tuple[str, Verdict] | None:
+        """The first fact the composite denies, with why (for the audit's ``held_back``)."""
+        return next(((f, v) for f, v in self.parts if not v.allowed), None)
+
 
 @dataclass(frozen=True, slots=True)
 class Composite:
     """Facts told together, with their ceiling computed once for every recipient.
 
-    DESIGN sec. 3's composite rule. Today its callers are the benchmarks (the scenario
-    benchmark's permit task, through :func:`allowed_set` and benchmarks/pipeline.py; the
-    calculus benchmark) and the tests:
-    the reply path (epmem/reply/projection.py) judges each fact on its own for every reader,
-    and does not yet judge a reply's facts as one composite (issue #10).
+    DESIGN sec. 3's composite rule. The reply path (epmem/reply/composite.py) judges the facts
+    of every reply as one composite for every reader and holds back what breaks it; the
+    benchmarks use it for the permit task (:func:`allowed_set`, benchmarks/pipeline.py).
     """
 
     gates: tuple[Gate, ...]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.tools.check_replies import main
-from tests.auxil.runtime import example
+from testkit.runtime import example
 
 HOUSE = str(example("house_and_bonus.yaml"))
 

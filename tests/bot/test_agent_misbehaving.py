@@ -16,7 +16,7 @@ from epmem.reply.respond import deflection
 from epmem.reply.sanity import check_reply
 from epmem.scenario import load_scenario
 from testkit.fake_openai import MISBEHAVIOURS, FakeOpenAI
-from tests.auxil.runtime import ask, example
+from testkit.runtime import ask, example
 
 BUDGET_S = 0.6
 HOUSE = "How is the house hunt going?"

@@ -17,7 +17,7 @@ from epmem.policy.calculus import Composite, Gate, Recipient
 from epmem.reply.composite import limit_to_composite
 from epmem.reply.relevance import RelevanceConfig, question_kind
 from epmem.scenario import load_scenario
-from tests.auxil.runtime import ask, example, scenario_runtime
+from testkit.runtime import ask, example, scenario_runtime
 
 
 @pytest.fixture
