@@ -1,4 +1,9 @@
-"""Hand-written fact files: the ``facts:`` list of a scenario, as the owner's own memory."""
+"""Hand-written fact files: the ``facts:`` list of a scenario, as the owner's own memory.
+
+The annotation written there is the owner's, completed from the category where a field is left
+out (epmem/ingest/explicit.py): ``level`` and ``domain`` may be omitted, ``canary`` too (it is
+the benchmark's, not the owner's).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from epmem.ingest import AnnotationProblem, complete_explicit
 from epmem.memory import Fact
-from epmem.policy import Policy, PolicyError, Problem, line_for, read_yaml, schema_problems
+from epmem.policy import InfoLevel, Policy, PolicyError, Problem, line_for, read_yaml, schema_problems
 from epmem.scenario import GoldFact
 
 
 class _FileFact(GoldFact):
+    level: InfoLevel | None = None  # type: ignore[assignment]
     canary: str = ""
 
 
@@ -23,7 +30,6 @@ def read_facts_file(path: Path, policy: Policy) -> list[Fact]:
         raise PolicyError(source, [Problem((), "a facts file is a YAML list of facts", 1)])
     problems: list[Problem] = []
     facts: list[Fact] = []
-    lists = set(policy.contacts) | set(policy.groups)
     for i, item in enumerate(data):
         try:
             gold = _FileFact.model_validate(item)
@@ -31,15 +37,19 @@ def read_facts_file(path: Path, policy: Policy) -> list[Fact]:
             problems.extend(Problem(p.path, p.message, line_for(lines, p.path))
                             for p in schema_problems(exc, (i,)))
             continue
-        if gold.category not in policy.categories:
-            problems.append(Problem((i, "category"), f"unknown category {gold.category!r}",
-                                    line_for(lines, (i, "category"))))
-        for key in ("whitelist", "blacklist"):
-            for j, who in enumerate(getattr(gold, key)):
-                if who not in lists:
-                    problems.append(Problem((i, key, j), f"unknown contact or group {who!r}",
-                                            line_for(lines, (i, key, j))))
-        facts.append(gold.to_fact())
+        try:
+            ann = complete_explicit(policy, gold.category, level=gold.level, domain=gold.domain,
+                                    domain_given="domain" in gold.model_fields_set, whitelist=gold.whitelist,
+                                    blacklist=gold.blacklist)
+        except AnnotationProblem as exc:
+            problems.append(Problem((i, exc.field), str(exc), line_for(lines, (i, exc.field))))
+            continue
+        facts.append(Fact(
+            id=gold.id, text=gold.text, event_id=gold.event, session_id=gold.session, version=gold.version,
+            covers=gold.covers, category=ann.category, level=ann.level, domain=ann.domain,
+            whitelist=list(ann.whitelist), blacklist=list(ann.blacklist), state="owner-set",
+            evidence=[f"owner:file:{path.name}"],
+        ))
     ids = [f.id for f in facts]
     if len(set(ids)) != len(ids):
         problems.append(Problem((), "duplicate fact ids", 1))

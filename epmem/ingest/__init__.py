@@ -6,11 +6,12 @@ from epmem.ingest.apply import write_sessions
 from epmem.ingest.distill import Distiller, RetryPolicy
 from epmem.ingest.errors import IngestError
 from epmem.ingest.examples import ExampleBank
+from epmem.ingest.explicit import AnnotationProblem, Explicit, complete_explicit
 from epmem.ingest.load import FORMATS, detect_format, read_export
 from epmem.ingest.review import ReviewQueue
 from epmem.ingest.scenario_file import scenario_messages
 
 __all__ = [
-    "CategoryClassifier", "classify", "detect_format", "Distiller", "ExampleBank", "FORMATS", "IngestError",
+    "AnnotationProblem", "CategoryClassifier", "complete_explicit", "Explicit", "classify", "detect_format", "Distiller", "ExampleBank", "FORMATS", "IngestError",
     "read_export", "RetryPolicy", "ReviewQueue", "scenario_messages", "write_sessions",
 ]

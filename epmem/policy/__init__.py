@@ -14,6 +14,7 @@ from epmem.policy.model import (
     STRANGER_ID,
     Category,
     Contact,
+    InfoLevel,
     Owner,
     Policy,
     PolicyError,
@@ -31,7 +32,7 @@ from epmem.policy.overlay import Overlay
 from epmem.policy.overrides import Skipped
 
 __all__ = [
-    "audience_allows", "Category", "category_profiles", "Composite", "Contact", "Directory", "Gate", "judge",
+    "audience_allows", "Category", "category_profiles", "Composite", "Contact", "Directory", "Gate", "InfoLevel", "judge",
     "line_for", "load_policy", "Overlay", "OVERLAY_MIGRATIONS", "Owner", "OWNER_ID", "Policy", "policy_json_schema",
     "PolicyError", "PolicyException", "PolicyHolder", "Problem", "read_yaml", "ReadsPolicy", "Recipient",
     "Resolved", "Rulebook", "schema_problems", "Skipped", "STRANGER", "STRANGER_ID", "Verdict",
