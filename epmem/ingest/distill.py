@@ -102,6 +102,19 @@ class Distiller(ReadsPolicy):
     async def ingest(self, session: Session, *, background: bool = True) -> Outcome:
         """Store the session's facts now (annotated by rules, or pending for the model) and,
         with a model, start its annotation: in the background, or awaited."""
+        outcome = await self.extract(session)
+        if self.model is None:
+            return outcome
+        self._pending[session.id] = session
+        if background:
+            self.schedule(session)
+            return outcome
+        return await self.annotate_with_retries(session)
+
+    async def extract(self, session: Session) -> Outcome:
+        """Only the first stage: store the session's facts now (annotated by the rules, or pending
+        for the model) and leave the model's annotation to whoever calls :meth:`annotate_with_retries`
+        later (an import hands it to a background worker instead of waiting for it)."""
         drafts = self.rules.drafts(session)
         # with a model, every fact waits for it; the rules alone decide fact by fact (failclosed.py)
         forced = None if self.model is None else "pending"
@@ -111,13 +124,7 @@ class Distiller(ReadsPolicy):
         state = "pending" if forced or any(f.state == "pending" for f in stored) else "annotated"
         outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
         self.outcomes[session.id] = outcome
-        if self.model is None:
-            return outcome
-        self._pending[session.id] = session
-        if background:
-            self.schedule(session)
-            return outcome
-        return await self.annotate_with_retries(session)
+        return outcome
 
     def schedule(self, session: Session) -> asyncio.Task[Outcome]:
         running = self._tasks.get(session.id)

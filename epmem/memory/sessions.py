@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from epmem.memory.segment import Segmenting, best_cut
 from epmem.policy.model import OWNER_ID
 
 ChatKind = Literal["direct", "group"]
@@ -130,17 +131,6 @@ def stable_id(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def _split_by_gap(messages: Sequence[Message], gap: timedelta) -> list[list[Message]]:
-    chunks: list[list[Message]] = []
-    last: datetime | None = None
-    for m in messages:
-        if not chunks or (m.time and last and m.time - last > gap):
-            chunks.append([])
-        chunks[-1].append(m)
-        last = m.time or last
-    return chunks
-
-
 def _addressees(m: Message, by_id: dict[str, Message], previous: str | None, members: set[str],
                 first_names: dict[str, str]) -> list[str]:
     """Who an owner message in a group speaks to: reply link, then mentions (platform mentions,
@@ -183,12 +173,17 @@ def _group_threads(messages: Sequence[Message]) -> dict[str, list[Message]]:
         for t in targets:
             threads.setdefault(t, []).append(m)
     for thread in threads.values():
-        thread.sort(key=lambda x: (x.time or datetime.min, _order(x.msg_id)))
+        thread.sort(key=_chrono)
     return threads
 
 
 def _order(msg_id: str) -> tuple[int, str]:
     return (int(msg_id), "") if msg_id.isdigit() else (0, msg_id)
+
+
+def _chrono(m: Message) -> tuple[bool, float, tuple[int, str]]:
+    """Time order (undated messages first, by id), whether times carry a zone or not."""
+    return (m.time is not None, m.time.timestamp() if m.time else 0.0, _order(m.msg_id))
 
 
 def _session(sid: str, msgs: Sequence[Message], participants: list[str], members: list[str],
@@ -206,30 +201,77 @@ def _session(sid: str, msgs: Sequence[Message], participants: list[str], members
     return s
 
 
+class SessionStream:
+    """Messages in, finished sessions out, one chat chunk in memory at a time.
+
+    Feed each chat's messages in time order (any number of chats, interleaved or not); a
+    session comes out as soon as it is complete: at a silence longer than the gap, when its
+    chunk reaches ``Segmenting.max_turns`` (cut at the best topic boundary, epmem.memory.segment),
+    or at :meth:`flush`. Memory is bounded by one open chunk per chat, so a years-long export
+    streams through. ``members`` of a session are the people seen in its chat so far.
+    """
+
+    def __init__(self, segmenting: Segmenting | None = None, session_ids: dict[str, str] | None = None) -> None:
+        self.segmenting = segmenting or Segmenting()
+        self.session_ids = session_ids or {}
+        self._open: dict[tuple[str, str], list[Message]] = {}
+        self._members: dict[tuple[str, str], set[str]] = {}
+
+    def feed(self, m: Message) -> list[Session]:
+        key = (m.platform, m.chat_id)
+        chunk = self._open.setdefault(key, [])
+        self._members.setdefault(key, {OWNER_ID}).add(m.speaker)
+        out: list[Session] = []
+        fixed = m.chat_id in self.session_ids  # a caller's own session id: one session per chat
+        last = chunk[-1].time if chunk else None
+        if chunk and not fixed and m.time and last and m.time - last > self.segmenting.gap:
+            out += self._emit(key, chunk)
+            chunk = self._open[key] = []
+        chunk.append(m)
+        if not fixed and len(chunk) >= self.segmenting.max_turns:
+            cut = best_cut(chunk, self.segmenting)
+            out += self._emit(key, chunk[:cut])
+            self._open[key] = chunk[cut:]
+        return out
+
+    def flush(self) -> list[Session]:
+        out: list[Session] = []
+        for key, chunk in list(self._open.items()):
+            if chunk:
+                out += self._emit(key, chunk)
+        self._open.clear()
+        return out
+
+    def _emit(self, key: tuple[str, str], chunk: list[Message]) -> list[Session]:
+        platform, chat_id = key
+        chunk = sorted(chunk, key=_chrono)
+        members = sorted(self._members[key])
+        base = self.session_ids.get(chat_id) or stable_id(platform, chat_id, chunk[0].msg_id)
+        if chunk[0].chat_kind == "direct":
+            people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
+            return [_session(base, chunk, people, members, None)]
+        return [_session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base)
+                for counterpart, thread in sorted(_group_threads(chunk).items())]
+
+
 def build_sessions(messages: Iterable[Message], gap: timedelta = SESSION_GAP,
-                   session_ids: dict[str, str] | None = None) -> list[Session]:
-    """Messages of any number of chats -> sessions, group chats split per counterpart.
+                   session_ids: dict[str, str] | None = None, segmenting: Segmenting | None = None) -> list[Session]:
+    """Messages of any number of chats, in any order -> sessions, group chats split per counterpart.
 
     ``session_ids`` lets a caller keep ids it already has (a scenario's ``s1``): it maps a chat
-    id to the session id of that chat's single session.
+    id to the session id of that chat's single session. (An importer streams through
+    :class:`SessionStream` instead; this sorts everything in memory first.)
     """
     chats: dict[tuple[str, str], list[Message]] = {}
     for m in messages:
         chats.setdefault((m.platform, m.chat_id), []).append(m)
+    stream = SessionStream(segmenting or Segmenting(gap=gap), session_ids)
     out: list[Session] = []
-    for (platform, chat_id), msgs in chats.items():
-        msgs.sort(key=lambda x: (x.time or datetime.min, _order(x.msg_id)))
-        members = sorted({m.speaker for m in msgs} | {OWNER_ID})
-        chunks = [msgs] if session_ids and chat_id in session_ids else _split_by_gap(msgs, gap)
-        for chunk in chunks:
-            base = (session_ids or {}).get(chat_id) or stable_id(platform, chat_id, chunk[0].msg_id)
-            if chunk[0].chat_kind == "direct":
-                people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
-                out.append(_session(base, chunk, people, members, None))
-                continue
-            for counterpart, thread in sorted(_group_threads(chunk).items()):
-                sid = f"{base}~{stable_id(counterpart)[:8]}"
-                out.append(_session(sid, thread, [OWNER_ID, counterpart], members, base))
+    for msgs in chats.values():
+        msgs.sort(key=_chrono)
+        for m in msgs:
+            out += stream.feed(m)
+        out += stream.flush()
     return out
 
 

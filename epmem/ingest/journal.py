@@ -1,0 +1,128 @@
+"""What each imported session has been through, so an interrupted import can finish.
+
+An import has stages per session: its turns and session point are written (the session point
+last, so a stored session is whole), its facts are extracted and stored, and with a model its
+annotation is awaited in the background. The vector store alone cannot say which stage a
+session reached (a session with no facts may simply have said nothing worth keeping), so each
+finished stage is recorded here, in the state database, after the data it stands for is
+written. Re-running an import then skips what is done and finishes what is missing; a crash
+between writing and recording only makes the stage run again, and every stage is idempotent.
+
+Model states: ``None`` (the rules decided; no model involved), ``queued`` (facts wait pending
+for the model), ``done``, ``failed`` (every retry failed; ``/reannotate`` queues it again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import aiosqlite
+
+from epmem.sqlite import Migration, migrate
+
+ModelState = Literal["queued", "done", "failed"]
+
+MIGRATIONS = [
+    Migration(
+        1,
+        "import journal",
+        """
+        CREATE TABLE ingest_sessions (
+            session_id TEXT PRIMARY KEY,
+            source TEXT NOT NULL DEFAULT '',
+            turns INTEGER NOT NULL DEFAULT 0,
+            facts_done INTEGER NOT NULL DEFAULT 0,
+            model TEXT,
+            updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+        );
+        CREATE INDEX ingest_sessions_model ON ingest_sessions(model)
+        """,
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStage:
+    session_id: str
+    turns: int
+    facts_done: bool
+    model: ModelState | None
+
+
+class ImportJournal:
+    """One row per session; ``db`` gives the (shared) state database connection."""
+
+    def __init__(self, db: Callable[[], aiosqlite.Connection]) -> None:
+        self._db = db
+
+    async def open(self) -> ImportJournal:
+        await migrate(self._db(), MIGRATIONS, table="ingest_migrations")
+        return self
+
+    async def stages(self, session_ids: Sequence[str]) -> dict[str, SessionStage]:
+        out: dict[str, SessionStage] = {}
+        ids = list(session_ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            async with self._db().execute(
+                f"SELECT session_id, turns, facts_done, model FROM ingest_sessions WHERE session_id IN ({marks})",
+                part,
+            ) as cur:
+                async for row in cur:
+                    out[row[0]] = SessionStage(row[0], int(row[1]), bool(row[2]), row[3])
+        return out
+
+    async def turns_written(self, sessions: Sequence[tuple[str, str, int]]) -> None:
+        """``(session_id, source, turns)`` for sessions whose turns are now stored."""
+        await self._many(
+            "INSERT INTO ingest_sessions(session_id, source, turns) VALUES (?, ?, ?) "
+            "ON CONFLICT(session_id) DO UPDATE SET turns = excluded.turns, source = excluded.source, "
+            "updated_at = CURRENT_TIMESTAMP",
+            list(sessions),
+        )
+
+    async def facts_done(self, session_id: str, model: ModelState | None) -> None:
+        await self._db().execute(
+            "INSERT INTO ingest_sessions(session_id, facts_done, model) VALUES (?, 1, ?) "
+            "ON CONFLICT(session_id) DO UPDATE SET facts_done = 1, model = excluded.model, "
+            "updated_at = CURRENT_TIMESTAMP",
+            (session_id, model),
+        )
+
+    async def set_model(self, session_ids: Sequence[str], state: ModelState) -> None:
+        await self._many(
+            "UPDATE ingest_sessions SET model = ?, updated_at = CURRENT_TIMESTAMP WHERE session_id = ?",
+            [(state, sid) for sid in session_ids],
+        )
+
+    async def with_model(self, state: ModelState) -> list[str]:
+        """Sessions in this model state, oldest first (the background annotator's queue)."""
+        async with self._db().execute(
+            "SELECT session_id FROM ingest_sessions WHERE model = ? ORDER BY updated_at, session_id", (state,)
+        ) as cur:
+            return [row[0] async for row in cur]
+
+    async def model_counts(self) -> dict[str, int]:
+        async with self._db().execute(
+            "SELECT model, COUNT(*) FROM ingest_sessions WHERE model IS NOT NULL GROUP BY model"
+        ) as cur:
+            return {row[0]: int(row[1]) async for row in cur}
+
+    async def forget(self, session_ids: Sequence[str]) -> None:
+        await self._many("DELETE FROM ingest_sessions WHERE session_id = ?", [(sid,) for sid in session_ids])
+
+    async def _many(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        """One transaction for the whole batch (the connection is in autocommit mode)."""
+        if not rows:
+            return
+        db = self._db()
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.executemany(sql, rows)
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
