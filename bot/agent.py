@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
-from connectors.base import Inbound, Outbound
+from connectors.base import Action, Inbound, Outbound
 from epmem.policy import Directory, Resolved
 from epmem.reply import Answer, PrivacyEngine
 
@@ -78,20 +78,20 @@ class DelegateAgent:
         if inbound.non_text:
             return Outbound(None)
         if looks_like_command(text):
-            reply = await self.commands.run(text, self.owner, CommandContext(inbound, sender))
+            reply = await self.commands.respond(text, self.owner, CommandContext(inbound, sender))
             await self._owner_changed()
-            return self._to_owner_only(inbound, reply)
+            return self._to_owner_only(inbound, reply.text, reply.actions)
         if not text:
             return Outbound(None)
         answer = await self.engine.owner_recall(text[: self.max_message_chars])
         return self._to_owner_only(inbound, answer.reply)
 
-    def _to_owner_only(self, inbound: Inbound, reply: str) -> Outbound:
+    def _to_owner_only(self, inbound: Inbound, reply: str, actions: tuple[Action, ...] = ()) -> Outbound:
         """Command output and full recall are for the owner's eyes: typed in a chat that
-        others read (a group), they are sent to the owner privately instead."""
+        others read (a group), they are sent to the owner privately instead (buttons too)."""
         if self.audience(inbound):
-            return Outbound(None, to_owner=reply)
-        return Outbound(reply)
+            return Outbound(None, to_owner=reply, actions=actions)
+        return Outbound(reply, actions=actions)
 
     async def _owner_changed(self) -> None:
         try:

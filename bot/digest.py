@@ -1,4 +1,4 @@
-"""The owner's daily digest: who asked what, what was said, what was withheld.
+"""The owner's daily digest: who asked what, what was said, what was withheld, what waits for review.
 
 Built from the audit log alone (the record of what actually happened), so the digest can never
 claim a reply the log does not hold. It names facts by id, not text: the owner can look any of
@@ -28,6 +28,8 @@ class Digest:
     people: int
     deflected: int
     held: int
+    #: facts waiting in the review queue when the digest was made.
+    waiting_review: int = 0
 
 
 def _clip(text: object) -> str:
@@ -57,7 +59,7 @@ def _entry(r: AuditRecord) -> list[str]:
     return lines
 
 
-def compose(records: Sequence[AuditRecord], since: datetime, until: datetime) -> Digest:
+def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, waiting_review: int = 0) -> Digest:
     asked = [r for r in records if r.kind in ASKED]
     people = {r.contact for r in asked}
     deflected = sum(1 for r in asked if r.body.get("deflected"))
@@ -72,12 +74,15 @@ def compose(records: Sequence[AuditRecord], since: datetime, until: datetime) ->
         lines.append(f"... and {len(asked) - MAX_ENTRIES} more (epmem audit list).")
     if changes:
         lines.append(f"Policy changes: {changes} (/audit).")
-    return Digest("\n".join(lines), len(asked), len(people), deflected, held)
+    if waiting_review:
+        lines.append(f"{waiting_review} fact{'s' * (waiting_review != 1)} wait for your review (nobody hears "
+                     f"{'them' if waiting_review != 1 else 'it'} until you decide): /review")
+    return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review)
 
 
-async def build_digest(audit: AuditLog, since: datetime, until: datetime) -> Digest:
-    """The digest of everything audited in [since, until)."""
+async def build_digest(audit: AuditLog, since: datetime, until: datetime, waiting_review: int = 0) -> Digest:
+    """The digest of everything audited in [since, until), and how many facts wait for review."""
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
     start, end = since.isoformat(timespec="milliseconds"), until.isoformat(timespec="milliseconds")
     records = [r for r in await audit.records(limit=SCAN_LIMIT) if start <= r.time < end]
-    return compose(records, since, until)
+    return compose(records, since, until, waiting_review)

@@ -20,10 +20,13 @@ from epmem.ingest.pipeline import ImportReport
 
 from bot.runtime import Runtime
 
+#: set when an import leaves facts for the owner's review: `epmem run` tells the owner on start.
+REVIEW_PROMPT_FLAG = "review_prompt"
 
-async def open_journal(runtime: Runtime) -> ImportJournal:
-    """The import journal lives in the state database, beside the overlay."""
-    return await ImportJournal(lambda: runtime.overlay.db).open()
+
+def open_journal(runtime: Runtime) -> ImportJournal:
+    """The import journal (in the state database, beside the overlay; opened with the runtime)."""
+    return runtime.journal
 
 
 @dataclass

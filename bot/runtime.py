@@ -20,7 +20,7 @@ import yaml
 
 from epmem.audit import AuditLog, FactRegister
 from epmem.embedding import Embedder
-from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, RetryPolicy, ReviewQueue
+from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, RetryPolicy, ReviewQueue
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
@@ -30,6 +30,7 @@ from epmem.store import VectorStore, open_store
 
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
+from bot.annotator import BackgroundAnnotator
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.commands import CommandRegistry, owner_commands
@@ -171,6 +172,9 @@ class Runtime:
     retriever: Retriever
     #: the owner's review queue (epmem.ingest.review); its answers teach the distiller's classifier.
     review: ReviewQueue
+    #: what each imported session went through (resumable imports), and the model's queue over it.
+    journal: ImportJournal
+    annotator: BackgroundAnnotator
     #: the model of the openai backend (None: rules), and whether close() should close it.
     llm: LLM | None = None
     owns_llm: bool = True
@@ -237,11 +241,13 @@ class Runtime:
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
         deliveries = ConnectorState(db, opened.audit, clock=clock)
         outbox = Outbox(keep=deliveries.keep_owner_note)
+        journal = ImportJournal(db)
+        annotator = BackgroundAnnotator(distiller, opened.conversations, journal, review, outbox.tell_owner)
         owner = OwnerServices(
             policies=policies, directory=Directory(policies), engine=engine, memory=memory,
             conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
             approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
-            tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock,
+            tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock, review=review, annotator=annotator,
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
@@ -251,10 +257,12 @@ class Runtime:
                               on_owner_change=scheduler.sync)
         return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, opened.state,
                    SeenEvents(db, clock=clock), owner, commands,
-                   scheduler, outbox, distiller, opened.conversations, opened.retriever, review, llm, owns_llm)
+                   scheduler, outbox, distiller, opened.conversations, opened.retriever, review, journal, annotator,
+                   llm, owns_llm)
 
     async def close(self) -> None:
         await self.scheduler.stop()
+        await self.annotator.stop()
         await self.distiller.close()
         if self.llm is not None and self.owns_llm:
             await self.llm.aclose()

@@ -252,12 +252,14 @@ class Scheduler:
         overlay = self.owner.overlay
         raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
         since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
-        digest = await build_digest(self.owner.audit, since, now)
-        if digest.questions:
+        waiting = await self.owner.review.waiting() if self.owner.review is not None else 0
+        digest = await build_digest(self.owner.audit, since, now, waiting)
+        send = bool(digest.questions or digest.waiting_review)
+        if send:
             await self._tell_owner(digest.text)
         await self.owner.audit.append(
             "digest", {"since": since.isoformat(), "until": now.isoformat(), "messages": digest.questions,
-                       "people": digest.people, "sent": bool(digest.questions)}, contact="owner",
+                       "people": digest.people, "waiting_review": waiting, "sent": send}, contact="owner",
         )
         await overlay.set_flag(DIGEST_SINCE_FLAG, now.isoformat())
         await self.owner.tasks.finish(task.id, "done", f"{digest.questions} messages", now)

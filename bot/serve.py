@@ -8,7 +8,9 @@ One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runt
 * the outbox (bot/outbox.py): each started connector joins it, with the owner's chat on its
   platform, so an approved reply reaches the chat it was held from and the digest, expiry
   notices and abuse notes reach the owner;
-* the runtime's scheduler, started after the connectors so a note that is due at start can be sent.
+* the runtime's scheduler, started after the connectors so a note that is due at start can be sent;
+* model annotation of imported sessions in the background (bot/annotator.py), and a prompt to
+  /review when an import left facts waiting.
 
 SIGINT and SIGTERM stop it cleanly: connectors first (no new messages; in-flight answers
 finish), then the scheduler, then the stores.
@@ -31,6 +33,7 @@ from connectors.console import ConsoleConnector
 from epmem.errors import EpmemError
 
 from bot.connector_state import ConnectorHost
+from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
 from bot.runtime import Runtime
 from bot.scheduler import Scheduler
@@ -135,10 +138,26 @@ class Service:
                                          f"{self._redact(str(exc))}") from None
                 self._started.append(connector)
             await self.scheduler.start()
+            self.runtime.annotator.start()
+            await self._prompt_review()
         except BaseException:
             await self.stop()
             raise
         log.info("service.started", platforms=self.platforms)
+
+    async def _prompt_review(self) -> None:
+        """After an import that left facts for the owner (``epmem ingest`` sets the flag), the
+        owner hears it on their platform once: the import ran while the bot was not running."""
+        overlay = self.runtime.overlay
+        note = await overlay.get_flag(REVIEW_PROMPT_FLAG)
+        if not note:
+            return
+        waiting = await self.runtime.review.waiting()
+        if waiting and await self.runtime.outbox.tell_owner(
+                f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"):
+            await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
+        elif not waiting:
+            await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -159,6 +178,7 @@ class Service:
             self._console_task.cancel()
             await asyncio.gather(self._console_task, return_exceptions=True)
             self._console_task = None
+        await self.runtime.annotator.stop()
         await self.scheduler.stop()
         log.info("service.stopped")
 

@@ -16,11 +16,12 @@ from typing import Any
 import structlog
 
 from epmem.audit import AuditLog
-from epmem.ingest import Distiller
+from epmem.ingest import Distiller, ReviewQueue
 from epmem.memory import Conversations, FactMemory
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, Recipient, Skipped
 from epmem.reply import PrivacyEngine
 
+from bot.annotator import BackgroundAnnotator
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.connector_state import ConnectorState
@@ -46,6 +47,10 @@ class OwnerServices:
     #: what the connectors keep: undelivered messages (``/undelivered``, ``/resend``), routes, event ids.
     deliveries: ConnectorState
     clock: Clock = utcnow
+    #: the owner's review queue (epmem.ingest.review): /review asks, the digest counts.
+    review: ReviewQueue | None = None
+    #: model annotation in the background (/annotations shows its progress, /reannotate requeues).
+    annotator: BackgroundAnnotator | None = None
 
     @property
     def policy(self) -> Policy:

@@ -20,6 +20,7 @@ import aiosqlite
 import structlog
 
 from epmem.audit import FACT_REGISTER_MIGRATIONS as FACT_REGISTER
+from epmem.ingest import JOURNAL_MIGRATIONS as INGEST_JOURNAL
 from epmem.policy import OVERLAY_MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 
@@ -30,7 +31,7 @@ from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER)
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 

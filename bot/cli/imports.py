@@ -42,7 +42,7 @@ def ingest(
     from epmem.ingest import ImportReport, ImportRun
     from epmem.policy import load_policy
 
-    from bot.importing import Interrupts, open_journal, summary_lines
+    from bot.importing import REVIEW_PROMPT_FLAG, Interrupts, open_journal, summary_lines
     from bot.runtime import Runtime
 
     s = settings()
@@ -61,7 +61,7 @@ def ingest(
         runtime = await Runtime.open(s, policy=policy)
         report = ImportReport()
         try:
-            journal = await open_journal(runtime)
+            journal = open_journal(runtime)
             pipeline = ImportRun(runtime.conversations, journal, runtime.distiller if facts else None,  # type: ignore[arg-type]
                                  source=str(path))
             with _progress(err, checked.sessions, plain) as advance, interrupts.installed():
@@ -69,7 +69,9 @@ def ingest(
                     report = await pipeline.run(export.sessions(), interrupts, advance)
                 except asyncio.CancelledError:
                     report.interrupted = True
-            waiting = await runtime.review.waiting() if runtime.review is not None else 0
+            waiting = await runtime.review.waiting()
+            if waiting and report.extracted and not report.queued:
+                await runtime.overlay.set_flag(REVIEW_PROMPT_FLAG, f"Your import of {path.name} is in.")
             return report, waiting
         finally:
             await runtime.close()
@@ -106,5 +108,57 @@ def _progress(err: Console, sessions: int, plain: bool) -> Iterator[Callable[[st
         yield lambda stage, n, _turns: bar.advance(tasks[stage], n)
 
 
+def annotate(
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="also try again the sessions the model "
+                                      "failed on before"),
+) -> None:
+    """Let the model annotate the imported sessions waiting for it, now, with a progress bar.
+
+    `epmem run` does the same in the background; this is for when the bot is not running.
+    Ctrl-C stops between two sessions; running it again goes on where it stopped. A session
+    the model fails on keeps its facts pending (nobody hears them) until the owner settles them
+    (/review) or a later try succeeds.
+    """
+
+    from bot.importing import Interrupts
+    from bot.runtime import Runtime
+
+    s = settings()
+    interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
+
+    async def go() -> tuple[int, int, int, int]:
+        runtime = await Runtime.open(s)
+        try:
+            annotator = runtime.annotator
+            if not annotator.enabled:
+                fail("the rules backend annotates as it imports: set EPMEM_LLM_BACKEND=openai to use a model")
+            if retry_failed:
+                await annotator.requeue()
+            queued = len(await runtime.journal.with_model("queued"))
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=err, disable=not err.is_terminal or not queued) as bar, interrupts.installed():
+                task = bar.add_task("annotating sessions", total=queued)
+                try:
+                    progress = await annotator.run(interrupts, lambda _p: bar.advance(task))
+                except asyncio.CancelledError:
+                    progress = annotator.progress
+            left = len(await runtime.journal.with_model("queued"))
+            return progress.done, progress.failed, left, await runtime.review.waiting()
+        finally:
+            await runtime.close()
+
+    done, failed, left, waiting = run(go())
+    out.print(f"annotated {done} sessions, {failed} failed"
+              + (" (their facts stay pending: nobody hears them; `epmem annotate --retry-failed` tries again)"
+                 if failed else "")
+              + (f"; {left} still queued: run `epmem annotate` again to go on" if left else ""), markup=False,
+              soft_wrap=True)
+    if waiting:
+        out.print(f"{waiting} facts wait for your review: /review", markup=False)
+    if interrupts.requested:
+        raise typer.Exit(130)
+
+
 def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest)
+    app.command("annotate")(annotate)

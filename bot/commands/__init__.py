@@ -5,7 +5,7 @@ a new module, added to ``MODULES`` below); /help, the README's table and the Sla
 usage hint follow from the declaration. See CONTRIBUTING.md.
 """
 
-from bot.commands import annotations, answering, contacts, exceptions, inspect, memory, platforms, schedule
+from bot.commands import annotations, answering, contacts, exceptions, inspect, memory, platforms, review, schedule
 from bot.commands.registry import (
     OWNER_ONLY,
     OWNER_OR_SCHEDULED,
@@ -15,11 +15,12 @@ from bot.commands.registry import (
     CommandError,
     CommandRegistry,
     CommandSet,
+    Reply,
     looks_like_command,
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations)
+MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, review)
 
 
 def owner_commands() -> CommandRegistry:
@@ -29,5 +30,5 @@ def owner_commands() -> CommandRegistry:
 
 __all__ = [
     "MODULES", "OWNER_ONLY", "OWNER_OR_SCHEDULED", "Caller", "Command", "CommandContext", "CommandError",
-    "CommandRegistry", "CommandSet", "looks_like_command", "owner_commands",
+    "CommandRegistry", "CommandSet", "Reply", "looks_like_command", "owner_commands",
 ]

@@ -61,6 +61,15 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
         lines.append("Sessions waiting for the model: " + ", ".join(
             f"{sid} ({'/'.join(errors.get(sid, [])) or 'queued'})" for sid in sessions))
         lines.append("/reannotate to try again; /category, /level, /domain or /confirm to set by hand.")
+    if owner.annotator is not None and owner.annotator.enabled:
+        counts = await owner.annotator.journal.model_counts()
+        if counts.get("queued") or counts.get("failed") or owner.annotator.progress.queued:
+            lines.append(f"{owner.annotator.progress.line()}; in the journal: {counts.get('queued', 0)} queued, "
+                         f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed"
+                         + (" (/reannotate to try again)" if counts.get("failed") else ""))
+    waiting = sum(1 for f in facts if f.state == "pending")
+    if waiting:
+        lines.append(f"{waiting} facts wait: /review asks about them, most consequential first.")
     return "\n".join(lines) or "No facts."
 
 
@@ -99,6 +108,8 @@ async def reannotate(owner: OwnerServices, rest: str, ctx: CommandContext) -> st
     if distiller.model is None:
         return "Nothing to retry: the rules backend annotates as it ingests."
     chosen = distiller.reannotate(rest.split() or None)
+    if owner.annotator is not None:
+        chosen += [s for s in await owner.annotator.requeue(rest.split() or None) if s not in chosen]
     if not chosen:
         return "No pending session matches." if rest.strip() else "No session is waiting for the model."
     return f"Annotating again in the background: {', '.join(chosen)}."

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from connectors.base import Inbound
+from connectors.base import Action, Inbound
 from epmem.policy import Resolved
 
 if TYPE_CHECKING:
@@ -48,7 +48,16 @@ class CommandContext:
     caller: Caller = "owner"
 
 
-Handler = Callable[["OwnerServices", str, CommandContext], Awaitable[str]]
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A command's answer with buttons (one tap per choice on Telegram and Slack, typed on the
+    console). Each action's command runs as if the presser typed it: only the owner's count."""
+
+    text: str
+    actions: tuple[Action, ...] = ()
+
+
+Handler = Callable[["OwnerServices", str, CommandContext], Awaitable["str | Reply"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,19 +127,24 @@ class CommandRegistry:
 
     async def run(self, text: str, owner: OwnerServices, ctx: CommandContext) -> str:
         """Run one command line; a mistake is answered with how to fix it, never raised."""
+        return (await self.respond(text, owner, ctx)).text
+
+    async def respond(self, text: str, owner: OwnerServices, ctx: CommandContext) -> Reply:
+        """:meth:`run`, with the buttons a command offers (the agent's way in)."""
         parsed = parse(text)
         if parsed is None:
-            return self.help()
+            return Reply(self.help())
         verb, args = parsed
         command = self.find(verb)
         if command is None:
-            return f"Unknown command /{verb}.\n{self.help()}"
+            return Reply(f"Unknown command /{verb}.\n{self.help()}")
         if ctx.caller not in command.who:
-            return f"/{verb}: cannot be run by the {ctx.caller}"
+            return Reply(f"/{verb}: cannot be run by the {ctx.caller}")
         try:
-            return await command.handler(owner, args, ctx)
+            result = await command.handler(owner, args, ctx)
         except CommandError as exc:
-            return f"/{verb}: {exc}"
+            return Reply(f"/{verb}: {exc}")
+        return result if isinstance(result, Reply) else Reply(result)
 
     async def _help(self, owner: OwnerServices, args: str, ctx: CommandContext) -> str:
         return self.help()

@@ -8,6 +8,7 @@ from epmem.ingest.distill import Distiller, RetryPolicy
 from epmem.ingest.errors import IngestError
 from epmem.ingest.examples import ExampleBank
 from epmem.ingest.explicit import AnnotationProblem, Explicit, complete_explicit
+from epmem.ingest.journal import MIGRATIONS as JOURNAL_MIGRATIONS
 from epmem.ingest.journal import ImportJournal, SessionStage
 from epmem.ingest.load import FORMATS, Export, ExportSummary, detect_format, open_export, read_export
 from epmem.ingest.pipeline import ImportReport, ImportRun
@@ -16,7 +17,7 @@ from epmem.ingest.scenario_file import scenario_messages
 
 __all__ = [
     "AnnotationProblem", "CategoryClassifier", "classify", "complete_explicit", "detect_format", "Distiller",
-    "ExampleBank", "Explicit", "Export", "ExportSummary", "FORMATS", "ImportJournal", "ImportReport", "ImportRun",
+    "ExampleBank", "Explicit", "Export", "ExportSummary", "FORMATS", "ImportJournal", "ImportReport", "JOURNAL_MIGRATIONS", "ImportRun",
     "IngestError", "open_export", "read_export", "RetryPolicy", "ReviewQueue", "scenario_messages", "SessionStage",
     "write_sessions",
 ]

@@ -14,17 +14,17 @@ for the model), ``done``, ``failed`` (every retry failed; ``/reannotate`` queues
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import aiosqlite
 
-from epmem.sqlite import Migration, migrate
+from epmem.sqlite import Migration, MigrationSet
 
 ModelState = Literal["queued", "done", "failed"]
 
-MIGRATIONS = [
+MIGRATIONS = MigrationSet("ingest_journal", (
     Migration(
         1,
         "import journal",
@@ -40,7 +40,7 @@ MIGRATIONS = [
         CREATE INDEX ingest_sessions_model ON ingest_sessions(model)
         """,
     ),
-]
+))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +52,14 @@ class SessionStage:
 
 
 class ImportJournal:
-    """One row per session; ``db`` gives the (shared) state database connection."""
+    """One row per session, in the state database (whoever owns the connection applies
+    :data:`MIGRATIONS`: bot/state.py)."""
 
-    def __init__(self, db: Callable[[], aiosqlite.Connection]) -> None:
-        self._db = db
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._conn = db
 
-    async def open(self) -> ImportJournal:
-        await migrate(self._db(), MIGRATIONS, table="ingest_migrations")
-        return self
+    def _db(self) -> aiosqlite.Connection:
+        return self._conn
 
     async def stages(self, session_ids: Sequence[str]) -> dict[str, SessionStage]:
         out: dict[str, SessionStage] = {}

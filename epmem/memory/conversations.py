@@ -143,6 +143,12 @@ class Conversations:
                 progress(len(batch), len(turn_points))
         return IngestStats(len(sessions), done_turns, len(sessions) - len(before))
 
+    async def sessions(self, session_ids: Sequence[str]) -> list[Session]:
+        """Stored sessions with their turns (to annotate them later, or re-index them)."""
+        heads = await self.store.retrieve(SESSIONS, list(session_ids)) if session_ids else []
+        turns = [t for h in heads for t in await self.store.scroll(TURNS, {"session_id": h.key})]
+        return sessions_from_payloads(heads, turns)
+
     async def remove(self, session_ids: Sequence[str]) -> None:
         if session_ids:
             await self.store.delete_where(TURNS, {"session_id": list(session_ids)})

@@ -235,3 +235,24 @@ def test_digest_time_parsing() -> None:
     morning = datetime(2026, 6, 19, 7, 30, tzinfo=timezone.utc)
     assert next_occurrence(time(7, 30, tzinfo=timezone.utc), morning) == morning + timedelta(days=1)
     assert next_occurrence(time(7, 30, tzinfo=timezone.utc), morning - timedelta(seconds=1)) == morning
+
+
+async def test_the_digest_says_how_many_facts_wait_for_review(house: list[Runtime]) -> None:
+    from tests.bot.test_review_command import PENDING, pending
+
+    await house[0].memory.add([pending(*p) for p in PENDING[:3]])
+    clock, notes = Clock(NOW), Notes()
+    sched = scheduler(house[0], clock, notes, digest=True)
+    await sched.ensure_digest()
+    [digest] = await house[0].tasks.pending("digest")
+    clock.now = digest.due_at
+    await sched.run_due()  # a quiet day, but facts wait: the digest is sent for them
+    [text] = notes.texts
+    assert "3 facts wait for your review" in text and "/review" in text
+    await owner(house[0], "/review p1 private")
+    [following] = await house[0].tasks.pending("digest")
+    clock.now = following.due_at
+    await sched.run_due()
+    assert "2 facts wait for your review" in notes.texts[1]
+    [record] = [r for r in await house[0].audit.records(kind="digest")][-1:]
+    assert record.body["waiting_review"] == 2 and record.body["sent"] is True

@@ -1,0 +1,202 @@
+"""``/review``: the owner settles the facts the delegate was unsure of, one tap per fact.
+
+The questions come from the library's review queue (epmem.ingest.review), most consequential
+first: the facts whose suggested annotation would let the most people know. One question is
+shown at a time with its choices as buttons (an inline keyboard on Telegram, Block Kit buttons
+on Slack, typed commands on the console), and answering one shows the next, up to a small
+batch (``ReviewConfig.batch``); then the owner's answers are used to settle what they now make
+clear, and ``/review`` starts the next batch.
+
+Every button is a plain command (``/review FACT ok #2``), so a tap is exactly what the presser
+would have typed, and like anything typed it changes something only when the owner sends it:
+anyone else pressing a forwarded button, or forging its callback data, is just talking to the
+delegate (audited as an attempted command). Each answer applies at once, is audited as a
+policy change (who, where, from and to), and becomes a labelled example for the owner's later
+facts. ``#N`` counts the answers given so far in this batch; it keeps the buttons stateless.
+
+Grammar (FACT is a fact id)::
+
+    /review                      the next question
+    /review FACT                 that fact as a question (any fact, pending or not)
+    /review FACT ok | c:CATEGORY | private | skip
+    /review FACT who             who may know: a picker; each tap adds or removes one person
+    /review FACT +WHO            (a picker tap) only these people may know (level 0)
+    /review FACT who ANA,BEN     the same, typed at once
+    /review FACT done            close the picker (nobody picked: keep it private)
+"""
+
+from __future__ import annotations
+
+import re
+
+from connectors.base import Action
+from epmem.ingest.review import Answer, Question, ReviewError, ReviewQueue
+from epmem.memory.facts import Fact
+
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.services import OwnerServices
+
+commands = CommandSet()
+
+#: people offered on the "who may know" picker.
+PICKER_PEOPLE = 10
+_POSITION = re.compile(r"^#(\d{1,3})$")
+_CLIP = 300
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP else text[: _CLIP - 1] + "\u2026"
+
+
+def _queue(owner: OwnerServices) -> ReviewQueue:
+    if owner.review is None:
+        raise CommandError("the review queue is not available in this process")
+    return owner.review
+
+
+def _audience(q: Question, stranger_weight: int) -> str:
+    if q.exposure >= stranger_weight:
+        return "anyone who asks could be told"
+    if q.exposure == 0:
+        return "nobody but you would be told"
+    return f"{q.exposure} of your contacts could be told"
+
+
+def _name(owner: OwnerServices, who: str) -> str:
+    contact = owner.policy.contacts.get(who)
+    return contact.name if contact is not None else who
+
+
+def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int, waiting: int) -> Reply:
+    """One question and its buttons."""
+    batch = queue.config.batch
+    total = min(batch, answered + max(waiting, 1))
+    lines = [f"Review {answered + 1}/{total} ({waiting} waiting; the ones a wrong guess would tell most "
+             f"people come first)" if q.state == "pending" else f"Review of {q.fact_id} ({q.state})",
+             f"{q.fact_id}: \u201c{_clip(q.text)}\u201d"]
+    if q.covers_text:
+        lines.append(f"(what is said instead of: \u201c{_clip(q.covers_text)}\u201d)")
+    lines.append(f"Suggested: {q.suggested.describe()}: {_audience(q, queue.config.stranger_weight)}.")
+    if q.reasons:
+        lines.append("Why: " + ", ".join(q.reasons[:6]))
+    if q.also:
+        lines.append(f"The same thing was said in {len(q.also)} other chat{'s' * (len(q.also) != 1)}: "
+                     f"your answer settles {'them' if len(q.also) != 1 else 'it'} too.")
+    lines.append(f"Type /review {q.fact_id} ok | c:CATEGORY | private | who | skip, or tap:")
+    tag = f" #{answered}"
+    actions = [Action(f"\u2713 {q.suggested.describe()}", f"/review {q.fact_id} ok{tag}")]
+    actions += [Action(c.describe(), f"/review {q.fact_id} c:{c.category}{tag}") for c in q.alternatives]
+    actions += [Action("\U0001f512 Keep private", f"/review {q.fact_id} private{tag}"),
+                Action("\U0001f465 Who may know\u2026", f"/review {q.fact_id} who{tag}"),
+                Action("Ask me later", f"/review {q.fact_id} skip{tag}")]
+    return Reply("\n".join(lines), tuple(actions))
+
+
+def _only(fact: Fact) -> list[str]:
+    """Who may know, as the picker set it (level 0 by the owner); empty before any tap."""
+    return list(fact.whitelist) if fact.state == "owner-set" and fact.level == 0 else []
+
+
+def picker(owner: OwnerServices, q: Question, fact: Fact, answered: int) -> Reply:
+    chosen = _only(fact)
+    now = ", ".join(_name(owner, w) for w in chosen) if chosen else "nobody but you"
+    text = (f"Who may know {q.fact_id}: \u201c{_clip(q.text)}\u201d?\nTap people to add or remove them; only "
+            f"they will know. Now: {now}.")
+    tag = f" #{answered}"
+    people = [p for p in dict.fromkeys([*chosen, *q.people])][:PICKER_PEOPLE]
+    actions = [Action(("\u2713 " if p in chosen else "") + _name(owner, p), f"/review {q.fact_id} +{p}{tag}")
+               for p in people]
+    actions.append(Action("Done", f"/review {q.fact_id} done{tag}"))
+    return Reply(text, tuple(actions))
+
+
+async def next_question(owner: OwnerServices, answered: int, done: list[str]) -> Reply:
+    """What follows an answer: the next question, or the end of the batch."""
+    queue = _queue(owner)
+    waiting = await queue.waiting()
+    if answered >= queue.config.batch or not waiting:
+        settled = await queue.relearn()
+        if settled:
+            await owner.record_change({"action": "review_relearn", "facts": [f.id for f in settled]})
+            done.append(f"What you told me settled {len(settled)} more: {', '.join(f.id for f in settled[:10])}"
+                        f"{' ...' if len(settled) > 10 else ''}.")
+            waiting = await queue.waiting()
+        done.append(f"That was the batch. {waiting} more wait: /review for the next."
+                    if waiting else "Nothing else waits for review.")
+        return Reply("\n".join(done))
+    batch = await queue.next_batch(1)
+    if not batch:
+        done.append("Nothing else waits for review.")
+        return Reply("\n".join(done))
+    nxt = render(owner, queue, batch[0], answered, waiting)
+    return Reply("\n".join([*done, "", nxt.text]) if done else nxt.text, nxt.actions)
+
+
+async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> str:
+    try:
+        applied = await _queue(owner).apply(answer)
+    except ReviewError as exc:
+        raise CommandError(str(exc)) from None
+    await owner.record_change({**applied.audit, "by": ctx.sender.identity, "platform": ctx.inbound.platform})
+    return applied.message
+
+
+def _parse(rest: str) -> tuple[list[str], int]:
+    words = rest.split()
+    answered = 0
+    if words and (m := _POSITION.match(words[-1])):
+        answered = int(m.group(1))
+        words = words[:-1]
+    return words, answered
+
+
+@commands.command("review", "[FACT [ok | c:CATEGORY | private | who | skip]]",
+                  summary="settle the facts I was unsure of, most consequential first, one tap each",
+                  details="one question at a time in small batches, with buttons on Telegram and Slack; each "
+                          "answer applies at once, is audited, and teaches the classifier; `who` picks the only "
+                          "people who may know",
+                  example="review")
+async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
+    queue = _queue(owner)
+    words, answered = _parse(rest)
+    if not words:
+        return await next_question(owner, answered, [] if await queue.waiting() else ["Nothing waits for review."])
+    fact_id, key, more = words[0], (words[1] if len(words) > 1 else ""), words[2:]
+    try:
+        q = await queue.question(fact_id)
+    except ReviewError as exc:
+        raise CommandError(str(exc)) from None
+    if not key:
+        return render(owner, queue, q, answered, await queue.waiting())
+    fact = await owner.memory.get(fact_id)
+    assert fact is not None
+    if key == "who" and not more:
+        return picker(owner, q, fact, answered)
+    if key == "who" or key.startswith("+"):
+        chosen = _only(fact)
+        if key == "who":
+            chosen = [w.strip() for w in " ".join(more).split(",") if w.strip()]
+        else:
+            who = key[1:]
+            chosen = [w for w in chosen if w != who] if who in chosen else [*chosen, who]
+        blacklist = [b for b in q.suggested.blacklist if b not in chosen]
+        await _apply(owner, Answer.set(fact_id, q.suggested.category, level=0, domain=q.suggested.domain,
+                                       whitelist=chosen, blacklist=blacklist), ctx)
+        updated = await owner.memory.get(fact_id)
+        assert updated is not None
+        if key == "who":
+            return await next_question(owner, answered + 1, [f"{fact_id}: only {', '.join(chosen) or 'you'} may know."])
+        return picker(owner, await queue.question(fact_id), updated, answered)
+    if key == "done":
+        if not _only(fact) and fact.state == "pending":
+            message = await _apply(owner, Answer.private(fact_id), ctx)
+        else:
+            who = ", ".join(_name(owner, w) for w in _only(fact)) or "you"
+            message = f"{fact_id}: only {who} may know."
+        return await next_question(owner, answered + 1, [message])
+    try:
+        answer = Answer.from_key(fact_id, key)
+    except ReviewError as exc:
+        raise CommandError(f"{exc}; use ok, c:CATEGORY, private, who or skip") from None
+    message = await _apply(owner, answer, ctx)
+    return await next_question(owner, answered + (answer.kind != "skip"), [message])
