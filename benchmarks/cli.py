@@ -148,3 +148,17 @@ def bench_memory(
     configure_logging("WARNING")
     write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions,
                                     policy=load_policy(EXAMPLE_POLICY), reranker=shared_cross_encoder())), json_out)
+
+
+@app.command("import")
+def bench_import(
+    json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
+    size_mb: float = typer.Option(50.0, "--size-mb", help="size of the generated Telegram export"),
+    embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
+    interrupt: float = typer.Option(None, "--interrupt", help="Ctrl-C at this fraction of the facts stage, then "
+                                    "re-run to finish"),
+) -> None:
+    """`epmem ingest` of a generated ~50 MB single-chat Telegram export: turns/s and peak RSS."""
+    from benchmarks.import_bench import run_import_bench
+
+    write_json(run_import_bench(size_mb, embedder, interrupt), json_out)

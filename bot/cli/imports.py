@@ -40,7 +40,7 @@ def ingest(
 
     from epmem.ingest import open_export
     from epmem.ingest import ImportReport, ImportRun
-    from epmem.policy import load_policy
+    from epmem.policy import PolicyError, load_policy
 
     from bot.importing import REVIEW_PROMPT_FLAG, Interrupts, open_journal, summary_lines
     from bot.runtime import Runtime
@@ -53,8 +53,15 @@ def ingest(
         if plain:
             err.print(f"checking {path}", markup=False, soft_wrap=True)
         checked = export.validate()
+        if plain:
+            err.print(f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
+                      markup=False, soft_wrap=True)
     except IngestError as exc:
         fail(str(exc))
+    except PolicyError as exc:  # a scenario file: bad YAML, or a scenario that does not check out
+        for problem in exc.problems:
+            err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
 
     async def go() -> tuple[ImportReport, int]:

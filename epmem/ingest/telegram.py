@@ -274,7 +274,10 @@ def locate_json_error(path: Path, read_upto: int, message: str, window: int = 1 
     snippet_line, pointer = lines[arrow - 1], lines[arrow].index("^")
     indent = len(snippet_line) - len(snippet_line.lstrip(" "))
     snippet = snippet_line[indent:]
-    offset_in_snippet = pointer - indent
+    offset_in_snippet = max(0, min(pointer - indent, len(snippet)))
+    # yajl points inside the token it could not take: report where that token starts
+    while offset_in_snippet > 0 and snippet[offset_in_snippet - 1] not in ' ,:{}[]':
+        offset_in_snippet -= 1
     start = max(0, read_upto - window)
     with path.open("rb") as f:
         f.seek(start)

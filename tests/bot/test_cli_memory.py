@@ -44,3 +44,30 @@ def test_embedder_change_asks_for_reindex_which_rebuilds(tmp_path: Path) -> None
     assert "reindexed 5 sessions, 11 turns and 4 facts" in rebuilt.stdout
     again = epmem("ingest", str(FIXTURES / "telegram"), data=data, env=switched)
     assert again.returncode == 0 and "(0 new)" in again.stdout
+
+
+def test_a_bad_file_is_one_line_naming_file_and_place_and_writes_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    cases = {
+        "bad.yaml": ("format: epmem-scenario/1\nname: x\nsessions: [unclosed\n", ":4: (document): bad YAML"),
+        "bad.jsonl": ('{"chat":"c","id":1,"sender":"owner","text":"hi"}\n{"chat": "c", "id": 2 "sender": "x"}\n',
+                      ": line 2: not valid JSON"),
+        "result.json": ('{"name": "A", "type": "personal_chat", "id": 2, "messages": [\n'
+                        ' {"id": 1, "type": "message", "date_unixtime": "1772359092", "from": "Sam Rivera",\n'
+                        '  "from_id": "user1000001", "text": "hi"},\n {"id": 2 "text": "x"}]}\n',
+                        ": line 4, column 11: not valid JSON"),
+    }
+    for name, (body, where) in cases.items():
+        path = tmp_path / name
+        path.write_text(body)
+        result = epmem("ingest", str(path), data=data)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert result.returncode == 1 and len(errors) == 1, result.stderr
+        assert errors[0].startswith(f"error: {path}{where}"), errors
+        assert "Traceback" not in result.stderr
+    assert epmem("facts", "list", "--json", data=data).stdout == ""
+    # the valid first message of the broken export was not written: fixed, it is all new
+    fixed = tmp_path / "result.json"
+    fixed.write_text(cases["result.json"][0].replace('{"id": 2 "text"', '{"id": 2, "type": "message", '
+                                                     '"date_unixtime": "1772359099", "text"'))
+    assert "imported 1 sessions (1 new)" in epmem("ingest", str(fixed), data=data).stdout
