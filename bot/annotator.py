@@ -66,6 +66,10 @@ class BackgroundAnnotator:
         if self.enabled and self._task is None:
             self._task = asyncio.create_task(self._loop(), name="annotator")
 
+    def wake(self) -> None:
+        """New sessions were queued (live chats): look at the journal again."""
+        self._wake.set()
+
     async def stop(self) -> None:
         self._stop = True
         self._wake.set()

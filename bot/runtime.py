@@ -20,7 +20,7 @@ import yaml
 
 from epmem.audit import AuditLog, FactRegister
 from epmem.embedding import Embedder
-from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, RetryPolicy, ReviewQueue
+from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, RetryPolicy, ReviewQueue
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
@@ -34,6 +34,7 @@ from bot.annotator import BackgroundAnnotator
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.commands import CommandRegistry, owner_commands
+from bot.live import LiveSessions
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
@@ -175,6 +176,8 @@ class Runtime:
     #: what each imported session went through (resumable imports), and the model's queue over it.
     journal: ImportJournal
     annotator: BackgroundAnnotator
+    #: what contacts tell the bot, into memory the way an import goes (bot/live.py).
+    live: LiveSessions
     #: the model of the openai backend (None: rules), and whether close() should close it.
     llm: LLM | None = None
     owns_llm: bool = True
@@ -243,6 +246,8 @@ class Runtime:
         outbox = Outbox(keep=deliveries.keep_owner_note)
         journal = ImportJournal(db)
         annotator = BackgroundAnnotator(distiller, opened.conversations, journal, review, outbox.tell_owner)
+        live = LiveSessions(ImportRun(opened.conversations, journal, distiller, source="live"),
+                            on_queued=annotator.wake)
         owner = OwnerServices(
             policies=policies, directory=Directory(policies), engine=engine, memory=memory,
             conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
@@ -258,7 +263,7 @@ class Runtime:
         return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, opened.state,
                    SeenEvents(db, clock=clock), owner, commands,
                    scheduler, outbox, distiller, opened.conversations, opened.retriever, review, journal, annotator,
-                   llm, owns_llm)
+                   live, llm, owns_llm)
 
     async def close(self) -> None:
         await self.scheduler.stop()

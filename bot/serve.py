@@ -10,7 +10,8 @@ One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runt
   notices and abuse notes reach the owner;
 * the runtime's scheduler, started after the connectors so a note that is due at start can be sent;
 * model annotation of imported sessions in the background (bot/annotator.py), and a prompt to
-  /review when an import left facts waiting.
+  /review when an import left facts waiting;
+* what contacts tell the bot, into memory the way an import goes (bot/live.py).
 
 SIGINT and SIGTERM stop it cleanly: connectors first (no new messages; in-flight answers
 finish), then the scheduler, then the stores.
@@ -41,6 +42,8 @@ from bot.scheduler import Scheduler
 log = structlog.get_logger(__name__)
 
 _STOP_TIMEOUT_S = 15.0
+#: how often chats silent for a session gap are closed into sessions (bot/live.py).
+_LIVE_FLUSH_EVERY_S = 600.0
 
 
 class StartError(EpmemError, RuntimeError):
@@ -78,6 +81,7 @@ class Service:
                                             prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
             self._add(self.console, "owner")
         self._console_task: asyncio.Task[None] | None = None
+        self._live_task: asyncio.Task[None] | None = None
         self._started: list[Connector] = []
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
@@ -102,12 +106,28 @@ class Service:
 
         async def handle(inbound: Inbound) -> Outbound:
             out = await agent.handle(inbound)
+            self._remember(inbound)
             if out.to_owner and not outbox.reaches_owner(platform):
                 await outbox.tell_owner(out.to_owner, out.actions)
                 return Outbound(out.text, audit_id=out.audit_id)
             return out
 
         return handle
+
+    def _remember(self, inbound: Inbound) -> None:
+        """What a contact told the bot goes into memory like an import (bot/live.py)."""
+        try:
+            self.runtime.live.record(inbound, self.runtime.owner.directory.resolve(inbound.sender))
+        except Exception:
+            log.exception("live.record_failed")
+
+    async def _flush_idle_chats(self) -> None:
+        while True:
+            await asyncio.sleep(_LIVE_FLUSH_EVERY_S)
+            try:
+                await self.runtime.live.flush_idle()
+            except Exception:
+                log.exception("live.flush_failed")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -139,6 +159,7 @@ class Service:
                 self._started.append(connector)
             await self.scheduler.start()
             self.runtime.annotator.start()
+            self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")
             await self._prompt_review()
         except BaseException:
             await self.stop()
@@ -178,6 +199,14 @@ class Service:
             self._console_task.cancel()
             await asyncio.gather(self._console_task, return_exceptions=True)
             self._console_task = None
+        if self._live_task is not None:
+            self._live_task.cancel()
+            await asyncio.gather(self._live_task, return_exceptions=True)
+            self._live_task = None
+        try:
+            await self.runtime.live.flush()
+        except Exception:
+            log.exception("live.flush_failed")
         await self.runtime.annotator.stop()
         await self.scheduler.stop()
         log.info("service.stopped")

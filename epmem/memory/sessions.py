@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -234,12 +234,15 @@ class SessionStream:
             self._open[key] = chunk[cut:]
         return out
 
-    def flush(self) -> list[Session]:
+    def flush(self, which: Callable[[tuple[str, str]], bool] | None = None) -> list[Session]:
+        """Close the open chunks (of the chats ``which`` picks by ``(platform, chat_id)``)."""
         out: list[Session] = []
         for key, chunk in list(self._open.items()):
+            if which is not None and not which(key):
+                continue
             if chunk:
                 out += self._emit(key, chunk)
-        self._open.clear()
+            del self._open[key]
         return out
 
     def _emit(self, key: tuple[str, str], chunk: list[Message]) -> list[Session]:
