@@ -62,6 +62,9 @@ def ingest(
         for problem in exc.problems:
             err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print(f"interrupted while checking {path}; nothing was written", markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
 
     async def go() -> tuple[ImportReport, int]:
