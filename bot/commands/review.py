@@ -160,7 +160,9 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
     queue = _queue(owner)
     words, answered = _parse(rest)
     if not words:
-        return await next_question(owner, answered, [] if await queue.waiting() else ["Nothing waits for review."])
+        if not await queue.waiting():
+            return "Nothing waits for review."
+        return await next_question(owner, answered, [])
     fact_id, key, more = words[0], (words[1] if len(words) > 1 else ""), words[2:]
     try:
         q = await queue.question(fact_id)

@@ -110,6 +110,13 @@ async def test_a_batch_ends_after_five_answers_and_mistakes_change_nothing(runti
         text, _ = await owner_says(runtime, bad)
         assert text.startswith("/review: "), text
     assert await runtime.memory.all() == before
+    text, actions = await owner_says(runtime, "/review")
+    text, actions = await owner_says(runtime, next(a for a in actions if " private #" in a))
+    text, actions = await owner_says(runtime, next(a for a in actions if " skip #" in a))
+    assert "Nothing else waits for review." not in text  # skipped: it still waits, asked again later
+    text, actions = await owner_says(runtime, next(a for a in actions if " ok #" in a))
+    assert text.endswith("Nothing else waits for review.") and not actions
+    assert (await owner_says(runtime, "/review"))[0] == "Nothing waits for review."
 
 
 async def test_review_from_anyone_but_the_owner_changes_nothing(runtime: Runtime) -> None:
