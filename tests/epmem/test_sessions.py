@@ -38,3 +38,32 @@ def test_silence_cuts_sessions_and_ids_are_stable() -> None:
     first = build_sessions(msgs)
     assert [[t.text for t in s.turns] for s in first] == [["m0", "m1"], ["m2", "m3"]]
     assert [s.id for s in build_sessions(list(reversed(msgs)))] == [s.id for s in first]
+
+
+def test_a_chat_that_never_falls_silent_is_cut_at_topic_changes_with_bounded_sessions() -> None:
+    from epmem.memory.segment import Segmenting
+    from epmem.memory.sessions import SessionStream
+
+    topics = [("garden", "tomatoes basil compost watering seedlings"), ("boat", "sailing harbour mooring engine"),
+              ("exam", "chemistry revision flashcards results")]
+    msgs: list[Message] = []
+    for i in range(300):
+        name, words = topics[min(i // 100, 2)]
+        w = words.split()
+        msgs.append(Message(platform="telegram", chat_id="busy", chat_kind="direct", msg_id=str(i),
+                            speaker="owner" if i % 2 else "a", speaker_name="Sam" if i % 2 else "Ana",
+                            text=f"More about the {name}: {w[i % len(w)]} and {w[(i + 1) % len(w)]}",
+                            time=T0 + timedelta(minutes=3 * i),  # never six hours apart
+                            reply_to=str(i - 1) if i % 7 == 0 and i else None))
+    config = Segmenting(max_turns=120, min_turns=20)
+    sessions = build_sessions(msgs, segmenting=config)
+    assert len(sessions) >= 3
+    assert all(20 <= len(s.turns) <= 120 for s in sessions), [len(s.turns) for s in sessions]
+    starts = [int(s.turns[0].msg_id) for s in sessions]
+    assert 100 in starts and 200 in starts  # the cuts land on the changes of topic
+    for s in sessions[1:]:  # never between a message and the reply to it, when another cut will do
+        assert s.turns[0].reply_to is None
+    # streamed one message at a time, the same sessions come out (stable ids on a re-import)
+    stream = SessionStream(config)
+    streamed = [x for m in msgs for x in stream.feed(m)] + stream.flush()
+    assert [s.id for s in streamed] == [s.id for s in sessions]
