@@ -1,0 +1,144 @@
+"""Issue 9's end-to-end acceptance: a secret confided in a Telegram chat, imported from a
+Telegram Desktop export, stays pending and unspoken until the owner settles it with /review on
+Telegram; the next answer follows the owner's choice, and the audit shows both.
+
+Real parts throughout: `epmem ingest` as a subprocess on a real data folder, then `epmem run`'s
+Service over the same folder with PTB long-polling a loopback Bot API, the owner tapping the
+inline keyboard the bot sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from bot.platforms import PlatformSettings
+from bot.runtime import Runtime
+from bot.serve import Service
+from tests.auxil.fake_telegram import FakeTelegram
+from tests.auxil.house import OWNER_TG, TG, house_runtime, write_policy
+
+REPO = Path(__file__).resolve().parents[2]
+OWNER = FakeTelegram.user(OWNER_TG, "Maya")
+LEO = FakeTelegram.user(TG["leo"], "Leo")
+ANA = FakeTelegram.user(TG["ana"], "Ana")
+QUESTION = "Any news from Grace? Is she expecting?"
+SECRET_WORD = "pregnant"
+
+CHAT = [  # (from Grace?, text)
+    (True, "Maya, can I tell you something? I'm pregnant! Please keep it between us for now, nobody else knows."),
+    (False, "Oh Grace, congratulations!! My lips are sealed."),
+    (True, "Thank you. We'll tell everyone after the scan in May."),
+    (False, "I'm so happy for you both."),
+]
+
+
+def export(path: Path) -> Path:
+    start = datetime(2026, 3, 2, 20, 15, tzinfo=UTC)
+    messages: list[dict[str, Any]] = []
+    for i, (grace, text) in enumerate(CHAT):
+        when = start + timedelta(minutes=2 * i)
+        messages.append({"id": 500 + i, "type": "message", "date": when.replace(tzinfo=None).isoformat(),
+                         "date_unixtime": str(int(when.timestamp())),
+                         "from": "Grace Chen" if grace else "Maya Chen",
+                         "from_id": f"user{TG['grace'] if grace else OWNER_TG}", "text": text,
+                         "text_entities": [{"type": "plain", "text": text}]})
+    path.write_text(json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"],
+                                "messages": messages}, indent=1))
+    return path
+
+
+@pytest_asyncio.fixture
+async def imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[FakeTelegram, Runtime]]:
+    policy = write_policy(tmp_path / "policy.yaml")
+    data = tmp_path / "data"
+    env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING"}
+    done = subprocess.run([sys.executable, "-m", "bot.cli", "ingest", str(export(tmp_path / "result.json"))],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    async with FakeTelegram() as tg:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
+        monkeypatch.setenv("EPMEM_TELEGRAM_API_URL", tg.base_url)
+        monkeypatch.setenv("EPMEM_TELEGRAM_POLL_TIMEOUT", "1")
+        runtime = await house_runtime(data, load=False, policy_file=policy)
+        service = Service(runtime, PlatformSettings())
+        try:
+            await service.start()
+            yield tg, runtime
+        finally:
+            await service.stop()
+            await runtime.close()
+
+
+def _to(tg: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
+    return [m for m in tg.sent_messages if m["chat"]["id"] == chat_id]
+
+
+def _button(message: dict[str, Any], starts: str) -> str:
+    return next(b["callback_data"] for row in message["reply_markup"]["inline_keyboard"] for b in row
+                if b["text"].startswith(starts))
+
+
+async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners_choice(
+        imported: tuple[FakeTelegram, Runtime]) -> None:
+    tg, runtime = imported
+    secrets = [f for f in await runtime.memory.all() if SECRET_WORD in f.text.casefold()]
+    if not secrets or not all(f.state == "pending" for f in secrets):
+        # the fail-closed extraction rules (facts from every speaker, others' confidences kept
+        # pending) are i9-ingest's half of issue 9; until they are on main, the rest cannot run
+        pytest.xfail("the secret was not extracted as a pending fact: needs the fail-closed ingest rules "
+                     f"(extracted: {[(f.text, f.state) for f in await runtime.memory.all()]})")
+    assert all(f.effective_level() == 0 and not f.whitelist for f in secrets)
+    secret = secrets[0]
+    # the owner was told on Telegram that the import left facts to review (epmem ingest said so too)
+    await tg.wait_for(lambda: bool(_to(tg, OWNER_TG)))
+    assert "/review" in _to(tg, OWNER_TG)[0]["text"]
+    # unspoken: Leo (Maya's husband, level 1) asks and hears nothing of it
+    tg.private_text(LEO, QUESTION)
+    await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 1)
+    assert SECRET_WORD not in _to(tg, TG["leo"])[0]["text"].casefold()
+    # /review on Telegram: skip what is not the secret, then "who may know" -> Leo -> done
+    tg.private_text(OWNER, "/review")
+    seen = 1
+    for _ in range(12):
+        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+        seen = len(_to(tg, OWNER_TG))
+        message = _to(tg, OWNER_TG)[-1]
+        if f"{secret.id}: \u201c" in message["text"] and "Who may know" not in message["text"]:
+            break
+        tg.callback_query(OWNER, message, _button(message, "Ask me later"))
+    else:
+        pytest.fail(f"/review never asked about {secret.id}")
+    tg.callback_query(OWNER, message, _button(message, "\U0001f465"))
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+    picker = _to(tg, OWNER_TG)[-1]
+    assert picker["text"].startswith(f"Who may know {secret.id}")
+    tg.callback_query(OWNER, picker, _button(picker, "Leo Chen"))
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen + 1)
+    tg.callback_query(OWNER, _to(tg, OWNER_TG)[-1], _button(_to(tg, OWNER_TG)[-1], "Done"))
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen + 2)
+    settled = await runtime.memory.get(secret.id)
+    assert settled is not None and (settled.state, settled.level, settled.whitelist) == ("owner-set", 0, ["leo"])
+    # the next answers follow the owner's choice: Leo may know, Ana may not
+    tg.private_text(LEO, QUESTION)
+    tg.private_text(ANA, QUESTION)
+    await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 2 and len(_to(tg, TG["ana"])) == 1)
+    assert SECRET_WORD in _to(tg, TG["leo"])[1]["text"].casefold()
+    assert SECRET_WORD not in _to(tg, TG["ana"])[0]["text"].casefold()
+    # the audit shows the owner's answer and both replies
+    reviews = [r for r in await runtime.audit.records(kind="policy_change")
+               if r.body.get("action") == "review" and r.body.get("fact") == secret.id]
+    assert reviews and reviews[-1].body["to"]["whitelist"] == ["leo"]
+    assert all(r.body["by"] == f"telegram:{OWNER_TG}" and r.body["platform"] == "telegram" for r in reviews)
+    replies = await runtime.audit.records(kind="reply", contact="leo")
+    assert [secret.id in r.body.get("disclosed", []) for r in replies] == [False, True]
+    assert [d.recipient for d in await runtime.audit.who_knows(secret.id)] == ["leo"]
