@@ -86,10 +86,16 @@ def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int,
     tag = f" #{answered}"
     actions = [Action(f"\u2713 {q.suggested.describe()}", f"/review {q.fact_id} ok{tag}")]
     actions += [Action(c.describe(), f"/review {q.fact_id} c:{c.category}{tag}") for c in q.alternatives]
-    actions += [Action("\U0001f512 Keep private", f"/review {q.fact_id} private{tag}"),
-                Action("\U0001f465 Who may know\u2026", f"/review {q.fact_id} who{tag}"),
-                Action("Ask me later", f"/review {q.fact_id} skip{tag}")]
+    actions.append(Action("\U0001f512 Keep private", f"/review {q.fact_id} private{tag}"))
+    if not _never_shared(owner, q):  # nobody can be let in on a never-share category
+        actions.append(Action("\U0001f465 Who may know\u2026", f"/review {q.fact_id} who{tag}"))
+    actions.append(Action("Ask me later", f"/review {q.fact_id} skip{tag}"))
     return Reply("\n".join(lines), tuple(actions))
+
+
+def _never_shared(owner: OwnerServices, q: Question) -> bool:
+    cat = owner.policy.categories.get(q.suggested.category)
+    return cat is not None and cat.never_share
 
 
 def _only(fact: Fact) -> list[str]:
@@ -172,6 +178,9 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         return render(owner, queue, q, answered, await queue.waiting())
     fact = await owner.memory.get(fact_id)
     assert fact is not None
+    if (key == "who" or key.startswith("+")) and _never_shared(owner, q):
+        raise CommandError(f"{q.suggested.category} is never shared, so nobody can be let in on {fact_id}; "
+                           f"if it is something else, choose its category first (/review {fact_id} c:NAME)")
     if key == "who" and not more:
         return picker(owner, q, fact, answered)
     if key == "who" or key.startswith("+"):

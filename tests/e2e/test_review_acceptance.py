@@ -1,6 +1,7 @@
 """Issue 9's end-to-end acceptance: a secret confided in a Telegram chat, imported from a
-Telegram Desktop export, stays pending and unspoken until the owner settles it with /review on
-Telegram; the next answer follows the owner's choice, and the audit shows both.
+Telegram Desktop export, stays unspoken (pending, or closed at level 0 by the fail-closed rules)
+until the owner settles it with /review on Telegram; the next answer follows the owner's choice,
+and the audit shows both.
 
 Real parts throughout: `epmem ingest` as a subprocess on a real data folder, then `epmem run`'s
 Service over the same folder with PTB long-polling a loopback Bot API, the owner tapping the
@@ -31,11 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
 LEO = FakeTelegram.user(TG["leo"], "Leo")
 ANA = FakeTelegram.user(TG["ana"], "Ana")
-QUESTION = "Any news from Grace? Is she expecting?"
-SECRET_WORD = "pregnant"
+QUESTION = "Any news from Grace? Is she expecting a baby?"
+SECRET_WORD = "baby"
 
 CHAT = [  # (from Grace?, text)
-    (True, "Maya, can I tell you something? I'm pregnant! Please keep it between us for now, nobody else knows."),
+    (True, "Can I tell you something? We're expecting a baby in October. Please keep it between us, nobody else "
+           "knows yet."),
     (False, "Oh Grace, congratulations!! My lips are sealed."),
     (True, "Thank you. We'll tell everyone after the scan in May."),
     (False, "I'm so happy for you both."),
@@ -92,23 +94,23 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
         imported: tuple[FakeTelegram, Runtime]) -> None:
     tg, runtime = imported
     secrets = [f for f in await runtime.memory.all() if SECRET_WORD in f.text.casefold()]
-    if not secrets or not all(f.state == "pending" for f in secrets):
-        # the fail-closed extraction rules (facts from every speaker, others' confidences kept
-        # pending) are i9-ingest's half of issue 9; until they are on main, the rest cannot run
-        pytest.xfail("the secret was not extracted as a pending fact: needs the fail-closed ingest rules "
-                     f"(extracted: {[(f.text, f.state) for f in await runtime.memory.all()]})")
+    assert secrets, [(f.text, f.state) for f in await runtime.memory.all()]
+    # fail closed: until the owner decides, nobody but the owner may hear it (pending counts as L0)
     assert all(f.effective_level() == 0 and not f.whitelist for f in secrets)
     secret = secrets[0]
-    # the owner was told on Telegram that the import left facts to review (epmem ingest said so too)
-    await tg.wait_for(lambda: bool(_to(tg, OWNER_TG)))
-    assert "/review" in _to(tg, OWNER_TG)[0]["text"]
+    # an import that leaves facts waiting tells the owner on Telegram when the bot starts
+    waiting = await runtime.review.waiting()
+    if waiting:
+        await tg.wait_for(lambda: bool(_to(tg, OWNER_TG)))
+        assert "/review" in _to(tg, OWNER_TG)[0]["text"] and f"{waiting} facts wait" in _to(tg, OWNER_TG)[0]["text"]
     # unspoken: Leo (Maya's husband, level 1) asks and hears nothing of it
     tg.private_text(LEO, QUESTION)
     await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 1)
     assert SECRET_WORD not in _to(tg, TG["leo"])[0]["text"].casefold()
-    # /review on Telegram: skip what is not the secret, then "who may know" -> Leo -> done
-    tg.private_text(OWNER, "/review")
-    seen = 1
+    # /review on Telegram: the queue asks about a pending secret (skipping what is not it); a
+    # secret the rules already closed (L0, nobody) is reviewed by naming it
+    seen = len(_to(tg, OWNER_TG))
+    tg.private_text(OWNER, "/review" if secret.state == "pending" else f"/review {secret.id}")
     for _ in range(12):
         await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
         seen = len(_to(tg, OWNER_TG))
@@ -118,6 +120,18 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
         tg.callback_query(OWNER, message, _button(message, "Ask me later"))
     else:
         pytest.fail(f"/review never asked about {secret.id}")
+    if not any(b["text"].startswith("\U0001f465") for row in message["reply_markup"]["inline_keyboard"]
+               for b in row):
+        # filed under a never-share category: nobody can be let in until the owner says what it is
+        category = next(b for row in message["reply_markup"]["inline_keyboard"] for b in row
+                        if " c:" in b["callback_data"])
+        tg.callback_query(OWNER, message, category["callback_data"])
+        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+        seen = len(_to(tg, OWNER_TG))
+        tg.private_text(OWNER, f"/review {secret.id}")
+        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+        seen = len(_to(tg, OWNER_TG))
+        message = _to(tg, OWNER_TG)[-1]
     tg.callback_query(OWNER, message, _button(message, "\U0001f465"))
     await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
     picker = _to(tg, OWNER_TG)[-1]
