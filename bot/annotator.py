@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from epmem.ingest.distill import Distiller
-from epmem.ingest.journal import ImportJournal
-from epmem.ingest.review import ReviewQueue
-from epmem.memory.conversations import Conversations
+from epmem.ingest import Distiller, ImportJournal, ReviewQueue
+from epmem.memory import Conversations
 
 log = structlog.get_logger(__name__)
 

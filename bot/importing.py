@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from epmem.ingest.journal import ImportJournal
-from epmem.ingest.pipeline import ImportReport
+from epmem.ingest import ImportJournal, ImportReport
 
 from bot.runtime import Runtime
 

@@ -27,10 +27,9 @@ from itertools import count
 import structlog
 
 from connectors.base import Inbound
-from epmem.ingest.pipeline import ImportRun
-from epmem.memory.sessions import Message, Session, SessionStream
-from epmem.policy.directory import Resolved
-from epmem.policy.model import STRANGER_ID
+from epmem.ingest import ImportRun
+from epmem.memory import Message, Session, SessionStream
+from epmem.policy import STRANGER_ID, Resolved
 
 from bot.commands import looks_like_command
 

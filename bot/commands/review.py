@@ -30,8 +30,10 @@ from __future__ import annotations
 import re
 
 from connectors.base import Action
-from epmem.ingest.review import Answer, Question, ReviewError, ReviewQueue
-from epmem.memory.facts import Fact
+from epmem.ingest import ReviewAnswer as Answer
+from epmem.ingest import ReviewError, ReviewQueue
+from epmem.ingest import ReviewQuestion as Question
+from epmem.memory import Fact
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.services import OwnerServices

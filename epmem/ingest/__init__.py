@@ -12,12 +12,14 @@ from epmem.ingest.journal import MIGRATIONS as JOURNAL_MIGRATIONS
 from epmem.ingest.journal import ImportJournal, SessionStage
 from epmem.ingest.load import FORMATS, Export, ExportSummary, detect_format, open_export, read_export
 from epmem.ingest.pipeline import ImportReport, ImportRun
-from epmem.ingest.review import ReviewQueue
+from epmem.ingest.review import Answer as ReviewAnswer
+from epmem.ingest.review import Question as ReviewQuestion
+from epmem.ingest.review import ReviewError, ReviewQueue
 from epmem.ingest.scenario_file import scenario_messages
 
 __all__ = [
     "AnnotationProblem", "CategoryClassifier", "classify", "complete_explicit", "detect_format", "Distiller",
     "ExampleBank", "Explicit", "Export", "ExportSummary", "FORMATS", "ImportJournal", "ImportReport", "JOURNAL_MIGRATIONS", "ImportRun",
-    "IngestError", "open_export", "read_export", "RetryPolicy", "ReviewQueue", "scenario_messages", "SessionStage",
+    "IngestError", "open_export", "read_export", "RetryPolicy", "ReviewAnswer", "ReviewError", "ReviewQueue", "ReviewQuestion", "scenario_messages", "SessionStage",
     "write_sessions",
 ]

@@ -8,9 +8,9 @@ from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FACTS, FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
 from epmem.memory.retrieval import RetrievalConfig, Retriever
-from epmem.memory.sessions import build_sessions
+from epmem.memory.sessions import Message, Session, SessionStream, build_sessions
 
 __all__ = [
-    "build_sessions", "Conversations", "Fact", "FactMemory", "FACTS", "RecallConfig", "Recalled", "RecalledEvent",
-    "RetrievalConfig", "Retriever", "SESSIONS", "sessions_from_payloads", "SubjectNormalizer", "TURNS",
+    "build_sessions", "Conversations", "Fact", "FactMemory", "FACTS", "Message", "RecallConfig", "Recalled", "RecalledEvent",
+    "RetrievalConfig", "Retriever", "Session", "SESSIONS", "SessionStream", "sessions_from_payloads", "SubjectNormalizer", "TURNS",
 ]

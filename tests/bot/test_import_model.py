@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from benchmarks.telegram_export import policy_yaml, write_full_export
-from tests.auxil.fake_openai import FakeOpenAI
+from testkit.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.runtime import Runtime
 from connectors.base import Inbound
-from tests.auxil.house import house_runtime
+from testkit.house import house_runtime
 
 T0 = datetime(2026, 5, 4, 18, 0, tzinfo=UTC)
 

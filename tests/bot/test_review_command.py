@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from bot.runtime import Runtime
-from epmem.memory.facts import Fact
-from tests.auxil.house import house_runtime
-from tests.auxil.runtime import ask
+from epmem.memory import Fact
+from epmem.policy.model import Domain
+from testkit.house import house_runtime
+from testkit.runtime import ask
 
-PENDING = [
+PENDING: list[tuple[str, str, str, int, Domain | None]] = [
     # (id, text, suggested category, level, domain)
     ("p1", "Maya repainted the garden fence on Sunday.", "hobbies", 4, None),
     ("p2", "Maya is viewing a flat on Elm Road with Leo.", "home", 2, "life"),
@@ -29,7 +30,7 @@ PENDING = [
 ]
 
 
-def pending(fid: str, text: str, category: str, level: int, domain: str | None) -> Fact:
+def pending(fid: str, text: str, category: str, level: int, domain: Domain | None) -> Fact:
     return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=f"s-{fid}", category=category, level=level,
                 domain=domain, state="pending", confidence=0.3, evidence=[f"topic:{category}:guess"])
 

@@ -25,8 +25,8 @@ import pytest_asyncio
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import OWNER_TG, TG, house_runtime, write_policy
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import OWNER_TG, TG, house_runtime, write_policy
 
 REPO = Path(__file__).resolve().parents[2]
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")

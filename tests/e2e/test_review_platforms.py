@@ -19,9 +19,9 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
-from tests.auxil.fake_slack import FakeSlackApi, SlackSender, wait_for
-from tests.auxil.fake_telegram import FakeTelegram
-from tests.auxil.house import OWNER_SLACK, OWNER_TG, SLACK, TEAM, TG, house_runtime
+from testkit.fake_slack import FakeSlackApi, SlackSender, wait_for
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import OWNER_SLACK, OWNER_TG, SLACK, TEAM, TG, house_runtime
 from tests.bot.test_review_command import PENDING, pending
 
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
