@@ -157,8 +157,9 @@ class Finalizer(ReadsPolicy):
         rows = await self.memory.similar([drafts[i].text for i in truths], limit=5)
         out: dict[int, Fact] = {}
         for i, row in zip(truths, rows):
-            story = next((f for f, score in row if f.version == "cover" and f.covers and score >= self.retold_similarity
-                          and f.session_id != session.id), None)
+            stories = [(f, score) for f, score in row if f.version == "cover" and f.covers
+                       and score >= self.retold_similarity and f.session_id != session.id]
+            story = _best(stories)
             if story is not None:
                 out[i] = story
         return out
@@ -204,7 +205,16 @@ class Finalizer(ReadsPolicy):
         hits = await self.memory.similar([d.text for d in drafts], limit=3)
         out: list[str | None] = []
         for d, row in zip(drafts, hits):
-            best = next((f for f, score in row if score >= self.link_similarity
-                         and (d.category is None or f.category == d.category)), None)
+            best = _best([(f, score) for f, score in row if score >= self.link_similarity
+                          and (d.category is None or f.category == d.category)])
             out.append(best.event_id if best is not None else None)
         return out
+
+
+def _best(hits: Sequence[tuple[Fact, float]]) -> Fact | None:
+    """The closest hit; equally close ones (the same words in several sessions) by fact id, so
+    the choice does not depend on how the store happens to order ties (an import resumed in a
+    new process must link exactly as an uninterrupted one)."""
+    if not hits:
+        return None
+    return min(hits, key=lambda hit: (-round(hit[1], 6), hit[0].id))[0]

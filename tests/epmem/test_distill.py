@@ -19,6 +19,7 @@ from epmem.embedding.minilm import default_embedder
 from epmem.reply.engine import PrivacyEngine
 from epmem.llm import OpenAIConfig, OpenAILLM
 from epmem.memory.recall import FactMemory, SubjectNormalizer
+from epmem.memory.sessions import stable_id
 from epmem.policy.model import category_profiles
 from epmem.policy.overlay import MIGRATIONS as OVERLAY
 from epmem.policy.overlay import Overlay
@@ -176,3 +177,41 @@ async def test_a_known_event_is_linked_across_sessions(memory: FactMemory, fake:
     prompt = fake.requests[1]["messages"][1]["content"]
     assert f"- {event}: Sam needs knee surgery in April." in prompt  # offered as a known event
     assert (await memory.get("s2-m1")).event_id == event  # type: ignore[union-attr]
+
+
+async def test_the_same_words_in_another_chat_are_another_fact(memory: FactMemory) -> None:
+    """A sentence that reads the same in two chats is two facts, each judged where it was said.
+
+    It used to be merged into whichever identical fact a vector search returned first (the
+    merge only narrows), so one chat's secret lowered another chat's fact, and which one
+    depended on the store's order: an interrupted and resumed import came out different
+    from an uninterrupted one.
+    """
+    d, _ = distiller(memory)
+    said = "The doctor moved my knee surgery to May."
+    for n in range(3):
+        await d.ingest(session([("owner", said), ("owen", "ok")], sid=f"open{n}", participants=["owner", "owen"]))
+    await d.ingest(session([("owner", f"Between us: {said} Don't tell Tom."), ("owen", "ok")], sid="secret",
+                           participants=["owner", "owen"]))
+    facts = await memory.all()
+    opened = [f for f in facts if (f.session_id or "").startswith("open")]
+    assert len(opened) == 3 and {f.level for f in opened} == {1}, [(f.session_id, f.level) for f in facts]
+    assert all(f.blacklist == [] for f in opened)
+    secret = [f for f in facts if f.session_id == "secret"]
+    assert secret and all("tom" in f.blacklist for f in secret)
+
+
+async def test_an_owner_message_to_two_people_of_a_group_is_one_fact(memory: FactMemory) -> None:
+    """Its two sub-sessions hold the same message: stored once, at the stricter of the two."""
+    d, _ = distiller(memory)
+    said = "The doctor moved my knee surgery to May."
+    origin = "grp"
+    members = ["owner", "owen", "tom"]
+    for who in ("owen", "tom"):
+        sub = session([("owner", said), (who, "ok")], sid=f"{origin}~{stable_id(who)[:8]}",
+                      participants=["owner", who], members=members, kind="group")
+        sub.origin_id = origin
+        await d.ingest(sub)
+    facts = [f for f in await memory.all() if f.text.casefold().startswith("sam's doctor")
+             or "knee" in f.text.casefold()]
+    assert len(facts) == 1, [(f.session_id, f.text) for f in facts]
