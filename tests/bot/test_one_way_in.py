@@ -113,3 +113,31 @@ def test_facts_import_refuses_to_whitelist_a_never_share_fact(tmp_path: Path) ->
     assert len(lines) == 1 and f"{facts}:" in lines[0] and "never" in lines[0], refused.stderr
     listed = epmem("facts", "list", "--json", data=data, env=env)
     assert listed.stdout.strip() == ""  # nothing half-written
+
+
+def test_a_cover_instruction_in_an_imported_chat_is_a_cover_never_a_public_truth(tmp_path: Path) -> None:
+    """The issue's case, through `epmem ingest` of a chat: the owner confides a plan, shuts Alex
+    out and gives a cover line. Before, a stranger asking about the boat was told "If anyone
+    asks, just say the boat needs repairs." (which tells them a cover story exists)."""
+    _, env = _setup(tmp_path)
+    chat = tmp_path / "chat.jsonl"
+    lines = [
+        {"chat": "alex-dm", "id": 1, "sender": "owner", "text": "Between us, I'm thinking of selling the sailboat.",
+         "time": "2026-03-01T10:00:00Z"},
+        {"chat": "alex-dm", "id": 2, "sender": "alex", "sender_name": "Alex Rivera", "text": "Oh wow, really?",
+         "time": "2026-03-01T10:01:00Z"},
+        {"chat": "alex-dm", "id": 3, "sender": "owner",
+         "text": "Don't tell Tom. If anyone asks, just say the boat needs repairs.", "time": "2026-03-01T10:02:00Z"},
+    ]
+    chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    data = tmp_path / "data"
+    imported = epmem("ingest", str(chat), data=data, env=env)
+    assert imported.returncode == 0, imported.stderr
+    stored = [json.loads(x) for x in epmem("facts", "list", "--json", data=data, env=env).stdout.splitlines()]
+    assert stored, imported.stdout
+    assert not any("asks" in f["text"].casefold() or "just say" in f["text"].casefold() for f in stored), stored
+    for who in ("stranger", "tom"):
+        told = epmem("preview", who, "What's going on with Sam's boat? Is Sam selling it?", data=data, env=env)
+        assert told.returncode == 0, told.stderr
+        answer = told.stdout.casefold()
+        assert "asks" not in answer and "just say" not in answer and "selling" not in answer, told.stdout
