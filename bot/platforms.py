@@ -65,6 +65,9 @@ class PlatformSettings(BaseSettings):
     #: how closely sends keep to the platforms' documented rates: 1 = as documented (one message
     #: a second per chat...), 0 = no pacing (a local Bot API server, tests).
     send_pacing: float = Field(default=1.0, ge=0, le=10, validation_alias=_env("EPMEM_SEND_PACING"))
+    #: seconds a platform has to answer a send; past it the message may or may not be there, so
+    #: it is not sent again (no duplicates) but kept for the owner and audited as maybe delivered.
+    send_timeout: float = Field(default=10.0, gt=0, le=300, validation_alias=_env("EPMEM_SEND_TIMEOUT"))
 
     @property
     def telegram(self) -> bool:
@@ -133,6 +136,7 @@ def telegram_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> T
         max_text_len=max_text_len,
         secret_token=secret,
         poll_timeout=p.telegram_poll_timeout,
+        send_timeout_s=p.send_timeout,
         pacing=TelegramPacing(*(_scaled(r, p.send_pacing) for r in astuple_shallow(TelegramPacing()))),
     )
 
@@ -153,5 +157,6 @@ def slack_config(p: PlatformSettings, owners: Owners, max_text_len: int) -> Slac
         owner_identity=owners.slack_identity,
         max_text_len=max_text_len,
         delegate_delay_s=p.slack_delegate_delay_s,
+        send_timeout_s=p.send_timeout,
         pacing=SlackPacing(*(_scaled(r, p.send_pacing) for r in astuple_shallow(SlackPacing()))),
     )

@@ -86,6 +86,8 @@ class DeliveryReport:
 
     ``text`` is carried only when the message was not delivered, so the host can keep it
     (nothing is dropped silently); ``error`` is a short code, never a message body.
+    ``unknown`` (with ``delivered`` False): the platform may have received it all the same (a
+    timeout after sending, a long message cut half way); its reader may have read it.
     """
 
     platform: str
@@ -96,6 +98,7 @@ class DeliveryReport:
     audit_id: str | None = None
     error: str | None = None
     text: str | None = None
+    unknown: bool = False
 
 
 class SeenEvents(Protocol):

@@ -11,7 +11,11 @@ is an answer the asker never gets, so every send goes through :class:`Courier`:
 * **retries**: the platform's error is classified (wait as told / transient / permanent);
   a told wait holds the lane until then, plus a little jitter so many senders do not return
   at the same instant; a transient failure backs off exponentially, with jitter; a
-  permanent one (no such channel, blocked by the user) is not retried;
+  permanent one (no such channel, blocked by the user) is not retried; an *ambiguous* one (a
+  timeout after the request may have reached the platform) is not retried either, because a
+  message post is not idempotent: a retry could deliver it twice. It fails as
+  :class:`DeliveryFailed` with ``unknown`` set, so the caller keeps it for the owner as
+  "maybe delivered" and the audit counts it as possibly read;
 * **bounds**: at most ``attempts`` tries, and a wait longer than ``max_wait_s`` is not
   waited: the caller gets :class:`DeliveryFailed` and records the message as undelivered.
 
@@ -79,13 +83,14 @@ class Timer:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
-Kind = Literal["retry_after", "transient", "permanent"]
+Kind = Literal["retry_after", "transient", "permanent", "ambiguous"]
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What a failed attempt means: wait ``wait_s`` as told, back off, or stop; ``error`` is a
-    short code for logs and the undelivered record (never a message body)."""
+    """What a failed attempt means: wait ``wait_s`` as told, back off, stop, or stop without
+    knowing whether the platform took the message (``ambiguous``); ``error`` is a short code
+    for logs and the undelivered record (never a message body)."""
 
     kind: Kind
     error: str
@@ -96,15 +101,26 @@ class DeliveryFailed(Exception):
     """A message could not be delivered within the retry policy.
 
     ``remaining`` is the part of the text that did not go out, when a sender knows it (a long
-    message sent in pieces may fail half way); None means all of it.
+    message sent in pieces may fail half way); None means all of it. ``unknown``: the platform
+    may have received it all the same (a timeout after sending, or a message cut half way),
+    so whoever reads the audit must count it as possibly delivered.
     """
 
-    def __init__(self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None) -> None:
-        super().__init__(f"not delivered after {attempts} attempt(s): {error}")
+    def __init__(self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None,
+                 unknown: bool = False) -> None:
+        super().__init__(f"{'maybe ' if unknown else ''}not delivered after {attempts} attempt(s): {error}")
         self.error = error
         self.attempts = attempts
         self.permanent = permanent
         self.remaining = remaining
+        self.unknown = unknown
+
+
+def maybe_delivered(exc: BaseException) -> bool:
+    """Whether a failed send may have reached its reader all the same: only a
+    :class:`DeliveryFailed` that is not ``unknown`` says it did not (anything else a sender
+    raises could have come after the platform took the message)."""
+    return not isinstance(exc, DeliveryFailed) or exc.unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +181,8 @@ class Courier:
     async def send(self, lanes: Sequence[Lane], call: Callable[[], Awaitable[T]]) -> tuple[T, Delivered]:
         """``call()`` until it succeeds; its result and the attempts it took.
 
-        Raises :class:`DeliveryFailed` when the policy is exhausted, the error is permanent
-        or the platform asks for a wait beyond ``max_wait_s``. Cancellation propagates.
+        Raises :class:`DeliveryFailed` when the policy is exhausted, the error is permanent or
+        ambiguous, or the platform asks for a wait beyond ``max_wait_s``. Cancellation propagates.
         """
         policy = self.policy
         for attempt in range(1, policy.attempts + 1):
@@ -177,6 +193,8 @@ class Courier:
                 raise
             except Exception as exc:
                 verdict = self.classify(exc)
+                if verdict.kind == "ambiguous":  # it may be there already: never send it twice
+                    raise DeliveryFailed(verdict.error, attempt, permanent=False, unknown=True) from exc
                 if verdict.kind == "permanent":
                     raise DeliveryFailed(verdict.error, attempt, permanent=True) from exc
                 if attempt == policy.attempts:

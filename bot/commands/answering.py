@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.courier import maybe_delivered
+from epmem.audit import REFUSED, UNKNOWN
 from epmem.reply import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
@@ -96,9 +98,16 @@ async def _send(owner: OwnerServices, held: Held, text: str, ctx: CommandContext
         await owner.outbox.send(held.platform, held.chat_id, text, ())
     except Exception as exc:  # the connector said no: keep the decision open
         await owner.approvals.unclaim(held.id)
+        # the ledger counts the approval's facts as not told, or, when the platform may have
+        # taken it all the same (a timeout after sending), as possibly told
+        unknown = maybe_delivered(exc)
         await owner.audit.append("delivery_failed", {"approval": held.id, "audit": record.id,
-                                                      "error": type(exc).__name__}, contact=held.contact)
-        raise CommandError(f"could not deliver to {held.platform} ({type(exc).__name__}); still pending") from None
+                                                      "error": type(exc).__name__,
+                                                      "outcome": UNKNOWN if unknown else REFUSED},
+                                 contact=held.contact)
+        maybe = "; it may have been delivered all the same" if unknown else ""
+        raise CommandError(f"could not deliver to {held.platform} ({type(exc).__name__}{maybe}); "
+                           f"still pending") from None
     return record.id
 
 

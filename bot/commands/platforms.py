@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from connectors.courier import DeliveryFailed
+from connectors.courier import DeliveryFailed, maybe_delivered
+from epmem.audit import DISCARD_ACTION, UNKNOWN
 
 from bot import delegation
 from bot.commands.registry import CommandContext, CommandError, CommandSet
@@ -77,22 +78,33 @@ async def resend(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"The note that did not reach you:\n{kept.text}"
     if not owner.outbox.reaches(kept.platform):
         raise CommandError(f"cannot reach {kept.platform} from here")
+    audited = {"of": kept.audit_id, "platform": kept.platform, "chat": kept.chat_id, "resent": kept.id,
+               "by": ctx.sender.identity}
     try:
         await owner.outbox.send(kept.platform, kept.chat_id, kept.text)
     except Exception as exc:
         error = exc.error if isinstance(exc, DeliveryFailed) else type(exc).__name__
+        if maybe_delivered(exc):  # it may be there now: the ledger must say so
+            await owner.audit.append("delivery", {**audited, "delivered": False, "outcome": UNKNOWN})
+            raise CommandError(f"no answer from {kept.platform} ({error}): it may have been delivered; "
+                               f"kept as {kept.id}") from None
         raise CommandError(f"still not delivered ({error}); kept as {kept.id}") from None
     await owner.deliveries.resolve(kept.id, "resent")
-    await owner.audit.append("delivery", {"of": kept.audit_id, "platform": kept.platform, "chat": kept.chat_id,
-                                          "delivered": True, "resent": kept.id, "by": ctx.sender.identity})
+    # counts from now: the ledger has its facts told to the reader from this record on
+    await owner.audit.append("delivery", {**audited, "delivered": True})
     return f"Sent {kept.id} to {kept.contact or kept.chat_id}."
 
 
 @commands.command("discard", "ID", summary="drop an undelivered message")
 async def discard(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     undelivered_id = rest.strip()
-    if not await owner.deliveries.resolve(undelivered_id, "discarded"):
+    kept = await owner.deliveries.get(undelivered_id)
+    if kept is None or not await owner.deliveries.resolve(undelivered_id, "discarded"):
         raise CommandError(f"no undelivered message {undelivered_id!r} waiting (see /undelivered)")
-    await owner.record_change({"action": "discard_undelivered", "undelivered": undelivered_id,
+    # names the reply decision: its facts never reached the reader (unless its delivery was
+    # unknown: then they stay possibly known, whatever the owner drops now)
+    await owner.record_change({"action": DISCARD_ACTION, "undelivered": undelivered_id, "of": kept.audit_id,
                                "by": ctx.sender.identity})
+    if kept.unknown:
+        return f"Discarded {undelivered_id}; it may have been delivered, so the audit still counts it as possibly read."
     return f"Discarded {undelivered_id}."

@@ -20,6 +20,7 @@ shadows it).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,7 +39,7 @@ from connectors.slack.audience import SlackAudience
 from connectors.slack.blocks import ACTION_ID_PATTERN
 from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
-from connectors.slack.delivery import SlackDelivery, Target
+from connectors.slack.delivery import SlackDelivery, Target, retry_handlers
 from connectors.slack.events import Listeners
 from connectors.slack.ids import PLATFORM, ChatRef, user_of_identity
 
@@ -65,8 +66,12 @@ class SlackConnector(Listeners):
         self.state = state
         self._handler = handler
         # every client logs through a logger that withholds request and response bodies
-        self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url, logger=sdk_logger())
-        self.user_client = (AsyncWebClient(token=config.user_token, base_url=config.api_url, logger=sdk_logger())
+        # slack_sdk takes whole seconds; a timed-out post is not retried by anyone (it may be there)
+        timeout = max(1, math.ceil(config.send_timeout_s))
+        self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url, logger=sdk_logger(),
+                                     timeout=timeout, retry_handlers=retry_handlers())
+        self.user_client = (AsyncWebClient(token=config.user_token, base_url=config.api_url, logger=sdk_logger(),
+                                           timeout=timeout, retry_handlers=retry_handlers())
                             if config.user_token else None)
         guard_loggers("slack_sdk", "slack_sdk.socket_mode", "aiohttp.access", "aiohttp.server", "aiohttp.web")
         socket_mode = config.app_token is not None

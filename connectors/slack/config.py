@@ -42,6 +42,9 @@ class SlackConfig:
     #: how long a channel's member list is trusted between membership events.
     members_ttl_s: float = 300.0
     delegate_delay_s: float = 30.0
+    #: how long a Web API call may take to answer (a post that times out is not retried: it may
+    #: have been posted).
+    send_timeout_s: float = 10.0
     #: how long a thread the bot answered in keeps being followed without a new mention.
     follow_thread_days: float = 7.0
     pacing: SlackPacing = field(default_factory=SlackPacing)

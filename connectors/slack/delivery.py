@@ -4,7 +4,9 @@ Slack allows about one ``chat.postMessage`` per second per channel (short bursts
 and answers more with HTTP 429 and ``Retry-After``. Every post goes through a
 :class:`~connectors.courier.Courier` on the channel's lane: a 429 holds the channel for as
 long as Slack asked (plus jitter), a network error or a 5xx backs off, anything else Slack
-refuses (``channel_not_found``, ``not_in_channel``...) is final. The host hears of every
+refuses (``channel_not_found``, ``not_in_channel``...) is final. A timeout once the post was
+sent is not retried (``chat.postMessage`` is not idempotent: a retry could post twice); it
+is reported as maybe delivered. The host hears of every
 outcome through :meth:`PlatformState.report`; a reply that finally failed is kept there and
 the owner told.
 
@@ -23,6 +25,8 @@ from typing import Any
 import aiohttp
 import structlog
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -53,9 +57,19 @@ def _retry_after(headers: Any) -> float:
         return 1.0
 
 
+def retry_handlers() -> list[AsyncRetryHandler]:
+    """slack_sdk's own retry on connection errors, less a read timeout: its default retries
+    every ``ServerConnectionError``, and a read timeout is one, so a post that Slack took but
+    answered late would be posted twice. A connect timeout (nothing was sent) is still retried."""
+    return [AsyncConnectionErrorRetryHandler(error_types=[
+        aiohttp.ConnectionTimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError])]
+
+
 def classify(exc: BaseException) -> Verdict:
     """Slack's answer to a failed call: wait as told, try again, or stop."""
     if isinstance(exc, DeliveryFailed):
+        if exc.unknown:
+            return Verdict("ambiguous", exc.error)
         return Verdict("permanent" if exc.permanent else "transient", exc.error)
     if isinstance(exc, SlackApiError):
         response = exc.response
@@ -67,7 +81,10 @@ def classify(exc: BaseException) -> Verdict:
         if status >= 500 or error in _TRANSIENT_ERRORS:
             return Verdict("transient", error or f"http_{status}")
         return Verdict("permanent", error or f"http_{status}")
-    if isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, OSError)):
+    if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, aiohttp.ConnectionTimeoutError):
+        # the post went out and no answer came: Slack may have posted it already
+        return Verdict("ambiguous", "timeout")
+    if isinstance(exc, (aiohttp.ClientError, OSError)):
         return Verdict("transient", type(exc).__name__)
     return Verdict("permanent", type(exc).__name__)
 
@@ -181,15 +198,18 @@ class SlackDelivery:
         try:
             attempts = await self.post(target, text, actions)
         except DeliveryFailed as exc:
-            log.error("slack.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id)
-            await self._report(kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text)
+            log.error("slack.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
+                      unknown=exc.unknown)
+            await self._report(kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text,
+                               unknown=exc.unknown)
             return False
         await self._report(kind, str(target.ref), True, attempts, audit_id)
         return True
 
     async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None) -> None:
+                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
         try:
-            await self._state.report(DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text))
+            await self._state.report(DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text,
+                                                    unknown))
         except Exception as exc:
             log.error("slack.report_failed", kind=kind, delivered=delivered, error=type(exc).__name__)

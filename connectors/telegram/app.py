@@ -100,7 +100,7 @@ class TelegramConnector:
             ApplicationBuilder()
             .token(config.token)
             .base_url(config.base_url)
-            .request(HTTPXRequest(httpx_kwargs={"trust_env": False}))
+            .request(HTTPXRequest(read_timeout=config.send_timeout_s, httpx_kwargs={"trust_env": False}))
             .get_updates_request(HTTPXRequest(httpx_kwargs={"trust_env": False}))
             .build()
         )

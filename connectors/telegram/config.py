@@ -32,7 +32,9 @@ class TelegramConfig:
     private chat, and Business connections are honoured only when made by that user (a
     stranger connecting the bot to their own Business account must not get the owner's
     delegate answering in their chats).  ``poll_timeout``/``poll_interval`` tune long
-    polling (tests use 1 s / 0). ``pacing``, ``retry`` and ``timer`` shape the delivery path (tests pass a fake timer).
+    polling (tests use 1 s / 0). ``pacing``, ``retry`` and ``timer`` shape the delivery path (tests pass a fake timer);
+    ``send_timeout_s`` is how long a Bot API call may take to answer (a ``sendMessage`` that
+    times out is not retried: it may have been posted).
     """
 
     token: str = field(repr=False)
@@ -45,6 +47,7 @@ class TelegramConfig:
     secret_token: str | None = field(default=None, repr=False)
     poll_timeout: float = 10.0
     poll_interval: float = 0.0
+    send_timeout_s: float = 10.0
     pacing: TelegramPacing = field(default_factory=TelegramPacing)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timer: Timer = field(default_factory=Timer)

@@ -4,7 +4,8 @@ Every ``sendMessage`` goes through a :class:`~connectors.courier.Courier` on thr
 the chat (about one message a second), a group's minute (20 a minute) and the bot as a whole
 (30 a second). Telegram's ``retry_after`` (PTB's :class:`~telegram.error.RetryAfter`) holds
 the chat for as long as asked; network errors back off; a refusal (blocked, chat not found,
-bad request) is final. Whatever the outcome, the host hears of it through
+bad request) is final; a timeout once the request was sent is not retried (``sendMessage`` is
+not idempotent: a retry could post the message twice) and is reported as maybe delivered. Whatever the outcome, the host hears of it through
 :meth:`PlatformState.report`: a reply that finally failed is kept there and the owner told.
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+import httpx
 import structlog
 from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.error import (
@@ -25,6 +27,7 @@ from telegram.error import (
     NetworkError,
     RetryAfter,
     TelegramError,
+    TimedOut,
 )
 
 from connectors.base import DeliveryKind, DeliveryReport, Outbound, PlatformState
@@ -51,6 +54,9 @@ def classify(exc: BaseException) -> Verdict:
     # BadRequest is a NetworkError in PTB: check the final refusals first
     if isinstance(exc, (BadRequest, Forbidden, InvalidToken, ChatMigrated)):
         return Verdict("permanent", type(exc).__name__)
+    if isinstance(exc, TimedOut) and not isinstance(exc.__cause__, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+        # the request went out and no answer came: Telegram may have posted it already
+        return Verdict("ambiguous", "TimedOut")
     if isinstance(exc, NetworkError):
         return Verdict("transient", type(exc).__name__)
     return Verdict("permanent", type(exc).__name__)
@@ -112,6 +118,7 @@ class TelegramDelivery:
                 _, delivered = await self.courier.send(lanes, call)
             except DeliveryFailed as exc:
                 exc.remaining = "".join(pieces[i:])
+                exc.unknown = exc.unknown or i > 0  # the first pieces were read
                 raise
             most = max(most, delivered.attempts)
         return most
@@ -142,8 +149,10 @@ class TelegramDelivery:
         try:
             attempts = await self.send_text(target, text, markup)
         except DeliveryFailed as exc:
-            log.error("telegram.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id)
-            await self._report(kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text)
+            log.error("telegram.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
+                      unknown=exc.unknown)
+            await self._report(kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text,
+                               unknown=exc.unknown)
             return False
         except TelegramError as exc:  # pragma: no cover - the courier turns these into DeliveryFailed
             await self._report(kind, target.key, False, 1, audit_id, type(exc).__name__, text)
@@ -152,8 +161,8 @@ class TelegramDelivery:
         return True
 
     async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None) -> None:
-        report = DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text)
+                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
+        report = DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text, unknown)
         try:
             await self._state.report(report)
         except Exception as exc:

@@ -1,8 +1,11 @@
 """Who knows what: the disclosure ledger beside the calculus over today's policy.
 
 One row per fact (or per event), one column per contact, per group and for strangers. A cell
-says "told" when the ledger has the fact going to that reader (with the first date), else
-"may know" when the disclosure calculus would let the reader be told now, else "may not know".
+says "told" when the ledger has the fact reaching that reader (with the first date), "may have
+been told" when the reply carrying it may have reached them (its delivery is unknown: a
+timeout after sending), else "may know" when the disclosure calculus would let the reader be
+told now, else "may not know". A reply that was never delivered (refused, discarded) tells
+nobody anything (epmem.audit.delivery).
 A told fact that the policy no longer allows is flagged: the owner changed their mind after
 the fact. A cell decided by an exception (a whitelist, a blacklist, an /allow or /deny) names it.
 
@@ -16,17 +19,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from epmem.audit.delivery import POSSIBLY as POSSIBLY_TOLD
+from epmem.audit.delivery import rank
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook, Verdict, judge
 from epmem.policy.model import STRANGER_ID
 
-TOLD, MAY, MAY_NOT = "told", "may know", "may not know"
+TOLD, POSSIBLY, MAY, MAY_NOT = "told", "may have been told", "may know", "may not know"
+#: a ledger line: (fact, event, recipient, since, "told" | "possibly told").
+LedgerLine = tuple[str, str, str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
     state: str
-    #: first time the reader (every member, for a group) was told; None if not told.
+    #: first time the reader (every member, for a group) was told, or possibly told; else None.
     told_at: str | None = None
     #: the calculus today (a told fact may have been closed since).
     allowed_now: bool = False
@@ -74,32 +81,37 @@ def columns(rulebook: Rulebook) -> list[Column]:
     return cols
 
 
-def _told_index(ledger: Iterable[tuple[str, str, str, str]]) -> dict[str, dict[str, str]]:
-    """fact id -> reader column -> first time told; ledger rows are (fact, event, recipient, time)."""
-    told: dict[str, dict[str, str]] = {}
-    for fact_id, _, recipient, time in ledger:
+Told = tuple[str, str]  # (status, since)
+
+
+def _told_index(ledger: Iterable[LedgerLine]) -> dict[str, dict[str, Told]]:
+    """fact id -> reader column -> (told | possibly told, since): told beats possibly, then
+    the earliest."""
+    told: dict[str, dict[str, Told]] = {}
+    for fact_id, _, recipient, time, status in ledger:
         reader = STRANGER_ID if recipient.startswith(f"{STRANGER_ID}(") else recipient
         seen = told.setdefault(fact_id, {})
-        if reader not in seen or time < seen[reader]:
-            seen[reader] = time
+        if reader not in seen or rank((status, time)) < rank(seen[reader]):
+            seen[reader] = (status, time)
     return told
 
 
-def _cell(verdicts: Sequence[Verdict], told: Sequence[str | None]) -> Cell:
+def _cell(verdicts: Sequence[Verdict], told: Sequence[Told | None]) -> Cell:
     """``verdicts`` empty: the fact is forgotten, so nobody may be told it any more."""
     allowed = bool(verdicts) and all(v.allowed for v in verdicts)
     exception = next((v.exception for v in verdicts if v.exception), None)
     deciding = next((v for v in verdicts if not v.allowed), verdicts[0]) if verdicts else None
     rule = deciding.rule if deciding is not None else None
-    n_told = sum(t is not None for t in told)
-    members = (n_told, len(told)) if len(told) > 1 else None
-    if told and n_told == len(told):
-        return Cell(TOLD, max(t for t in told if t), allowed, exception, rule, members)
+    reached = [t for t in told if t is not None]
+    members = (sum(t[0] != POSSIBLY_TOLD for t in reached), len(told)) if len(told) > 1 else None
+    if told and len(reached) == len(told):
+        state = TOLD if all(t[0] != POSSIBLY_TOLD for t in reached) else POSSIBLY
+        return Cell(state, max(t[1] for t in reached), allowed, exception, rule, members)
     return Cell(MAY if allowed else MAY_NOT, None, allowed, exception, rule, members)
 
 
 def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook, cols: Sequence[Column],
-             told: Mapping[str, str]) -> Row:
+             told: Mapping[str, Told]) -> Row:
     cells = []
     gate = rulebook.gate(fact) if fact is not None else None
     for col in cols:
@@ -114,7 +126,7 @@ def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook,
     return Row(fact.id, fact.event_id, fact.text, detail, tuple(cells), (fact.id,))
 
 
-def matrix(facts: Sequence[Fact], ledger: Iterable[tuple[str, str, str, str]], rulebook: Rulebook,
+def matrix(facts: Sequence[Fact], ledger: Iterable[LedgerLine], rulebook: Rulebook,
            by_event: bool = False, gone: Mapping[str, str] | None = None) -> tuple[list[Column], list[Row]]:
     """Rows for ``facts`` and for ``gone`` (fact id -> event id: told, no longer in memory);
     ``gone`` None: every fact the ledger names that is not among ``facts``."""
@@ -123,19 +135,19 @@ def matrix(facts: Sequence[Fact], ledger: Iterable[tuple[str, str, str, str]], r
     told = _told_index(ledger)
     if gone is None:
         known = {f.id for f in facts}
-        gone = {fid: eid for fid, eid, _, _ in ledger if fid not in known}
+        gone = {fid: eid for fid, eid, *_ in ledger if fid not in known}
     ordered = sorted(facts, key=lambda f: (f.event_id, f.version != "truth", f.id))
     rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {})) for f in ordered]
     rows += [fact_row(None, fid, eid, rulebook, cols, told.get(fid, {})) for fid, eid in sorted(gone.items())]
     return cols, (_by_event(rows, cols) if by_event else rows)
 
 
-_RANK = {TOLD: 2, MAY: 1, MAY_NOT: 0}
+_RANK = {TOLD: 3, POSSIBLY: 2, MAY: 1, MAY_NOT: 0}
 
 
 def _by_event(rows: Sequence[Row], cols: Sequence[Column]) -> list[Row]:
     """An event is told to a reader when any of its facts was (a cover counts: something of the
-    event was said), and may be known when any of its facts may."""
+    event was said), possibly told when any may have been, and may be known when any may."""
     events: dict[str, list[Row]] = {}
     for r in rows:
         events.setdefault(r.event_id, []).append(r)

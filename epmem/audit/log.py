@@ -26,6 +26,7 @@ from typing import Any
 
 import aiosqlite
 
+from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
 from epmem.audit.sealing import Erased, canonical, chain_hash, seal, unseal
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
 from epmem.sqlite import DatabaseError, connect_readonly, open_database
@@ -89,13 +90,15 @@ class AuditRecord:
 
 @dataclass(frozen=True, slots=True)
 class Disclosure:
-    """One line of the disclosure ledger: a recipient was told a fact."""
+    """One line of the disclosure ledger: a recipient was told a fact (``status`` "told"), or
+    may have been (``"possibly told"``: the reply's delivery is unknown), since ``time``."""
 
     fact_id: str
     event_id: str
     recipient: str
     time: str
     audit_id: str
+    status: str = TOLD
 
 
 class AuditLog:
@@ -188,6 +191,7 @@ class AuditLog:
         )
         record.seq = cur2.lastrowid or 0
         await index_record(self.db, record.seq, record.body, texts)
+        await index_delivery(self.db, record.seq, record.kind, record.body, record.time)
         await self.db.executemany(
             "INSERT INTO disclosures(audit_id, fact_id, event_id, recipient, time) VALUES (?,?,?,?,?)",
             [(record.id, fid, eid, r, record.time) for fid, eid in disclosed for r in recipients],
@@ -262,14 +266,23 @@ class AuditLog:
         return status.verified, status.first_bad
 
     async def who_knows(self, fact_or_event: str) -> list[Disclosure]:
-        """The ledger: every recipient told this fact (or any fact of this event), oldest first."""
+        """The ledger: every recipient told this fact (or any fact of this event), or possibly
+        told it, oldest first; a reply that never reached its reader tells nobody anything
+        (epmem.audit.delivery says how each delivery outcome counts)."""
         sql = ("SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
                "WHERE fact_id = ? OR event_id = ? ORDER BY time")
         try:
             async with self.db.execute(sql, (fact_or_event, fact_or_event)) as cur:
-                return [Disclosure(*row) async for row in cur]
+                lines = [tuple(row) async for row in cur]
+            fate, _ = await fates(self.db, {line[4] for line in lines})
         except sqlite3.DatabaseError as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+        out = []
+        for fact, event, recipient, moment, audit_id in lines:
+            found = fate.get(audit_id, Fate()).status(moment)
+            if found is not None:
+                out.append(Disclosure(fact, event, recipient, found[1], audit_id, found[0]))
+        return sorted(out, key=lambda d: d.time)
 
 
 async def _connect_readonly(path: Path) -> aiosqlite.Connection:

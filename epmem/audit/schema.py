@@ -84,6 +84,30 @@ MIGRATIONS = MigrationSet("audit", (
         CREATE INDEX disclosures_ledger ON disclosures(fact_id, recipient, time, event_id)
         """,
     ),
+    Migration(
+        3,
+        "what became of each reply (epmem.audit.delivery), indexed from the records that say so",
+        # the same rules as epmem.audit.delivery.delivery_of, for the records already written
+        # (before this index, none stated an outcome: delivered or not was all they said)
+        """
+        CREATE TABLE delivery (
+            seq INTEGER PRIMARY KEY,
+            of TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            time TEXT NOT NULL
+        );
+        CREATE INDEX delivery_of ON delivery(of, outcome, time);
+        CREATE INDEX disclosures_audit ON disclosures(audit_id);
+        INSERT INTO delivery(seq, of, outcome, time)
+            SELECT seq, json_extract(body, '$.of'),
+                   CASE WHEN json_extract(body, '$.delivered') = 1 THEN 'delivered' ELSE 'refused' END, time
+            FROM audit WHERE kind IN ('delivery', 'undelivered') AND json_valid(body)
+                AND json_type(body, '$.of') = 'text' AND coalesce(json_extract(body, '$.kind'), 'reply') = 'reply';
+        INSERT INTO delivery(seq, of, outcome, time)
+            SELECT seq, json_extract(body, '$.audit'), 'refused', time
+            FROM audit WHERE kind = 'delivery_failed' AND json_valid(body) AND json_type(body, '$.audit') = 'text'
+        """,
+    ),
 ), legacy_table="migrations")
 
 

@@ -7,14 +7,23 @@ order and mix of lanes, no lane ever sees more than its rate in any window of it
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
+import aiohttp
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.state import RetryState
+from telegram.error import NetworkError, TimedOut
 
-from connectors.courier import Courier, DeliveryFailed, Lane, Pacer, Rate, RetryPolicy, Verdict
+from connectors.courier import Courier, DeliveryFailed, Lane, Pacer, Rate, RetryPolicy, Verdict, maybe_delivered
+from connectors.slack.delivery import classify as slack_classify
+from connectors.slack.delivery import retry_handlers as slack_retry_handlers
+from connectors.telegram.delivery import classify as telegram_classify
 from testkit.clock import FakeTimer
 
 
@@ -126,3 +135,60 @@ def test_no_lane_ever_exceeds_its_rate(plan: list[tuple[str, float]], a: tuple[i
         assert ordered == times or name == "bot"  # a lane is served first come, first served
         for i in range(len(ordered) - rate.count):
             assert ordered[i + rate.count] - ordered[i] >= rate.per_s - 1e-9
+
+
+class Late(Exception):
+    """The platform may have taken it: a timeout after the request went out."""
+
+
+async def test_an_ambiguous_failure_is_never_retried() -> None:
+    """A post is not idempotent: after a timeout it may be there already, so it is not sent
+    again; the caller learns the outcome is unknown (and keeps it as maybe delivered)."""
+    def ambiguous(exc: BaseException) -> Verdict:
+        return Verdict("ambiguous", "timeout") if isinstance(exc, Late) else classify(exc)
+
+    courier = Courier(ambiguous, RetryPolicy(attempts=4), FakeTimer().timer)
+    late, calls = failing(Flaky(), Late(), Flaky())
+    with pytest.raises(DeliveryFailed) as maybe:
+        await courier.send(CHAT, late)
+    assert (maybe.value.unknown, maybe.value.permanent, maybe.value.attempts, calls[0]) == (True, False, 2, 2)
+    assert maybe_delivered(maybe.value) and maybe_delivered(RuntimeError("anything else"))
+    assert not maybe_delivered(DeliveryFailed("Forbidden", 1, permanent=True))
+
+
+def _caused(exc: Exception, cause: BaseException) -> Exception:
+    try:
+        raise exc from cause
+    except Exception as raised:
+        return raised
+
+
+def test_telegram_timeouts_after_sending_are_ambiguous_before_sending_transient() -> None:
+    request = httpx.Request("POST", "http://127.0.0.1/bot/sendMessage")
+    read = _caused(TimedOut(), httpx.ReadTimeout("read", request=request))
+    connect = _caused(TimedOut(), httpx.ConnectTimeout("connect", request=request))
+    pool = _caused(TimedOut("Pool timeout"), httpx.PoolTimeout("pool"))
+    assert telegram_classify(read).kind == "ambiguous"
+    assert telegram_classify(TimedOut()).kind == "ambiguous"  # no cause known: fail closed
+    assert telegram_classify(connect).kind == "transient" and telegram_classify(pool).kind == "transient"
+    assert telegram_classify(NetworkError("reset")).kind == "transient"
+
+
+def test_slack_timeouts_after_sending_are_ambiguous_before_sending_transient() -> None:
+    assert slack_classify(asyncio.TimeoutError()).kind == "ambiguous"
+    assert slack_classify(aiohttp.SocketTimeoutError()).kind == "ambiguous"
+    assert slack_classify(aiohttp.ConnectionTimeoutError()).kind == "transient"
+    assert slack_classify(aiohttp.ServerDisconnectedError()).kind == "transient"
+    assert slack_classify(DeliveryFailed("timeout", 1, permanent=False, unknown=True)).kind == "ambiguous"
+
+
+async def test_slack_sdks_own_retry_skips_a_read_timeout() -> None:
+    """slack_sdk retries connection errors by itself, and by default a read timeout is one."""
+    [handler] = slack_retry_handlers()
+    request = HttpRequest(method="POST", url="http://127.0.0.1/api/chat.postMessage", headers={})
+
+    async def retried(error: Exception) -> bool:
+        return await handler.can_retry_async(state=RetryState(), request=request, error=error)
+
+    assert not await retried(aiohttp.SocketTimeoutError())
+    assert await retried(aiohttp.ConnectionTimeoutError()) and await retried(aiohttp.ServerDisconnectedError())

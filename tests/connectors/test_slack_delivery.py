@@ -20,6 +20,7 @@ import pytest
 
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
+from epmem.audit import POSSIBLY
 from testkit.clock import FakeTimer
 from testkit.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
 from testkit.state import OpenState, connector_state
@@ -29,13 +30,17 @@ OWNER = "UOWNER"
 
 
 class AuditedEcho:
-    def __init__(self, st: OpenState) -> None:
+    """``disclose``: each reply tells its asker fact f1, in the ledger."""
+
+    def __init__(self, st: OpenState, disclose: bool = False) -> None:
         self.st = st
+        self.disclose = disclose
         self.audit_ids: list[str] = []
 
     async def __call__(self, inbound: Inbound) -> Outbound:
-        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": []},
-                                            contact=inbound.sender)
+        facts = [("f1", "e1")] if self.disclose else []
+        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": [f for f, _ in facts]},
+                                            contact=inbound.sender, disclosed=facts, recipients=["U1"])
         self.audit_ids.append(record.id)
         return Outbound(f"answer to {inbound.text}", audit_id=record.id)
 
@@ -121,6 +126,37 @@ async def test_a_refused_reply_is_kept_reported_and_audited(rig: Rig) -> None:
     [(note, actions)] = rig.st.owner_notes
     assert kept.id in note and actions[0].command == f"/resend {kept.id}"
     assert len(rig.api.calls_to("chat.postMessage")) == 1  # a refusal is not retried
+
+
+async def test_a_post_that_times_out_is_not_posted_twice(tmp_path: Path) -> None:
+    """Slack posts it but answers after the client's timeout: neither slack_sdk's retry nor
+    the courier may post it again; it is kept as maybe delivered and the ledger says possibly."""
+    api = FakeSlackApi()
+    clock = FakeTimer()
+    await api.start()
+    try:
+        async with connector_state(tmp_path) as st:
+            handler = AuditedEcho(st, disclose=True)
+            connector = SlackConnector(config(api, clock, send_timeout_s=1), handler, state=st.state)
+            await connector.start()
+            try:
+                api.slow("chat.postMessage", seconds=1.6)
+                await SlackSender(SECRET, lambda: connector.port).event(
+                    event_envelope(im_message("U1", "hello", channel="DU1"), event_id="Ev-t1"))
+                await until(lambda: bool(st.owner_notes), timeout=10)
+                await connector.drain()
+                await asyncio.sleep(0.8)  # past the late answer: a retry would have shown up by now
+            finally:
+                await connector.stop()
+            assert [p["text"] for p in api.posts("DU1")] == ["answer to hello"]
+            assert len(api.calls_to("chat.postMessage")) == 1
+            [kept] = await st.deliveries.pending()
+            assert kept.unknown and kept.error == "timeout"
+            [(note, _)] = st.owner_notes
+            assert "may or may not have been delivered" in note
+            assert [(d.recipient, d.status) for d in await st.audit.who_knows("f1")] == [("U1", POSSIBLY)]
+    finally:
+        await api.stop()
 
 
 async def test_a_reply_rate_limited_past_every_retry_is_kept(rig: Rig) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest_asyncio
 from connectors.base import Inbound, Outbound
 from connectors.courier import DeliveryFailed
 from connectors.telegram import TelegramConfig, TelegramConnector
+from epmem.audit import POSSIBLY
 from testkit.clock import FakeTimer
 from testkit.fake_telegram import FakeTelegram
 from testkit.state import OpenState, connector_state
@@ -32,15 +34,18 @@ OWNER = FakeTelegram.user(OWNER_ID, "Owner")
 
 
 class AuditedEcho:
-    """Answers every message, with an audit record per reply as the agent writes one."""
+    """Answers every message, with an audit record per reply as the agent writes one
+    (``disclose``: each reply tells its asker fact f1, in the ledger)."""
 
-    def __init__(self, st: OpenState) -> None:
+    def __init__(self, st: OpenState, disclose: bool = False) -> None:
         self.st = st
+        self.disclose = disclose
         self.audit_ids: list[str] = []
 
     async def __call__(self, inbound: Inbound) -> Outbound:
-        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": []},
-                                            contact=inbound.sender)
+        facts = [("f1", "e1")] if self.disclose else []
+        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": [f for f, _ in facts]},
+                                            contact=inbound.sender, disclosed=facts, recipients=[inbound.sender])
         self.audit_ids.append(record.id)
         return Outbound(f"answer to {inbound.text}", audit_id=record.id)
 
@@ -71,6 +76,16 @@ async def running(fake_telegram: FakeTelegram, clock: FakeTimer,  # noqa: F811
     await conn.start()
     try:
         yield conn, handler
+    finally:
+        await conn.stop()
+
+
+@asynccontextmanager
+async def connected(cfg: TelegramConfig, handler: AuditedEcho, st: OpenState) -> AsyncIterator[TelegramConnector]:
+    conn = TelegramConnector(cfg, handler, state=st.state)
+    await conn.start()
+    try:
+        yield conn
     finally:
         await conn.stop()
 
@@ -166,6 +181,45 @@ async def test_a_wait_beyond_the_bound_is_not_waited(
     [kept] = await st.deliveries.pending()
     assert kept.attempts == 1 and kept.error is not None and "3600" in kept.error
     assert max(clock.sleeps, default=0.0) < 60
+
+
+async def test_a_send_that_times_out_is_not_retried_and_kept_as_maybe_delivered(
+    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+) -> None:
+    """Telegram posts the message but answers after the client's timeout: a retry would post
+    it twice, so the courier stops, and the reply is kept as "unknown" (possibly read)."""
+    tg = fake_telegram
+    handler = AuditedEcho(st, disclose=True)
+    async with connected(config(tg, clock, send_timeout_s=0.3), handler, st):
+        tg.slow("sendMessage", seconds=1.0)
+        tg.private_text(ALICE, "hello")
+        [undelivered] = await records(st, "undelivered")
+        await until(lambda: bool(st.owner_notes))
+        await asyncio.sleep(0.8)  # the late answer comes; nothing is sent again
+    assert [s["chat_id"] for s in tg.sent] == [42] and len(sends(tg)) == 1  # posted once, never again
+    [kept] = await st.deliveries.pending()
+    assert kept.unknown and (kept.error, kept.attempts) == ("TimedOut", 1)
+    assert undelivered.body["outcome"] == "unknown" and undelivered.body["of"] == handler.audit_ids[0]
+    [(note, _)] = st.owner_notes
+    assert "may or may not have been delivered" in note
+    assert [(d.recipient, d.status) for d in await st.audit.who_knows("f1")] == [("telegram:42", POSSIBLY)]
+
+
+async def test_a_refused_reply_leaves_the_ledger_until_a_delivery_follows(
+    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+) -> None:
+    tg = fake_telegram
+    handler = AuditedEcho(st, disclose=True)
+    async with connected(config(tg, clock), handler, st):
+        tg.fail("sendMessage", 403, "Forbidden: bot was blocked by the user")
+        tg.private_text(ALICE, "are you there?")
+        await records(st, "undelivered")
+        assert await st.audit.who_knows("f1") == []
+        tg.private_text(ALICE, "and now?")  # delivered: from its delivery record on, Alice knows
+        [delivery] = await records(st, "delivery")
+    [told] = await st.audit.who_knows("f1")
+    assert (told.recipient, told.status, told.audit_id, told.time) == \
+        ("telegram:42", "told", handler.audit_ids[1], delivery.time)
 
 
 async def test_thirty_replies_in_a_group_keep_telegrams_limits(

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from epmem.audit.knows import matrix
+from epmem.audit.delivery import Ledger
+from epmem.audit.knows import LedgerLine, matrix
 from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
 from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
@@ -106,9 +107,8 @@ class AuditPages:
         self._verified: ChainWatcher | None = None
         self._lock = asyncio.Lock()
         self._options: tuple[float, dict[str, list[str]]] | None = None
-        #: the ledger, first time per (fact, reader), kept up to date by disclosure rowid.
-        self._ledger: dict[tuple[str, str], tuple[str, str]] = {}
-        self._ledger_rowid = 0
+        #: the ledger, first time per (fact, reader) as delivered, kept up to date incrementally.
+        self._ledger = Ledger()
 
     # ------------------------------------------------------------------ chain
 
@@ -248,17 +248,11 @@ class AuditPages:
         effective, _ = apply_overrides(base, await self.overlay.contact_overrides())
         return Rulebook(effective, [e for _, e in await self.overlay.exceptions()])
 
-    async def _ledger_rows(self) -> list[tuple[str, str, str, str]]:
-        """(fact, event, reader, first time told); only lines added since the last call are read
-        (the ledger is append-only: erasure takes texts, never who was told)."""
-        sql = "SELECT rowid, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
-        async with self.audit.db.execute(sql, (self._ledger_rowid,)) as cur:
-            async for rowid, fact, event, reader, moment in cur:
-                seen = self._ledger.get((fact, reader))
-                if seen is None or moment < seen[1]:
-                    self._ledger[(fact, reader)] = (event, moment)
-                self._ledger_rowid = rowid
-        return [(fact, event, reader, moment) for (fact, reader), (event, moment) in self._ledger.items()]
+    async def _ledger_rows(self) -> list[LedgerLine]:
+        """(fact, event, reader, since, told | possibly told); only ledger lines and delivery
+        outcomes added since the last call are read (the ledger is append-only: erasure takes
+        texts, never who was told)."""
+        return await self._ledger.refresh(self.audit.db)
 
     async def knows(self, by_event: bool = False, words: str = "", page: int = 1,
                     size: int = PAGE_SIZE) -> dict[str, Any]:
@@ -268,7 +262,7 @@ class AuditPages:
         ledger = await self._ledger_rows()
         keys = await self.register.keys(wanted)
         known = {fid for _, fid in keys}
-        gone = {fid: eid for fid, eid, _, _ in ledger if fid not in known
+        gone = {fid: eid for fid, eid, *_ in ledger if fid not in known
                 and all(w in f"{fid} {eid}".casefold() for w in wanted)}
         keys += [(eid, fid) for fid, eid in gone.items()]
         keys.sort()
