@@ -29,7 +29,7 @@ from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.memory.sessions import Session, Turn, sub_session_id
+from epmem.memory.sessions import Session, Turn
 
 log = structlog.get_logger(__name__)
 
@@ -120,7 +120,7 @@ class Distiller(ReadsPolicy):
         forced = None if self.model is None else "pending"
         facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=forced)
         async with self._lock:
-            stored = await self._replace(session, facts)
+            stored = await self._replace(session.id, facts)
         state = "pending" if forced or any(f.state == "pending" for f in stored) else "annotated"
         outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
         self.outcomes[session.id] = outcome
@@ -167,7 +167,7 @@ class Distiller(ReadsPolicy):
         facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
                                                      known_events=proposal.known_events)
         async with self._lock:
-            stored = await self._replace(session, facts)
+            stored = await self._replace(session.id, facts)
         outcome.state, outcome.backend = "annotated", self.backend
         outcome.facts = [f.id for f in stored]
         outcome.notes += notes
@@ -192,16 +192,17 @@ class Distiller(ReadsPolicy):
 
     # ------------------------------------------------------------------ storage
 
-    async def _replace(self, session: Session, facts: Sequence[Fact]) -> list[Fact]:
+    async def _replace(self, session_id: str, facts: Sequence[Fact]) -> list[Fact]:
         """The session's facts become ``facts``; what the owner set by hand is kept as is.
 
-        The same owner message in two sub-sessions of a group chat (addressed to two people)
-        is one fact: stored once, and the merge only narrows (:meth:`_dedupe`)."""
-        old = await self.memory.of_session(session.id)
+        A fact identical to an annotated fact of another session (an owner message addressed
+        to two people of a group sits in both sub-sessions) is merged into it instead of
+        stored twice, and the merge only narrows: the lower level, both blacklists."""
+        old = await self.memory.of_session(session_id)
         kept = [f for f in old if f.state == "owner-set"]
         kept_texts = {f.text.casefold() for f in kept}
         new = [f for f in facts if f.text.casefold() not in kept_texts]
-        fresh, merged = await self._dedupe(session, new)
+        fresh, merged = await self._dedupe(session_id, new)
         stale = [f.id for f in old if f.state != "owner-set" and f.id not in {x.id for x in fresh}]
         if stale:
             await self.memory.forget(stale)
@@ -209,26 +210,26 @@ class Distiller(ReadsPolicy):
             await self.memory.add([*fresh, *merged])
         return [*kept, *fresh]
 
-    async def _dedupe(self, session: Session, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
-        """Annotated facts that a sibling sub-session (same group chat session) already holds
-        word for word are merged into that fact: the lower level, both blacklists.
+    async def _dedupe(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+        """Annotated facts that say, word for word, what a fact of another session says are
+        merged into it (the same information: the stricter annotation wins).
 
-        Only siblings, looked up by id, never "any identical sentence a search returns": the
-        same words said in another chat are another fact, judged where they were said; merged,
-        one chat's secret narrowed another chat's fact, and which one depended on the order a
-        vector search ranked ties in, so a resumed import differed from an uninterrupted one.
-        """
+        The twin is looked for among the annotated and owner-set facts only, and among equally
+        close ones the lowest id is taken. It used to be the first of the three nearest facts of
+        any state: copies waiting for review could crowd it out, and the store lists equals in
+        an order that differs in a new process, so an import stopped and resumed came out
+        different from one run straight through (a fact at level 0 instead of 2)."""
         annotated = [f for f in facts if f.state == "annotated"]
-        if not annotated or session.origin_id is None:
+        if not annotated:
             return list(facts), []
-        siblings = sorted({sub_session_id(session.origin_id, m) for m in session.members if m != OWNER_ID}
-                          - {session.id})
-        by_text: dict[str, Fact] = {}
-        for sid in siblings:
-            for g in sorted(await self.memory.of_session(sid), key=lambda g: g.id):
-                if g.state != "pending":
-                    by_text.setdefault(g.text.casefold(), g)
-        twins = {f.id: by_text[f.text.casefold()] for f in annotated if f.text.casefold() in by_text}
+        rows = await self.memory.similar([f.text for f in annotated], limit=8,
+                                         where={"state": ["annotated", "owner-set"]})
+        twins: dict[str, Fact] = {}
+        for f, row in zip(annotated, rows):
+            same = [g for g, score in row if score >= 0.98 and g.session_id != session_id
+                    and g.text.casefold() == f.text.casefold()]
+            if same:
+                twins[f.id] = min(same, key=lambda g: g.id)
         fresh = [f for f in facts if f.id not in twins]
         merged: dict[str, Fact] = {}
         for fid, twin in twins.items():

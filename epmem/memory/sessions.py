@@ -131,11 +131,6 @@ def stable_id(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def sub_session_id(origin: str, counterpart: str) -> str:
-    """The id of a group session's two-party sub-session with ``counterpart``."""
-    return f"{origin}~{stable_id(counterpart)[:8]}"
-
-
 def _addressees(m: Message, by_id: dict[str, Message], previous: str | None, members: set[str],
                 first_names: dict[str, str]) -> list[str]:
     """Who an owner message in a group speaks to: reply link, then mentions (platform mentions,
@@ -258,7 +253,7 @@ class SessionStream:
         if chunk[0].chat_kind == "direct":
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
             return [_session(base, chunk, people, members, None)]
-        return [_session(sub_session_id(base, counterpart), thread, [OWNER_ID, counterpart], members, base)
+        return [_session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base)
                 for counterpart, thread in sorted(_group_threads(chunk).items())]
 
 
