@@ -17,7 +17,7 @@ import numpy as np
 from epmem.embedding.base import Embedder
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.memory.facts import Fact
-from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore, Where
+from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
 #: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
@@ -174,17 +174,15 @@ class FactMemory:
         """Every stored fact distilled from one session."""
         return [_fact(h) for h in await self.store.scroll(FACTS, {"session_id": session_id})]
 
-    async def similar(self, texts: Sequence[str], limit: int = 5,
-                      where: Where | None = None) -> list[list[tuple[Fact, float]]]:
+    async def similar(self, texts: Sequence[str], limit: int = 5) -> list[list[tuple[Fact, float]]]:
         """Nearest stored facts for each text (dense similarity only): event linking at ingest,
-        and the post-check's denied neighbours of a question at reply time. ``where``: payload
-        fields the facts must match (a list: any of its values)."""
+        and the post-check's denied neighbours of a question at reply time."""
         if not texts or await self.count() == 0:
             return [[] for _ in texts]
         vectors = self.embedder.embed([self.normalize(t) for t in texts])
         out: list[list[tuple[Fact, float]]] = []
         for vector in vectors:
-            hits = await self.store.query_dense(FACTS, vector, limit, where)
+            hits = await self.store.query_dense(FACTS, vector, limit)
             out.append([(_fact(h), float(h.score)) for h in hits])
         return out
 
