@@ -7,18 +7,27 @@ secret exists or not (see epmem/reply/projection.py).
 
 How it chooses, by the kind of question:
 
-- an **open** question ("What is Lin up to?", "Catch me up"): every event the storyline has,
-  best first, down to ``open_relative_cut`` of the best event's recall score;
-- any other question (yes/no, when, where, who, what, how): each fact gets
+- an **open** question ("What is Lin up to?", "Catch me up") and a question about how someone
+  is ("How's Tyler's job going?", "Is Aoife okay?": a *state* question): every event the
+  storyline has, best first, down to a share of the best fact's recall score. A cross-encoder
+  cannot judge these (no single fact "answers" how someone is), so it only vetoes: a fact it
+  is sure does not belong (logit below ``open_veto``) is left out unless its recall score is
+  strong (``open_veto_recall``);
+- any other question (yes/no, when, where, who, what, how much): each fact gets
   ``relevance = recall score + rerank_weight * sigmoid(cross-encoder logit / rerank_temperature)``;
-  the best event answers, other events only when their best fact is within ``event_margin`` of
-  it; and nothing is said below ``floor`` (then the asker gets the deflection).
+  a fact the cross-encoder says does not answer the question (logit below ``veto``) is left
+  out; the best event answers, other events only when their best fact is within
+  ``event_margin`` of it; and nothing is said below ``floor`` unless the cross-encoder says it
+  answers (logit at least ``answers``); when nothing is left, the asker gets the deflection.
+
+Failing closed: whatever is left out because it is not sure to answer is named in the audit
+(``Choice.left_out``, with the reason), so the owner can see what was not said and why.
 
 The cross-encoder (epmem/embedding/cross_encoder.py) reads question and fact together; it reads
 at most ``rerank_limit`` facts (the best by recall), so its cost is bounded per reply. Without
-it (``rerank_weight = 0`` or no model), relevance is the recall score alone. The parameters
-were picked on development scenarios only (benchmarks/tools/tune_relevance.py); the held-out
-sets are reported, never tuned on.
+it (``rerank_weight = 0`` or no model), relevance is the recall score alone and nothing is
+vetoed. The parameters were picked on development scenarios only
+(benchmarks/tools/tune_relevance.py); the held-out sets are reported, never tuned on.
 """
 
 from __future__ import annotations
@@ -35,7 +44,12 @@ import numpy as np
 from epmem.memory.recall import Recalled, RecalledEvent, is_catch_up
 from epmem.reply.projection import FactDecision, Projection
 
-QuestionKind = Literal["open", "yesno", "when", "where", "who", "what"]
+QuestionKind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
+
+#: how someone or something is: "How's Tyler's job going?", "Is Aoife okay?" (not "how much").
+_STATE = re.compile(r"\bhow(?:'s|\u2019s| is| are| was| were| has| have| did| do|'re)\b"
+                    r"(?!\s+(?:much|many|long|old|far|often|soon|big)\b)"
+                    r"|\b(?:ok|okay|alright|all right|holding up|getting on)\b", re.I)
 
 _KIND_WORDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
     ("when", re.compile(r"\b(when|what time|what date|which day|how long|how soon|until when)\b", re.I)),
@@ -47,9 +61,12 @@ _KIND_WORDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
 
 
 def question_kind(question: str) -> QuestionKind:
-    """Open (catch-up) first, then the first wh- word, then a yes/no opening, else "what"."""
+    """Open (catch-up) first, then how someone is, then the first wh- word, then a yes/no
+    opening, else "what"."""
     if is_catch_up(question):
         return "open"
+    if _STATE.search(question):
+        return "state"
     for kind, pattern in _KIND_WORDS:
         if pattern.search(question):
             return kind
@@ -72,23 +89,34 @@ class RelevanceConfig:
     min_recall: float = 0.4
     #: open questions: keep facts whose recall score is at least this share of the best one
     #: and at least ``open_min_recall`` ("What is Lin up to?" is near no fact in particular).
-    open_relative_cut: float = 0.9
+    open_relative_cut: float = 0.8
     open_min_recall: float = 0.2
+    #: state questions ("How's Tyler's job going?"), chosen like open ones with their own cut.
+    state_relative_cut: float = 0.8
+    state_min_recall: float = 0.4
+    #: open and state questions: a fact with a cross-encoder logit below ``open_veto`` is left
+    #: out unless its recall score is at least ``open_veto_recall``.
+    open_veto: float = -10.5
+    open_veto_recall: float = 0.6
     #: the most facts one reply tells (the rules composer says them all).
     max_facts: int = 4
     #: weight and temperature of the cross-encoder's logit in a fact's relevance.
     rerank_weight: float = 0.25
     rerank_temperature: float = 2.0
+    #: other questions: a fact with a cross-encoder logit below this does not answer them.
+    veto: float = -5.0
     #: the cross-encoder reads at most this many facts (the best by recall).
     rerank_limit: int = 8
     #: other events answer too only when within this margin of the best event's relevance.
     event_margin: float = 0.3
-    #: nothing below this relevance is said.
+    #: nothing below this relevance is said, unless the cross-encoder says the fact answers
+    #: the question (logit at least ``answers``).
     floor: float = 0.6
+    answers: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0 <= self.open_relative_cut <= 1:
-            raise ValueError("RelevanceConfig.open_relative_cut must be in [0, 1]")
+        if not (0 <= self.open_relative_cut <= 1 and 0 <= self.state_relative_cut <= 1):
+            raise ValueError("RelevanceConfig.open_relative_cut and state_relative_cut must be in [0, 1]")
         if self.max_facts < 1 or self.rerank_limit < 0:
             raise ValueError("RelevanceConfig.max_facts must be >= 1 and rerank_limit >= 0")
         if self.rerank_temperature <= 0 or self.event_margin < 0:
@@ -97,16 +125,19 @@ class RelevanceConfig:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """What the relevance step chose: fact ids best first, the scores of the facts it weighed."""
+    """What the relevance step chose: fact ids best first, the scores of the facts it weighed,
+    and what it left out because it was not sure the fact answers (fact id -> why)."""
 
     kind: QuestionKind
     chosen: tuple[str, ...]
     scores: dict[str, float] = field(default_factory=dict)
     reranked: int = 0
     ms: float = 0.0
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def audit(self) -> dict[str, object]:
-        return {"kind": self.kind, "chosen": list(self.chosen), "reranked": self.reranked, "ms": round(self.ms, 1)}
+        return {"kind": self.kind, "chosen": list(self.chosen), "reranked": self.reranked, "ms": round(self.ms, 1),
+                "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()]}
 
 
 class Relevance:
@@ -121,51 +152,70 @@ class Relevance:
         kind = question_kind(question)
         recalled = {r.fact.id: r for ev in events for r in ev.facts}
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
-        least = self.config.open_min_recall if kind == "open" else self.config.min_recall
+        c = self.config
+        least = {"open": c.open_min_recall, "state": c.state_min_recall}.get(kind, c.min_recall)
         storyline = [d for d in projection.used if own[d.fact.id] >= least]
         if not storyline:
             return Choice(kind, ())
-        scores: dict[str, float] = {}
-        reranked = 0
-        if kind == "open":
-            top = max(own[d.fact.id] for d in storyline)
-            kept = sorted((d for d in storyline if own[d.fact.id] >= self.config.open_relative_cut * top),
-                          key=lambda d: -own[d.fact.id])
+        left_out: dict[str, str] = {}
+        if kind in ("open", "state"):
+            ranked = sorted(storyline, key=lambda d: -own[d.fact.id])
+            logit, reranked = self._logits(question, [d for d in ranked if own[d.fact.id] < c.open_veto_recall],
+                                           recalled)
+            left_out = {f: f"cross-encoder {x:.1f} < {c.open_veto}: not about the question"
+                        for f, x in logit.items() if x < c.open_veto}
+            ranked = [d for d in ranked if d.fact.id not in left_out]
+            cut = (c.open_relative_cut if kind == "open" else c.state_relative_cut) * own[ranked[0].fact.id] \
+                if ranked else 0.0
+            kept = [d for d in ranked if own[d.fact.id] >= cut]
             chosen = _one_per_event_first(kept)
             scores = {d.fact.id: own[d.fact.id] for d in kept}
         else:
-            scores, reranked = self._scores(question, storyline, own, recalled)
-            chosen = self._best_events(storyline, scores)
-        return Choice(kind, tuple(chosen[: self.config.max_facts]), scores, reranked,
-                      (time.perf_counter() - started) * 1000)
+            logit, reranked = self._logits(question, sorted(storyline, key=lambda d: -own[d.fact.id]), recalled)
+            left_out = {f: f"cross-encoder {x:.1f} < {c.veto}: does not answer it"
+                        for f, x in logit.items() if x < c.veto}
+            weighed = [d for d in storyline if d.fact.id not in left_out]
+            scores = {d.fact.id: own[d.fact.id] + (c.rerank_weight / (1.0 + math.exp(-logit[d.fact.id]
+                                                                                    / c.rerank_temperature))
+                                                   if d.fact.id in logit else 0.0) for d in weighed}
+            sure = {f for f, x in logit.items() if x >= c.answers}
+            chosen = self._best_events(weighed, scores, sure, left_out)
+        return Choice(kind, tuple(chosen[: c.max_facts]), scores, reranked,
+                      (time.perf_counter() - started) * 1000, left_out)
 
-    def _scores(self, question: str, storyline: list[FactDecision], own: dict[str, float],
-                recalled: dict[str, Recalled]) -> tuple[dict[str, float], int]:
-        scores = {d.fact.id: own[d.fact.id] for d in storyline}
-        if self.reranker is None or self.config.rerank_limit == 0:
-            return scores, 0
-        read = sorted(storyline, key=lambda d: -own[d.fact.id])[: self.config.rerank_limit]
+    def _logits(self, question: str, facts: list[FactDecision], recalled: dict[str, Recalled]
+                ) -> tuple[dict[str, float], int]:
+        """The cross-encoder's logit for the best ``rerank_limit`` of ``facts`` (a cover's is the
+        better of its own and its truth's: it is read with its truth, as for recall)."""
+        if self.reranker is None or self.config.rerank_limit == 0 or not facts:
+            return {}, 0
+        read = facts[: self.config.rerank_limit]
         texts = {d.fact.id: d.fact.text for d in read}
-        for d in read:  # a cover is read with its truth, as for recall
+        for d in read:
             truth = recalled.get(d.fact.covers or "")
             if d.fact.version == "cover" and truth is not None:
                 texts[truth.fact.id] = truth.fact.text
         ids = list(texts)
-        logit = dict(zip(ids, (float(x) for x in self.reranker.score(question, [texts[i] for i in ids]))))
-        w, t = self.config.rerank_weight, self.config.rerank_temperature
-        for d in read:
-            best = max(logit[d.fact.id], logit.get(d.fact.covers or "", -math.inf) if d.fact.version == "cover"
-                       else -math.inf)
-            scores[d.fact.id] = own[d.fact.id] + w / (1.0 + math.exp(-best / t))
-        return scores, len(ids)
+        raw = dict(zip(ids, (float(x) for x in self.reranker.score(question, [texts[i] for i in ids]))))
+        logit = {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
+                                if d.fact.version == "cover" else -math.inf) for d in read}
+        return logit, len(ids)
 
-    def _best_events(self, storyline: list[FactDecision], scores: dict[str, float]) -> list[str]:
+    def _best_events(self, weighed: list[FactDecision], scores: dict[str, float], sure: set[str],
+                     left_out: dict[str, str]) -> list[str]:
+        """The best event, and others within ``event_margin`` of it; an event answers only if a
+        fact of it reaches the floor or the cross-encoder is sure it answers (``sure``)."""
         best: dict[str, float] = {}
-        for d in storyline:
-            best[d.fact.event_id] = max(best.get(d.fact.event_id, -math.inf), scores[d.fact.id])
+        for d in weighed:
+            if scores[d.fact.id] >= self.config.floor or d.fact.id in sure:
+                best[d.fact.event_id] = max(best.get(d.fact.event_id, -math.inf), scores[d.fact.id])
+        if not best:  # nothing is good enough: fail closed, and say so
+            left_out.update({d.fact.id: f"relevance {scores[d.fact.id]:.2f} < floor {self.config.floor}"
+                             for d in weighed})
+            return []
         top = max(best.values())
-        keep = {e for e, s in best.items() if s >= self.config.floor and s >= top - self.config.event_margin}
-        kept = sorted((d for d in storyline if d.fact.event_id in keep), key=lambda d: -scores[d.fact.id])
+        keep = {e for e, s in best.items() if s >= top - self.config.event_margin}
+        kept = sorted((d for d in weighed if d.fact.event_id in keep), key=lambda d: -scores[d.fact.id])
         return [d.fact.id for d in kept]
 
 

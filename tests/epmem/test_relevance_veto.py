@@ -1,0 +1,99 @@
+"""The relevance step fails closed: what the cross-encoder says does not answer is left out,
+and the audit names it with the reason. The reranker here is scripted (it stands for the
+model, whose real scores are exercised in test_reply_choice.py): the rules around it are
+what is under test."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from epmem.memory.facts import Fact
+from epmem.memory.recall import Recalled, RecalledEvent
+from epmem.reply.projection import FactDecision, Projection
+from epmem.reply.relevance import Relevance, RelevanceConfig
+
+
+class Scripted:
+    """A reranker whose logit for a text is looked up by a word in it (0 when none matches)."""
+
+    name = "scripted"
+
+    def __init__(self, logits: dict[str, float]) -> None:
+        self.logits = logits
+        self.read: list[str] = []
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        self.read.extend(texts)
+        return np.array([next((v for k, v in self.logits.items() if k in t), 0.0) for t in texts], dtype=np.float32)
+
+
+def storyline(*rows: tuple[str, str, str, float]) -> tuple[list[RecalledEvent], Projection]:
+    """(fact id, event id, text, recall score) for facts the audience may all know."""
+    facts = [(Fact(id=f, text=t, event_id=e, category="daily_life", level=3, state="owner-set"), s)
+             for f, e, t, s in rows]
+    events = [RecalledEvent(e, max(s for f, s in facts if f.event_id == e),
+                            tuple(Recalled(f, s) for f, s in facts if f.event_id == e))
+              for e in dict.fromkeys(f.event_id for f, _ in facts)]
+    return events, Projection(tuple(FactDecision(f, s, True, (), used=True) for f, s in facts))
+
+
+def test_a_fact_the_cross_encoder_says_does_not_answer_is_left_out_and_named() -> None:
+    events, proj = storyline(("f1", "e1", "The school sports day moved to 5 June.", 0.75),
+                             ("f2", "e2", "Book club meets on the 12th.", 0.45))
+    relevance = Relevance(RelevanceConfig(), Scripted({"sports": -9.8, "Book": -10.4}))
+    choice = relevance.choose("Is the school amalgamating with the boys' school?", events, proj)
+    assert choice.kind == "yesno" and choice.chosen == ()
+    assert set(choice.left_out) == {"f1", "f2"} and "does not answer" in choice.left_out["f1"]
+    assert {"fact": "f1", "why": choice.left_out["f1"]} in choice.audit()["left_out"]  # type: ignore[operator]
+
+
+def test_a_fact_that_answers_is_kept_and_a_weaker_event_is_not() -> None:
+    events, proj = storyline(("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97),
+                             ("f2", "e2", "The sanma delivery is on the 20th.", 0.45))
+    relevance = Relevance(RelevanceConfig(), Scripted({"lunch": 6.7, "sanma": -2.0}))
+    choice = relevance.choose("Are you open for lunch on Saturday?", events, proj)
+    assert choice.chosen == ("f1",) and not choice.left_out
+
+
+def test_below_the_floor_nothing_is_said_and_the_audit_says_why() -> None:
+    events, proj = storyline(("f1", "e1", "Nora joined a sailing club.", 0.45))
+    choice = Relevance(RelevanceConfig(), Scripted({"sailing": -0.4})).choose(
+        "Did Nora get a promotion at work?", events, proj)
+    assert choice.chosen == () and "floor" in choice.left_out["f1"]
+
+
+def test_a_state_question_keeps_what_is_near_and_drops_what_the_model_is_sure_is_not() -> None:
+    events, proj = storyline(("f1", "e1", "Sean got a job at the Home Depot, starting Monday.", 0.58),
+                             ("f2", "e2", "Sean's tomatoes are finally red.", 0.52),
+                             ("f3", "e3", "Sean's mother's knee operation is on April 2.", 0.70))
+    relevance = Relevance(RelevanceConfig(), Scripted({"Home Depot": -1.3, "tomatoes": -11.2, "knee": -11.0}))
+    choice = relevance.choose("How's Sean getting on?", events, proj)
+    assert choice.kind == "state"
+    # f3: the model says no, but its recall is strong; f2: weak recall and a sure no
+    assert set(choice.chosen) == {"f3", "f1"} and set(choice.left_out) == {"f2"}
+
+
+def test_without_a_cross_encoder_nothing_is_vetoed() -> None:
+    events, proj = storyline(("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97))
+    choice = Relevance(RelevanceConfig(), None).choose("Are you open for lunch on Saturday?", events, proj)
+    assert choice.chosen == ("f1",) and choice.reranked == 0 and not choice.left_out
+
+
+def test_the_cross_encoder_reads_at_most_rerank_limit_facts() -> None:
+    rows = [(f"f{i}", f"e{i}", f"Fact number {i} about lunch.", 0.9 - i * 0.01) for i in range(12)]
+    events, proj = storyline(*rows)
+    model = Scripted({})
+    Relevance(RelevanceConfig(rerank_limit=5), model).choose("Is lunch on?", events, proj)
+    assert len(model.read) == 5
+
+
+def test_a_fact_the_cross_encoder_says_answers_passes_a_low_recall_floor() -> None:
+    """Recall 0.45 with a positive logit: its relevance is under the floor, but it answers."""
+    events, proj = storyline(("f1", "e1", "Hana is off on 17-18 April for a family memorial service in Kyoto.", 0.45),
+                             ("f2", "e2", "Hana passed her kyudo 2nd dan grading.", 0.41))
+    relevance = Relevance(RelevanceConfig(), Scripted({"memorial": 0.7, "kyudo": -11.0}))
+    choice = relevance.choose("Where will you be on 17-18 April?", events, proj)
+    assert choice.scores["f1"] < RelevanceConfig().floor and choice.chosen == ("f1",)
+    assert "f2" in choice.left_out
