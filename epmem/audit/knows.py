@@ -16,11 +16,11 @@ a group's allowed set is the intersection of its members').
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from epmem.audit.delivery import POSSIBLY as POSSIBLY_TOLD
-from epmem.audit.delivery import rank
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook, Verdict, judge
 from epmem.policy.model import STRANGER_ID
@@ -84,16 +84,28 @@ def columns(rulebook: Rulebook) -> list[Column]:
 Told = tuple[str, str]  # (status, since)
 
 
-def _told_index(ledger: Iterable[LedgerLine]) -> dict[str, dict[str, Told]]:
-    """fact id -> reader column -> (told | possibly told, since): told beats possibly, then
-    the earliest."""
-    told: dict[str, dict[str, Told]] = {}
+def _told_index(ledger: Iterable[LedgerLine]) -> tuple[dict[str, dict[str, str]], dict[str, set[str]]]:
+    """fact id -> reader column -> since, and fact id -> the readers only possibly told it:
+    told beats possibly, then the earliest. Plain strings, no tuple per line: this runs over
+    the whole ledger on every page, and tuples the garbage collector tracks cost it 3-4 times."""
+    told: dict[str, dict[str, str]] = {}
+    maybe: dict[str, set[str]] = {}
     for fact_id, _, recipient, time, status in ledger:
         reader = STRANGER_ID if recipient.startswith(f"{STRANGER_ID}(") else recipient
         seen = told.setdefault(fact_id, {})
-        if reader not in seen or rank((status, time)) < rank(seen[reader]):
-            seen[reader] = (status, time)
-    return told
+        was = seen.get(reader)
+        if was is None:
+            seen[reader] = time
+            if status == POSSIBLY_TOLD:
+                maybe.setdefault(fact_id, set()).add(reader)
+            continue
+        possibly = reader in maybe.get(fact_id, ())
+        if status != POSSIBLY_TOLD and possibly:
+            seen[reader] = time
+            maybe[fact_id].discard(reader)
+        elif (status == POSSIBLY_TOLD) == possibly and time < was:
+            seen[reader] = time
+    return told, maybe
 
 
 def _cell(verdicts: Sequence[Verdict], told: Sequence[Told | None]) -> Cell:
@@ -111,14 +123,16 @@ def _cell(verdicts: Sequence[Verdict], told: Sequence[Told | None]) -> Cell:
 
 
 def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook, cols: Sequence[Column],
-             told: Mapping[str, Told]) -> Row:
+             told: Mapping[str, str], maybe: AbstractSet[str] = frozenset()) -> Row:
     cells = []
     gate = rulebook.gate(fact) if fact is not None else None
     for col in cols:
         readers = list(col.members) if col.kind == "group" else [col.id]
         recipients = [STRANGER if r == STRANGER_ID else rulebook.recipient(r) for r in readers]
         verdicts = [judge(gate, r) for r in recipients] if gate is not None else []
-        cells.append(_cell(verdicts, [told.get(r) for r in readers]))
+        since = [told.get(r) for r in readers]
+        cells.append(_cell(verdicts, [None if t is None else (POSSIBLY_TOLD if r in maybe else "told", t)
+                                      for r, t in zip(readers, since)]))
     if fact is None:
         return Row(fact_id, event_id, None, "forgotten", tuple(cells), (fact_id,))
     detail = f"{fact.version}, {fact.category or 'no category'}, L{fact.effective_level()}" + (
@@ -132,13 +146,15 @@ def matrix(facts: Sequence[Fact], ledger: Iterable[LedgerLine], rulebook: Rulebo
     ``gone`` None: every fact the ledger names that is not among ``facts``."""
     cols = columns(rulebook)
     ledger = list(ledger)
-    told = _told_index(ledger)
+    told, maybe = _told_index(ledger)
     if gone is None:
         known = {f.id for f in facts}
         gone = {fid: eid for fid, eid, *_ in ledger if fid not in known}
     ordered = sorted(facts, key=lambda f: (f.event_id, f.version != "truth", f.id))
-    rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {})) for f in ordered]
-    rows += [fact_row(None, fid, eid, rulebook, cols, told.get(fid, {})) for fid, eid in sorted(gone.items())]
+    rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {}), maybe.get(f.id, set()))
+            for f in ordered]
+    rows += [fact_row(None, fid, eid, rulebook, cols, told.get(fid, {}), maybe.get(fid, set()))
+             for fid, eid in sorted(gone.items())]
     return cols, (_by_event(rows, cols) if by_event else rows)
 
 

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from epmem.audit import POSSIBLY, AuditLog, Ledger
+from epmem.audit.knows import _told_index
 from epmem.audit.log import AuditRecord
 
 
@@ -103,3 +104,12 @@ async def test_the_migration_indexes_outcomes_written_before_it(tmp_path: Path) 
     async with AuditLog(path) as log:
         assert {d.recipient for d in await log.who_knows("f1")} == written
         assert (await log.verify())[1] is None
+
+
+def test_the_matrix_prefers_told_then_the_earliest() -> None:
+    """Several lines for one reader (a stranger column gathers many): a sure "told" beats any
+    "possibly told", then the earliest of the same kind wins."""
+    lines = [("f", "e", "a", "2", POSSIBLY), ("f", "e", "a", "1", POSSIBLY),
+             ("f", "e", "b", "3", POSSIBLY), ("f", "e", "b", "5", "told"), ("f", "e", "b", "4", "told"),
+             ("f", "e", "b", "0", POSSIBLY), ("f", "e", "c", "1", "told"), ("f", "e", "c", "0", POSSIBLY)]
+    assert _told_index(lines) == ({"f": {"a": "1", "b": "4", "c": "1"}}, {"f": {"a"}})
