@@ -23,7 +23,7 @@ import numpy as np
 
 from epmem.embedding.base import Embedder
 from epmem.ingest.examples import Example, ExampleBank
-from epmem.ingest.topics import TOPICS, credential_shaped, sensitive_topics
+from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
 
@@ -110,6 +110,7 @@ class CategoryClassifier(ReadsPolicy):
         self.examples = examples
         self.config = config or ClassifierConfig()
         self._names = sorted(self.policy.categories)
+        self._people = ContactNames(self._policy)
         self._vectors: np.ndarray | None = None
         self._topic_map: dict[str, list[str]] = {}
         if embedder is not None and self._names:
@@ -168,9 +169,17 @@ class CategoryClassifier(ReadsPolicy):
             # sensitive topic that a stricter category covers
             stricter = [c for c in topic_cats if cats[c].level < kw.level] if kw.level >= 2 else []
             mundane_veto = kw.category == self.policy.default_category and topics
-            if not stricter and not mundane_veto:
+            # a private topic the keyword's category is not about (a hospital named in a parish
+            # chat, a student's grades in a team's "game" news): the keyword does not settle it
+            uncovered = kw.level >= 2 and any(t in VETO_TOPICS and kw.category not in self._topic_map.get(t, [])
+                                              for t, _ in topics)
+            # a keyword that names a person ("mum", "mãe", a contact's name) says who, not what:
+            # "it's just the course, mãe" is not family news
+            uncovered = uncovered or all(self._people.find(k) for k in kw.matched)
+            if not stricter and not mundane_veto and not uncovered:
                 return replace(kw, evidence=(*kw.evidence, *topic_ev))
-            suggestion = min(stricter or [kw.category], key=lambda c: (cats[c].level, c))
+            pool = stricter or ([kw.category, *topic_cats] if uncovered else [kw.category])
+            suggestion = min(pool, key=lambda c: (cats[c].level, c))
             return self._ann(suggestion, "keywords", 0.4, False, (*kw.evidence, *topic_ev), kw.matched)
         if near and near[0][1] >= cfg.example_hint and near[0][0].label.category in cats:
             ex, score = near[0]

@@ -93,7 +93,9 @@ _SECRECY = re.compile(
     rf"|\b(?:it{A}s|this is|that{A}s|that is|is) private\b|\bprivately\b|\bjust for you\b|\bfor your ears only\b"
     r"|\bcan you keep a secret\b|\bpromise (?:me )?(?:you )?(?:won't|wont|will not|not to)\b"
     r"|\bkeep (?:it|this|that) (?:to|between|among)\b|\bhush(?:-hush)?\b|\bon the quiet\b|\bon the q\.?t\.?\b"
-    r"|\bstays? here\b|\bstays? in (?:this|the) (?:room|chat|group|family)\b",
+    r"|\bstays? here\b|\bstays? in (?:this|the) (?:room|chat|group|family)\b"
+    r"|\bunder (?:your|my|our|his|her|their) hats?\b|\bkeep (?:mum|schtum|shtum|stumm)\b|\bentre nous\b"
+    r"|\bnot (?:for|to be) (?:sharing|shared|repeated|spread)\b|\bneed[- ]to[- ]know\b|\bzip (?:it|your lips)\b",
     re.IGNORECASE,
 )
 _WHITE_NAMED = re.compile(
@@ -126,6 +128,9 @@ class Cue:
     #: the cue points back with "that"/"this"/"it" ("keep that between us"): it is about the
     #: statement just made in the same message, if there is one.
     anaphoric: bool = False
+    #: the cue is about the conversation so far ("does Abuela know?" "no"): it reaches every
+    #: earlier fact of the session. Only narrowing cues are read this way.
+    so_far: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.blacklist or self.whitelist or self.secrecy or self.present)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from epmem.ingest.annotate import CategoryClassifier, ContactNames
+from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
 from epmem.ingest.failclosed import decide
@@ -95,6 +95,15 @@ _CLAUSE_START = re.compile(
     rf"[A-ZÀ-Þ][\w'’-]+\s+(?:is|are|was|has|will|had|needs|got))\b",
     re.IGNORECASE,
 )
+#: "does Abuela know?" ... "no, and let's keep it that way": the person asked about does not know.
+_ASKS_KNOW = re.compile(
+    r"\b(?:does|did|do|has|have|is|are)\s+(?P<who>[\w'’ ]{1,30}?)\s+(?:know|knows|heard|found out|been told|"
+    r"aware|in the loop)\b|\b(?:have|did|has)\s+(?:you|u|he|she|they)\s+told\s+(?P<who2>[\w'’ ]{1,30}?)"
+    r"(?:\s+yet)?\s*\?",
+    re.IGNORECASE,
+)
+_ANSWER_NO = re.compile(r"^\W*(?:no+|nope|nah|not yet|god no|hell no|absolutely not|not at all|not a chance)\b",
+                        re.IGNORECASE)
 _HE_SHE = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÀ-Þ][a-zà-ÿ]+)\b")
 _NOT_NAMES = frozenset(
@@ -270,6 +279,7 @@ class RulesExtractor(ReadsPolicy):
         speaker = self.speaker_name(session, t)
         mine = set(words(speaker)) | (self._owner_words if owner else set())
         you = self._you(session, t)
+        td.cues += self._not_told(session, t)
         for raw in split_sentences(turn.text):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
@@ -296,6 +306,21 @@ class RulesExtractor(ReadsPolicy):
                 td.drafts.append(len(proposals) - 1)
                 last_truth = len(proposals) - 1
         return last_truth
+
+    def _not_told(self, session: Session, t: int) -> list[Cue]:
+        """A "no" to "does Abuela know?" blacklists Abuela on what the question was about."""
+        turn = session.turns[t]
+        if not _ANSWER_NO.match(turn.text):
+            return []
+        q = reply_index(session, t)
+        q = t - 1 if q is None else q
+        if q < 0 or session.turns[q].speaker == turn.speaker:
+            return []
+        m = _ASKS_KNOW.search(session.turns[q].text)
+        if m is None or not session.turns[q].text.rstrip().endswith("?"):
+            return []
+        who = [c for c in self.names.find(m.group("who") or m.group("who2") or "") if c != turn.speaker]
+        return [Cue(blacklist=who, said=[m.group(0).strip().casefold()], so_far=True)] if who else []
 
     @staticmethod
     def _truth_for(session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
@@ -346,6 +371,8 @@ class RulesExtractor(ReadsPolicy):
             for cue in td.cues:
                 if cue.anaphoric and td.drafts:  # "keep that between us": the statement just made
                     reach = list(td.drafts)
+                if cue.so_far and not cue.whitelist:  # "does Abuela know?" "no": the talk so far
+                    reach = [i for p in sorted(turns) if p <= t for i in turns[p].drafts]
                 for i in reach:
                     p = proposals[i]
                     p.draft.blacklist += [b for b in cue.blacklist if b not in p.draft.blacklist]
@@ -362,7 +389,7 @@ class RulesExtractor(ReadsPolicy):
             return []
         heard = present(session)
         anns = self.classifier.classify_many([p.draft.text for p in proposals])
-        kept = [i for i, (p, ann) in enumerate(zip(proposals, anns)) if self._keep(p, ann.basis)]
+        kept = [i for i, (p, ann) in enumerate(zip(proposals, anns)) if self._keep(p, ann)]
         index = {old: new for new, old in enumerate(kept)}
         out: list[Draft] = []
         for i in kept:
@@ -383,9 +410,9 @@ class RulesExtractor(ReadsPolicy):
         return out
 
     @staticmethod
-    def _keep(p: _Proposal, basis: str) -> bool:
+    def _keep(p: _Proposal, ann: Annotation) -> bool:
         """Someone else's small talk is no fact: only what a policy keyword, a sensitive topic,
         a confirmed example or their own secret names."""
-        if p.speaker == OWNER_ID or basis in ("keywords", "topic", "example"):
+        if p.speaker == OWNER_ID or ann.basis in ("keywords", "topic", "example"):
             return True
         return p.own_secrecy and len([w for w in words(p.draft.text) if w not in STOPWORDS]) >= 4

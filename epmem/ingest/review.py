@@ -82,6 +82,10 @@ class ReviewConfig:
     same_information: float = 0.9
     #: a stranger counts as this many people when ranking by exposure (anyone at all may ask).
     stranger_weight: int = 10
+    #: besides the pending facts, annotated facts whose audience was read from the chat's words
+    #: (a secrecy or audience cue, who told it) are put to the owner to confirm, at most this
+    #: many per fact in memory: "who may know" is what a transcript says least clearly.
+    confirm_share: float = 0.12
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +210,16 @@ def worth_asking(fact: Fact) -> bool:
     return any(e.startswith(_CONCRETE) for e in fact.evidence)
 
 
+#: evidence that the audience of an annotated fact was read from words, not from the policy.
+_GUESSED = ("cue:", "context:")
+
+
+def worth_confirming(fact: Fact) -> bool:
+    """An annotated fact whose level or "who may know" rests on a cue or on who told it: the
+    delegate applied its reading (fail closed), and asks the owner to confirm it."""
+    return fact.state == "annotated" and any(e.startswith(_GUESSED) for e in fact.evidence)
+
+
 def _annotation(f: Fact) -> dict[str, Any]:
     return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
             "blacklist": list(f.blacklist), "state": f.state}
@@ -221,6 +235,7 @@ class ReviewQueue:
     #: used by relearn(); built from the policy, the memory's embedder and the examples if None.
     classifier: CategoryClassifier | None = None
     _skipped: set[str] = field(default_factory=set)
+    _confirmed: int = 0
 
     @property
     def policy(self) -> Policy:
@@ -238,9 +253,15 @@ class ReviewQueue:
             return []
         facts = await self.memory.all()
         waiting = [f for f in facts if f.state == "pending" and worth_asking(f)]
+        confirm = [f for f in facts if worth_confirming(f)]
+        room = max(0, round(self.config.confirm_share * len(facts)) - self._confirmed)
         rulebook = Rulebook(self.policy)
-        ranked = sorted(waiting, key=lambda f: (f.id in self._skipped, -self._exposure(rulebook, self._suggested(f)),
-                                                f.confidence if f.confidence is not None else 0.0, f.id))
+
+        def rank(f: Fact) -> tuple[bool, bool, int, float, str]:
+            return (f.id in self._skipped, f.state != "pending", -self._exposure(rulebook, self._suggested(f)),
+                    f.confidence if f.confidence is not None else 0.0, f.id)
+
+        ranked = sorted(waiting, key=rank) + sorted(confirm, key=rank)[:room]
         by_id = {f.id: f for f in facts}
         chosen: list[Question] = []
         settled: set[str] = set()
@@ -331,6 +352,7 @@ class ReviewQueue:
             return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
                            f"Skipped {fact.id}: I will ask again later.")
         choice = self._resolve(fact, answer)
+        self._confirmed += fact.state == "annotated"
         also = await self._same_information(fact)
         updated = [self._set(g, choice, fact.id if g.id != fact.id else None) for g in [fact, *also]]
         await self.memory.update(updated)

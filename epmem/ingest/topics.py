@@ -50,7 +50,13 @@ TOPICS: tuple[Topic, ...] = (
                  "std$", "cardio", "heart", "stroke", "seizure", "epilep", "dementia", "alzheim",
                  "parkinson", "physio", "operation", "recovering from", "condition$", "lump", "migraine",
                  "insomnia", "eating disorder", "anorex", "bulimi", "pain", "chronic", "terminal",
-                 "hospice", "dentist", "medical", "health", "appointment")),
+                 "hospice", "dentist", "medical", "health", "appointment", "faint", "passed out", "collaps",
+                 "dehydrat", "pre-op", "post-op", "knee replacement", "hip replacement", "stitches", "x-ray",
+                 "ultrasound", "blood test", "test results", "icu$", "a&e$", "ambulance", "paramedic",
+                 "concussion", "fever", "vomit", "throwing up", "antibiotic", "hearing aid", "deaf",
+                 "wheelchair", "crutches", "hormone", "hrt$", "menopaus",
+                 "contracepti", "abortion", "sobriety", "aa meeting", "overdose", "suicid", "self-harm",
+                 "weeks pregnant", "trimester", "midwife", "ob-gyn", "obgyn")),
     Topic("money", "money, finances, salary, income, debt, loans, savings, rent, costs, prices",
           re.compile(_MONEY_FIGURE + "|" + _words(
               "salary", "salaries", "pay rise", "payrise", "paycheck", "payslip", "wage", "income",
@@ -67,6 +73,11 @@ TOPICS: tuple[Topic, ...] = (
                  "new role", "accepted a", "accepted the", "contract", "hired", "hiring", "demot",
                  "performance review", "performance plan", "pip$", "sabbatical", "retire", "startup",
                  "start-up", "founding", "co-found", "side project", "side hustle", "poach")),
+    Topic("education", "school grades, exam results, failing a class, suspensions, student records",
+          _words("gpa$", "grades", "failed the", "failed my", "failed his", "failed her", "exam results",
+                 "transcript", "report card", "suspended", "suspension", "expelled", "ineligib", "academic probation",
+                 "detention", "dropped out", "drop out", "dropping out", "resit", "re-sit", "repeat the year",
+                 "held back", "plagiar", "cheating on", "misconduct", "disciplinary")),
     Topic("romance", "love life, dating, relationships, breakups, divorce, affairs, engagement, marriage",
           _words("dating", "date$", "dated", "boyfriend", "girlfriend", "partner", "crush", "divorc",
                  "separat", "affair", "cheat", "break up", "broke up", "breakup", "split up", "engaged",
@@ -101,6 +112,11 @@ TOPICS: tuple[Topic, ...] = (
                  "atheis", "politic", "vote", "voting", "election", "gay$", "lesbian", "bisexual", "queer",
                  "trans$", "transgender", "coming out", "came out", "sexuality", "lgbt")),
 )
+
+
+#: topics private enough that a policy keyword of a category not about them does not settle a
+#: fact that touches them (family words and beliefs are too common in everyday talk for that).
+VETO_TOPICS = frozenset({"health", "money", "career", "romance", "legal", "identity", "education"})
 
 
 @lru_cache(maxsize=8192)

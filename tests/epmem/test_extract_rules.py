@@ -208,3 +208,38 @@ def test_what_others_tell_the_owner_is_a_fact_kept_within_its_context(extractor:
     assert surgery.text.startswith("Kira") and surgery.level == 0 and surgery.whitelist == []
     assert any(e == "context:told-by:kira" for e in surgery.evidence)
     assert not any("coffee" in d.text for d in drafts)  # someone else's small talk is no fact
+
+
+def test_a_no_to_does_x_know_keeps_x_out_of_the_talk_so_far(extractor: RulesExtractor) -> None:
+    s = session([("owner", "Kira, the project deadline moved and I failed the audit."),
+                 ("kira", "oh no"), ("kira", "ugh"), ("kira", "really?"),
+                 ("kira", "does Tom know?"),
+                 ("owner", "no and let's keep it that way", 4)], participants=["owner", "kira"])
+    fact = by_text(extractor.drafts(s), "deadline")
+    assert fact.blacklist == ["tom"]
+    # a yes, or a question about something else, blacklists nobody
+    yes = session([("owner", "The project deadline moved."), ("kira", "does Tom know?"),
+                   ("owner", "yes, told him today", 1)], participants=["owner", "kira"])
+    assert by_text(extractor.drafts(yes), "deadline").blacklist == []
+
+
+def test_idioms_of_secrecy(extractor: RulesExtractor) -> None:
+    s = session([("tom", "We'd love to keep you on: a full project lead role from October."),
+                 ("tom", "keep it under your hat for now", 0)], participants=["owner", "tom"])
+    fact = by_text(extractor.drafts(s), "October")
+    assert fact.level == 0 and any(e.startswith("cue:secret:under your hat") for e in fact.evidence)
+
+
+def test_a_keyword_that_names_a_person_or_misses_a_private_topic_is_no_clear_evidence() -> None:
+    policy = POLICY.model_copy(update={"categories": {
+        **POLICY.categories,
+        "family": POLICY.categories["work"].model_copy(update={"level": 2, "domain": "life", "keywords": ["mum"]}),
+        "church": POLICY.categories["work"].model_copy(update={"level": 3, "domain": "life", "keywords": ["mass"]}),
+    }})
+    classifier = CategoryClassifier(policy, default_embedder())
+    addressed = classifier.classify("It's just the evening course on Thursdays, Mum.")
+    assert addressed.category == "family" and not addressed.clear
+    hospital = classifier.classify("Her knee replacement is on April 2, the pre-op is at Mass General.")
+    assert not hospital.clear and any(e.startswith("topic:health") for e in hospital.evidence)
+    plain = classifier.classify("The evening mass is at seven on Sunday.")
+    assert plain.category == "church" and plain.clear
