@@ -242,6 +242,8 @@ class RulesExtractor(ReadsPolicy):
         if m2:  # "Between us, ...": a secrecy cue introduces; "Don't tell Tom, he'd worry" comments
             intro = self.cues.read(m2.group("cue"), owner=owner)
             if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
+                for c in found:  # "keep it under your hat, Tobi applied too": "it" is what came before
+                    c.anaphoric = False
                 return found, m2.group("body").strip()
         return found, None
 

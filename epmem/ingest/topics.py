@@ -71,7 +71,7 @@ TOPICS: tuple[Topic, ...] = (
                  "quitting", "fired", "laid off", "layoff", "redundan", "promot", "recruit", "headhunt",
                  "notice period", "hand in my notice", "handing in", "leaving the company", "career",
                  "new role", "accepted a", "accepted the", "contract", "hired", "hiring", "demot",
-                 "performance review", "performance plan", "pip$", "sabbatical", "retire", "startup",
+                 "performance review", "performance plan", "pip$", "sabbatical", "retir", "startup",
                  "start-up", "founding", "co-found", "side project", "side hustle", "poach")),
     Topic("education", "school grades, exam results, failing a class, suspensions, student records",
           _words("gpa$", "grades", "failed the", "failed my", "failed his", "failed her", "exam results",

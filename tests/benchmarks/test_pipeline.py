@@ -23,7 +23,8 @@ async def test_the_oracle_owner_answers_what_the_delegate_asks() -> None:
     before, _ = await run_scenarios(FILES, default_embedder(), "pipeline", backend="rules")
     after, _ = await run_scenarios(FILES, default_embedder(), "pipeline", backend="rules", review=True)
     review = after["review"]
-    assert review["facts"] == 8 and 0 < review["questions"] <= before["llm"]["pending_facts"]
+    # the delegate's own budget: the pending facts and a few confirmations, within the owner's patience
+    assert review["facts"] == 8 and 0 < review["questions"] and review["per_100_facts"] <= 30
     assert review["per_100_facts"] == round(100 * review["questions"] / 8, 2)
     assert after["permit"]["exact"] > before["permit"]["exact"]
     assert after["answer"]["leak_rate"] == 0.0

@@ -225,7 +225,8 @@ def test_a_no_to_does_x_know_keeps_x_out_of_the_talk_so_far(extractor: RulesExtr
 
 def test_idioms_of_secrecy(extractor: RulesExtractor) -> None:
     s = session([("tom", "We'd love to keep you on: a full project lead role from October."),
-                 ("tom", "keep it under your hat for now", 0)], participants=["owner", "tom"])
+                 ("tom", "keep it under your hat for now, Owen applied for the same role", 0)],
+                participants=["owner", "tom"])
     fact = by_text(extractor.drafts(s), "October")
     assert fact.level == 0 and any(e.startswith("cue:secret:under your hat") for e in fact.evidence)
 
