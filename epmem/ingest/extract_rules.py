@@ -243,7 +243,7 @@ class RulesExtractor(ReadsPolicy):
             intro = self.cues.read(m2.group("cue"), owner=owner)
             if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
                 for c in found:  # "keep it under your hat, Tobi applied too": "it" is what came before
-                    c.anaphoric = False
+                    c.anaphoric = c.anaphoric and not self._worth(m2.group("body"), set())
                 return found, m2.group("body").strip()
         return found, None
 

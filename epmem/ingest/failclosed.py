@@ -27,8 +27,11 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("clear-evidence",
          "A fact gets a category only on clear evidence: an example the owner confirmed, a keyword of the "
-         "policy that no sensitive topic contradicts, or a statement positively judged mundane. Anything "
-         "else stays pending (level 0) with a suggestion, until the owner or a model settles it.",
+         "policy that no sensitive topic contradicts, or a statement positively judged mundane. A private "
+         "topic (health, money, work moves, love, the law, identifiers, school records) that the keyword's "
+         "category is not about contradicts it, and a keyword that only names a person ('mum', a contact's "
+         "name) says who, not what. Anything else stays pending (level 0) with a suggestion, until the "
+         "owner or a model settles it.",
          "A guess that is too loose tells people what the owner never meant them to know and cannot be "
          "taken back; a guess that is too strict only waits for the owner."),
     Rule("default-is-mundane",
@@ -42,8 +45,9 @@ RULES: tuple[Rule, ...] = (
          "Whoever asked for secrecy knows best who may know; the people present heard it already."),
     Rule("narrowing-cue",
          "'Don't tell Tom', 'Tom doesn't know yet', 'we tell Mamma after', said by anyone, blacklists Tom "
-         "on the facts of that message (or the message it answers) only: a person merely mentioned is "
-         "never blacklisted, and no cue reaches across the whole session.",
+         "on the facts of that message (or the message it answers) only; a 'no' to 'does Tom know?' on the "
+         "conversation so far. A person merely mentioned is never blacklisted, and no other cue reaches "
+         "across the session.",
          "A blacklist only narrows, so anyone's word is enough; scoping it to the message keeps one "
          "remark from silencing unrelated facts."),
     Rule("widening-cue",
