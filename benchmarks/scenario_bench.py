@@ -309,7 +309,7 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                                           f"{ingested.sessions} sessions")
                 if review:
                     assert runtime.review is not None
-                    asked = await review_oracle.run_review(runtime.review, scenario)
+                    asked = await review_oracle.run_review(runtime.review, scenario, await runtime.review.budget())
                     tally.review_questions, tally.review_rounds, tally.review_learned = (
                         asked.questions, asked.rounds, asked.learned)
                     tally.gold_facts = len(scenario.facts)

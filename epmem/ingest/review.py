@@ -15,10 +15,14 @@ Contract
 ``await queue.waiting() -> int``
     How many facts wait for the owner (the daily digest says this number).
 ``await queue.next_batch(limit=None) -> list[Question]``
-    The next questions, most consequential first: the facts whose suggested annotation would
-    let the most people know (a wrong guess there costs most), then the least confident.
+    The next questions, most consequential first: the pending facts whose suggested annotation
+    would let the most people know (a wrong guess there costs most), then the least confident;
+    after them, annotated facts whose audience was read from words (:func:`worth_confirming`).
     ``limit`` defaults to ``ReviewConfig.batch`` (small: one screen). Facts skipped in this
     queue's lifetime come last. An empty list means nothing waits.
+``await queue.budget() -> int``
+    How many questions the delegate asks unprompted after an import (``ReviewConfig.share`` of
+    the facts in memory); the owner's /review asks on.
 ``await queue.question(fact_id) -> Question``
     One fact as a question (to redraw a keyboard, or to review a fact the owner names).
     Any fact may be reviewed, pending or not; :class:`ReviewError` if there is no such fact.
@@ -82,10 +86,10 @@ class ReviewConfig:
     same_information: float = 0.9
     #: a stranger counts as this many people when ranking by exposure (anyone at all may ask).
     stranger_weight: int = 10
-    #: besides the pending facts, annotated facts whose audience was read from the chat's words
-    #: (a secrecy or audience cue, who told it) are put to the owner to confirm, at most this
-    #: many per fact in memory: "who may know" is what a transcript says least clearly.
-    confirm_share: float = 0.12
+    #: how many questions the delegate asks unprompted after an import (:meth:`ReviewQueue.budget`):
+    #: this share of the facts in memory. The owner's patience is the scarce thing; /review on
+    #: demand asks on.
+    share: float = 0.13
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +239,6 @@ class ReviewQueue:
     #: used by relearn(); built from the policy, the memory's embedder and the examples if None.
     classifier: CategoryClassifier | None = None
     _skipped: set[str] = field(default_factory=set)
-    _confirmed: int = 0
 
     @property
     def policy(self) -> Policy:
@@ -254,14 +257,13 @@ class ReviewQueue:
         facts = await self.memory.all()
         waiting = [f for f in facts if f.state == "pending" and worth_asking(f)]
         confirm = [f for f in facts if worth_confirming(f)]
-        room = max(0, round(self.config.confirm_share * len(facts)) - self._confirmed)
         rulebook = Rulebook(self.policy)
 
         def rank(f: Fact) -> tuple[bool, bool, int, float, str]:
             return (f.id in self._skipped, f.state != "pending", -self._exposure(rulebook, self._suggested(f)),
                     f.confidence if f.confidence is not None else 0.0, f.id)
 
-        ranked = sorted(waiting, key=rank) + sorted(confirm, key=rank)[:room]
+        ranked = sorted(waiting, key=rank) + sorted(confirm, key=rank)
         by_id = {f.id: f for f in facts}
         chosen: list[Question] = []
         settled: set[str] = set()
@@ -274,6 +276,11 @@ class ReviewQueue:
             if len(chosen) >= limit:
                 break
         return chosen
+
+    async def budget(self) -> int:
+        """How many questions are worth the owner's time unprompted: ``ReviewConfig.share`` of
+        the facts in memory (pending ones first, then confirmations: see :meth:`next_batch`)."""
+        return int(self.config.share * len(await self.memory.all()) + 0.5)
 
     async def question(self, fact_id: str) -> Question:
         facts = await self.memory.all()
@@ -352,7 +359,6 @@ class ReviewQueue:
             return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
                            f"Skipped {fact.id}: I will ask again later.")
         choice = self._resolve(fact, answer)
-        self._confirmed += fact.state == "annotated"
         also = await self._same_information(fact)
         updated = [self._set(g, choice, fact.id if g.id != fact.id else None) for g in [fact, *also]]
         await self.memory.update(updated)

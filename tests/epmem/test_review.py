@@ -168,22 +168,19 @@ async def test_an_audience_read_from_words_is_confirmed_within_a_budget(memory: 
         annotated("k", "Kira's doctor found a lump.", ["keyword:health:doctor", "context:told-by:kira"]),
         annotated("s", "Sam's surgery is on Friday.", ["cue:secret:between us", "keyword:health:surgery"], ["kira"]),
         annotated("d", "Sam saw the doctor about the flu.", ["keyword:health:doctor"]),
-        *[annotated(f"m{i}", f"Sam repainted fence number {i}.", ["mundane:misc"]) for i in range(4)],
+        *[annotated(f"m{i}", f"Sam repainted fence number {i}.", ["mundane:misc"]) for i in range(6)],
     ])
     q = queue(memory)
-    q.config = type(q.config)(confirm_share=0.25)  # 8 facts: two confirmations
     batch = await q.next_batch()
     # the pending fact first, then the annotated facts whose audience came from a cue or a teller;
     # a fact filed on its keyword alone is not asked about
     assert batch[0].fact_id == "p" and {x.fact_id for x in batch[1:]} == {"k", "s"}
+    # unprompted, the delegate asks a share of the facts in memory: 13% of 10 is one question
+    assert await q.budget() == 1
+    q.config = type(q.config)(share=0.25)
+    assert await q.budget() == 3
     for x in batch:
         await q.apply(Answer.accept(x.fact_id))
     assert await q.next_batch() == []
     fact = await memory.get("s")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["kira"]
-    # the budget counts what was asked: with room for one, only one confirmation
-    await memory.add([annotated("k2", "Owen's dad is in hospital.", ["context:told-by:owen"]),
-                      annotated("k3", "Owen's sister lost her job.", ["context:told-by:owen"])])
-    q2 = queue(memory)
-    q2.config = type(q2.config)(confirm_share=0.1)  # 10 facts: one
-    assert len(await q2.next_batch()) == 1
