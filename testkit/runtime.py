@@ -22,10 +22,22 @@ def example(name: str) -> Path:
 
 
 async def scenario_runtime(data_dir: Path, scenario_path: Path) -> tuple[Runtime, Scenario]:
+    return await open_scenario(Settings(data_dir=data_dir), scenario_path)
+
+
+async def open_scenario(settings: Settings, scenario_path: Path) -> tuple[Runtime, Scenario]:
+    """A runtime on ``settings`` with the scenario's policy and gold memory loaded."""
     scenario = load_scenario(scenario_path)
-    runtime = await Runtime.open(Settings(data_dir=data_dir), policy=scenario.effective_policy())
+    runtime = await Runtime.open(settings, policy=scenario.effective_policy())
     await load_scenario_memory(runtime, scenario)
     return runtime, scenario
+
+
+def model_settings(data_dir: Path, base_url: str, *, timeout_s: float, budget_s: float) -> Settings:
+    """Settings that answer through a loopback OpenAI-compatible model with no retries, so a
+    misbehaving model shows in the first reply instead of hiding behind a second try."""
+    return Settings(data_dir=data_dir, llm_backend="openai", openai_base_url=base_url, llm_model="fake-model",
+                    llm_timeout_s=timeout_s, llm_max_retries=0, llm_reply_budget_s=budget_s, annotate_attempts=1)
 
 
 def ask(sender: str, text: str, *others: str, platform: str = "console") -> Inbound:

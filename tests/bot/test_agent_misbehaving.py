@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
-from bot.runtime import Runtime, load_scenario_memory
+from bot.runtime import Runtime
 from epmem.reply.respond import deflection
 from epmem.reply.sanity import check_reply
-from epmem.scenario import load_scenario
 from testkit.fake_openai import MISBEHAVIOURS, FakeOpenAI
-from testkit.runtime import ask, example
+from testkit.runtime import ask, example, model_settings, open_scenario
 
 BUDGET_S = 0.6
 HOUSE = "How is the house hunt going?"
@@ -38,12 +36,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def house(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Runtime]:
-    scenario = load_scenario(example("house_and_bonus.yaml"))
-    settings = Settings(data_dir=tmp_path / "data", llm_backend="openai", openai_base_url=fake.base_url,
-                        llm_model="fake-model", llm_timeout_s=30.0, llm_max_retries=0, llm_reply_budget_s=BUDGET_S,
-                        annotate_attempts=1)
-    runtime = await Runtime.open(settings, policy=scenario.effective_policy())
-    await load_scenario_memory(runtime, scenario)
+    settings = model_settings(tmp_path / "data", fake.base_url, timeout_s=30.0, budget_s=BUDGET_S)
+    runtime, _ = await open_scenario(settings, example("house_and_bonus.yaml"))
     try:
         yield runtime
     finally:

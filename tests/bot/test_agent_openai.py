@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, Settings
-from bot.runtime import Runtime, load_scenario_memory, make_llm, make_responder
+from bot.runtime import Runtime, make_llm, make_responder
 from epmem.memory.facts import Fact
 from epmem.llm import OpenAIConfig, OpenAILLM
 from epmem.reply.respond import LLMResponder, deflection
-from epmem.scenario import load_scenario
 from testkit.fake_openai import FakeOpenAI
-from testkit.runtime import ask, example
+from testkit.runtime import ask, example, model_settings, open_scenario
 from testkit.sessions import session
 
 HOUSE = "How is the house hunt going?"
@@ -32,12 +31,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 @pytest.fixture
 async def house(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Runtime]:
-    scenario = load_scenario(example("house_and_bonus.yaml"))
-    settings = Settings(data_dir=tmp_path / "data", llm_backend="openai", openai_base_url=fake.base_url,
-                        llm_model="fake-model", llm_timeout_s=5.0, llm_max_retries=0, llm_reply_budget_s=BUDGET_S,
-                        annotate_attempts=1)
-    runtime = await Runtime.open(settings, policy=scenario.effective_policy())
-    await load_scenario_memory(runtime, scenario)
+    settings = model_settings(tmp_path / "data", fake.base_url, timeout_s=5.0, budget_s=BUDGET_S)
+    runtime, _ = await open_scenario(settings, example("house_and_bonus.yaml"))
     try:
         yield runtime
     finally:
