@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +31,11 @@ from testkit.fake_slack import (
     mention,
     wait_for,
 )
+from testkit.handler import RecordingHandler
 from testkit.state import OpenState, connector_state
 
 SECRET = "test-signing-secret"
 OWNER = "UOWNER"
-
-
-@dataclass
-class RecordingHandler:
-    """The agent stand-in: records every Inbound and answers via ``reply`` (echo by default)."""
-
-    inbounds: list[Inbound] = field(default_factory=list)
-    reply: Callable[[Inbound], Outbound] = lambda i: Outbound(text=f"echo: {i.text}")
-
-    async def __call__(self, inbound: Inbound) -> Outbound:
-        self.inbounds.append(inbound)
-        return self.reply(inbound)
-
-    def texts(self) -> list[str]:
-        return [i.text for i in self.inbounds]
 
 
 @dataclass

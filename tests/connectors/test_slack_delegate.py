@@ -9,7 +9,7 @@ token. The delegate waits ``delegate_delay_s`` before answering; the test holds 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from testkit.fake_slack import (
     im_message,
     wait_for,
 )
+from testkit.handler import RecordingHandler
 from testkit.state import OpenState, connector_state
 
 SECRET = "delegate-secret"
@@ -56,14 +57,9 @@ class GatedTimer(FakeTimer):
         self.gate.set()
 
 
-@dataclass
-class Recorder:
-    inbounds: list[Inbound] = field(default_factory=list)
-    reply: Callable[[Inbound], Outbound] = lambda i: Outbound(text=f"as owner: {i.text}" if i.text else None)
-
-    async def __call__(self, inbound: Inbound) -> Outbound:
-        self.inbounds.append(inbound)
-        return self.reply(inbound)
+def as_owner(inbound: Inbound) -> Outbound:
+    """The delegate answers as the owner; a message with no text gets no answer."""
+    return Outbound(text=f"as owner: {inbound.text}" if inbound.text else None)
 
 
 @dataclass
@@ -71,7 +67,7 @@ class Rig:
     api: FakeSlackApi
     st: OpenState
     clock: GatedTimer
-    handler: Recorder
+    handler: RecordingHandler
     connector: SlackConnector
     sender: SlackSender
     n: int = 0
@@ -102,7 +98,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     await api.start()
     clock = GatedTimer()
     async with connector_state(tmp_path) as st:
-        handler = Recorder()
+        handler = RecordingHandler(reply=as_owner)
         connector = SlackConnector(config(api, clock), handler, state=st.state)
         await connector.start()
         try:
@@ -206,7 +202,7 @@ async def test_someone_elses_user_token_refuses_to_start(tmp_path: Path) -> None
     await api.start()
     try:
         async with connector_state(tmp_path) as st:
-            connector = SlackConnector(config(api, FakeTimer()), Recorder(), state=st.state)
+            connector = SlackConnector(config(api, FakeTimer()), RecordingHandler(reply=as_owner), state=st.state)
             with pytest.raises(SlackStartError, match="owner"):
                 await connector.start()
             await connector.stop()
@@ -220,7 +216,7 @@ async def test_without_the_owners_token_the_owners_dms_are_left_alone(tmp_path: 
     await api.start()
     try:
         async with connector_state(tmp_path) as st:
-            handler = Recorder(reply=lambda i: Outbound(text=f"echo: {i.text}"))
+            handler = RecordingHandler()
             connector = SlackConnector(config(api, FakeTimer(), user_token=None), handler, state=st.state)
             await connector.start()
             sender = SlackSender(SECRET, lambda: connector.port)

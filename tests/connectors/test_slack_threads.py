@@ -8,14 +8,13 @@ next audience. Negative checks follow a later "sentinel" DM that was answered an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
 from testkit.clock import FakeTimer
 from testkit.fake_slack import (
@@ -30,6 +29,7 @@ from testkit.fake_slack import (
     mention,
     wait_for,
 )
+from testkit.handler import RecordingHandler
 from testkit.state import OpenState, connector_state
 
 SECRET = "threads-secret"
@@ -38,23 +38,10 @@ ROOT = "1700000010.000100"
 
 
 @dataclass
-class Recorder:
-    inbounds: list[Inbound] = field(default_factory=list)
-    reply: Callable[[Inbound], Outbound] = lambda i: Outbound(text=f"echo: {i.text}")
-
-    async def __call__(self, inbound: Inbound) -> Outbound:
-        self.inbounds.append(inbound)
-        return self.reply(inbound)
-
-    def texts(self) -> list[str]:
-        return [i.text for i in self.inbounds]
-
-
-@dataclass
 class Rig:
     api: FakeSlackApi
     st: OpenState
-    handler: Recorder
+    handler: RecordingHandler
     connector: SlackConnector
     sender: SlackSender
     n: int = 0
@@ -83,7 +70,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     api = FakeSlackApi(members={"C1": ["U1", "U2", OWNER, BOT_USER]}, page_size=50)
     await api.start()
     async with connector_state(tmp_path) as st:
-        handler = Recorder()
+        handler = RecordingHandler()
         connector = SlackConnector(config(api), handler, state=st.state)
         await connector.start()
         current = Rig(api, st, handler, connector, SlackSender(SECRET, lambda: current.connector.port))
