@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
-import json
 import os
 import platform
 import random
@@ -31,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from bot.cli.common import write_json
 from bot.logging import configure_logging
 from epmem.audit.log import AuditLog, AuditRecord
 from testkit.house import HOUSE_Q, house_runtime, write_policy
@@ -185,11 +185,7 @@ def main() -> None:
               "fill_s": round(fill_s, 1), "audit_bytes": size, **chain, "pages": pages,
               "target_ms": 200, "timeline_p50_under_target": pages["timeline"]["p50_ms"] < 200,
               "host": {"python": platform.python_version(), "cpus": os.cpu_count()}}
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
-    print(text)
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.telegram_export import policy_yaml, write_single_chat
+from bot.cli.common import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 #: bytes a generated message takes in the export, measured on a sample (to hit a size).
@@ -130,10 +131,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     result = run_import_bench(args.size_mb, args.embedder, args.interrupt)
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.write_text(text + "\n")
-    print(text)
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bot.cli.common import write_json
 from bot.logging import configure_logging
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
@@ -213,11 +212,7 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("WARNING")  # stderr; stdout carries the JSON only
     result = asyncio.run(run())
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":

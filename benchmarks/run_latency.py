@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.cli.common import write_json
 from testkit.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message
 from testkit.fake_telegram import FakeTelegram
 from testkit.house import SLACK, TG, house_runtime, write_policy
@@ -260,11 +261,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
     result = asyncio.run(run(args.updates, args.warmup, args.platform))
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
-    sys.stdout.write(text + "\n")
+    write_json(result, args.json)
 
 
 if __name__ == "__main__":
