@@ -18,31 +18,15 @@ from typing import Any
 
 import pytest
 
-from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
 from epmem.audit import POSSIBLY
 from testkit.clock import FakeTimer
 from testkit.fake_slack import BOT_USER, TEAM, FakeSlackApi, SlackSender, event_envelope, im_message, mention
+from testkit.handler import AuditedEcho
 from testkit.state import OpenState, connector_state
 
 SECRET = "delivery-secret"
 OWNER = "UOWNER"
-
-
-class AuditedEcho:
-    """``disclose``: each reply tells its asker fact f1, in the ledger."""
-
-    def __init__(self, st: OpenState, disclose: bool = False) -> None:
-        self.st = st
-        self.disclose = disclose
-        self.audit_ids: list[str] = []
-
-    async def __call__(self, inbound: Inbound) -> Outbound:
-        facts = [("f1", "e1")] if self.disclose else []
-        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": [f for f, _ in facts]},
-                                            contact=inbound.sender, disclosed=facts, recipients=["U1"])
-        self.audit_ids.append(record.id)
-        return Outbound(f"answer to {inbound.text}", audit_id=record.id)
 
 
 @dataclass
@@ -71,7 +55,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     api.clock = clock.now
     await api.start()
     async with connector_state(tmp_path) as st:
-        handler = AuditedEcho(st)
+        handler = AuditedEcho(st, recipient="U1")
         connector = SlackConnector(config(api, clock), handler, state=st.state)
         await connector.start()
         try:
@@ -136,7 +120,7 @@ async def test_a_post_that_times_out_is_not_posted_twice(tmp_path: Path) -> None
     await api.start()
     try:
         async with connector_state(tmp_path) as st:
-            handler = AuditedEcho(st, disclose=True)
+            handler = AuditedEcho(st, disclose=True, recipient="U1")
             connector = SlackConnector(config(api, clock, send_timeout_s=1), handler, state=st.state)
             await connector.start()
             try:
@@ -198,7 +182,7 @@ async def test_start_is_clean_one_auth_test_and_no_warning(tmp_path: Path, caplo
         async with connector_state(tmp_path) as st:
             with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG):
                 warnings.simplefilter("always")
-                connector = SlackConnector(config(api, FakeTimer()), AuditedEcho(st), state=st.state)
+                connector = SlackConnector(config(api, FakeTimer()), AuditedEcho(st, recipient="U1"), state=st.state)
                 await connector.start()
                 sender = SlackSender(SECRET, lambda: connector.port)
                 await sender.event(event_envelope(im_message("U1", "hi", channel="DU1"), event_id="Ev-c1"))

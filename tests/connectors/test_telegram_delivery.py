@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from connectors.base import Inbound, Outbound
 from connectors.courier import DeliveryFailed
 from connectors.telegram import TelegramConfig, TelegramConnector
 from epmem.audit import POSSIBLY
 from testkit.clock import FakeTimer
 from testkit.fake_telegram import FakeTelegram
+from testkit.handler import AuditedEcho
 from testkit.state import OpenState, connector_state
 
 OWNER_ID = 777
@@ -31,23 +31,6 @@ GROUP_ID = -100200
 ALICE = FakeTelegram.user(42, "Alice")
 BOB = FakeTelegram.user(43, "Bob")
 OWNER = FakeTelegram.user(OWNER_ID, "Owner")
-
-
-class AuditedEcho:
-    """Answers every message, with an audit record per reply as the agent writes one
-    (``disclose``: each reply tells its asker fact f1, in the ledger)."""
-
-    def __init__(self, st: OpenState, disclose: bool = False) -> None:
-        self.st = st
-        self.disclose = disclose
-        self.audit_ids: list[str] = []
-
-    async def __call__(self, inbound: Inbound) -> Outbound:
-        facts = [("f1", "e1")] if self.disclose else []
-        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": [f for f, _ in facts]},
-                                            contact=inbound.sender, disclosed=facts, recipients=[inbound.sender])
-        self.audit_ids.append(record.id)
-        return Outbound(f"answer to {inbound.text}", audit_id=record.id)
 
 
 @pytest_asyncio.fixture
