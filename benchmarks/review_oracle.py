@@ -1,20 +1,27 @@
 """The oracle owner of ``bench scenarios --mode pipeline --review`` (shared/bench/SCENARIOS.md).
 
 The delegate asks; the oracle answers each question from the scenario's gold annotations and
-nothing else: only the fact that was asked, with the gold annotation of its counterpart (the
-gold fact whose canary the asked fact's text carries: the same thing the metrics count as
-revealing it), or "keep private" when the asked fact reveals no gold fact. The delegate's own
-loop decides how many questions: a small batch, learn from the answers, ask again only what is
-still unclear (epmem.ingest.review.ReviewQueue.next_batch / relearn), until nothing waits or the
-delegate's question budget for the import is spent.
+nothing else: only the facts the question shows (the asked fact and ``Question.also``, which
+the one answer settles together), each by its counterpart (the gold fact whose canary its text
+carries: the same thing the metrics count as revealing it). A question none of whose facts
+reveals a gold fact gets "keep private". One whose facts reveal several gold facts with
+different audiences gets what an honest owner would answer for all of them at once: the
+strictest of their gold annotations that lets nobody in whom another of them keeps out (the
+answer may then be stricter than one of them; never looser than any). The delegate's own loop
+decides how many questions: a small batch, learn from the answers, ask again only what is
+still unclear (epmem.ingest.review.ReviewQueue.next_batch / relearn), until nothing waits or
+the delegate's question budget for the import is spent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from epmem.ingest.review import Answer, ReviewQueue
+from epmem.ingest.review import Answer, Question, ReviewQueue
 from epmem.memory.facts import Fact
+from epmem.policy.calculus import STRANGER, Recipient, Rulebook, judge
+from epmem.policy.model import STRANGER_ID
 from epmem.scenario import GoldFact, Scenario
 
 from benchmarks.pipeline import origin
@@ -25,6 +32,8 @@ class ReviewRun:
     questions: int
     rounds: int
     learned: int
+    #: facts settled by an answer (the asked ones and the rest of their events).
+    settled: int = 0
 
 
 def counterpart(fact: Fact, scenario: Scenario) -> GoldFact | None:
@@ -38,26 +47,62 @@ def counterpart(fact: Fact, scenario: Scenario) -> GoldFact | None:
     return min(hits, key=lambda g: (g.session != origin(fact), g.version != fact.version, g.level, g.id))
 
 
-def answer_for(fact: Fact, scenario: Scenario) -> Answer:
-    gold = counterpart(fact, scenario)
-    if gold is None:
+def _audience(rulebook: Rulebook, people: Sequence[Recipient], gold: GoldFact) -> frozenset[str]:
+    gate = rulebook.gate(gold.to_fact())
+    return frozenset(r.id for r in people if judge(gate, r).allowed)
+
+
+def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
+    """One annotation for several gold facts shown in one question: one whose audience is every
+    one's common audience if there is one; else the lowest level, with every blacklist and only
+    the whitelist entries all of them let know."""
+    if len(golds) == 1:
+        return golds[0]
+    policy = scenario.effective_policy()
+    rulebook = Rulebook(policy)
+    people = [STRANGER, *(rulebook.recipient(c) for c in policy.contacts if c != STRANGER_ID)]
+    audiences = {g.id: _audience(rulebook, people, g) for g in golds}
+    common = frozenset.intersection(*audiences.values())
+    exact = [g for g in golds if audiences[g.id] == common]
+    if exact:
+        return min(exact, key=lambda g: g.id)
+    base = min(golds, key=lambda g: (g.level, g.id))
+    white = [w for w in base.whitelist if rulebook.members(w) <= common]
+    black = sorted({b for g in golds for b in g.blacklist} - set(white))
+    return base.model_copy(update={"whitelist": white, "blacklist": black})
+
+
+def answer_for(fact: Fact, scenario: Scenario, shown: Sequence[Fact] = ()) -> Answer:
+    """The answer about ``fact`` and the other facts the question shows with it."""
+    golds = {g.id: g for f in (fact, *shown) for g in [counterpart(f, scenario)] if g is not None}
+    if not golds:
         return Answer.private(fact.id)
+    gold = strictest(sorted(golds.values(), key=lambda g: g.id), scenario)
     return Answer.set(fact.id, gold.category, gold.level, gold.domain, gold.whitelist, gold.blacklist)
+
+
+async def answer_question(queue: ReviewQueue, q: Question, scenario: Scenario) -> Answer | None:
+    fact = await queue.memory.get(q.fact_id)
+    if fact is None:
+        return None
+    shown = [g for fid in q.also for g in [await queue.memory.get(fid)] if g is not None]
+    return answer_for(fact, scenario, shown)
 
 
 async def run_review(queue: ReviewQueue, scenario: Scenario, budget: int | None = None) -> ReviewRun:
     """Ask until nothing waits (or ``budget`` questions); relearn after every batch."""
-    asked = rounds = learned = 0
+    asked = rounds = learned = settled = 0
     while budget is None or asked < budget:
         batch = await queue.next_batch()
         if not batch:
             break
         rounds += 1
         for q in batch[: None if budget is None else budget - asked]:
-            fact = await queue.memory.get(q.fact_id)
-            if fact is None:
+            answer = await answer_question(queue, q, scenario)
+            if answer is None:
                 continue
-            await queue.apply(answer_for(fact, scenario))
+            applied = await queue.apply(answer)
             asked += 1
+            settled += len(applied.facts)
         learned += len(await queue.relearn())
-    return ReviewRun(asked, rounds, learned)
+    return ReviewRun(asked, rounds, learned, settled)

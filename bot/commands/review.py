@@ -1,7 +1,8 @@
 """``/review``: the owner settles the facts the delegate was unsure of, one tap per fact.
 
-The questions come from the library's review queue (epmem.ingest.review), most consequential
-first: the facts whose suggested annotation would let the most people know. One question is
+The questions come from the library's review queue (epmem.ingest.review), one per event (the
+facts of one message and the same news in other chats: the question lists them, and the answer
+applies to all of them), most consequential first. One question is
 shown at a time with its choices as buttons (an inline keyboard on Telegram, Block Kit buttons
 on Slack, typed commands on the console), and answering one shows the next, up to a small
 batch (``ReviewConfig.batch``); then the owner's answers are used to settle what they now make
@@ -43,11 +44,14 @@ commands = CommandSet()
 #: people offered on the "who may know" picker.
 PICKER_PEOPLE = 10
 _POSITION = re.compile(r"^#(\d{1,3})$")
+#: the other facts an answer settles, listed under the question.
+SHOWN_ALSO = 5
 _CLIP = 300
+_CLIP_ALSO = 100
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= _CLIP else text[: _CLIP - 1] + "\u2026"
+def _clip(text: str, width: int = _CLIP) -> str:
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def _queue(owner: OwnerServices) -> ReviewQueue:
@@ -73,8 +77,8 @@ def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int,
     """One question and its buttons."""
     batch = queue.config.batch
     total = min(batch, answered + max(waiting, 1))
-    lines = [f"Review {answered + 1}/{total} ({waiting} waiting; the ones a wrong guess would tell most "
-             f"people come first)" if q.state == "pending" else f"Review of {q.fact_id} ({q.state})",
+    lines = [f"Review {answered + 1}/{total} ({waiting} waiting; the ones where a wrong guess costs most "
+             f"come first)" if q.state != "owner-set" else f"Review of {q.fact_id} ({q.state})",
              f"{q.fact_id}: \u201c{_clip(q.text)}\u201d"]
     if q.covers_text:
         lines.append(f"(what is said instead of: \u201c{_clip(q.covers_text)}\u201d)")
@@ -82,8 +86,12 @@ def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int,
     if q.reasons:
         lines.append("Why: " + ", ".join(q.reasons[:6]))
     if q.also:
-        lines.append(f"The same thing was said in {len(q.also)} other chat{'s' * (len(q.also) != 1)}: "
-                     f"your answer settles {'them' if len(q.also) != 1 else 'it'} too.")
+        lines.append(f"Your answer applies to these {q.applies_to} facts (the same message, or the same news "
+                     f"in other chats):")
+        lines += [f"  {fid}: \u201c{_clip(text, _CLIP_ALSO)}\u201d"
+                  for fid, text in zip(q.also[:SHOWN_ALSO], q.also_text[:SHOWN_ALSO])]
+        if len(q.also) > SHOWN_ALSO:
+            lines.append(f"  \u2026 and {len(q.also) - SHOWN_ALSO} more")
     lines.append(f"Type /review {q.fact_id} ok | c:CATEGORY | private | who | skip, or tap:")
     tag = f" #{answered}"
     actions = [Action(f"\u2713 {q.suggested.describe()}", f"/review {q.fact_id} ok{tag}")]

@@ -15,14 +15,18 @@ Contract
 ``await queue.waiting() -> int``
     How many facts wait for the owner (the daily digest says this number).
 ``await queue.next_batch(limit=None) -> list[Question]``
-    The next questions, most consequential first: the pending facts whose suggested annotation
-    would let the most people know (a wrong guess there costs most), then the least confident;
-    after them, annotated facts whose audience was read from words (:func:`worth_confirming`).
-    ``limit`` defaults to ``ReviewConfig.batch`` (small: one screen). Facts skipped in this
+    The next questions, one per event (epmem/ingest/review_rank.py: the facts of one message
+    and the same news found again in other chats are asked about together, and the answer
+    applies to all of them), the events with most at stake first (:func:`~epmem.ingest.review_rank.stakes`:
+    a private topic, someone else's matter, an audience read from a cue), then the ones whose
+    suggestion would let the most people know, then the least confident. An event with nothing
+    worth asking (keyword-filed, mundane, never shared, fragments) is not asked about.
+    ``limit`` defaults to ``ReviewConfig.batch`` (small: one screen). Events skipped in this
     queue's lifetime come last. An empty list means nothing waits.
 ``await queue.budget() -> int``
-    How many questions the delegate asks unprompted after an import (``ReviewConfig.share`` of
-    the facts in memory); the owner's /review asks on.
+    How many questions the delegate asks unprompted after an import: ``ReviewConfig.share`` of
+    the events in memory, and never more than there are events worth asking about; the
+    owner's /review asks on.
 ``await queue.question(fact_id) -> Question``
     One fact as a question (to redraw a keyboard, or to review a fact the owner names).
     Any fact may be reviewed, pending or not; :class:`ReviewError` if there is no such fact.
@@ -35,7 +39,9 @@ Contract
     answered about the information, not about one copy of it. :class:`ReviewError` (a
     one-line message) for an unknown fact, category or contact, or a whitelist on a
     never-share category; nothing is changed then. Checking that the answer comes from the
-    owner is the caller's job.
+    owner is the caller's job. The answer applies to the fact and to ``Question.also`` (the
+    other facts of its event, shown in the question); each one's annotation before the answer
+    is in the audit body (``also_from``). An owner's earlier answer is never overwritten.
 ``await queue.relearn() -> list[Fact]``
     Re-annotates the facts still pending with what the answers taught (nearest confirmed
     examples first); returns the facts that left the queue. Call it after each batch.
@@ -62,6 +68,7 @@ from typing import Any, Literal
 from epmem.errors import EpmemError
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
 from epmem.ingest.examples import ExampleBank, Label
+from epmem.ingest.review_rank import CONCRETE, GUESSED, events, open_members, stakes
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 from epmem.policy.calculus import STRANGER, Rulebook
@@ -87,9 +94,10 @@ class ReviewConfig:
     #: a stranger counts as this many people when ranking by exposure (anyone at all may ask).
     stranger_weight: int = 10
     #: how many questions the delegate asks unprompted after an import (:meth:`ReviewQueue.budget`):
-    #: this share of the facts in memory. The owner's patience is the scarce thing; /review on
-    #: demand asks on.
-    share: float = 0.13
+    #: this share of the events in memory (one question settles an event). The owner's patience
+    #: is the scarce thing; /review on demand asks on. Chosen on the development scenarios only
+    #: (benchmarks/tools/review_gaps.py): about 20-26 questions per 100 facts a person would count.
+    share: float = 0.16
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +147,19 @@ class Question:
     people: tuple[str, ...]
     #: how many people the suggestion would let know (a stranger counts ReviewConfig.stranger_weight).
     exposure: int
-    #: other facts the answer will also settle (the same information in other chats).
+    #: other facts the answer will also settle: the rest of the message, the same news in other
+    #: chats (the question shows them: the owner answers for all of them at once).
     also: tuple[str, ...]
     options: tuple[Option, ...]
+    #: the texts of ``also``, in the same order.
+    also_text: tuple[str, ...] = ()
+    #: how much the delegate thinks is at stake (:func:`~epmem.ingest.review_rank.stakes`).
+    stakes: float = 0.0
+
+    @property
+    def applies_to(self) -> int:
+        """How many facts one answer settles."""
+        return 1 + len(self.also)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,26 +220,19 @@ class Applied:
     message: str
 
 
-#: evidence that gives the owner something concrete to confirm (see :func:`worth_asking`).
-_CONCRETE = ("keyword:", "topic:", "example:", "cue:", "context:")
-
-
 def worth_asking(fact: Fact) -> bool:
     """A pending fact is put to the owner when the delegate has something concrete to suggest:
     a policy keyword, a sensitive topic, a confirmed example, a cue or who told it. A fact with
     nothing of the kind (a fragment, small talk) stays private without costing the owner a
     question; it is still listed with the pending facts and can be reviewed by name."""
-    return any(e.startswith(_CONCRETE) for e in fact.evidence)
-
-
-#: evidence that the audience of an annotated fact was read from words, not from the policy.
-_GUESSED = ("cue:", "context:")
+    return any(e.startswith(CONCRETE) for e in fact.evidence)
 
 
 def worth_confirming(fact: Fact) -> bool:
-    """An annotated fact whose level or "who may know" rests on a cue or on who told it: the
-    delegate applied its reading (fail closed), and asks the owner to confirm it."""
-    return fact.state == "annotated" and any(e.startswith(_GUESSED) for e in fact.evidence)
+    """An annotated fact whose level, "who may know" or category rests on a cue, on who told it
+    or on a private topic: the delegate applied its reading (fail closed), and asks the owner
+    to confirm it."""
+    return fact.state == "annotated" and any(e.startswith(GUESSED) for e in fact.evidence)
 
 
 def _annotation(f: Fact) -> dict[str, Any]:
@@ -247,23 +258,32 @@ class ReviewQueue:
     # ------------------------------------------------------------------ questions
 
     async def waiting(self) -> int:
-        """Facts the delegate would ask about (the digest's number)."""
-        return sum(1 for f in await self.memory.all() if f.state == "pending" and worth_asking(f))
+        """Questions the delegate would ask (one per event worth asking; the digest's number)."""
+        return len(self._askable(await self.memory.all()))
+
+    def _askable(self, facts: Sequence[Fact]) -> list[list[Fact]]:
+        """The events with something worth asking, each as its open facts."""
+        policy = self.policy
+        groups = [open_members(g) for g in events(facts)]
+        return [g for g in groups if any(stakes(f, policy) > 0 for f in g)]
 
     async def next_batch(self, limit: int | None = None) -> list[Question]:
         limit = self.config.batch if limit is None else limit
         if limit <= 0:
             return []
         facts = await self.memory.all()
-        waiting = [f for f in facts if f.state == "pending" and worth_asking(f)]
-        confirm = [f for f in facts if worth_confirming(f)]
-        rulebook = Rulebook(self.policy)
+        policy, rulebook = self.policy, Rulebook(self.policy)
+        exposure: dict[str, int] = {}
 
-        def rank(f: Fact) -> tuple[bool, bool, int, float, str]:
-            return (f.id in self._skipped, f.state != "pending", -self._exposure(rulebook, self._suggested(f)),
-                    f.confidence if f.confidence is not None else 0.0, f.id)
+        def key(f: Fact) -> tuple[float, int, float, str]:
+            if f.id not in exposure:
+                exposure[f.id] = self._exposure(rulebook, self._suggested(f))
+            return (-stakes(f, policy), -exposure[f.id], f.confidence if f.confidence is not None else 0.0, f.id)
 
-        ranked = sorted(waiting, key=rank) + sorted(confirm, key=rank)
+        askable = self._askable(facts)
+        heads = [min(g, key=key) for g in askable]
+        skipped = {h.id for h, g in zip(heads, askable) if any(f.id in self._skipped for f in g)}
+        ranked = sorted(heads, key=lambda h: (h.id in skipped, *key(h)))
         by_id = {f.id: f for f in facts}
         chosen: list[Question] = []
         settled: set[str] = set()
@@ -271,7 +291,7 @@ class ReviewQueue:
             if f.id in settled:
                 continue
             q = await self._question(f, by_id, rulebook)
-            settled.update(q.also)
+            settled.update([q.fact_id, *q.also])
             chosen.append(q)
             if len(chosen) >= limit:
                 break
@@ -279,8 +299,10 @@ class ReviewQueue:
 
     async def budget(self) -> int:
         """How many questions are worth the owner's time unprompted: ``ReviewConfig.share`` of
-        the facts in memory (pending ones first, then confirmations: see :meth:`next_batch`)."""
-        return int(self.config.share * len(await self.memory.all()) + 0.5)
+        the events in memory (an answer settles an event), at most the events worth asking
+        about (see :meth:`next_batch`)."""
+        facts = await self.memory.all()
+        return min(int(self.config.share * len(events(facts)) + 0.5), len(self._askable(facts)))
 
     async def question(self, fact_id: str) -> Question:
         facts = await self.memory.all()
@@ -308,7 +330,8 @@ class ReviewQueue:
     async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook) -> Question:
         suggested = self._suggested(f)
         alternatives = self._alternatives(f, suggested)
-        also = tuple(x.id for x in await self._same_information(f))
+        others = await self._event_of(f, list(by_id.values()))
+        also = tuple(x.id for x in others)
         options = [Option("ok", "accept", f"Yes: {suggested.describe()}", suggested)]
         options += [Option(f"c:{c.category}", "category", c.describe(), c) for c in alternatives]
         options += [Option("private", "private", "Keep private"), Option("who", "who", "Who may know…"),
@@ -319,6 +342,7 @@ class ReviewQueue:
             state=f.state, suggested=suggested, confidence=f.confidence, reasons=tuple(f.evidence),
             alternatives=tuple(alternatives), people=self._people(f, suggested),
             exposure=self._exposure(rulebook, suggested), also=also, options=tuple(options),
+            also_text=tuple(x.text for x in others), stakes=stakes(f, self.policy),
         )
 
     def _alternatives(self, f: Fact, suggested: Choice) -> list[Choice]:
@@ -342,11 +366,23 @@ class ReviewQueue:
         order = [*suggested.whitelist, *suggested.blacklist, *named, *self.policy.groups, *contacts]
         return tuple(dict.fromkeys(order))
 
-    async def _same_information(self, f: Fact) -> list[Fact]:
-        """Facts in other sessions that say the same thing, not yet set by the owner."""
-        rows = await self.memory.similar([f.text], limit=8)
-        return [g for g, score in rows[0] if g.id != f.id and score >= self.config.same_information
-                and g.version == f.version and g.state != "owner-set"] if rows else []
+    async def _event_of(self, f: Fact, facts: Sequence[Fact]) -> list[Fact]:
+        """The other facts one answer about ``f`` settles, none set by the owner: the facts of
+        its event and of its message (epmem/ingest/review_rank.py), and facts elsewhere that say
+        nearly the same thing (``ReviewConfig.same_information``), each of ``f``'s version."""
+        group = next((g for g in events(facts) if any(x.id == f.id for x in g)), [f])
+        members = open_members(group)
+        if f.state == "owner-set":
+            members = [f, *members]
+        texts = [x.text for x in members]
+        rows = await self.memory.similar(texts, limit=8) if texts else []
+        out = {x.id: x for x in members if x.id != f.id}
+        for row in rows:
+            for g, score in row:
+                if (g.id != f.id and score >= self.config.same_information and g.version == f.version
+                        and g.state != "owner-set"):
+                    out.setdefault(g.id, g)
+        return sorted(out.values(), key=lambda x: x.id)
 
     # ------------------------------------------------------------------ answers
 
@@ -359,16 +395,17 @@ class ReviewQueue:
             return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
                            f"Skipped {fact.id}: I will ask again later.")
         choice = self._resolve(fact, answer)
-        also = await self._same_information(fact)
+        also = await self._event_of(fact, await self.memory.all())
         updated = [self._set(g, choice, fact.id if g.id != fact.id else None) for g in [fact, *also]]
         await self.memory.update(updated)
-        self._skipped.discard(fact.id)
+        self._skipped.difference_update([fact.id, *(g.id for g in also)])
         if self.examples is not None:
             label = Label(choice.category, choice.level, choice.domain, choice.level == 0 and not choice.whitelist)
             self.examples.add(fact.id, fact.text, label)
         audit = {"action": "review", "fact": fact.id, "answer": answer.kind, "from": _annotation(fact),
-                 "to": _annotation(updated[0]), "also": [g.id for g in also]}
-        more = f" (and {len(also)} similar)" if also else ""
+                 "to": _annotation(updated[0]), "also": [g.id for g in also],
+                 "also_from": {g.id: _annotation(g) for g in also}}
+        more = f" (and {len(also)} more fact{'s' * (len(also) != 1)} of the same event)" if also else ""
         return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.")
 
     def _resolve(self, fact: Fact, answer: Answer) -> Choice:

@@ -130,3 +130,24 @@ async def test_review_from_anyone_but_the_owner_changes_nothing(runtime: Runtime
     assert await runtime.memory.all() == before
     kinds = [r.kind for r in await runtime.audit.records(limit=10)]
     assert kinds.count("attempted_command") == 6 and "policy_change" not in kinds
+
+
+async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime) -> None:
+    """Two facts cut from one message are one question: the owner sees both, one tap settles
+    both, and the audit record says what each one was before."""
+    message = dict(session_id="s-m", source_turns=["s-m:0"], state="annotated", confidence=0.7)
+    await runtime.memory.add([
+        Fact(id="m1", text="Leo's biopsy came back clear.", event_id="e-m1", category="health", level=0,
+             domain="life", evidence=["topic:health:biopsy", "context:told-by:leo"], **message),  # type: ignore[arg-type]
+        Fact(id="m2", text="Leo goes back to work on Monday.", event_id="e-m2", category="work_projects", level=3,
+             domain="work", evidence=["keyword:work_projects:work"], **message),  # type: ignore[arg-type]
+    ])
+    text, actions = await owner_says(runtime, "/review m1")
+    assert "Your answer applies to these 2 facts" in text and "m2: \u201cLeo goes back to work on Monday.\u201d" in text
+    await owner_says(runtime, "/review m1 who leo")
+    for fid in ("m1", "m2"):
+        fact = await runtime.memory.get(fid)
+        assert fact is not None and (fact.state, fact.level, fact.whitelist) == ("owner-set", 0, ["leo"])
+    change = (await runtime.audit.records(limit=3))[-1]
+    assert change.body["fact"] == "m1" and change.body["also"] == ["m2"]
+    assert change.body["also_from"]["m2"]["level"] == 3 and change.body["also_from"]["m2"]["state"] == "annotated"

@@ -175,12 +175,75 @@ async def test_an_audience_read_from_words_is_confirmed_within_a_budget(memory: 
     # the pending fact first, then the annotated facts whose audience came from a cue or a teller;
     # a fact filed on its keyword alone is not asked about
     assert batch[0].fact_id == "p" and {x.fact_id for x in batch[1:]} == {"k", "s"}
-    # unprompted, the delegate asks a share of the facts in memory: 13% of 10 is one question
-    assert await q.budget() == 1
-    q.config = type(q.config)(share=0.25)
+    # unprompted, the delegate asks a share of the events in memory: 16% of 10 is two questions,
+    # and never more than there are events worth asking about
+    assert await q.budget() == 2
+    q.config = type(q.config)(share=0.5)
     assert await q.budget() == 3
     for x in batch:
         await q.apply(Answer.accept(x.fact_id))
     assert await q.next_batch() == []
     fact = await memory.get("s")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["kira"]
+
+
+def told(fid: str, text: str, turn: str, event: str | None = None, version: str = "truth",
+         evidence: list[str] | None = None, state: str = "annotated") -> Fact:
+    return Fact(id=fid, text=text, event_id=event or f"e-{fid}", session_id=turn.split(":")[0], category="health",
+                level=0, domain="life", state=state, confidence=0.7, source_turns=[turn],  # type: ignore[arg-type]
+                version=version, evidence=evidence or ["topic:health:x", "context:told-by:kira"])  # type: ignore[arg-type]
+
+
+async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory: FactMemory) -> None:
+    """The rules cut one message into fragments and find the same news again in another chat:
+    the owner is asked once, sees every fact the answer settles, and each change is audited."""
+    await memory.add([
+        told("a1", "Kira's cardiologist says it is atrial fibrillation.", "s1:0"),
+        told("a2", "Ablation on 2 June.", "s1:0"),
+        told("a3", "It's atrial fibrillation.", "s7:0", event="e-a1"),
+        told("o", "Kira has atrial fibrillation, she said.", "s9:0", event="e-a1", state="owner-set"),
+        told("c", "Kira is on leave for a sinus operation.", "s3:0", event="e-a1", version="cover",
+             evidence=["cue:cover:if anyone asks"]),
+    ])
+    q = queue(memory)
+    batch = await q.next_batch()
+    truth = next(x for x in batch if x.fact_id in ("a1", "a2", "a3"))
+    assert truth.applies_to == 3 and {truth.fact_id, *truth.also} == {"a1", "a2", "a3"}
+    assert set(truth.also_text) == {f.text for f in await memory.all() if f.id in truth.also}
+    # the cover is asked on its own: it must never get the truth's audience
+    assert sorted(x.fact_id for x in batch) == sorted([truth.fact_id, "c"])
+    assert await q.waiting() == 2
+    applied = await q.apply(Answer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
+    assert set(applied.audit["also"]) == {"a1", "a2", "a3"} - {truth.fact_id}
+    assert all(v["state"] == "annotated" for v in applied.audit["also_from"].values())
+    for fid in ("a1", "a2", "a3"):
+        fact = await memory.get(fid)
+        assert fact is not None and (fact.state, fact.whitelist) == ("owner-set", ["kira"])
+    cover, earlier = await memory.get("c"), await memory.get("o")
+    assert cover is not None and cover.state == "annotated" and cover.whitelist == []
+    assert earlier is not None and earlier.whitelist == []  # the owner's earlier answer stands
+    assert [x.fact_id for x in await q.next_batch()] == ["c"]
+
+
+async def test_what_is_at_stake_orders_the_questions_and_bounds_them(memory: FactMemory) -> None:
+    """Someone else's private matter whose audience the rules guessed comes before a pending
+    fact with only a keyword; a fact filed on its keyword alone, a mundane one and a fragment
+    with nothing to confirm are not asked about at all."""
+    def fact(fid: str, state: str, evidence: list[str], category: str = "health") -> Fact:
+        return Fact(id=fid, text=f"Sam fact {fid} about the knee.", event_id=f"e-{fid}", session_id=fid,
+                    category=category, level=0 if state == "pending" else 1, domain="life",
+                    state=state, confidence=0.5, evidence=evidence)  # type: ignore[arg-type]
+
+    await memory.add([
+        fact("kw", "pending", ["keyword:health:knee"]),
+        fact("told", "annotated", ["topic:health:x", "context:told-by:kira", "keyword:health:knee"]),
+        fact("cue", "annotated", ["cue:secret:between us", "keyword:health:knee"]),
+        fact("filed", "annotated", ["keyword:health:knee"]),
+        fact("plain", "annotated", ["mundane:misc"], "misc"),
+        fact("frag", "pending", ["unclear"]),
+        fact("pin", "annotated", ["credential-shape", "topic:identity:x"], "secrets"),
+    ])
+    q = queue(memory)
+    assert [x.fact_id for x in await q.next_batch()] == ["told", "kw", "cue"]
+    assert await q.waiting() == 3
+    assert await q.budget() == 1  # 16% of 7 events
