@@ -34,6 +34,8 @@ class ReviewRun:
     learned: int
     #: facts settled by an answer (the asked ones and the rest of their events).
     settled: int = 0
+    #: questions none of whose facts reveals a gold fact (answered "keep private").
+    blank: int = 0
 
 
 def counterpart(fact: Fact, scenario: Scenario) -> GoldFact | None:
@@ -91,7 +93,7 @@ async def answer_question(queue: ReviewQueue, q: Question, scenario: Scenario) -
 
 async def run_review(queue: ReviewQueue, scenario: Scenario, budget: int | None = None) -> ReviewRun:
     """Ask until nothing waits (or ``budget`` questions); relearn after every batch."""
-    asked = rounds = learned = settled = 0
+    asked = rounds = learned = settled = blank = 0
     while budget is None or asked < budget:
         batch = await queue.next_batch()
         if not batch:
@@ -103,6 +105,7 @@ async def run_review(queue: ReviewQueue, scenario: Scenario, budget: int | None 
                 continue
             applied = await queue.apply(answer)
             asked += 1
+            blank += answer.kind == "private"
             settled += len(applied.facts)
         learned += len(await queue.relearn())
-    return ReviewRun(asked, rounds, learned, settled)
+    return ReviewRun(asked, rounds, learned, settled, blank)

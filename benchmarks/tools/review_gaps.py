@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from epmem.ingest.review_rank import stakes
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Recipient, Rulebook, judge
 from epmem.policy.model import STRANGER_ID
@@ -54,7 +55,7 @@ def classify(gold: GoldFact, facts: Sequence[Fact], rulebook: Rulebook,
     if not wrong:
         return "right", ""
     settled = [c for c in carriers if c.state == "owner-set"]
-    detail = "; ".join(f"{c.id}[{c.state},{c.category},L{c.effective_level()},"
+    detail = "; ".join(f"{c.id}[{c.state},{c.category},L{c.effective_level()},s{stakes(c, rulebook.policy):.2f},"
                        f"{'loose' if got - want else 'tight'}] {c.text[:70]!r}" for c, got in wrong)
     if not settled:
         return "never-asked", detail
@@ -76,6 +77,8 @@ async def one(path: Path, review: bool, verbose: bool) -> Counter[str]:
                 assert runtime.review is not None
                 run = await review_oracle.run_review(runtime.review, scenario, await runtime.review.budget())
                 counts["questions"] += run.questions
+                counts["blank-questions"] += run.blank
+                counts["settled-by-answers"] += run.settled
             facts = await runtime.memory.all()
             counts["extracted"] += len(facts)
             counts["gold"] += len(scenario.facts)

@@ -258,8 +258,9 @@ class ReviewQueue:
     # ------------------------------------------------------------------ questions
 
     async def waiting(self) -> int:
-        """Questions the delegate would ask (one per event worth asking; the digest's number)."""
-        return len(self._askable(await self.memory.all()))
+        """Facts the delegate would ask about (in the events worth asking; the digest's number).
+        A question settles a whole event, so there are at most this many questions."""
+        return sum(len(g) for g in self._askable(await self.memory.all()))
 
     def _askable(self, facts: Sequence[Fact]) -> list[list[Fact]]:
         """The events with something worth asking, each as its open facts."""

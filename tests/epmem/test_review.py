@@ -212,7 +212,7 @@ async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory
     assert set(truth.also_text) == {f.text for f in await memory.all() if f.id in truth.also}
     # the cover is asked on its own: it must never get the truth's audience
     assert sorted(x.fact_id for x in batch) == sorted([truth.fact_id, "c"])
-    assert await q.waiting() == 2
+    assert await q.waiting() == 4  # facts, in two questions
     applied = await q.apply(Answer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
     assert set(applied.audit["also"]) == {"a1", "a2", "a3"} - {truth.fact_id}
     assert all(v["state"] == "annotated" for v in applied.audit["also_from"].values())
