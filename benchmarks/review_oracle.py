@@ -5,9 +5,9 @@ nothing else: only the facts the question shows (the asked fact and ``Question.a
 the one answer settles together), each by its counterpart (the gold fact whose canary its text
 carries: the same thing the metrics count as revealing it). A question none of whose facts
 reveals a gold fact gets "keep private". One whose facts reveal several gold facts with
-different audiences gets what an honest owner would answer for all of them at once: the
-strictest of their gold annotations that lets nobody in whom another of them keeps out (the
-answer may then be stricter than one of them; never looser than any). The delegate's own loop
+different audiences gets what an honest owner would answer for all of them at once: only the
+people all of them let know (:func:`strictest`; the answer may then be stricter than one of
+them, never looser than any). The delegate's own loop
 decides how many questions: a small batch, learn from the answers, ask again only what is
 still unclear (epmem.ingest.review.ReviewQueue.next_batch / relearn), until nothing waits or
 the delegate's question budget for the import is spent.
@@ -55,9 +55,9 @@ def _audience(rulebook: Rulebook, people: Sequence[Recipient], gold: GoldFact) -
 
 
 def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
-    """One annotation for several gold facts shown in one question: one whose audience is every
-    one's common audience if there is one; else the lowest level, with every blacklist and only
-    the whitelist entries all of them let know."""
+    """One annotation for several gold facts shown in one question: one of them whose audience
+    is all of theirs in common if there is one; else the strictest one's category at level 0
+    with exactly the people all of them let know whitelisted, and every blacklist."""
     if len(golds) == 1:
         return golds[0]
     policy = scenario.effective_policy()
@@ -69,9 +69,9 @@ def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
     if exact:
         return min(exact, key=lambda g: g.id)
     base = min(golds, key=lambda g: (g.level, g.id))
-    white = [w for w in base.whitelist if rulebook.members(w) <= common]
+    white = sorted(common - {STRANGER_ID})
     black = sorted({b for g in golds for b in g.blacklist} - set(white))
-    return base.model_copy(update={"whitelist": white, "blacklist": black})
+    return base.model_copy(update={"level": 0, "whitelist": white, "blacklist": black})
 
 
 def answer_for(fact: Fact, scenario: Scenario, shown: Sequence[Fact] = ()) -> Answer:

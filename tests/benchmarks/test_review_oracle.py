@@ -1,0 +1,55 @@
+"""The oracle owner answers for every fact a question shows, never looser than any of them."""
+
+from __future__ import annotations
+
+from benchmarks.review_oracle import answer_for, strictest
+from epmem.memory.facts import Fact
+from epmem.policy.calculus import STRANGER, Rulebook, judge
+from epmem.policy.model import STRANGER_ID
+from epmem.scenario import GoldFact, Scenario, load_scenario
+from testkit.runtime import OWN_SCENARIOS
+
+SCENARIO = load_scenario(OWN_SCENARIOS / "medical_leave.yaml")
+
+
+def extracted(fid: str, text: str, session: str) -> Fact:
+    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, state="annotated", category="health",
+                level=0, domain="life")
+
+
+def audience(scenario: Scenario, fact: Fact) -> frozenset[str]:
+    policy = scenario.effective_policy()
+    rb = Rulebook(policy)
+    people = [STRANGER, *(rb.recipient(c) for c in policy.contacts if c != STRANGER_ID)]
+    gate = rb.gate(fact)
+    return frozenset(r.id for r in people if judge(gate, r).allowed)
+
+
+def as_fact(gold: GoldFact) -> Fact:
+    return gold.to_fact()
+
+
+def test_one_fact_gets_its_gold_annotation_and_a_fragment_is_kept_private() -> None:
+    diagnosis = extracted("x1", "It's atrial fibrillation.", "s7")
+    answer = answer_for(diagnosis, SCENARIO)
+    assert (answer.kind, answer.category, answer.level, answer.whitelist) == (
+        "set", "health", 1, ("family", "sofia", "hannah"))
+    assert answer_for(extracted("x2", "Ablation on 2 June.", "s7"), SCENARIO).kind == "private"
+
+
+def test_facts_shown_together_get_only_the_audience_they_share() -> None:
+    diagnosis = extracted("x1", "It's atrial fibrillation.", "s1")
+    cost = extracted("x2", "We pay about €4,800 after the deductible.", "s2")
+    launch = extracted("x3", "The checkout redesign launch moves.", "s4")
+    f1, f4, f5 = (SCENARIO.fact(i) for i in ("f1", "f4", "f5"))
+    # one of them has exactly the audience both share: its annotation
+    answer = answer_for(diagnosis, SCENARIO, [cost])
+    assert (answer.category, answer.level, answer.whitelist, answer.blacklist) == (
+        "finances", 0, ("family",), ("marco",))
+    # none has: level 0 with exactly the shared audience (Hannah: f1 whitelists her, f5 is work news)
+    both = strictest([f1, f5], SCENARIO)
+    assert (both.level, both.whitelist) == (0, ["hannah"])
+    shared = audience(SCENARIO, as_fact(f1)) & audience(SCENARIO, as_fact(f5))
+    assert audience(SCENARIO, as_fact(both)) == shared == {"hannah"}
+    answer = answer_for(diagnosis, SCENARIO, [launch])
+    assert (answer.level, answer.whitelist) == (0, ("hannah",))
