@@ -53,6 +53,10 @@ GRID: dict[str, Sequence[float]] = {
     "open_min_recall": (0.2, 0.3),
     "state_relative_cut": (0.7, 0.8, 0.9),
     "state_min_recall": (0.3, 0.4),
+    "state_veto": (-10.5, -8.0, -6.0),
+    "rescue_recall": (0.2, 0.3, 0.4),
+    "rescue_logit": (1.0, 2.0, 3.0),
+    "complete_events": (False, True),
 }
 
 
@@ -78,6 +82,7 @@ class Case:
     events: list[RecalledEvent]
     storyline: Projection
     may: frozenset[str]
+    owner: str = ""
 
 
 async def collect(paths: Sequence[Path]) -> list[Case]:
@@ -98,7 +103,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
                         audience = [STRANGER if m == STRANGER_ID else rulebook.recipient(m)
                                     for m in asker_members(asker)]
                         cases.append(Case(item.question, events, project(events, rulebook, audience),
-                                          frozenset(gold.may)))
+                                          frozenset(gold.may), scenario.owner.name))
             finally:
                 await runtime.close()
     return cases
@@ -107,7 +112,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
 def score(cases: Sequence[Case], relevance: Relevance) -> tuple[float, float]:
     said = said_may = may = 0
     for case in cases:
-        chosen = set(relevance.choose(case.question, case.events, case.storyline).chosen)
+        chosen = set(relevance.choose(case.question, case.events, case.storyline, case.owner).chosen)
         said += len(chosen)
         said_may += len(chosen & case.may)
         may += len(case.may)

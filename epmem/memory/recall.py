@@ -41,9 +41,11 @@ def is_catch_up(question: str) -> bool:
 class RecallConfig:
     #: how many facts the store returns before grouping into events.
     candidates: int = 48
-    #: a fact whose relevance is below this is not about the question (the relevance step's
-    #: min_recall, epmem/reply/relevance.py, is the same threshold: keep them together).
-    min_relevance: float = 0.4
+    #: a fact whose relevance is below this is not about the question. The relevance step
+    #: (epmem/reply/relevance.py) says a fact this far only when the cross-encoder is sure it
+    #: answers (its ``rescue_recall``, the same threshold: keep them together); the rest of
+    #: what recall finds must reach its ``min_recall``.
+    min_relevance: float = 0.2
     #: weight of the question's similarity to the fact's category (name, description, keywords).
     category_weight: float = 1.0
     #: weight of the native score (0..1) of the session a fact came from, added to its event's

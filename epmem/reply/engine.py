@@ -122,7 +122,7 @@ class PrivacyEngine(ReadsPolicy):
                 audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
         """The storyline, narrowed to what answers the question and may be told together."""
         storyline = project(events, rulebook, audience)
-        choice = self.relevance.choose(question, events, storyline)
+        choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
         kept, held = limit_to_composite([rulebook.gate(by_id[f]) for f in choice.chosen], audience)
         return storyline.narrowed(kept, choice.scores), choice, held

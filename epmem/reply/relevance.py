@@ -11,14 +11,22 @@ How it chooses, by the kind of question:
   is ("How's Tyler's job going?", "Is Aoife okay?": a *state* question): every event the
   storyline has, best first, down to a share of the best fact's recall score. A cross-encoder
   cannot judge these (no single fact "answers" how someone is), so it only vetoes: a fact it
-  is sure does not belong (logit below ``open_veto``) is left out unless its recall score is
-  strong (``open_veto_recall``);
+  is sure does not belong (logit below ``open_veto``, ``state_veto``) is left out unless its
+  recall score is strong (``open_veto_recall``); the other facts of an event told are told
+  too (``complete_events``: "how is she?" is answered by the whole of what happened);
 - any other question (yes/no, when, where, who, what, how much): each fact gets
   ``relevance = recall score + rerank_weight * sigmoid(cross-encoder logit / rerank_temperature)``;
   a fact the cross-encoder says does not answer the question (logit below ``veto``) is left
   out; the best event answers, other events only when their best fact is within
   ``event_margin`` of it; and nothing is said below ``floor`` unless the cross-encoder says it
   answers (logit at least ``answers``); when nothing is left, the asker gets the deflection.
+
+Every kind: a fact recall found only weakly (below the kind's least recall score, at least
+``rescue_recall``) is said only when the cross-encoder is sure it answers (``rescue_logit``):
+"Why is Elif off on 22-23 May?" is far from "Elif's egg retrieval is on 22 May" for the
+embedder, not for the cross-encoder. The cross-encoder reads the question with the owner named
+where the asker says "you" (:func:`addressed_to`): the memory speaks of the owner by name, and
+the model judges "Are you getting a pet?" against "Alex is picking up a cat" as unrelated.
 
 Failing closed: whatever is left out because it is not sure to answer is named in the audit
 (``Choice.left_out``, with the reason), so the owner can see what was not said and why.
@@ -35,6 +43,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -58,6 +67,51 @@ _KIND_WORDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
     ("yesno", re.compile(r"^\s*(?:\w+,\s*)?(is|are|was|were|do|does|did|has|have|had|will|would|can|could|"
                          r"should|shall|may|might|must|isn't|aren't|didn't|doesn't|hasn't|won't)\b", re.I)),
 )
+
+
+#: the asker speaks to the owner ("Are you cutting down your hours?"); the memory speaks of
+#: the owner by name ("Leila is going down to 4 days a week"). Longest forms first.
+_SECOND_PERSON: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), replacement) for pattern, replacement in (
+        (r"\byou(?:'re|’re)\b", "{name} is"),
+        (r"\byou(?:'ve|’ve)\b", "{name} has"),
+        (r"\byou(?:'ll|’ll)\b", "{name} will"),
+        (r"\byou(?:'d|’d)\b", "{name} would"),
+        (r"\byour(?:self|selves)\b", "{name}"),
+        (r"\byours?\b", "{name}'s"),
+        (r"\byou(?:\s+(?:two|both|guys|all))?\b", "{name}"),
+    ))
+
+
+def addressed_to(question: str, name: str) -> str:
+    """``question`` with the owner, addressed as "you", named instead: what the cross-encoder
+    reads, since it judges "Are you getting a pet?" against "Alex is picking up a cat" as
+    unrelated (-7.5) and "Are Alex getting a pet?" as an answer (+1.8)."""
+    if not name:
+        return question
+    for pattern, replacement in _SECOND_PERSON:
+        question = pattern.sub(replacement.format(name=name), question)
+    return question
+
+
+def owner_called(owner: str, texts: Sequence[str]) -> str:
+    """How the facts name the owner: whichever of the full name and its words they use most
+    ("Leila" for Dr. Leila Haddad, "Ha" for Nguyễn Thu Hà, "Chen Jing" as written); else the
+    first word."""
+    folded = [_fold(t) for t in texts]
+    best, count = "", 0
+    for form in dict.fromkeys([owner, *owner.split()]):
+        key = _fold(form.strip("."))
+        if len(key) < 2:
+            continue
+        n = sum(len(re.findall(rf"\b{re.escape(key)}\b", t)) for t in folded)
+        if n > count:
+            best, count = form.strip("."), n
+    return best or (owner.split() or [""])[0]
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold()
 
 
 def question_kind(question: str) -> QuestionKind:
@@ -98,6 +152,17 @@ class RelevanceConfig:
     #: out unless its recall score is at least ``open_veto_recall``.
     open_veto: float = -10.5
     open_veto_recall: float = 0.6
+    #: the same for state questions.
+    state_veto: float = -10.5
+    #: open and state questions: the other facts of an event told are told too (when the
+    #: storyline has them and they are not vetoed).
+    complete_events: bool = True
+    #: a fact whose recall score is below the question kind's least but at least this is said
+    #: only when the cross-encoder is sure it answers (logit at least ``rescue_logit``): "Why is
+    #: Elif off on 22-23 May?" is far from "Elif's egg retrieval is on 22 May" for the embedder.
+    #: Recall's min_relevance must be at most this (epmem/memory/recall.py).
+    rescue_recall: float = 0.2
+    rescue_logit: float = 2.0
     #: the most facts one reply tells (the rules composer says them all).
     max_facts: int = 4
     #: weight and temperature of the cross-encoder's logit in a fact's relevance.
@@ -145,41 +210,52 @@ class Relevance:
         self.config = config or RelevanceConfig()
         self.reranker = reranker if self.config.rerank_weight > 0 else None
 
-    def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection) -> Choice:
+    def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection,
+               owner: str = "") -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
-        chosen answer to questions about the secret it stands for); ``projection`` the storyline."""
+        chosen answer to questions about the secret it stands for); ``projection`` the storyline;
+        ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named)."""
         started = time.perf_counter()
         kind = question_kind(question)
+        asked = addressed_to(question, owner_called(owner, [d.fact.text for d in projection.used]))
         recalled = {r.fact.id: r for ev in events for r in ev.facts}
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
         c = self.config
         least = {"open": c.open_min_recall, "state": c.state_min_recall}.get(kind, c.min_recall)
-        storyline = [d for d in projection.used if own[d.fact.id] >= least]
-        if not storyline:
+        pool = sorted((d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)),
+                      key=lambda d: -own[d.fact.id])
+        if not pool:
             return Choice(kind, ())
         left_out: dict[str, str] = {}
         if kind in ("open", "state"):
-            ranked = sorted(storyline, key=lambda d: -own[d.fact.id])
-            logit, reranked = self._logits(question, [d for d in ranked if own[d.fact.id] < c.open_veto_recall],
-                                           recalled)
-            left_out = {f: f"cross-encoder {x:.1f} < {c.open_veto}: not about the question"
-                        for f, x in logit.items() if x < c.open_veto}
-            ranked = [d for d in ranked if d.fact.id not in left_out]
-            cut = (c.open_relative_cut if kind == "open" else c.state_relative_cut) * own[ranked[0].fact.id] \
-                if ranked else 0.0
-            kept = [d for d in ranked if own[d.fact.id] >= cut]
+            logit, reranked = self._logits(asked, [d for d in pool if own[d.fact.id] < c.open_veto_recall], recalled)
+            veto = c.open_veto if kind == "open" else c.state_veto
+            left_out = {f: f"cross-encoder {x:.1f} < {veto}: not about the question"
+                        for f, x in logit.items() if x < veto}
+        else:
+            logit, reranked = self._logits(asked, pool, recalled)
+            left_out = {f: f"cross-encoder {x:.1f} < {c.veto}: does not answer it"
+                        for f, x in logit.items() if x < c.veto}
+        rescued = {d.fact.id for d in pool if own[d.fact.id] < least and logit.get(d.fact.id, -math.inf) >= c.rescue_logit}
+        left_out.update({d.fact.id: f"recall {own[d.fact.id]:.2f} < {least} and the cross-encoder is not sure it answers"
+                         for d in pool if own[d.fact.id] < least and d.fact.id not in rescued
+                         and d.fact.id not in left_out and d.fact.id in logit})
+        ranked = [d for d in pool if d.fact.id not in left_out and (own[d.fact.id] >= least or d.fact.id in rescued)]
+        if kind in ("open", "state"):
+            top = max((own[d.fact.id] for d in ranked if d.fact.id not in rescued), default=0.0)
+            cut = (c.open_relative_cut if kind == "open" else c.state_relative_cut) * top
+            kept = [d for d in ranked if own[d.fact.id] >= cut or d.fact.id in rescued]
+            if c.complete_events:
+                told = {d.fact.event_id for d in kept}
+                kept = [d for d in ranked if d.fact.event_id in told]
             chosen = _one_per_event_first(kept)
             scores = {d.fact.id: own[d.fact.id] for d in kept}
         else:
-            logit, reranked = self._logits(question, sorted(storyline, key=lambda d: -own[d.fact.id]), recalled)
-            left_out = {f: f"cross-encoder {x:.1f} < {c.veto}: does not answer it"
-                        for f, x in logit.items() if x < c.veto}
-            weighed = [d for d in storyline if d.fact.id not in left_out]
             scores = {d.fact.id: own[d.fact.id] + (c.rerank_weight / (1.0 + math.exp(-logit[d.fact.id]
                                                                                     / c.rerank_temperature))
-                                                   if d.fact.id in logit else 0.0) for d in weighed}
+                                                   if d.fact.id in logit else 0.0) for d in ranked}
             sure = {f for f, x in logit.items() if x >= c.answers}
-            chosen = self._best_events(weighed, scores, sure, left_out)
+            chosen = self._best_events(ranked, scores, sure, left_out)
         return Choice(kind, tuple(chosen[: c.max_facts]), scores, reranked,
                       (time.perf_counter() - started) * 1000, left_out)
 

@@ -97,3 +97,32 @@ def test_a_fact_the_cross_encoder_says_answers_passes_a_low_recall_floor() -> No
     choice = relevance.choose("Where will you be on 17-18 April?", events, proj)
     assert choice.scores["f1"] < RelevanceConfig().floor and choice.chosen == ("f1",)
     assert "f2" in choice.left_out
+
+
+def test_a_fact_far_from_the_question_is_said_only_when_the_cross_encoder_is_sure() -> None:
+    """Below the kind's least recall, a fact is rescued by a sure logit; an unsure one is left
+    out and named (recall's floor lets both through; relevance decides)."""
+    events, proj = storyline(("f1", "e1", "Elif is doing a third IVF cycle, with the egg retrieval on 22 May.", 0.33),
+                             ("f2", "e2", "Elif's cousin is visiting in May.", 0.30),
+                             ("f3", "e3", "Elif repainted the kitchen.", 0.10))
+    config = RelevanceConfig(rescue_recall=0.2, rescue_logit=2.0)
+    model = Scripted({"IVF": 4.5, "cousin": 1.0, "kitchen": 9.0})
+    choice = Relevance(config, model).choose("Why is Elif off on 22-23 May?", events, proj)
+    assert choice.chosen == ("f1",)
+    assert "recall 0.30" in choice.left_out["f2"] and "not sure" in choice.left_out["f2"]
+    assert "f3" not in choice.left_out and not any("kitchen" in t for t in model.read)  # below rescue_recall
+    off = Relevance(RelevanceConfig(rescue_recall=0.4), Scripted({"IVF": 4.5})).choose(
+        "Why is Elif off on 22-23 May?", events, proj)
+    assert off.chosen == ()
+
+
+def test_a_state_question_tells_the_rest_of_an_event_it_tells() -> None:
+    """f2 is under the relative cut, but it is the same event as f1, which is told."""
+    events, proj = storyline(("f1", "e1", "Mateus owes two months of rent.", 0.80),
+                             ("f2", "e1", "The landlord gave Mateus until the 30th.", 0.45),
+                             ("f3", "e2", "Mateus bought a new bike.", 0.45))
+    model = Scripted({})
+    whole = Relevance(RelevanceConfig(complete_events=True), model).choose("Is Mateus okay?", events, proj)
+    assert whole.kind == "state" and set(whole.chosen) == {"f1", "f2"}
+    part = Relevance(RelevanceConfig(complete_events=False), model).choose("Is Mateus okay?", events, proj)
+    assert part.chosen == ("f1",)

@@ -1,0 +1,40 @@
+"""The asker says "you" to the owner; the memory names the owner. The cross-encoder reads the
+question with the owner named. The real cross-encoder: the point is what the model makes of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from epmem.embedding.cross_encoder import available, shared_cross_encoder
+from epmem.memory.facts import Fact
+from epmem.memory.recall import Recalled, RecalledEvent
+from epmem.reply.projection import FactDecision, Projection
+from epmem.reply.relevance import Relevance, RelevanceConfig, addressed_to, owner_called
+
+
+def test_the_owner_addressed_as_you_is_named() -> None:
+    assert addressed_to("Are you cutting down your hours? You're busy.", "Leila") == \
+        "Are Leila cutting down Leila's hours? Leila is busy."
+    assert addressed_to("Are you two getting a pet?", "Alex") == "Are Alex getting a pet?"
+    assert addressed_to("Is Young coming?", "Alex") == "Is Young coming?"  # a word, not a pronoun
+    assert addressed_to("Are you there?", "") == "Are you there?"
+
+
+def test_the_owner_is_named_as_the_facts_name_them() -> None:
+    assert owner_called("Dr. Leila Haddad", ["From September Leila is going down to 4 days."]) == "Leila"
+    assert owner_called("Nguyễn Thu Hà", ["Ha is on track to submit next year."]) == "Hà"
+    assert owner_called("Chen Jing", ["Chen Jing cut her hair.", "Jing's sister called."]) == "Jing"
+    assert owner_called("Lin Su", []) == "Lin"
+
+
+@pytest.mark.skipif(not available(), reason="the cross-encoder is not installed")
+def test_the_cross_encoder_hears_you_as_the_owner() -> None:
+    fact = Fact(id="f1", text="Alex and Sam are picking up Knedlík, a cat from the shelter, on Saturday.",
+                event_id="e1", category="daily_life", level=3, state="owner-set")
+    events = [RecalledEvent("e1", 0.64, (Recalled(fact, 0.64),))]
+    projection = Projection((FactDecision(fact, 0.64, True, (), used=True),))
+    relevance = Relevance(RelevanceConfig(), shared_cross_encoder())
+    named = relevance.choose("Are you two getting a pet?", events, projection, owner="Alex Novak")
+    assert named.chosen == ("f1",), named.left_out
+    unnamed = relevance.choose("Are you two getting a pet?", events, projection)
+    assert unnamed.chosen == () and "f1" in unnamed.left_out
