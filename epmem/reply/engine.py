@@ -19,7 +19,7 @@ from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import Held, limit_to_composite
 from epmem.reply.guard import Denied
-from epmem.memory.recall import FactMemory, RecalledEvent
+from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
@@ -135,9 +135,13 @@ class PrivacyEngine(ReadsPolicy):
         return [Denied(f.id, f.text) for f, _ in rows[0] if not audience_allows(rulebook.gate(f), audience)]
 
     async def owner_recall(self, question: str) -> Answer:
-        """The owner may know everything: every relevant fact, with its id and annotation."""
+        """The owner may know everything: every relevant fact, with its id and annotation.
+        Recall's floor is low so that the relevance step may rescue a weakly recalled fact;
+        the owner sees the events that reach the relevance step's ``min_recall``, as before."""
         started = time.perf_counter()
-        events = await self.memory.recall(question)
+        least = self.relevance.config.min_recall
+        events = [ev for ev in await self.memory.recall(question)
+                  if is_catch_up(question) or any(r.score >= least for r in ev.facts)]
         decisions = tuple(
             FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts
         )
