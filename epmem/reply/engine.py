@@ -125,7 +125,9 @@ class PrivacyEngine(ReadsPolicy):
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
         kept, held = limit_to_composite([rulebook.gate(by_id[f]) for f in choice.chosen], audience)
-        return storyline.narrowed(kept, choice.scores), choice, held
+        narrowed = storyline.narrowed(kept, choice.scores)
+        near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)
+        return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
 
     async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
                              limit: int = 16) -> list[Denied]:
@@ -139,9 +141,9 @@ class PrivacyEngine(ReadsPolicy):
         Recall's floor is low so that the relevance step may rescue a weakly recalled fact;
         the owner sees the events that reach the relevance step's ``min_recall``, as before."""
         started = time.perf_counter()
-        least = self.relevance.config.min_recall
-        events = [ev for ev in await self.memory.recall(question)
-                  if is_catch_up(question) or any(r.score >= least for r in ev.facts)]
+        recalled = await self.memory.recall(question)
+        near = _near_events(question, recalled, set(), self.relevance.config.min_recall)
+        events = [ev for ev in recalled if ev.event_id in near]
         decisions = tuple(
             FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts
         )
@@ -156,3 +158,14 @@ class PrivacyEngine(ReadsPolicy):
             reply = "Nothing in your memory matches that."
         return Answer(reply, not decisions, Projection(decisions), "owner-recall",
                       (time.perf_counter() - started) * 1000)
+
+
+def _near_events(question: str, events: Sequence[RecalledEvent], told: set[str], least: float) -> set[str]:
+    """The events a reply's record names as candidates: those with a fact at the relevance
+    step's ``min_recall`` (every event for a catch-up), and those it told a fact of. Recall's
+    floor is lower, for the relevance step's rescue of a weakly recalled fact; a record naming
+    every such fact would be noisy, and /forget would erase the texts of records that never
+    came near the fact."""
+    if is_catch_up(question):
+        return {ev.event_id for ev in events}
+    return {ev.event_id for ev in events if any(r.score >= least or r.fact.id in told for r in ev.facts)}

@@ -130,6 +130,21 @@ async def test_owner_recall_shows_what_reaches_the_relevance_step_not_recall_s_l
     assert all(f"[{f}]" in reply for f in strong) and not any(f"[{f}]" in reply for f in weak)
 
 
+async def test_a_reply_s_record_names_the_events_near_the_question_not_recall_s_low_floor(house: Runtime) -> None:
+    """The record's candidates (what /forget erases by) are the events with a fact at the
+    relevance step's min_recall, and any it told a fact of; not every weakly recalled one."""
+    question = "Any plans for the weekend?"
+    events = await house.memory.recall(question)
+    least = house.engine.relevance.config.min_recall
+    weak = {r.fact.id for ev in events if all(x.score < least for x in ev.facts) for r in ev.facts}
+    out = await house.agent.handle(ask("leo", question))
+    record = await house.audit.get(out.audit_id or "")
+    assert record is not None and weak
+    named = {c["fact"] for c in record.body["candidates"]}
+    told = set(record.body["disclosed"])
+    assert named and not (named & weak - told)
+
+
 async def test_odd_messages_are_audited_and_answered_briefly(house: Runtime) -> None:
     sticker = Inbound(platform="telegram", chat_id="5", chat_kind="direct", sender="telegram:5", text="",
                       audience=("telegram:5",), non_text="sticker")
