@@ -283,6 +283,11 @@ _KIN = {
 }
 
 
+#: plural relationship words: everyone either word names ("my parents" -> mother and father).
+_PLURAL_KIN = {"parents": ("mother", "father"), "folks": ("mother", "father"), "mum and dad": ("mother", "father"),
+               "mom and dad": ("mother", "father")}
+
+
 class ContactNames(ReadsPolicy):
     """Names, first names, aliases, ids, group ids and relationship words -> contact/group ids.
 
@@ -314,6 +319,11 @@ class ContactNames(ReadsPolicy):
             add(gid.replace("_", " "), gid)
         # an ambiguous first name ("Lin" twice) resolves to nobody rather than to a guess
         self._index = {k: next(iter(v)) for k, v in index.items() if len(v) == 1}
+        # a plural that names several people at once ("my parents"): all of them, never a guess
+        self._plural = {k: sorted(index.get(a, set()) | index.get(b, set()))
+                        for k, (a, b) in _PLURAL_KIN.items() if index.get(a) or index.get(b)}
+        for k in self._plural:
+            self._index.setdefault(k, k)
         longest = sorted(self._index, key=len, reverse=True)
         self._pattern = (
             re.compile(r"(?<!\w)(?:(?:my|our|the|his|her)\s+)?(" + "|".join(map(re.escape, longest)) + r")(?!\w)",
@@ -327,9 +337,10 @@ class ContactNames(ReadsPolicy):
             return []
         found: list[str] = []
         for m in self._pattern.finditer(text):
-            cid = self._index.get(m.group(1).casefold())
-            if cid is not None and cid not in found:
-                found.append(cid)
+            key = m.group(1).casefold()
+            for cid in self._plural.get(key, [self._index.get(key)]):
+                if cid is not None and cid not in found:
+                    found.append(cid)
         return found
 
     def name_of(self, cid: str) -> str:

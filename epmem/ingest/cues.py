@@ -40,7 +40,10 @@ _BLACK_AFTER = re.compile(
     rf"|\bnot a word to\b|\bnot\s+(?:that|this|it|any of (?:this|that)|the\s+\w+)(?:\s+\w+)?\s+to\b"
     rf"|\b(?:haven{A}?t|hasn{A}?t|have not|has not|hadn{A}?t|had not|not yet|never)\s+(?:yet\s+)?told\b"
     rf"|\bwithout\s+(?:telling|letting)\b|\bbehind\b(?=\s+\w+{A}s\s+back)|\b(?:before|until|till)\s+(?=\w+\s+{_KNOW})"
-    rf"|\bkeep(?:ing)?\s+\w+\s+(?:out of the loop|in the dark)\b",
+    rf"|\bkeep(?:ing)?\s+\w+\s+(?:out of the loop|in the dark)\b"
+    # "don't tell anyone, esp. not my parents", "least of all Tom", "not even Mamma knows"
+    rf"|\b(?:esp\.?|especially|specially|particularly|above all|certainly|definitely|and|but|or)\s+not\b"
+    rf"(?!\s+(?:yet|sure|really|only|just|much|that|this|it|at all)\b)|\bleast of all\b|\bnot even\b",
     re.IGNORECASE,
 )
 #: blacklist: the people named BEFORE the cue ("Tom must not know", "Mamma doesn't know yet").

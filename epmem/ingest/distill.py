@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 import structlog
 
+from epmem.ingest import twins
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
 from epmem.ingest.extract_llm import LLMExtractor
@@ -202,13 +203,36 @@ class Distiller(ReadsPolicy):
         kept = [f for f in old if f.state == "owner-set"]
         kept_texts = {f.text.casefold() for f in kept}
         new = [f for f in facts if f.text.casefold() not in kept_texts]
+        new, narrowed = await self._twin_news(session_id, new)
         fresh, merged = await self._dedupe(session_id, new)
+        merged_ids = {m.id for m in merged}
+        merged += [t for t in narrowed if t.id not in merged_ids]
         stale = [f.id for f in old if f.state != "owner-set" and f.id not in {x.id for x in fresh}]
         if stale:
             await self.memory.forget(stale)
         if fresh or merged:
             await self.memory.add([*fresh, *merged])
         return [*kept, *fresh]
+
+    async def _twin_news(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+        """The same news stored from another conversation narrows these facts and is narrowed by
+        them (epmem/ingest/twins.py): returns the facts and the stored twins that changed."""
+        truths = [f for f in facts if f.version == "truth"]
+        if not truths:
+            return list(facts), []
+        rows = await self.memory.similar([f.text for f in truths], limit=5)
+        out = {f.id: f for f in facts}
+        changed: dict[str, Fact] = {}
+        for f, row in zip(truths, rows):
+            for g, score in row:
+                if score < twins.SAME_NEWS or g.session_id == session_id or g.id in out:
+                    continue
+                g = changed.get(g.id, g)
+                out[f.id] = twins.narrow(out[f.id], g)
+                g2 = twins.narrow(g, out[f.id])
+                if g2 is not g:
+                    changed[g.id] = g2
+        return [out[f.id] for f in facts], list(changed.values())
 
     async def _dedupe(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
         """Annotated facts that say, word for word, what a fact of another session says are

@@ -361,6 +361,25 @@ class RulesExtractor(ReadsPolicy):
         earlier = [i for p in range(t - 1, max(-1, t - 4), -1) if p in turns for i in turns[p].drafts]
         return list(dict.fromkeys([*own, *earlier]))
 
+    @staticmethod
+    def _burst(session: Session, t: int, turns: dict[int, _TurnDrafts], ahead: bool = False,
+               span: int = 3) -> list[int]:
+        """The facts of the messages the same person sent right before turn ``t``, nobody else
+        speaking in between: one thought typed as several messages, so a secrecy or narrowing
+        cue in any of them is about all of them. ``ahead``: their next messages instead, over a
+        short reply ("Can you keep a secret?" "sure" "I'm pregnant")."""
+        speaker = session.turns[t].speaker
+        n = len(session.turns)
+        steps = range(t + 1, min(n, t + 1 + span)) if ahead else range(t - 1, max(-1, t - 1 - span), -1)
+        found: list[int] = []
+        for p in steps:
+            if session.turns[p].speaker != speaker:
+                if ahead:
+                    continue
+                break
+            found += turns[p].drafts if p in turns else []
+        return found
+
     def _apply_cues(self, session: Session, proposals: list[_Proposal], turns: dict[int, _TurnDrafts]) -> None:
         """Narrowing cues reach their message and the message it answers; a widening cue only
         its own message's facts, or, standing alone, those of the message it answers."""
@@ -368,11 +387,16 @@ class RulesExtractor(ReadsPolicy):
             td = turns[t]
             if not td.cues:
                 continue
-            reach = self._targets(session, t, turns)
+            burst = self._burst(session, t, turns)
+            reach = list(dict.fromkeys([*self._targets(session, t, turns), *burst]))
+            if (td.bare_cue or not td.drafts) and any(c.secrecy for c in td.cues) and (
+                    session.turns[t].text.rstrip().endswith("?") or not reach):
+                # "Can you keep a secret?" then the news: a cue that opens the talk reaches ahead
+                reach += self._burst(session, t, turns, ahead=True)
             opened = list(td.drafts) or reach
             for cue in td.cues:
                 if cue.anaphoric and td.drafts:  # "keep that between us": the statement just made
-                    reach = list(td.drafts)
+                    reach = list(dict.fromkeys([*td.drafts, *burst]))
                 if cue.so_far and not cue.whitelist:  # "does Abuela know?" "no": the talk so far
                     reach = [i for p in sorted(turns) if p <= t for i in turns[p].drafts]
                 for i in reach:

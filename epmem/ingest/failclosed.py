@@ -40,12 +40,15 @@ RULES: tuple[Rule, ...] = (
          "The default category is usually the most open one: falling into it on a miss fails open."),
     Rule("secrecy-cue",
          "A secrecy cue ('between us', 'kept it secret', 'in confidence', 'don't tell anyone', 'nobody "
-         "else knows'), said by anyone, puts the facts of its own message (or of the message it answers) "
-         "at level 0, open only to the people who were there.",
+         "else knows'), said by anyone, puts the facts of its own message (or of the message it answers, and of "
+         "the same person's messages just before it with nobody else in between: one thought typed as several "
+         "messages) at level 0, open only to the people who were there. A cue asked as a question ('can you "
+         "keep a secret?') also reaches that person's next messages.",
          "Whoever asked for secrecy knows best who may know; the people present heard it already."),
     Rule("narrowing-cue",
          "'Don't tell Tom', 'Tom doesn't know yet', 'we tell Mamma after', said by anyone, blacklists Tom "
-         "on the facts of that message (or the message it answers) only; a 'no' to 'does Tom know?' on the "
+         "on the facts of that message (or the message it answers, or the same person's messages just before it) "
+         "only; 'esp. not my parents' names both parents; a 'no' to 'does Tom know?' on the "
          "conversation so far. A person merely mentioned is never blacklisted, and no other cue reaches "
          "across the session.",
          "A blacklist only narrows, so anyone's word is enough; scoping it to the message keeps one "
@@ -64,8 +67,9 @@ RULES: tuple[Rule, ...] = (
     Rule("contextual-integrity",
          "Someone else's private matter told to the owner (health, money, work moves, love, the law, "
          "identifiers, or anything said under a secrecy cue) is at most as open as the conversation it was "
-         "told in: level 0, and open to nobody until the owner opens it (the teller and the people who were "
-         "there are offered in review). So is news filed under a "
+         "told in: it stays pending at level 0, open to nobody until the owner settles it (the suggested "
+         "category is kept, and the teller and the people who were there are offered in review). So is news "
+         "filed under a "
          "category of the other domain than the teller's (work news from a friend, family news from a "
          "colleague) and anything said by someone who is not a contact. Their ordinary news said openly "
          "keeps its category's level, on clear evidence only (else it is pending, its suggested audience "
@@ -81,6 +85,12 @@ RULES: tuple[Rule, ...] = (
          "the people told. A cover whose truth cannot be found stays pending.",
          "Telling the instruction itself reveals that there is a secret; a cover not tied to its truth "
          "could be told next to the truth."),
+    Rule("twin-news",
+         "The same news told in another conversation (another fact that says the same thing) is narrowed "
+         "by this one: a blacklist on either telling is on both, and a telling closed by a secrecy cue or by "
+         "contextual integrity closes its open twin to level 0, open only to the people who heard that twin.",
+         "A secret told openly a second time is still a secret: the second listeners may hear what they "
+         "heard, but it must not become news for everyone the category would allow."),
     Rule("pending-opens-nothing",
          "A pending fact whitelists nobody: its suggested 'who may know' is shown to the owner in review "
          "and opens nothing until confirmed.",
@@ -138,18 +148,18 @@ def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[s
     audience = [p for p in dict.fromkeys([*([speaker] if other else []), *present]) if p not in black]
     if cover:  # the people who heard the owner describe a cover know the truth, not the story
         audience = []
+    ev += [f"heard:{p}" for p in audience]  # twin-news: who heard this telling
     private = other and (secrecy or bool(PRIVATE_TOPICS & _topics(ann)) or _crosses(policy, ann, speaker))
     level, confidence, clear = ann.level, ann.confidence, ann.clear
     # least privilege: whitelist only the people the category's own audience would leave out;
     # an entry for someone it holds changes nothing alone but opens composites
     needed = [p for p in audience if not _by_default(policy, p, ann.level, ann.domain)]
-    proposed: list[str] = []
-    if private:  # contextual-integrity: kept at level 0; the owner may open it to those who were there
-        level, clear = 0, True
-        proposed = [p for p in needed if p not in white]
-        confidence = max(confidence, 0.7)
+    if private:  # contextual-integrity: pending at level 0; the owner may open it to those who were there
         ev.append(f"context:told-by:{speaker}")
-    elif secrecy:  # secrecy-cue: only the people who were there (at level 0 each needs an entry)
+        offered = [] if cat.never_share else list(dict.fromkeys([*white, *audience]))
+        return Decision("pending", ann.category, 0, ann.domain, [], black, offered,
+                        round(max(confidence, 0.7), 3), ev)
+    if secrecy:  # secrecy-cue: only the people who were there (at level 0 each needs an entry)
         level, clear = 0, True
         white = list(dict.fromkeys([*white, *audience]))
         confidence = max(confidence, 0.7)
@@ -166,8 +176,7 @@ def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[s
             level = 0
             white = list(dict.fromkeys([*white, *audience]))
         return Decision("pending", ann.category, level, ann.domain, [], black, white, round(confidence, 3), ev)
-    return Decision("annotated", ann.category, level, ann.domain, white, black, [] if cat.never_share else proposed,
-                    round(confidence, 3), ev)
+    return Decision("annotated", ann.category, level, ann.domain, white, black, [], round(confidence, 3), ev)
 
 
 def _crosses(policy: Policy, ann: Annotation, speaker: str) -> bool:

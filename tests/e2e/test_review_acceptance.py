@@ -1,7 +1,7 @@
 """Issue 9's end-to-end acceptance: a secret confided in a Telegram chat, imported from a
-Telegram Desktop export, stays unspoken (pending, or closed at level 0 by the fail-closed rules)
-until the owner settles it with /review on Telegram; the next answer follows the owner's choice,
-and the audit shows both.
+Telegram Desktop export, stays pending and unspoken (contextual integrity: someone else's secret
+waits for the owner) until the owner settles it with /review on Telegram, which offers it
+unprompted; the next answer follows the owner's choice, and the audit shows both.
 
 Real parts throughout: `epmem ingest` as a subprocess on a real data folder, then `epmem run`'s
 Service over the same folder with PTB long-polling a loopback Bot API, the owner tapping the
@@ -96,8 +96,9 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     secrets = [f for f in await runtime.memory.all() if SECRET_WORD in f.text.casefold()]
     assert secrets, [(f.text, f.state) for f in await runtime.memory.all()]
     # fail closed: until the owner decides, nobody but the owner may hear it (pending counts as L0)
-    assert all(f.effective_level() == 0 and not f.whitelist for f in secrets)
+    assert all(f.state == "pending" and f.effective_level() == 0 and not f.whitelist for f in secrets)
     secret = secrets[0]
+    assert any(e == "context:told-by:grace" for e in secret.evidence)  # the rules' reason, kept for review
     # an import that leaves facts waiting tells the owner on Telegram when the bot starts
     waiting = await runtime.review.waiting()
     if waiting:
@@ -107,10 +108,9 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     tg.private_text(LEO, QUESTION)
     await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 1)
     assert SECRET_WORD not in _to(tg, TG["leo"])[0]["text"].casefold()
-    # /review on Telegram: the queue asks about a pending secret (skipping what is not it); a
-    # secret the rules already closed (L0, nobody) is reviewed by naming it
+    # /review on Telegram: the queue itself asks about the pending secret (skipping what is not it)
     seen = len(_to(tg, OWNER_TG))
-    tg.private_text(OWNER, "/review" if secret.state == "pending" else f"/review {secret.id}")
+    tg.private_text(OWNER, "/review")
     for _ in range(12):
         await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
         seen = len(_to(tg, OWNER_TG))

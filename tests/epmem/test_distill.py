@@ -220,3 +220,36 @@ async def test_an_owner_message_to_two_people_of_a_group_is_one_fact(memory: Fac
         await d.ingest(sub)
     facts = [f for f in await memory.all() if "knee" in f.text.casefold()]
     assert len(facts) == 1, [(f.session_id, f.text) for f in facts]
+
+
+
+async def test_a_secret_told_again_elsewhere_without_a_cue_stays_with_the_people_told(memory: FactMemory) -> None:
+    """Twin news (failclosed.py `twin-news`): the same news in other words, said openly in
+    another chat, is closed by the secret telling; a blacklist on either telling is on both;
+    unrelated news is left alone."""
+    d, _ = distiller(memory)
+    await d.ingest(session([("owner", "Between us, the doctor says I need knee surgery in April. Don't tell Tom."),
+                            ("kira", "oh no")], sid="secret", participants=["owner", "kira"]))
+    await d.ingest(session([("owner", "The doctor says I need knee surgery in April!"), ("owen", "ouch"),
+                            ("owner", "The garden fence is painted green now.")], sid="open",
+                           participants=["owner", "owen"]))
+    facts = {f.session_id: f for f in await memory.all() if "knee" in f.text}
+    assert (facts["secret"].level, facts["secret"].whitelist, facts["secret"].blacklist) == (0, ["kira"], ["tom"])
+    told = facts["open"]
+    # health is level 1 (Joan and Kira by default): the open telling is now only Owen's, who heard it
+    assert (told.state, told.level, told.whitelist, told.blacklist) == ("annotated", 0, ["owen"], ["tom"])
+    assert f"twin:{facts['secret'].id}" in told.evidence
+    fence = next(f for f in await memory.all() if "fence" in f.text)
+    assert fence.blacklist == [] and not any(e.startswith("twin:") for e in fence.evidence)
+
+
+async def test_an_open_telling_stored_first_is_closed_by_a_secret_one_later(memory: FactMemory) -> None:
+    d, _ = distiller(memory)
+    await d.ingest(session([("owner", "The doctor says I need knee surgery in April."), ("owen", "ouch")],
+                           sid="open", participants=["owner", "owen"]))
+    opened = next(f for f in await memory.all() if "knee" in f.text)
+    assert (opened.level, opened.whitelist) == (1, ["owen"])
+    await d.ingest(session([("owner", "Keep this to yourself: the doctor says I need knee surgery in April, "
+                                      "I'm scared."), ("kira", "ok")], sid="secret", participants=["owner", "kira"]))
+    narrowed = await memory.get(opened.id)
+    assert narrowed is not None and (narrowed.level, narrowed.whitelist) == (0, ["owen"])

@@ -204,8 +204,10 @@ def test_what_others_tell_the_owner_is_a_fact_kept_within_its_context(extractor:
                  ("kira", "Thanks. Haha the cat knocked over my coffee again.")], participants=["owner", "kira"])
     drafts = extractor.drafts(s)
     surgery = by_text(drafts, "surgery")
-    # her private matter stays at level 0 and opens to nobody until the owner decides
-    assert surgery.text.startswith("Kira") and surgery.level == 0 and surgery.whitelist == []
+    # her private matter stays pending at level 0 and opens to nobody until the owner decides;
+    # the suggestion (category, and Kira who told it) is what review offers
+    assert surgery.text.startswith("Kira") and surgery.state == "pending" and surgery.whitelist == []
+    assert (surgery.level, surgery.category, surgery.proposed_whitelist) == (0, "health", ["kira"])
     assert any(e == "context:told-by:kira" for e in surgery.evidence)
     assert not any("coffee" in d.text for d in drafts)  # someone else's small talk is no fact
 
@@ -244,3 +246,42 @@ def test_a_keyword_that_names_a_person_or_misses_a_private_topic_is_no_clear_evi
     assert not hospital.clear and any(e.startswith("topic:health") for e in hospital.evidence)
     plain = classifier.classify("The evening mass is at seven on Sunday.")
     assert plain.category == "church" and plain.clear
+
+
+def test_especially_not_names_who_is_kept_out_and_the_reason_after_it_is_no_fact(extractor: RulesExtractor) -> None:
+    policy = POLICY.model_copy(update={"contacts": {
+        **POLICY.contacts, "dad": POLICY.contacts["joan"].model_copy(update={"name": "Ray Reed", "relationship": "father",
+                                                                             "aliases": []})}})
+    ex = RulesExtractor(policy, extractor.classifier)
+    s = session([("owner", "I took out a loan to pay the rent."),
+                 ("owner", "please don't tell anyone, esp not my parents, they think the salary covers everything")],
+                participants=["owner", "kira"])
+    drafts = ex.drafts(s)
+    assert [d.text for d in drafts] == ["Sam took out a loan to pay the rent."]
+    assert (drafts[0].level, drafts[0].whitelist, sorted(drafts[0].blacklist)) == (0, ["kira"], ["dad", "joan"])
+
+
+def test_a_cue_reaches_the_same_persons_messages_just_before_it(extractor: RulesExtractor) -> None:
+    """One thought typed as several messages: the cue in the last one is about all of them, but
+    not about what came before someone else spoke."""
+    s = session([("owner", "The project deadline moved to June."),
+                 ("kira", "ok"),
+                 ("owner", "I'm leaving the company in March."),
+                 ("owner", "Starting a bakery in Leith, keep it quiet though.")], participants=["owner", "kira"])
+    drafts = extractor.drafts(s)
+    assert by_text(drafts, "deadline").level == 3
+    for words in ("leaving", "bakery"):
+        d = by_text(drafts, words)
+        assert d.level == 0 and d.blacklist == [], words
+        assert any(e.startswith("cue:secret") for e in d.evidence), words
+
+
+def test_a_secrecy_question_reaches_the_news_that_follows(extractor: RulesExtractor) -> None:
+    s = session([("owner", "Can you keep a secret?"), ("kira", "sure, what?"),
+                 ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
+    knee = by_text(extractor.drafts(s), "knee")
+    assert (knee.level, knee.whitelist) == (0, ["kira"])
+    # without the question, the same news keeps its category's level
+    plain = session([("owner", "Guess what?"), ("kira", "what?"),
+                     ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
+    assert by_text(extractor.drafts(plain), "knee").level == 1
