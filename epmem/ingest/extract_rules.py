@@ -390,8 +390,8 @@ class RulesExtractor(ReadsPolicy):
             burst = self._burst(session, t, turns)
             reach = list(dict.fromkeys([*self._targets(session, t, turns), *burst]))
             if (td.bare_cue or not td.drafts) and any(c.secrecy for c in td.cues) and (
-                    session.turns[t].text.rstrip().endswith("?") or not reach):
-                # "Can you keep a secret?" then the news: a cue that opens the talk reaches ahead
+                    session.turns[t].text.rstrip().endswith(("?", ":", "...", "…")) or not reach):
+                # "Can you keep a secret?", "Between us..." then the news: a cue that opens reaches ahead
                 reach += self._burst(session, t, turns, ahead=True)
             opened = list(td.drafts) or reach
             for cue in td.cues:

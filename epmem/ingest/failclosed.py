@@ -92,9 +92,13 @@ RULES: tuple[Rule, ...] = (
          "A secret told openly a second time is still a secret: the second listeners may hear what they "
          "heard, but it must not become news for everyone the category would allow."),
     Rule("pending-opens-nothing",
-         "A pending fact whitelists nobody: its suggested 'who may know' is shown to the owner in review "
-         "and opens nothing until confirmed.",
-         "Level 0 lets whitelisted people through; a guessed whitelist would be a guess that opens."),
+         "A pending fact whitelists nobody, except that someone else's secret or private matter is told back "
+         "to the person who said it when its suggested category would leave them out (never a password, PIN "
+         "or code): its suggested 'who may know' is shown to the owner in review and opens nothing until "
+         "confirmed.",
+         "Level 0 lets whitelisted people through; a guessed whitelist would be a guess that opens. Telling "
+         "someone what they said themselves is no guess and tells them nothing new; a credential is kept from "
+         "everyone, as a never-share category would be."),
     Rule("stricter-only",
          "Rules, cues and models may only make a fact stricter than its category (level at most the "
          "category's, the category's domain kept, never-share at level 0 with nobody whitelisted); "
@@ -149,15 +153,22 @@ def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[s
     if cover:  # the people who heard the owner describe a cover know the truth, not the story
         audience = []
     ev += [f"heard:{p}" for p in audience]  # twin-news: who heard this telling
-    private = other and (secrecy or bool(PRIVATE_TOPICS & _topics(ann)) or _crosses(policy, ann, speaker))
+    confided = other and (secrecy or bool(PRIVATE_TOPICS & _topics(ann)))
+    private = confided or other and _crosses(policy, ann, speaker)
     level, confidence, clear = ann.level, ann.confidence, ann.clear
     # least privilege: whitelist only the people the category's own audience would leave out;
     # an entry for someone it holds changes nothing alone but opens composites
     needed = [p for p in audience if not _by_default(policy, p, ann.level, ann.domain)]
+    # told-them-back: someone's own secret or private matter stays open to them (their own words),
+    # unless it could be a credential, which not even its teller is told back. Only a teller the
+    # suggested category's audience leaves out, and not on other pending facts: an entry for
+    # someone the true category holds anyway would open composites (least privilege)
+    teller = [speaker] if (confided and speaker in needed and speaker not in black and not cat.never_share
+                           and not _credential(ann)) else []
     if private:  # contextual-integrity: pending at level 0; the owner may open it to those who were there
         ev.append(f"context:told-by:{speaker}")
         offered = [] if cat.never_share else list(dict.fromkeys([*white, *audience]))
-        return Decision("pending", ann.category, 0, ann.domain, [], black, offered,
+        return Decision("pending", ann.category, 0, ann.domain, teller, black, offered,
                         round(max(confidence, 0.7), 3), ev)
     if secrecy:  # secrecy-cue: only the people who were there (at level 0 each needs an entry)
         level, clear = 0, True
@@ -184,6 +195,11 @@ def _crosses(policy: Policy, ann: Annotation, speaker: str) -> bool:
     context it was told in: contextual integrity keeps it there."""
     who = policy.contacts.get(speaker)
     return who is None or (ann.domain is not None and who.domain is not None and who.domain != ann.domain)
+
+
+def _credential(ann: Annotation) -> bool:
+    """Something shaped like a password, a PIN, a code or an account number."""
+    return "identity" in _topics(ann) or any(e in ("credential-shape", "code-shape") for e in ann.evidence)
 
 
 def _topics(ann: Annotation) -> set[str]:

@@ -132,7 +132,7 @@ def sensitive_topics(text: str) -> tuple[tuple[str, str], ...]:
 
 #: a password-like token (letters, digits and a symbol) or "user / secret" written out.
 _CREDENTIAL = re.compile(
-    r"(?<!\S)(?![A-Z]{0,3}[$€£¥]\d)(?=[^\s]*[A-Za-z])(?=[^\s]*\d)(?=[^\s]*[!@#$%^&*?~+=|])[^\s,;]{7,}(?!\S)"
+    r"(?<!\S)(?![A-Z]{0,3}[$€£¥]\d)(?=[^\s]*[A-Za-z])(?=[^\s]*\d)(?=[^\s]*[!@#$%^&*?~+=|])[^\s,;]{7,}(?=[,;.!?)]*(?:\s|$))"
     r"|\b[\w.-]{3,}\s*/\s*(?=[^\s]*\d)[^\s]{6,}",
 )
 

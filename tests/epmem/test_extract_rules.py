@@ -204,8 +204,8 @@ def test_what_others_tell_the_owner_is_a_fact_kept_within_its_context(extractor:
                  ("kira", "Thanks. Haha the cat knocked over my coffee again.")], participants=["owner", "kira"])
     drafts = extractor.drafts(s)
     surgery = by_text(drafts, "surgery")
-    # her private matter stays pending at level 0 and opens to nobody until the owner decides;
-    # the suggestion (category, and Kira who told it) is what review offers
+    # her private matter stays pending at level 0 and opens to nobody until the owner decides (Kira
+    # is in the health audience anyway: no entry for her); the suggestion is what review offers
     assert surgery.text.startswith("Kira") and surgery.state == "pending" and surgery.whitelist == []
     assert (surgery.level, surgery.category, surgery.proposed_whitelist) == (0, "health", ["kira"])
     assert any(e == "context:told-by:kira" for e in surgery.evidence)
@@ -281,7 +281,26 @@ def test_a_secrecy_question_reaches_the_news_that_follows(extractor: RulesExtrac
                  ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
     knee = by_text(extractor.drafts(s), "knee")
     assert (knee.level, knee.whitelist) == (0, ["kira"])
-    # without the question, the same news keeps its category's level
+    # "between us..." opens the news too; without a cue, the same news keeps its category's level
+    dots = session([("owner", "The fence is green now."), ("owner", "ok, between us..."), ("kira", "?"),
+                    ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
+    assert by_text(extractor.drafts(dots), "knee").level == 0
     plain = session([("owner", "Guess what?"), ("kira", "what?"),
                      ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
     assert by_text(extractor.drafts(plain), "knee").level == 1
+
+
+def test_someone_elses_secret_is_told_back_only_to_them_and_never_a_code(extractor: RulesExtractor) -> None:
+    """told-them-back (pending-opens-nothing): Owen (level 3) confides his surgery: pending, and
+    only Owen may hear it back. Not a code he shares, and not his small news that merely waits
+    for a category (least privilege)."""
+    s = session([("owen", "Between us, I'm having heart surgery in May."),
+                 ("owen", "The door code is 4471B by the way."),
+                 ("owen", "The garden party moved to the 12th.")], participants=["owner", "owen"])
+    drafts = extractor.drafts(s)
+    heart = by_text(drafts, "heart")
+    assert (heart.state, heart.level, heart.whitelist, heart.proposed_whitelist) == ("pending", 0, ["owen"], ["owen"])
+    code = by_text(drafts, "4471B")
+    assert code.level == 0 and code.whitelist == []
+    party = [d for d in drafts if "party" in d.text]
+    assert all(d.whitelist == [] for d in party if d.state == "pending")
