@@ -44,12 +44,6 @@ class Annotation:
     evidence: tuple[str, ...] = ()
 
 
-#: a code named next to something with a digit in it: possibly a credential (fail closed on it).
-_CODE_WORD = re.compile(r"\b(?:code|codes|pin|password|passwort|passcode|combination|wifi|wi-fi|login|senha|"
-                        r"codice|mot de passe|code d'accès|contraseña|clave)\b", re.IGNORECASE)
-_WITH_DIGIT = re.compile(r"\b(?=[\w#*-]*\d)[\w#*-]{3,}\b")
-
-
 @lru_cache(maxsize=4096)
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
     return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
@@ -165,8 +159,6 @@ class CategoryClassifier(ReadsPolicy):
         topics = sensitive_topics(text)
         topic_cats = self._topic_categories(topics, sims)
         topic_ev = [f"topic:{t}:{w}" for t, w in topics]
-        if _CODE_WORD.search(text) and _WITH_DIGIT.search(text):  # "the door code is 2718B"
-            topic_ev.append("code-shape")
         if credential_shaped(text):
             never = [c for c in self._names if cats[c].never_share]
             if len(never) == 1:  # a password-shaped token: never shared, whatever the words around it

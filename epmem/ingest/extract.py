@@ -122,10 +122,8 @@ class Finalizer(ReadsPolicy):
             whitelist = self._heard(ids[i], d.whitelist, blacklist, never, heard, named, lists, notes)
             proposed = self._heard(ids[i], d.proposed_whitelist, blacklist, never, heard, named, lists, notes)
             fact_state = state or d.state or "pending"
-            if fact_state == "pending":  # pending-opens-nothing (but to whoever told it: told-them-back)
-                proposed = list(dict.fromkeys([*proposed, *whitelist]))
-                tellers = {session.turns[t].speaker for t in d.source_turns if 0 <= t < len(session.turns)}
-                whitelist = [w for w in whitelist if w in heard and w in tellers] if state is None else []
+            if fact_state == "pending":  # pending-opens-nothing
+                proposed, whitelist = list(dict.fromkeys([*proposed, *whitelist])), []
             covers = None
             version = d.version
             if d.version == "cover" and d.covers is not None and 0 <= d.covers < len(drafts) and d.covers != i:

@@ -134,6 +134,8 @@ class _Proposal:
     whitelist: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     cover_orphan: bool = False
+    #: a secrecy cue in a neighbouring message of the same person: closed, nobody let in.
+    close: bool = False
 
 
 class RulesExtractor(ReadsPolicy):
@@ -387,22 +389,26 @@ class RulesExtractor(ReadsPolicy):
             td = turns[t]
             if not td.cues:
                 continue
-            burst = self._burst(session, t, turns)
-            reach = list(dict.fromkeys([*self._targets(session, t, turns), *burst]))
+            base = self._targets(session, t, turns)
+            near = self._burst(session, t, turns)
             if (td.bare_cue or not td.drafts) and any(c.secrecy for c in td.cues) and (
-                    session.turns[t].text.rstrip().endswith(("?", ":", "...", "…")) or not reach):
+                    session.turns[t].text.rstrip().endswith(("?", ":", "...", "…")) or not base):
                 # "Can you keep a secret?", "Between us..." then the news: a cue that opens reaches ahead
-                reach += self._burst(session, t, turns, ahead=True)
-            opened = list(td.drafts) or reach
+                near += self._burst(session, t, turns, ahead=True)
+            opened = list(td.drafts) or base
             for cue in td.cues:
+                reach = base
                 if cue.anaphoric and td.drafts:  # "keep that between us": the statement just made
-                    reach = list(dict.fromkeys([*td.drafts, *burst]))
+                    reach = list(td.drafts)
                 if cue.so_far and not cue.whitelist:  # "does Abuela know?" "no": the talk so far
                     reach = [i for p in sorted(turns) if p <= t for i in turns[p].drafts]
-                for i in reach:
+                for i in dict.fromkeys([*reach, *near]):
                     p = proposals[i]
                     p.draft.blacklist += [b for b in cue.blacklist if b not in p.draft.blacklist]
-                    p.secrecy = p.secrecy or cue.secrecy
+                    if i in reach:
+                        p.secrecy = p.secrecy or cue.secrecy
+                    else:  # a neighbouring message's cue closes, and lets nobody in
+                        p.close = p.close or cue.secrecy
                     p.own_secrecy = p.own_secrecy or (cue.secrecy and i in td.drafts)
                     p.evidence += [e for e in cue.evidence() if e not in p.evidence and not e.startswith("cue:also")]
                 for i in opened:
@@ -426,7 +432,7 @@ class RulesExtractor(ReadsPolicy):
                 p.cover_orphan = d.covers is None
             others = [x for x in heard if x != p.speaker]
             decision = decide(self.policy, ann, speaker=p.speaker, present=others,
-                              secrecy=p.secrecy, whitelist=p.whitelist, blacklist=d.blacklist,
+                              secrecy=p.secrecy, close=p.close, whitelist=p.whitelist, blacklist=d.blacklist,
                               cover_orphan=p.cover_orphan, evidence=p.evidence, cover=d.version == "cover")
             d.category, d.level, d.domain = decision.category, decision.level, decision.domain
             d.whitelist, d.blacklist = decision.whitelist, decision.blacklist

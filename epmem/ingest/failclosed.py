@@ -40,10 +40,11 @@ RULES: tuple[Rule, ...] = (
          "The default category is usually the most open one: falling into it on a miss fails open."),
     Rule("secrecy-cue",
          "A secrecy cue ('between us', 'kept it secret', 'in confidence', 'don't tell anyone', 'nobody "
-         "else knows'), said by anyone, puts the facts of its own message (or of the message it answers, and of "
-         "the same person's messages just before it with nobody else in between: one thought typed as several "
-         "messages) at level 0, open only to the people who were there. A cue asked as a question ('can you "
-         "keep a secret?') also reaches that person's next messages.",
+         "else knows'), said by anyone, puts the facts of its own message (or of the message it answers) at "
+         "level 0, open only to the people who were there. It also closes the facts of the same person's "
+         "messages just before it, nobody else speaking in between (one thought typed as several messages), "
+         "and, when it opens the talk ('can you keep a secret?', 'between us...'), of their next messages: "
+         "level 0 there, nobody let in who was not already.",
          "Whoever asked for secrecy knows best who may know; the people present heard it already."),
     Rule("narrowing-cue",
          "'Don't tell Tom', 'Tom doesn't know yet', 'we tell Mamma after', said by anyone, blacklists Tom "
@@ -88,17 +89,13 @@ RULES: tuple[Rule, ...] = (
     Rule("twin-news",
          "The same news told in another conversation (another fact that says the same thing) is narrowed "
          "by this one: a blacklist on either telling is on both, and a telling closed by a secrecy cue or by "
-         "contextual integrity closes its open twin to level 0, open only to the people who heard that twin.",
-         "A secret told openly a second time is still a secret: the second listeners may hear what they "
-         "heard, but it must not become news for everyone the category would allow."),
+         "contextual integrity closes its open twin to level 0, keeping only the whitelist it had.",
+         "A secret told openly a second time is still a secret: it must not become news for everyone the "
+         "category would allow; and closing without letting anyone in keeps composites shut."),
     Rule("pending-opens-nothing",
-         "A pending fact whitelists nobody, except that someone else's secret or private matter is told back "
-         "to the person who said it when its suggested category would leave them out (never a password, PIN "
-         "or code): its suggested 'who may know' is shown to the owner in review and opens nothing until "
-         "confirmed.",
-         "Level 0 lets whitelisted people through; a guessed whitelist would be a guess that opens. Telling "
-         "someone what they said themselves is no guess and tells them nothing new; a credential is kept from "
-         "everyone, as a never-share category would be."),
+         "A pending fact whitelists nobody: its suggested 'who may know' is shown to the owner in review "
+         "and opens nothing until confirmed.",
+         "Level 0 lets whitelisted people through; a guessed whitelist would be a guess that opens."),
     Rule("stricter-only",
          "Rules, cues and models may only make a fact stricter than its category (level at most the "
          "category's, the category's domain kept, never-share at level 0 with nobody whitelisted); "
@@ -138,12 +135,13 @@ PRIVATE_TOPICS = frozenset({"health", "money", "career", "romance", "legal", "id
 
 def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[str], secrecy: bool = False,
            whitelist: Sequence[str] = (), blacklist: Sequence[str] = (), cover_orphan: bool = False,
-           evidence: Sequence[str] = (), cover: bool = False) -> Decision:
+           evidence: Sequence[str] = (), cover: bool = False, close: bool = False) -> Decision:
     """Apply :data:`RULES` to one proposed fact.
 
     ``ann`` is the category evidence; ``speaker`` who said it (``owner`` or a contact id);
     ``present`` everyone else who read it; ``secrecy``/``whitelist``/``blacklist`` what the cues
-    that reach this fact said (whitelists only from the owner's words)."""
+    that reach this fact said (whitelists only from the owner's words); ``close`` a secrecy cue
+    from a neighbouring message (level 0, nobody let in who was not already)."""
     cat = policy.categories[ann.category]
     black = list(dict.fromkeys(blacklist))
     white = [w for w in dict.fromkeys(whitelist) if w not in black]
@@ -152,23 +150,15 @@ def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[s
     audience = [p for p in dict.fromkeys([*([speaker] if other else []), *present]) if p not in black]
     if cover:  # the people who heard the owner describe a cover know the truth, not the story
         audience = []
-    ev += [f"heard:{p}" for p in audience]  # twin-news: who heard this telling
-    confided = other and (secrecy or bool(PRIVATE_TOPICS & _topics(ann)))
-    private = confided or other and _crosses(policy, ann, speaker)
+    private = other and (secrecy or close or bool(PRIVATE_TOPICS & _topics(ann)) or _crosses(policy, ann, speaker))
     level, confidence, clear = ann.level, ann.confidence, ann.clear
     # least privilege: whitelist only the people the category's own audience would leave out;
     # an entry for someone it holds changes nothing alone but opens composites
     needed = [p for p in audience if not _by_default(policy, p, ann.level, ann.domain)]
-    # told-them-back: someone's own secret or private matter stays open to them (their own words),
-    # unless it could be a credential, which not even its teller is told back. Only a teller the
-    # suggested category's audience leaves out, and not on other pending facts: an entry for
-    # someone the true category holds anyway would open composites (least privilege)
-    teller = [speaker] if (confided and speaker in needed and speaker not in black and not cat.never_share
-                           and not _credential(ann)) else []
     if private:  # contextual-integrity: pending at level 0; the owner may open it to those who were there
         ev.append(f"context:told-by:{speaker}")
         offered = [] if cat.never_share else list(dict.fromkeys([*white, *audience]))
-        return Decision("pending", ann.category, 0, ann.domain, teller, black, offered,
+        return Decision("pending", ann.category, 0, ann.domain, [], black, offered,
                         round(max(confidence, 0.7), 3), ev)
     if secrecy:  # secrecy-cue: only the people who were there (at level 0 each needs an entry)
         level, clear = 0, True
@@ -176,6 +166,9 @@ def decide(policy: Policy, ann: Annotation, *, speaker: str, present: Sequence[s
         confidence = max(confidence, 0.7)
     elif clear:  # heard-it-already
         white = list(dict.fromkeys([*white, *needed]))
+        if close:  # secrecy-cue from a neighbouring message: closed, no one let in who was not already
+            level = 0
+            ev.append("cue:near")
     if cover_orphan:  # cover-is-not-truth
         clear = False
         ev.append("cover:no-truth")
@@ -195,11 +188,6 @@ def _crosses(policy: Policy, ann: Annotation, speaker: str) -> bool:
     context it was told in: contextual integrity keeps it there."""
     who = policy.contacts.get(speaker)
     return who is None or (ann.domain is not None and who.domain is not None and who.domain != ann.domain)
-
-
-def _credential(ann: Annotation) -> bool:
-    """Something shaped like a password, a PIN, a code or an account number."""
-    return "identity" in _topics(ann) or any(e in ("credential-shape", "code-shape") for e in ann.evidence)
 
 
 def _topics(ann: Annotation) -> set[str]:

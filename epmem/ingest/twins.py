@@ -8,7 +8,8 @@ one telling closes its twins (the rule `twin-news` in epmem/ingest/failclosed.py
 
 - a blacklist on either telling ("don't tell Tom") is on both (a blacklist only narrows);
 - a telling closed by a secrecy cue or by contextual integrity closes its open twin to level 0,
-  open only to the people who heard that twin (they heard it already).
+  keeping only the whitelist it had (the people who heard it whom its category left out): nobody
+  is let in who was not already, so no composite opens either.
 
 Twins are found by meaning (the embedder's cosine, :data:`SAME_NEWS`), never across a cover and
 its truth, and never changing what the owner set by hand.
@@ -22,14 +23,6 @@ from epmem.memory.facts import Fact
 #: score 0.4-0.7): picked with the classifier's thresholds (epmem/ingest/annotate.py).
 SAME_NEWS = 0.8
 
-_HEARD = "heard:"
-
-
-def heard(fact: Fact) -> list[str]:
-    """The people who heard the telling this fact came from (recorded by the fail-closed rules)."""
-    return [e[len(_HEARD):] for e in fact.evidence if e.startswith(_HEARD)]
-
-
 def closed(fact: Fact) -> bool:
     """Closed by someone's words: a secrecy cue, or someone else's matter told in confidence."""
     return fact.effective_level() == 0 and any(e.startswith(("cue:secret:", "context:told-by:"))
@@ -37,8 +30,8 @@ def closed(fact: Fact) -> bool:
 
 
 def narrow(fact: Fact, twin: Fact) -> Fact:
-    """``fact`` as its ``twin`` makes it: the twin's blacklist added, and closed to the people who
-    heard ``fact`` when the twin is closed. Only ever stricter; what the owner set is kept."""
+    """``fact`` as its ``twin`` makes it: the twin's blacklist added, and level 0 (its whitelist
+    kept) when the twin is closed. Only ever stricter; what the owner set is kept."""
     if fact.state == "owner-set" or fact.version != "truth" or twin.version != "truth":
         return fact
     black = list(dict.fromkeys([*fact.blacklist, *twin.blacklist]))
@@ -48,8 +41,7 @@ def narrow(fact: Fact, twin: Fact) -> Fact:
         update["whitelist"] = [w for w in fact.whitelist if w not in black]
         update["proposed_whitelist"] = [w for w in fact.proposed_whitelist if w not in black]
     if closed(twin) and not closed(fact) and fact.effective_level() > 0:
-        update["level"] = 0
-        update["whitelist"] = [w for w in dict.fromkeys([*fact.whitelist, *heard(fact)]) if w not in black]
+        update["level"] = 0  # its whitelist kept: nobody let in who was not already (composites stay shut)
     if not update:
         return fact
     update["evidence"] = [*fact.evidence, f"twin:{twin.id}"]

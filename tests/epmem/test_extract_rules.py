@@ -274,13 +274,15 @@ def test_a_cue_reaches_the_same_persons_messages_just_before_it(extractor: Rules
         d = by_text(drafts, words)
         assert d.level == 0 and d.blacklist == [], words
         assert any(e.startswith("cue:secret") for e in d.evidence), words
+    # the message before is closed without letting anyone in; its own message opens to who was there
+    assert by_text(drafts, "leaving").whitelist == [] and by_text(drafts, "bakery").whitelist == ["kira"]
 
 
 def test_a_secrecy_question_reaches_the_news_that_follows(extractor: RulesExtractor) -> None:
     s = session([("owner", "Can you keep a secret?"), ("kira", "sure, what?"),
                  ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
     knee = by_text(extractor.drafts(s), "knee")
-    assert (knee.level, knee.whitelist) == (0, ["kira"])
+    assert (knee.level, knee.whitelist) == (0, [])  # closed; Kira was in its audience, no entry added
     # "between us..." opens the news too; without a cue, the same news keeps its category's level
     dots = session([("owner", "The fence is green now."), ("owner", "ok, between us..."), ("kira", "?"),
                     ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
@@ -289,18 +291,3 @@ def test_a_secrecy_question_reaches_the_news_that_follows(extractor: RulesExtrac
                      ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
     assert by_text(extractor.drafts(plain), "knee").level == 1
 
-
-def test_someone_elses_secret_is_told_back_only_to_them_and_never_a_code(extractor: RulesExtractor) -> None:
-    """told-them-back (pending-opens-nothing): Owen (level 3) confides his surgery: pending, and
-    only Owen may hear it back. Not a code he shares, and not his small news that merely waits
-    for a category (least privilege)."""
-    s = session([("owen", "Between us, I'm having heart surgery in May."),
-                 ("owen", "The door code is 4471B by the way."),
-                 ("owen", "The garden party moved to the 12th.")], participants=["owner", "owen"])
-    drafts = extractor.drafts(s)
-    heart = by_text(drafts, "heart")
-    assert (heart.state, heart.level, heart.whitelist, heart.proposed_whitelist) == ("pending", 0, ["owen"], ["owen"])
-    code = by_text(drafts, "4471B")
-    assert code.level == 0 and code.whitelist == []
-    party = [d for d in drafts if "party" in d.text]
-    assert all(d.whitelist == [] for d in party if d.state == "pending")
