@@ -191,8 +191,10 @@ class CategoryClassifier(ReadsPolicy):
             return self._ann(name, "topic", 0.4, False, (*topic_ev, f"topic-category:{name}"))
         similar = self._by_similarity(sims) if sims is not None else None
         if topics:
-            # sensitive, but no category fits: the strictest reading is the suggestion
-            name = similar or min(cats, key=lambda c: (cats[c].level, c))
+            # sensitive, but no category fits: the strictest reading is the suggestion, but not a
+            # never-share one on no evidence (a secret is not a password: the owner must be asked)
+            shareable = [c for c in cats if not cats[c].never_share] or list(cats)
+            name = similar or min(shareable, key=lambda c: (cats[c].level, c))
             return self._ann(name, "similarity" if similar else "default", 0.2, False, topic_ev)
         if similar is not None and similar != self.policy.default_category:
             score = float(sims[self._names.index(similar)]) if sims is not None else 0.0

@@ -118,6 +118,7 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
         message = _to(tg, OWNER_TG)[-1]
         if f"{secret.id}: \u201c" in message["text"] and "Who may know" not in message["text"]:
             break
+        assert "reply_markup" in message, [m["text"][:300] for m in _to(tg, OWNER_TG)]
         tg.callback_query(OWNER, message, _button(message, "Ask me later"))
     else:
         pytest.fail(f"/review never asked about {secret.id}")

@@ -291,3 +291,14 @@ def test_a_secrecy_question_reaches_the_news_that_follows(extractor: RulesExtrac
                      ("owner", "The doctor says I need knee surgery in April.")], participants=["owner", "kira"])
     assert by_text(extractor.drafts(plain), "knee").level == 1
 
+
+
+def test_a_secret_with_no_fitting_category_is_not_suggested_as_a_password() -> None:
+    """A sensitive statement no category fits waits for the owner under the strictest category
+    that can be shared, never under a never-share one on no evidence (review skips never-share
+    suggestions, so the owner would never be asked)."""
+    policy = POLICY.model_copy(update={"categories": {
+        "secrets": POLICY.categories["secrets"], "misc": POLICY.categories["misc"],
+        "work": POLICY.categories["work"]}})
+    ann = CategoryClassifier(policy, default_embedder()).classify("Kira has a court date next month.")
+    assert not ann.clear and not policy.categories[ann.category].never_share, ann
