@@ -68,7 +68,7 @@ from typing import Any, Literal
 from epmem.errors import EpmemError
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
 from epmem.ingest.examples import ExampleBank, Label
-from epmem.ingest.review_rank import CONCRETE, GUESSED, events, open_members, stakes
+from epmem.ingest.review_rank import events, open_members, stakes
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 from epmem.policy.calculus import STRANGER, Rulebook
@@ -218,21 +218,6 @@ class Applied:
     audit: dict[str, Any]
     #: one line for the owner.
     message: str
-
-
-def worth_asking(fact: Fact) -> bool:
-    """A pending fact is put to the owner when the delegate has something concrete to suggest:
-    a policy keyword, a sensitive topic, a confirmed example, a cue or who told it. A fact with
-    nothing of the kind (a fragment, small talk) stays private without costing the owner a
-    question; it is still listed with the pending facts and can be reviewed by name."""
-    return any(e.startswith(CONCRETE) for e in fact.evidence)
-
-
-def worth_confirming(fact: Fact) -> bool:
-    """An annotated fact whose level, "who may know" or category rests on a cue, on who told it
-    or on a private topic: the delegate applied its reading (fail closed), and asks the owner
-    to confirm it."""
-    return fact.state == "annotated" and any(e.startswith(GUESSED) for e in fact.evidence)
 
 
 def _annotation(f: Fact) -> dict[str, Any]:
