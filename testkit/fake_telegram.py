@@ -171,6 +171,12 @@ class FakeTelegram(TelegramUpdates):
         """What to give ``ApplicationBuilder().base_url`` (PTB appends the token)."""
         return f"http://127.0.0.1:{self.port}/bot"
 
+    def service_env(self, **extra: str) -> dict[str, str]:
+        """The environment that points the bot's Telegram connector at this server (short long
+        polls, so tests stop quickly), plus ``extra`` variables."""
+        return {"TELEGRAM_BOT_TOKEN": self.token, "EPMEM_TELEGRAM_API_URL": self.base_url,
+                "EPMEM_TELEGRAM_POLL_TIMEOUT": "1", **extra}
+
     async def start(self) -> None:
         """Bind 127.0.0.1 on a free port; a short shutdown timeout so open long polls
         do not hold teardown for aiohttp's default 60 s."""

@@ -59,11 +59,8 @@ class Bot:
 @pytest_asyncio.fixture
 async def bot(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
     async with FakeTelegram() as tg:
-        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
-        monkeypatch.setenv("EPMEM_TELEGRAM_API_URL", tg.base_url)
-        monkeypatch.setenv("EPMEM_TELEGRAM_POLL_TIMEOUT", "1")
-        monkeypatch.setenv("EPMEM_SEND_PACING", "0")
-        monkeypatch.setenv("EPMEM_SEND_TIMEOUT", "0.5")
+        for name, value in tg.service_env(EPMEM_SEND_PACING="0", EPMEM_SEND_TIMEOUT="0.5").items():
+            monkeypatch.setenv(name, value)
         runtime = await house_runtime(tmp_path / "data")
         service = Service(runtime, PlatformSettings())
         try:

@@ -68,9 +68,8 @@ async def imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     async with FakeTelegram() as tg:
-        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
-        monkeypatch.setenv("EPMEM_TELEGRAM_API_URL", tg.base_url)
-        monkeypatch.setenv("EPMEM_TELEGRAM_POLL_TIMEOUT", "1")
+        for name, value in tg.service_env().items():
+            monkeypatch.setenv(name, value)
         runtime = await house_runtime(data, load=False, policy_file=policy)
         service = Service(runtime, PlatformSettings())
         try:

@@ -37,9 +37,8 @@ def keyboard(message: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest_asyncio.fixture
 async def telegram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[FakeTelegram, Runtime]]:
     async with FakeTelegram() as tg:
-        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
-        monkeypatch.setenv("EPMEM_TELEGRAM_API_URL", tg.base_url)
-        monkeypatch.setenv("EPMEM_TELEGRAM_POLL_TIMEOUT", "1")
+        for name, value in tg.service_env().items():
+            monkeypatch.setenv(name, value)
         runtime = await house_runtime(tmp_path / "data")
         await runtime.memory.add([pending(*p) for p in PENDING])
         service = Service(runtime, PlatformSettings())
