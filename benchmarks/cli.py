@@ -142,12 +142,13 @@ def bench_memory(
     """Ingest throughput, recall and whole-reply latency p50/p95 and peak RSS at years-of-chat size."""
     from benchmarks.memory_bench import run_memory_bench
     from bot.config import EXAMPLE_POLICY
-    from epmem.embedding import make_embedder, shared_cross_encoder
+    from epmem.embedding import make_embedder, shared_cross_encoder, shared_late_interaction
     from epmem.policy import load_policy
 
     configure_logging("WARNING")
     write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions,
-                                    policy=load_policy(EXAMPLE_POLICY), reranker=shared_cross_encoder())), json_out)
+                                    policy=load_policy(EXAMPLE_POLICY), reranker=shared_cross_encoder(),
+                                    matcher=shared_late_interaction())), json_out)
 
 
 @app.command("import")

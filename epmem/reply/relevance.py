@@ -28,6 +28,12 @@ embedder, not for the cross-encoder. The cross-encoder reads the question with t
 where the asker says "you" (:func:`addressed_to`): the memory speaks of the owner by name, and
 the model judges "Are you getting a pet?" against "Alex is picking up a cat" as unrelated.
 
+Open and state questions also hear a third model (``match_weight``): a late-interaction
+MaxSim (epmem/embedding/late_interaction.py, ColBERT token vectors) is added to the recall score
+of the best ``match_limit`` facts, centred so that a typical fact keeps its score. "How's your
+health, Chucho?" is near "Chucho's son got into engineering" for the pooled embedder; token by
+token, nothing of the son's admission covers "health", and the fact falls below the cut.
+
 Failing closed: whatever is left out because it is not sure to answer is named in the audit
 (``Choice.left_out``, with the reason), so the owner can see what was not said and why.
 
@@ -179,6 +185,18 @@ class RelevanceConfig:
     floor: float = 0.6
     answers: float = 0.0
 
+    #: open and state questions: weight of the late-interaction model's MaxSim
+    #: (epmem/embedding/late_interaction.py) in a fact's recall score,
+    #: ``score + match_weight * (maxsim - match_center)`` (the centre is about the model's median
+    #: MaxSim for a fact recall finds); 0 turns it off. It weighs in where the cross-encoder
+    #: cannot ("How's your health?" is answered by no single fact), and only there: on other
+    #: questions the cross-encoder already reads question and fact together.
+    match_weight: float = 1.0
+    match_center: float = 0.75
+    #: the late-interaction model reads at most this many facts (the best by recall).
+    match_limit: int = 16
+    match_kinds: tuple[QuestionKind, ...] = ("open", "state")
+
     def __post_init__(self) -> None:
         if not (0 <= self.open_relative_cut <= 1 and 0 <= self.state_relative_cut <= 1):
             raise ValueError("RelevanceConfig.open_relative_cut and state_relative_cut must be in [0, 1]")
@@ -206,9 +224,11 @@ class Choice:
 
 
 class Relevance:
-    def __init__(self, config: RelevanceConfig | None = None, reranker: Reranker | None = None) -> None:
+    def __init__(self, config: RelevanceConfig | None = None, reranker: Reranker | None = None,
+                 matcher: Reranker | None = None) -> None:
         self.config = config or RelevanceConfig()
         self.reranker = reranker if self.config.rerank_weight > 0 else None
+        self.matcher = matcher if self.config.match_weight > 0 else None
 
     def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection,
                owner: str = "") -> Choice:
@@ -221,6 +241,9 @@ class Relevance:
         recalled = {r.fact.id: r for ev in events for r in ev.facts}
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
         c = self.config
+        if kind in c.match_kinds:
+            sims = self._maxsims(asked, projection.used, own, recalled)
+            own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
         least = {"open": c.open_min_recall, "state": c.state_min_recall}.get(kind, c.min_recall)
         pool = sorted((d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)),
                       key=lambda d: -own[d.fact.id])
@@ -258,6 +281,28 @@ class Relevance:
             chosen = self._best_events(ranked, scores, sure, left_out)
         return Choice(kind, tuple(chosen[: c.max_facts]), scores, reranked,
                       (time.perf_counter() - started) * 1000, left_out)
+
+    def _maxsims(self, question: str, used: Sequence[FactDecision], own: dict[str, float],
+                 recalled: dict[str, Recalled]) -> dict[str, float]:
+        """The late-interaction model's MaxSim for the best ``match_limit`` facts that recall
+        found (a cover's is the better of its own and its truth's, as for recall)."""
+        c = self.config
+        if self.matcher is None or c.match_limit == 0:
+            return {}
+        # privacy: only storyline facts (and a cover's truth, as for recall) are read
+        read = sorted((d for d in used if own[d.fact.id] >= c.rescue_recall), key=lambda d: -own[d.fact.id])
+        read = read[: c.match_limit]
+        if not read:
+            return {}
+        texts = {d.fact.id: d.fact.text for d in read}
+        for d in read:
+            truth = recalled.get(d.fact.covers or "")
+            if d.fact.version == "cover" and truth is not None:
+                texts[truth.fact.id] = truth.fact.text
+        ids = list(texts)
+        raw = dict(zip(ids, (float(x) for x in self.matcher.score(question, [texts[i] for i in ids]))))
+        return {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
+                               if d.fact.version == "cover" else -math.inf) for d in read}
 
     def _logits(self, question: str, facts: list[FactDecision], recalled: dict[str, Recalled]
                 ) -> tuple[dict[str, float], int]:
