@@ -242,6 +242,7 @@ class Relevance:
         own = {d.fact.id: _inherited(d, recalled, lambda r: r.score) for d in projection.used}
         c = self.config
         embedded = dict(own)  # the embedder's alone: a strong one overrides the open veto
+        sims: dict[str, float] = {}
         if kind in c.match_kinds:
             sims = self._maxsims(asked, projection.used, own, recalled)
             own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
@@ -275,6 +276,8 @@ class Relevance:
                 kept = [d for d in ranked if d.fact.event_id in told]
             chosen = _one_per_event_first(kept)
             scores = {d.fact.id: own[d.fact.id] for d in kept}
+            left_out.update({f: f"score {own[f]:.2f} below the cut (recall {embedded[f]:.2f}, MaxSim {m:.2f})"
+                             for f, m in sims.items() if f not in scores and f not in left_out})
         else:
             scores = {d.fact.id: own[d.fact.id] + (c.rerank_weight / (1.0 + math.exp(-logit[d.fact.id]
                                                                                     / c.rerank_temperature))

@@ -56,6 +56,7 @@ def test_a_state_question_leaves_out_a_fact_the_matcher_finds_covers_little_of_i
     matcher = Scripted({"asthma": 0.88, "driving": 0.62})
     heard = Relevance(RelevanceConfig(), None, matcher).choose("How is Priya's health?", events, proj)
     assert heard.chosen == ("f1",)
+    assert heard.left_out["f2"] == "score 0.37 below the cut (recall 0.50, MaxSim 0.62)"  # and the audit says why
     assert heard.scores["f1"] == pytest.approx(0.60 + 1.0 * (0.88 - 0.75))
 
 
