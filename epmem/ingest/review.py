@@ -68,7 +68,7 @@ from typing import Any, Literal
 from epmem.errors import EpmemError
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
 from epmem.ingest.examples import ExampleBank, Label
-from epmem.ingest.review_rank import events, open_members, stakes
+from epmem.ingest.review_rank import conversations, events, open_members, stakes
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 from epmem.policy.calculus import STRANGER, Rulebook
@@ -98,6 +98,11 @@ class ReviewConfig:
     #: is the scarce thing; /review on demand asks on. Chosen on the development scenarios only
     #: (benchmarks/tools/review_gaps.py): about 20-26 questions per 100 facts a person would count.
     share: float = 0.16
+    #: and at most this many per conversation the facts came from: a chat the rules cut into many
+    #: small facts is not more news (events per news differ by author and chat style, 1.3-2.1 on
+    #: the development scenarios, conversations per news much less: about 1.5 news each, so this
+    #: cap binds near 27 questions per 100 facts).
+    per_conversation: float = 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,10 +290,12 @@ class ReviewQueue:
 
     async def budget(self) -> int:
         """How many questions are worth the owner's time unprompted: ``ReviewConfig.share`` of
-        the events in memory (an answer settles an event), at most the events worth asking
+        the events in memory (an answer settles an event) and ``ReviewConfig.per_conversation``
+        per conversation they came from, whichever is fewer, at most the events worth asking
         about (see :meth:`next_batch`)."""
         facts = await self.memory.all()
-        return min(int(self.config.share * len(events(facts)) + 0.5), len(self._askable(facts)))
+        wanted = min(self.config.share * len(events(facts)), self.config.per_conversation * conversations(facts))
+        return min(int(wanted + 0.5), len(self._askable(facts)))
 
     async def question(self, fact_id: str) -> Question:
         facts = await self.memory.all()

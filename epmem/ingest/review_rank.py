@@ -64,6 +64,13 @@ def stakes(fact: Fact, policy: Policy) -> float:
     return min(score, 0.9)
 
 
+def conversations(facts: Iterable[Fact]) -> int:
+    """How many conversations the facts came from: a group chat's sub-sessions (``<chat>~<person>``,
+    epmem/memory/sessions.py) are one conversation; a fact with no session (``/remember``, an
+    import of hand-written facts) is one of its own."""
+    return len({f.session_id.split("~", 1)[0] if f.session_id else f"fact:{f.id}" for f in facts})
+
+
 def _turn(fact: Fact) -> str | None:
     return fact.source_turns[0] if fact.source_turns else None
 

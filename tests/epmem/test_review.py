@@ -225,6 +225,20 @@ async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory
     assert [x.fact_id for x in await q.next_batch()] == ["c"]
 
 
+async def test_a_chat_cut_into_many_facts_does_not_buy_more_questions(memory: FactMemory) -> None:
+    """The budget is a share of the events and at most ReviewConfig.per_conversation per
+    conversation: fifteen small facts from three conversations (one of them a group chat cut
+    into sub-sessions per person) are worth one question, not two."""
+    sessions = ["s1", "s2", "grp~ana", "grp~ben", "grp~cy"]
+    await memory.add([pending(f"f{i}", f"Sam's knee story, part {i}: the physio visit number {i}.", "health", 1,
+                              "life", session=sessions[i % 5]) for i in range(15)])
+    q = queue(memory)
+    assert len(q._askable(await memory.all())) == 15
+    assert await q.budget() == 1  # 16% of 15 events would be 2; 0.4 for each of 3 conversations is 1
+    q.config = type(q.config)(per_conversation=1.0)
+    assert await q.budget() == 2
+
+
 async def test_what_is_at_stake_orders_the_questions_and_bounds_them(memory: FactMemory) -> None:
     """Someone else's private matter whose audience the rules guessed comes before a pending
     fact with only a keyword; a fact filed on its keyword alone, a mundane one and a fragment
