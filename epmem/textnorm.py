@@ -72,7 +72,10 @@ _NO_S = frozenset(
     read said told got made went took met gave found felt left paid bought brought thought sent
     spent kept knew saw came ran won lost sold held heard meant built began became chose drove ate
     fell forgot grew hung hid led lent rode rang rose sang sat slept spoke stood stole swam swore
-    taught threw understood woke wore wrote quit never also just still already really only""".split()
+    taught threw understood woke wore wrote quit never also just still already really only broke
+    drank drew flew froze shook shot shut sank slid stuck struck swept swung tore bit bent bled
+    caught crept dealt dug fed fled fought forgave hurt knelt laid leapt lit sought shone shrank
+    split spread sprang stank strode thrust wept withdrew wound cost bet burst cast fit rid""".split()
 )
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "'m": "is", "are": "is"}
 #: words that may sit between "I" and its verb ("I really want", "I ever have to").
@@ -99,6 +102,15 @@ def _third_singular(verb: str) -> str:
     if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+#: "Max and I", "my wife and I", "she and I": a plural subject keeps its verb ("Max and I broke up").
+_AND_BEFORE_I = re.compile(r"(?:^|[,;:]\s*|\b(?:he|she|they|you)\s+|"
+                           r"(?<![.!?]\s)\b[A-ZÀ-Þ][\w'’-]*\s+)and\s+$")
+
+
+def _plural_subject(before: str) -> bool:
+    return bool(_AND_BEFORE_I.search(before))
 
 
 def third_person(text: str, owner: str, you: str | None = None) -> str:
@@ -141,7 +153,9 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
     # "I <verb>" -> "<owner> <verb>s" for present-tense verbs, past any adverbs ("I really want")
     adverbs = "|".join(sorted(_ADVERBS))
     text = re.sub(rf"\bI((?:\s+(?:{adverbs}|\w+ly))*)\s+(\w+)",
-                  lambda m: f"{owner}{m.group(1)} {_third_singular(m.group(2))}", text)
+                  lambda m: f"{owner}{m.group(1)} "
+                            f"{m.group(2) if _plural_subject(m.string[:m.start()]) else _third_singular(m.group(2))}",
+                  text)
     return re.sub(r"\bI\b", owner, text)
 
 

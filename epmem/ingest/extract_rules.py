@@ -19,7 +19,7 @@ whether it is annotated or stays pending for the owner.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
@@ -28,37 +28,10 @@ from epmem.ingest.failclosed import decide
 from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.textnorm import STOPWORDS, sentence, split_sentences, third_person, words
+from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, chat_sentences, worth
+from epmem.textnorm import STOPWORDS, sentence, third_person, words
 
 _APOS = "['’]"
-_LEAD = re.compile(
-    r"^(?:(?:yes|yeah|yep|yup|no|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
-    r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
-    r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
-    r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
-    r"guess what|so yeah|um|uh|erm)"
-    r"(?![\w'’])[\s,!.;-]*|(?:update|note to self|note|fyi|btw|ps|p\.s\.|reminder|confirmed|news|big news|"
-    r"heads[- ]up|quick update|fwd|forwarded(?: message)?|voice note|transcript)\s*:\s*)+",
-    re.IGNORECASE,
-)
-_SUBJECTLESS_SKIP = frozenset(
-    "the a an it its this that these those there here she he they we i you my our his her their "
-    "us me him them what who when where why how if".split()
-)
-#: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
-_IMPERATIVE = re.compile(
-    rf"^(?:please\b|don{_APOS}?t\b|do not\b|never\b|let{_APOS}s\b|let us\b|"
-    r"(?!(?:about|for|with|like|unlike|to|from|of|including|between|except|besides|as|than|"
-    r"after|before|since|until|without|regarding|re|thanks|thank)\b)"
-    r"[a-z]+\s+(?:it|me|us|them|him|this|that|these|those)\b(?!\s+(?:is|are|was|were|has|have|will|would)\b))",
-    re.IGNORECASE,
-)
-#: politeness and reactions: kept out unless the sentence says much more than that.
-_CHITCHAT = re.compile(
-    r"\b(?:thank you|thanks|congrats|congratulations|sorry|no worries|means a lot|can'?t wait|proud of you|"
-    r"good luck|get well|sounds good|love you|miss you|see you|take care|haha|lol)\b",
-    re.IGNORECASE,
-)
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
 _COVER = [
     # "I'll tell them I'm taking a sabbatical", "tell Mamma we're on holiday", "just say I'm on leave"
@@ -204,19 +177,9 @@ class RulesExtractor(ReadsPolicy):
             text = f"{speaker} is {text}" if first.endswith("ing") else f"{speaker} {text}"
         return sentence(third_person(text, speaker, you))
 
-    def _worth(self, text: str, speaker_words: set[str]) -> bool:
-        """A statement with some content: not a question, an instruction or small talk."""
-        if text.rstrip().endswith("?"):
-            return False
-        body = _LEAD.sub("", text.strip()).strip()
-        if _IMPERATIVE.match(body):
-            return False
-        tokens = words(body)
-        content = [t for t in tokens if t not in STOPWORDS and t not in speaker_words and len(t) > 1]
-        if _CHITCHAT.search(body) and len(content) < 4:
-            return False
-        return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
-                                                            any(len(c) >= 6 for c in content))
+    @staticmethod
+    def _worth(text: str, speaker_words: set[str]) -> bool:
+        return worth(text, speaker_words)
 
     def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None]:
         """The cues of a sentence, and the statement it carries, if any.
@@ -284,7 +247,7 @@ class RulesExtractor(ReadsPolicy):
         mine = set(words(speaker)) | (self._owner_words if owner else set())
         you = self._you(session, t)
         td.cues += self._not_told(session, t)
-        for raw in split_sentences(turn.text):
+        for raw in chat_sentences(turn.text, lambda x: bool(self.cues.read(x, owner=owner)), mine):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
@@ -421,15 +384,11 @@ class RulesExtractor(ReadsPolicy):
             return []
         heard = present(session)
         anns = self.classifier.classify_many([p.draft.text for p in proposals])
-        kept = [i for i, (p, ann) in enumerate(zip(proposals, anns)) if self._keep(p, ann)]
-        index = {old: new for new, old in enumerate(kept)}
         out: list[Draft] = []
-        for i in kept:
-            p, ann, d = proposals[i], anns[i], proposals[i].draft
-            if d.covers is not None:  # a truth that was dropped: the latest kept truth before it
-                before = [k for k in kept if k <= d.covers and proposals[k].draft.version == "truth"]
-                d.covers = index[before[-1]] if before else None
-                p.cover_orphan = d.covers is None
+        for p, ann in zip(proposals, anns):
+            d = p.draft
+            if not self._evident(p, ann):
+                ann = replace(ann, clear=False, evidence=(*ann.evidence, "said-in-passing"))
             others = [x for x in heard if x != p.speaker]
             decision = decide(self.policy, ann, speaker=p.speaker, present=others,
                               secrecy=p.secrecy, close=p.close, whitelist=p.whitelist, blacklist=d.blacklist,
@@ -442,9 +401,12 @@ class RulesExtractor(ReadsPolicy):
         return out
 
     @staticmethod
-    def _keep(p: _Proposal, ann: Annotation) -> bool:
-        """Someone else's small talk is no fact: only what a policy keyword, a sensitive topic,
-        a confirmed example or their own secret names."""
+    def _evident(p: _Proposal, ann: Annotation) -> bool:
+        """Whether the category evidence may settle someone else's statement. Their passing
+        remarks (no policy keyword, sensitive topic or confirmed example names what they are
+        about, and no secrecy cue of their own) are kept, so that what they said is in memory
+        and the owner can be asked about it, but never settled on a similarity or "mundane"
+        reading: they stay pending at level 0 (clear-evidence, contextual-integrity)."""
         if p.speaker == OWNER_ID or ann.basis in ("keywords", "topic", "example"):
             return True
         return p.own_secrecy and len([w for w in words(p.draft.text) if w not in STOPWORDS]) >= 4

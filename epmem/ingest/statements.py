@@ -1,0 +1,120 @@
+"""Chat messages -> the sentences that may carry a statement, before any rewriting.
+
+People type the way they talk: a message is several short lines, an emoji ends a thought, a
+number or a place comes as its own fragment ("I'm pregnant!!! 11 weeks"), a statement comes
+with a question tacked on ("API v2 goes live on 15 May, can you write the notes?") or as a
+reminder ("don't forget Haruto's sports day on Saturday"). Read sentence by sentence, such a
+message loses what it says: the fragment is dropped or becomes a fact without a subject, the
+statement is thrown out with its question. :func:`chat_sentences` cuts a message into the
+statements it makes, each whole: a fragment that says nothing on its own joins the statement
+before it, a tacked-on question is cut off, a reminder's lead is dropped. It only cuts and
+joins the speaker's own words; who may know is decided later (epmem/ingest/failclosed.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from epmem.textnorm import STOPWORDS, split_sentences, words
+
+_APOS = "['’]"
+#: what a statement may start with that is not part of it ("ok so", "btw", "[voice message]").
+LEAD = re.compile(
+    r"^(?:\[[^\]\n]{1,40}\]\s*|(?:yes|yeah|yep|yup|no|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
+    r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
+    r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
+    r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
+    r"guess what|so yeah|um|uh|erm)"
+    r"(?![\w'’])[\s,!.;-]*|(?:update|note to self|note|fyi|btw|ps|p\.s\.|reminder|confirmed|news|big news|"
+    r"heads[- ]up|quick update|fwd|forwarded(?: message)?|voice note|transcript)\s*:\s*)+",
+    re.IGNORECASE,
+)
+SUBJECTLESS_SKIP = frozenset(
+    "the a an it its this that these those there here she he they we i you my our his her their "
+    "us me him them what who when where why how if".split()
+)
+#: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
+IMPERATIVE = re.compile(
+    rf"^(?:please\b|don{_APOS}?t\b|do not\b|never\b|let{_APOS}s\b|let us\b|"
+    r"(?!(?:about|for|with|like|unlike|to|from|of|including|between|except|besides|as|than|"
+    r"after|before|since|until|without|regarding|re|thanks|thank|once|when|whenever|if|unless|because|"
+    r"while|although|though|so|and|but|or|now|then|yet|maybe|hopefully|apparently|i|we|he|she|they)\b)"
+    r"[a-z]+\s+(?:it|me|us|them|him|this|that|these|those)\b(?!\s+(?:is|are|was|were|has|have|will|would)\b))",
+    re.IGNORECASE,
+)
+#: politeness and reactions: kept out unless the sentence says much more than that.
+CHITCHAT = re.compile(
+    r"\b(?:thank you|thanks|congrats|congratulations|sorry|no worries|means a lot|can'?t wait|proud of you|"
+    r"good luck|get well|sounds good|love you|miss you|see you|take care|haha|lol)\b",
+    re.IGNORECASE,
+)
+
+
+def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
+    """A statement with some content: not a question, an instruction or small talk."""
+    if text.rstrip().endswith("?"):
+        return False
+    body = LEAD.sub("", text.strip()).strip()
+    if IMPERATIVE.match(body):
+        return False
+    tokens = words(body)
+    content = [t for t in tokens if t not in STOPWORDS and t not in speaker_words and len(t) > 1]
+    if CHITCHAT.search(body) and len(content) < 4:
+        return False
+    return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
+                                                        any(len(c) >= 6 for c in content))
+
+
+#: an emoji between two clauses ends a thought: "cost me 3.2k 😬 don't tell my mum".
+_EMOJI_BREAK = re.compile(r"([\U0001F000-\U0001FAFF\u2600-\u27BF][\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]*)"
+                          r"[ \t]+(?=\S)")
+#: "don't forget Mama's name day is Sunday": the reminder's lead is not part of what it says.
+_REMINDER = re.compile(rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
+                       r"just so you know|fyi)[\s,:]+(?:that\s+|about\s+)?(?!to\b)", re.IGNORECASE)
+#: "..., can you write the release notes?": a question tacked onto a statement.
+_ASKS = r"(?:can|could|would|will|do|does|did|are|is|any|should|shall|what|when|where|who|how|why|right|ok|okay)"
+_TACKED = re.compile(rf"^(?P<body>.+?)\s*[,;]\s*(?P<q>{_ASKS}\b[^,;]*\?+\W*)$", re.IGNORECASE)
+#: a sentence that asks (it opens like a question) is not a statement, whatever it ends with.
+_OPENS_ASKING = re.compile(rf"^(?:(?:so|and|but|also|ok|hey)[\s,]+)?{_ASKS}\b", re.IGNORECASE)
+#: words a sentence with its own subject starts with (a fragment starts with none of them).
+_SUBJECT_START = frozenset("i i'm i've i'll i'd we we're he she they it it's its this that there my our his her "
+                           "their you your me".split())
+
+
+def _fragment(text: str, speaker_words: set[str]) -> bool:
+    """A piece that says nothing whole on its own: "11 weeks", "for real this time",
+    "performance improvement plan, 6 weeks", "Gearbox problem." It has content (a number or a
+    word that is not a function word) but is too short to be a statement, or short and without
+    a subject of its own."""
+    body = LEAD.sub("", text.strip()).strip()
+    if not body or body.endswith("?") or IMPERATIVE.match(body) or CHITCHAT.search(body):
+        return False
+    tokens = words(body)
+    content = [t for t in tokens if (t not in STOPWORDS and len(t) > 1) or any(ch.isdigit() for ch in t)]
+    if not content:
+        return False
+    if not worth(body, speaker_words):
+        return True
+    first = tokens[0] if tokens else ""
+    return len(tokens) <= 5 and (body[0].islower() or body[0].isdigit()) and first not in _SUBJECT_START
+
+
+def chat_sentences(text: str, is_cue: Callable[[str], bool], speaker_words: set[str] | None = None) -> list[str]:
+    """The sentences of one message, each a whole statement where the message makes one.
+    ``is_cue`` tells a sentence that says who may know (it is never joined to another)."""
+    speaker_words = speaker_words or set()
+    out: list[str] = []
+    for raw in split_sentences(_EMOJI_BREAK.sub(r"\1\n", text)):
+        raw = _REMINDER.sub("", raw, count=1) or raw
+        m = _TACKED.match(raw)
+        if m and not _OPENS_ASKING.match(m.group("body")) and worth(m.group("body"), speaker_words):
+            out += [m.group("body"), m.group("q")]
+            continue
+        prev = out[-1] if out else None
+        if (prev is not None and not prev.rstrip().endswith("?") and not is_cue(prev) and not is_cue(raw)
+                and _fragment(raw, speaker_words)):
+            out[-1] = f"{prev} {raw}"
+        else:
+            out.append(raw)
+    return out

@@ -1,0 +1,90 @@
+"""Chat-style messages become whole statements (epmem/ingest/statements.py), read through the
+offline extractor: each fact carries what its message says, and nothing gets looser for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from epmem.embedding.minilm import default_embedder
+from epmem.ingest.annotate import CategoryClassifier
+from epmem.ingest.extract_rules import RulesExtractor
+from epmem.ingest.statements import chat_sentences
+from epmem.textnorm import third_person
+from testkit.sessions import session
+from tests.epmem.test_extract_rules import POLICY, by_text
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    return RulesExtractor(POLICY, CategoryClassifier(POLICY, default_embedder()))
+
+
+def _never_a_cue(text: str) -> bool:
+    return False
+
+
+@pytest.mark.parametrize("message,sentences", [
+    # a fragment that says nothing whole on its own joins the statement before it
+    ("I'm pregnant!!! 11 weeks 🥹", ["I'm pregnant!!! 11 weeks 🥹"]),
+    ("His car is in the garage. Gearbox problem.", ["His car is in the garage. Gearbox problem."]),
+    ("Max and I broke up. for real this time", ["Max and I broke up. for real this time"]),
+    # a question tacked onto a statement is cut off; the statement stays
+    ("forecast API v2 goes live on 15 May, can you write the release notes?",
+     ["forecast API v2 goes live on 15 May", "can you write the release notes?"]),
+    # a reminder's lead is not part of what it says
+    ("also dont forget Mama's name day is Sunday", ["Mama's name day is Sunday"]),
+    # an emoji between two clauses ends a thought
+    ("cost me 3.2k 😬 don't tell my mum the price", ["cost me 3.2k 😬", "don't tell my mum the price"]),
+    # whole sentences, questions and instructions are left as they are
+    ("Thanks love. Just keep me posted.", ["Thanks love.", "Just keep me posted."]),
+    ("Are you coming to Busan, or not?", ["Are you coming to Busan, or not?"]),
+    ("don't forget to buy milk", ["don't forget to buy milk"]),
+])
+def test_chat_messages_are_cut_into_whole_statements(message: str, sentences: list[str]) -> None:
+    assert chat_sentences(message, _never_a_cue) == sentences
+
+
+def test_a_cue_is_never_joined_to_a_statement(extractor: RulesExtractor) -> None:
+    s = session([("kira", "I've been put on a PIP. performance improvement plan, 6 weeks. only you and Owen know")],
+                participants=["owner", "kira"])
+    (fact,) = extractor.drafts(s)
+    assert "6 weeks" in fact.text and fact.text.startswith("Kira has been put on a PIP")
+    # someone else's news, with a secrecy cue: pending at level 0, opens nobody
+    assert (fact.state, fact.level, fact.whitelist) == ("pending", 0, [])
+
+
+def test_a_fragment_is_carried_with_its_statement_and_as_strict(extractor: RulesExtractor) -> None:
+    s = session([("owner", "I have knee surgery on Friday. 3 weeks off work")], participants=["owner", "kira"])
+    (fact,) = extractor.drafts(s)
+    assert fact.text == "Sam has knee surgery on Friday. 3 weeks off work."
+    assert (fact.category, fact.level, fact.domain) == ("health", 1, "life")
+
+
+def test_the_statement_before_a_question_is_kept(extractor: RulesExtractor) -> None:
+    s = session([("tom", "the project deadline moved to 15 May, can you update the plan?")],
+                participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert "15 May" in fact.text and "update the plan" not in fact.text and fact.category == "work"
+
+
+def test_a_narrowing_cue_after_an_emoji_reaches_its_statement(extractor: RulesExtractor) -> None:
+    s = session([("owner", "the new sofa cost me 3.2k of savings 😬 don't tell Mum the price")],
+                participants=["owner", "kira"])
+    fact = by_text(extractor.drafts(s), "3.2k")
+    assert fact.blacklist == ["joan"]
+
+
+def test_a_subordinate_clause_is_not_an_instruction(extractor: RulesExtractor) -> None:
+    s = session([("owner", "Once it closes I want to hire two senior backend engineers for the project.")],
+                participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert "senior backend" in fact.text
+
+
+@pytest.mark.parametrize("said,meant", [
+    ("Max and I broke up", "Max and Sam broke up"),
+    ("she and I are fine", "she and Sam are fine"),
+    ("I broke my arm and I want cake", "Sam broke Sam's arm and Sam wants cake"),
+])
+def test_a_plural_subject_keeps_its_verb(said: str, meant: str) -> None:
+    assert third_person(said, "Sam") == meant
