@@ -25,6 +25,7 @@ from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
 from epmem.ingest.failclosed import decide
+from epmem.ingest.review_rank import PASSING
 from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
@@ -388,7 +389,7 @@ class RulesExtractor(ReadsPolicy):
         for p, ann in zip(proposals, anns):
             d = p.draft
             if not self._evident(p, ann):
-                ann = replace(ann, clear=False, evidence=(*ann.evidence, "said-in-passing"))
+                ann = replace(ann, clear=False, evidence=(*ann.evidence, PASSING, f"context:passing:{p.speaker}"))
             others = [x for x in heard if x != p.speaker]
             decision = decide(self.policy, ann, speaker=p.speaker, present=others,
                               secrecy=p.secrecy, close=p.close, whitelist=p.whitelist, blacklist=d.blacklist,

@@ -68,7 +68,7 @@ from typing import Any, Literal
 from epmem.errors import EpmemError
 from epmem.ingest.annotate import CategoryClassifier, ContactNames
 from epmem.ingest.examples import ExampleBank, Label
-from epmem.ingest.review_rank import conversations, events, open_members, stakes
+from epmem.ingest.review_rank import conversations, counted, events, open_members, stakes
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 from epmem.policy.calculus import STRANGER, Rulebook
@@ -290,11 +290,12 @@ class ReviewQueue:
 
     async def budget(self) -> int:
         """How many questions are worth the owner's time unprompted: ``ReviewConfig.share`` of
-        the events in memory (an answer settles an event) and ``ReviewConfig.per_conversation``
+        the events in memory (an answer settles an event; other people's passing remarks do not
+        count, see :func:`~epmem.ingest.review_rank.counted`) and ``ReviewConfig.per_conversation``
         per conversation they came from, whichever is fewer, at most the events worth asking
         about (see :meth:`next_batch`)."""
         facts = await self.memory.all()
-        wanted = min(self.config.share * len(events(facts)), self.config.per_conversation * conversations(facts))
+        wanted = min(self.config.share * len(counted(events(facts))), self.config.per_conversation * conversations(facts))
         return min(int(wanted + 0.5), len(self._askable(facts)))
 
     async def question(self, fact_id: str) -> Question:

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from epmem.memory.facts import Fact
 from epmem.policy.model import Policy
 
+#: evidence of someone else's passing remark, kept so nothing said is lost (epmem/ingest/extract_rules.py).
+PASSING = "said-in-passing"
 #: evidence that gives the owner something concrete to confirm on a pending fact.
 CONCRETE = ("keyword:", "topic:", "example:", "cue:", "context:")
 #: evidence that the audience or category of an annotated fact was guessed from words.
@@ -102,6 +104,13 @@ def events(facts: Sequence[Fact]) -> list[list[Fact]]:
     for i, f in enumerate(facts):
         groups.setdefault(find(i), []).append(f)
     return list(groups.values())
+
+
+def counted(groups: Sequence[list[Fact]]) -> list[list[Fact]]:
+    """The events that count towards how many questions the owner should be asked: other
+    people's passing remarks (kept so nothing said is lost) may be asked about, but they do
+    not make the owner's patience any longer."""
+    return [g for g in groups if not all(PASSING in f.evidence for f in g)]
 
 
 def open_members(group: Iterable[Fact]) -> list[Fact]:

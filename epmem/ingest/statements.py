@@ -21,7 +21,7 @@ from epmem.textnorm import STOPWORDS, split_sentences, words
 _APOS = "['’]"
 #: what a statement may start with that is not part of it ("ok so", "btw", "[voice message]").
 LEAD = re.compile(
-    r"^(?:\[[^\]\n]{1,40}\]\s*|(?:yes|yeah|yep|yup|no|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
+    r"^(?:\[[^\]\n]{1,40}\]\s*|(?:no(?=\s*[,.!;-])|yes|yeah|yep|yup|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
     r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
     r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
     r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
@@ -32,7 +32,7 @@ LEAD = re.compile(
 )
 SUBJECTLESS_SKIP = frozenset(
     "the a an it its this that these those there here she he they we i you my our his her their "
-    "us me him them what who when where why how if".split()
+    "us me him them what who when where why how if no".split()
 )
 #: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
 IMPERATIVE = re.compile(
@@ -63,7 +63,8 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
     if CHITCHAT.search(body) and len(content) < 4:
         return False
     return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
-                                                        any(len(c) >= 6 for c in content))
+                                                        any(len(c) >= 6 or any(ch.isdigit() for ch in c)
+                                                            for c in content))
 
 
 #: an emoji between two clauses ends a thought: "cost me 3.2k 😬 don't tell my mum".

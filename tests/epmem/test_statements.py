@@ -88,3 +88,17 @@ def test_a_subordinate_clause_is_not_an_instruction(extractor: RulesExtractor) -
 ])
 def test_a_plural_subject_keeps_its_verb(said: str, meant: str) -> None:
     assert third_person(said, "Sam") == meant
+
+
+def test_a_leading_no_that_belongs_to_the_statement_is_kept(extractor: RulesExtractor) -> None:
+    s = session([("owner", "Ha, no plans to sell the flat this year."), ("owner", "No, the flat is rented out to students.")],
+                participants=["owner", "kira"])
+    assert [d.text for d in extractor.drafts(s)] == ["No plans to sell the flat this year.",
+                                                     "The flat is rented out to students."]
+
+
+def test_a_transcript_label_is_not_part_of_the_statement(extractor: RulesExtractor) -> None:
+    s = session([("owner", "[voice message] the garden fence project is finally done, 40 metres")],
+                participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert fact.text == "The garden fence project is finally done, 40 metres."
