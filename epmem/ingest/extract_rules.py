@@ -29,7 +29,7 @@ from epmem.ingest.review_rank import PASSING
 from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, chat_sentences, worth
+from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, asks, chat_sentences, worth
 from epmem.textnorm import STOPWORDS, sentence, third_person, words
 
 _APOS = "['’]"
@@ -285,7 +285,7 @@ class RulesExtractor(ReadsPolicy):
         if q < 0 or session.turns[q].speaker == turn.speaker:
             return []
         m = _ASKS_KNOW.search(session.turns[q].text)
-        if m is None or not session.turns[q].text.rstrip().endswith("?"):
+        if m is None or not asks(session.turns[q].text):
             return []
         who = [c for c in self.names.find(m.group("who") or m.group("who2") or "") if c != turn.speaker]
         return [Cue(blacklist=who, said=[m.group(0).strip().casefold()], so_far=True)] if who else []
@@ -321,8 +321,8 @@ class RulesExtractor(ReadsPolicy):
         if target is not None and target < t:
             via = self._targets(session, target, turns, depth - 1, False) if depth > 0 else []
             return list(dict.fromkeys([*own, *via]))
-        asks = t in turns and not own and session.turns[t].text.rstrip().endswith("?")
-        if not (top or asks or (t in turns and turns[t].cues)) or own and not turns[t].bare_cue:
+        question = t in turns and not own and asks(session.turns[t].text)
+        if not (top or question or (t in turns and turns[t].cues)) or own and not turns[t].bare_cue:
             return own
         earlier = [i for p in range(t - 1, max(-1, t - 4), -1) if p in turns for i in turns[p].drafts]
         return list(dict.fromkeys([*own, *earlier]))

@@ -74,10 +74,21 @@ _EMOJI_BREAK = re.compile(r"([\U0001F000-\U0001FAFF\u2600-\u27BF][\U0001F000-\U0
 _REMINDER = re.compile(rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
                        r"just so you know|fyi)[\s,:]+(?:that\s+|about\s+)?(?!to\b)", re.IGNORECASE)
 #: "..., can you write the release notes?": a question tacked onto a statement.
-_ASKS = r"(?:can|could|would|will|do|does|did|are|is|any|should|shall|what|when|where|who|how|why|right|ok|okay)"
+_ASKS = r"(?:can|could|would|will|do|does|did|has|have|are|is|was|were|any|should|shall|what|when|where|who|how|why|right|ok|okay)"
 _TACKED = re.compile(rf"^(?P<body>.+?)\s*[,;]\s*(?P<q>{_ASKS}\b[^,;]*\?+\W*)$", re.IGNORECASE)
 #: a sentence that asks (it opens like a question) is not a statement, whatever it ends with.
 _OPENS_ASKING = re.compile(rf"^(?:(?:so|and|but|also|ok|hey)[\s,]+)?{_ASKS}\b", re.IGNORECASE)
+#: what a chat question may open with before it asks ("wait does your mum even know he existed lol").
+_ASK_LEAD = re.compile(r"^(?:(?:wait|so|and|but|also|ok|okay|hey|lol|omg|hmm|um)\b[\s,.!]*)+", re.IGNORECASE)
+
+
+def asks(text: str) -> bool:
+    """A message that asks, with or without its question mark (chat questions often have none):
+    it ends with one, or it opens with a question word or an auxiliary."""
+    text = text.strip()
+    return text.endswith("?") or bool(_OPENS_ASKING.match(_ASK_LEAD.sub("", text)))
+
+
 #: words a sentence with its own subject starts with (a fragment starts with none of them).
 _SUBJECT_START = frozenset("i i'm i've i'll i'd we we're he she they it it's its this that there my our his her "
                            "their you your me".split())

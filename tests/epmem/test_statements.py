@@ -102,3 +102,15 @@ def test_a_transcript_label_is_not_part_of_the_statement(extractor: RulesExtract
                 participants=["owner", "tom"])
     (fact,) = extractor.drafts(s)
     assert fact.text == "The garden fence project is finally done, 40 metres."
+
+
+def test_a_chat_question_without_its_question_mark_still_asks(extractor: RulesExtractor) -> None:
+    # "wait does your mum even know lol" asks, "?" or not: the "nope" and the cue answering it
+    # reach what it was about (a new, whole statement must not be looser than its fragments were)
+    s = session([("owner", "Kira and I broke up. for real this time"),
+                 ("owen", "WHAT. ok calling you in 5", 0),
+                 ("owen", "wait does your mum even know she existed lol"),
+                 ("owner", "nope. my mum doesn't even know Kira exists and it stays that way", 2)],
+                participants=["owner", "owen"])
+    fact = by_text(extractor.drafts(s), "broke up")
+    assert fact.text == "Kira and Sam broke up. for real this time." and "joan" in fact.blacklist
