@@ -2,9 +2,11 @@
 
 Every message is read, the owner's and everyone else's: a secret a friend tells the owner is a
 fact about the friend (a third party), and what the owner is told is as much the owner's memory
-as what the owner says. Each sentence becomes at most one fact, in the third person ("I" is the
+as what the owner says. Each statement (epmem/ingest/statements.py cuts a message into whole
+statements) becomes at most one fact, in the third person ("I" is the
 speaker, "you" the person spoken to), with a bare "he"/"she" resolved to the person the
-conversation just named. Questions, instructions, greetings and small talk become no fact.
+conversation just named. Questions, instructions, greetings and pure reactions become no fact;
+someone else's passing remark is kept, pending (see :meth:`RulesExtractor._evident`).
 
 What a sentence means for who may know is read by epmem/ingest/cues.py and scoped here: a cue
 applies to the facts of its own message, else of the message it answers (its reply link), else

@@ -74,8 +74,10 @@ RULES: tuple[Rule, ...] = (
          "category of the other domain than the teller's (work news from a friend, family news from a "
          "colleague) and anything said by someone who is not a contact. Their ordinary news said openly "
          "keeps its category's level, on clear evidence only (else it is pending, its suggested audience "
-         "again only the people who were there). Someone else's small talk becomes no fact at all: only "
-         "what a policy keyword, a sensitive topic or their own secret names.",
+         "again only the people who were there). Someone else's passing remark that no policy keyword, "
+         "sensitive topic, confirmed example or secrecy cue of theirs names is kept (nothing they said is "
+         "lost) but never settled on a similarity or 'mundane' reading: it stays pending at level 0, opens "
+         "nobody, and neither closes its twins nor lengthens the owner's question budget.",
          "What someone told the owner is theirs to spread, not the delegate's: the teller is in on it, "
          "others are not by default, and only the owner may open it further."),
     Rule("cover-is-not-truth",
