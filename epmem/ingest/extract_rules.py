@@ -387,11 +387,18 @@ class RulesExtractor(ReadsPolicy):
             return []
         heard = present(session)
         anns = self.classifier.classify_many([p.draft.text for p in proposals])
+        passing = {i for i, (p, ann) in enumerate(zip(proposals, anns)) if not self._evident(p, ann)}
         out: list[Draft] = []
-        for p, ann in zip(proposals, anns):
+        for i, (p, ann) in enumerate(zip(proposals, anns)):
             d = p.draft
-            if not self._evident(p, ann):
+            if i in passing:
                 ann = replace(ann, clear=False, evidence=(*ann.evidence, PASSING, f"context:passing:{p.speaker}"))
+            if d.covers is not None and d.covers in passing:
+                # a cover stands in for news, not for someone's passing remark ("What should I
+                # tell the team?" "Just say I'm on leave"): the latest other truth before it
+                before = [k for k in range(d.covers + 1) if proposals[k].draft.version == "truth" and k not in passing]
+                d.covers = before[-1] if before else None
+                p.cover_orphan = d.covers is None
             others = [x for x in heard if x != p.speaker]
             decision = decide(self.policy, ann, speaker=p.speaker, present=others,
                               secrecy=p.secrecy, close=p.close, whitelist=p.whitelist, blacklist=d.blacklist,

@@ -114,3 +114,12 @@ def test_a_chat_question_without_its_question_mark_still_asks(extractor: RulesEx
                 participants=["owner", "owen"])
     fact = by_text(extractor.drafts(s), "broke up")
     assert fact.text == "Kira and Sam broke up. for real this time." and "joan" in fact.blacklist
+
+
+def test_a_cover_stands_in_for_news_not_for_a_passing_remark(extractor: RulesExtractor) -> None:
+    s = session([("owner", "Tom, can I tell you something in confidence? I need knee surgery in April."),
+                 ("tom", "Thank you for telling me. Take all the time you need. What should I tell the team?"),
+                 ("owner", "Please just say I'm on leave for four weeks in April.", 1)], participants=["owner", "tom"])
+    drafts = extractor.drafts(s)
+    cover = next(d for d in drafts if d.version == "cover")
+    assert cover.covers is not None and "surgery" in drafts[cover.covers].text
