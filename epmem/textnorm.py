@@ -130,6 +130,7 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
         (rf"\bwe{apostrophe}re\b|\bwe are\b", f"{owner} and others are"),
         (rf"\bwe{apostrophe}ve\b", f"{owner} and others have"),
         (rf"\bwe{apostrophe}ll\b", f"{owner} and others will"),
+        (rf"\bwe{apostrophe}d\b", f"{owner} and others would"),
         (rf"\blet{apostrophe}s\b", "let us"),
         (r"\bmyself\b", owner),
         (r"\bmine\b", f"{owner}'s"),
@@ -143,6 +144,9 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
     if you:
         rules += [
             (rf"\byou{apostrophe}re\b|\byou are\b", f"{you} are" if " and " in you else f"{you} is"),
+            (rf"\byou{apostrophe}ll\b", f"{you} will"),
+            (rf"\byou{apostrophe}ve\b", f"{you} have" if " and " in you else f"{you} has"),
+            (rf"\byou{apostrophe}d\b", f"{you} would"),
             (r"\byou two\b|\byou both\b|\byou all\b|\byou guys\b", you),
             (r"\byours\b", f"{you}'s"),
             (r"\byour\b", f"{you}'s"),

@@ -172,6 +172,8 @@ class RulesExtractor(ReadsPolicy):
 
     def _rewrite(self, text: str, speaker: str, you: str | None, he_she: str | None = None) -> str:
         text = _LEAD.sub("", text.strip()).strip()
+        if you and " and " not in you:  # "Nora, I'd like to offer you ...": the listener named is no subject
+            text = _LEAD.sub("", re.sub(rf"^{re.escape(you)}\s*[,!:]\s*(?=\S)", "", text, flags=re.IGNORECASE))
         if he_she and _HE_SHE.match(text):
             text = _HE_SHE.sub(he_she, text, count=1)
         first = text.split(" ", 1)[0] if text else ""

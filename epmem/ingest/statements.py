@@ -30,9 +30,12 @@ LEAD = re.compile(
     r"heads[- ]up|quick update|fwd|forwarded(?: message)?|voice note|transcript)\s*:\s*)+",
     re.IGNORECASE,
 )
+#: words a sentence may open with that are not a verb missing its subject ("after the reorg ...").
 SUBJECTLESS_SKIP = frozenset(
     "the a an it its this that these those there here she he they we i you my our his her their "
-    "us me him them what who when where why how if no".split()
+    "us me him them what who when where why how if no after before during since until from in on at by "
+    "with without about next last tomorrow today yesterday tonight finally still now soon once while "
+    "because only maybe probably apparently".split()
 )
 #: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
 IMPERATIVE = re.compile(

@@ -123,3 +123,16 @@ def test_a_cover_stands_in_for_news_not_for_a_passing_remark(extractor: RulesExt
     drafts = extractor.drafts(s)
     cover = next(d for d in drafts if d.version == "cover")
     assert cover.covers is not None and "surgery" in drafts[cover.covers].text
+
+
+@pytest.mark.parametrize("speaker,said,fact", [
+    ("tom", "Sam, I'd like to offer you the project lead role in September.",
+     "Tom would like to offer Sam the project lead role in September."),
+    ("tom", "And after the reorg you'll lead the new platform project.",
+     "After the reorg Sam will lead the new platform project."),
+    ("owner", "Tom, we'd rather keep the project deadline in May.", "Sam and others would rather keep the project deadline in May."),
+])
+def test_the_listener_named_and_a_leading_phrase_are_not_the_subject(extractor: RulesExtractor, speaker: str,
+                                                                      said: str, fact: str) -> None:
+    s = session([(speaker, said)], participants=["owner", "tom"])
+    assert [d.text for d in extractor.drafts(s)] == [fact]
