@@ -31,7 +31,7 @@ from epmem.ingest.review_rank import PASSING
 from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, asks, chat_sentences, worth
+from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, asks, chat_statements, informative, worth
 from epmem.textnorm import STOPWORDS, sentence, third_person, words
 
 _APOS = "['’]"
@@ -112,6 +112,8 @@ class _Proposal:
     cover_orphan: bool = False
     #: a secrecy cue in a neighbouring message of the same person: closed, nobody let in.
     close: bool = False
+    #: fragments joined into this statement that say something of their own ("11 weeks").
+    joined: list[str] = field(default_factory=list)
 
 
 class RulesExtractor(ReadsPolicy):
@@ -252,7 +254,7 @@ class RulesExtractor(ReadsPolicy):
         mine = set(words(speaker)) | (self._owner_words if owner else set())
         you = self._you(session, t)
         td.cues += self._not_told(session, t)
-        for raw in chat_sentences(turn.text, lambda x: bool(self.cues.read(x, owner=owner)), mine):
+        for raw, joined in chat_statements(turn.text, lambda x: bool(self.cues.read(x, owner=owner)), mine):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
@@ -274,7 +276,7 @@ class RulesExtractor(ReadsPolicy):
             if said is not None and self._worth(said, mine):
                 he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
                 proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
-                                           turn.speaker))
+                                           turn.speaker, joined=[f for f in joined if informative(f)]))
                 td.drafts.append(len(proposals) - 1)
                 last_truth = len(proposals) - 1
         return last_truth
@@ -390,11 +392,14 @@ class RulesExtractor(ReadsPolicy):
         heard = present(session)
         anns = self.classifier.classify_many([p.draft.text for p in proposals])
         passing = {i for i, (p, ann) in enumerate(zip(proposals, anns)) if not self._evident(p, ann)}
+        unsettled = self._unsettled_parts(proposals)
         out: list[Draft] = []
         for i, (p, ann) in enumerate(zip(proposals, anns)):
             d = p.draft
             if i in passing:
                 ann = replace(ann, clear=False, evidence=(*ann.evidence, PASSING, f"context:passing:{p.speaker}"))
+            elif i in unsettled and ann.clear:  # only as settled as its least settled part
+                ann = replace(ann, clear=False, evidence=(*ann.evidence, "fragment:unclear"))
             if d.covers is not None and d.covers in passing:
                 # a cover stands in for news, not for someone's passing remark ("What should I
                 # tell the team?" "Just say I'm on leave"): the latest other truth before it
@@ -411,6 +416,13 @@ class RulesExtractor(ReadsPolicy):
             d.proposed_whitelist = decision.proposed_whitelist
             out.append(d)
         return out
+
+    def _unsettled_parts(self, proposals: list[_Proposal]) -> set[int]:
+        """Statements with a joined fragment whose own reading is not clear ("I got the offer.
+        120k base"): the fragment says something the statement's category may not cover."""
+        parts = [(i, f) for i, p in enumerate(proposals) for f in p.joined]
+        anns = self.classifier.classify_many([f for _, f in parts]) if parts else []
+        return {i for (i, _), ann in zip(parts, anns) if not ann.clear}
 
     @staticmethod
     def _evident(p: _Proposal, ann: Annotation) -> bool:

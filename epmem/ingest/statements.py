@@ -115,21 +115,37 @@ def _fragment(text: str, speaker_words: set[str]) -> bool:
     return len(tokens) <= 5 and (body[0].islower() or body[0].isdigit()) and first not in _SUBJECT_START
 
 
-def chat_sentences(text: str, is_cue: Callable[[str], bool], speaker_words: set[str] | None = None) -> list[str]:
-    """The sentences of one message, each a whole statement where the message makes one.
-    ``is_cue`` tells a sentence that says who may know (it is never joined to another)."""
+def informative(fragment: str) -> bool:
+    """Whether a joined fragment says something of its own (a number, a name, a longer word):
+    "11 weeks", "in Lisboa", "sports betting apps"; "for real this time" does not."""
+    tokens = re.findall(r"[\w'’]+", fragment)
+    return any(any(ch.isdigit() for ch in t) or (t[0].isupper() and t != "I")
+               or (t.casefold() not in STOPWORDS and len(t) >= 5) for t in tokens)
+
+
+def chat_statements(text: str, is_cue: Callable[[str], bool],
+                    speaker_words: set[str] | None = None) -> list[tuple[str, list[str]]]:
+    """The statements of one message, each whole where the message makes one, with the
+    fragments joined into it (the caller judges each fragment too: a statement is only as
+    settled as its least settled part). ``is_cue`` tells a sentence that says who may know
+    (it is never joined to another)."""
     speaker_words = speaker_words or set()
-    out: list[str] = []
+    out: list[tuple[str, list[str]]] = []
     for raw in split_sentences(_EMOJI_BREAK.sub(r"\1\n", text)):
         raw = _REMINDER.sub("", raw, count=1) or raw
         m = _TACKED.match(raw)
         if m and not _OPENS_ASKING.match(m.group("body")) and worth(m.group("body"), speaker_words):
-            out += [m.group("body"), m.group("q")]
+            out += [(m.group("body"), []), (m.group("q"), [])]
             continue
-        prev = out[-1] if out else None
+        prev = out[-1][0] if out else None
         if (prev is not None and not prev.rstrip().endswith("?") and not is_cue(prev) and not is_cue(raw)
                 and _fragment(raw, speaker_words)):
-            out[-1] = f"{prev} {raw}"
+            out[-1] = (f"{prev} {raw}", [*out[-1][1], raw])
         else:
-            out.append(raw)
+            out.append((raw, []))
     return out
+
+
+def chat_sentences(text: str, is_cue: Callable[[str], bool], speaker_words: set[str] | None = None) -> list[str]:
+    """:func:`chat_statements` without the fragments."""
+    return [statement for statement, _ in chat_statements(text, is_cue, speaker_words)]

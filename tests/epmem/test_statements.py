@@ -136,3 +136,17 @@ def test_the_listener_named_and_a_leading_phrase_are_not_the_subject(extractor: 
                                                                       said: str, fact: str) -> None:
     s = session([(speaker, said)], participants=["owner", "tom"])
     assert [d.text for d in extractor.drafts(s)] == [fact]
+
+
+def test_a_statement_is_only_as_settled_as_the_fragment_joined_to_it(extractor: RulesExtractor) -> None:
+    # "moving to Lisboa" on its own is no clear reading: joined to a work statement, it must not
+    # ride on the work category's audience (it was dropped before; now it is carried, pending)
+    s = session([("owner", "I start the new project lead role in May. moving to Lisboa")], participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert "Lisboa" in fact.text and fact.state == "pending" and fact.whitelist == []
+    assert "fragment:unclear" in fact.evidence
+    # a fragment that says nothing of its own changes nothing
+    plain = session([("owner", "I start the new project lead role in May. for real this time")],
+                    participants=["owner", "tom"])
+    (fact,) = extractor.drafts(plain)
+    assert (fact.state, fact.category, fact.level) == ("annotated", "work", 3)
