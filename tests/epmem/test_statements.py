@@ -33,8 +33,8 @@ def _never_a_cue(text: str) -> bool:
      ["forecast API v2 goes live on 15 May", "can you write the release notes?"]),
     # a reminder's lead is not part of what it says
     ("also dont forget Mama's name day is Sunday", ["Mama's name day is Sunday"]),
-    # an emoji between two clauses ends a thought
-    ("cost me 3.2k 😬 don't tell my mum the price", ["cost me 3.2k 😬", "don't tell my mum the price"]),
+    # an emoji between two clauses ends a thought only where it sets a cue apart (below)
+    ("cost me 3.2k 😬 and the ring is vintage", ["cost me 3.2k 😬 and the ring is vintage"]),
     # whole sentences, questions and instructions are left as they are
     ("Thanks love. Just keep me posted.", ["Thanks love.", "Just keep me posted."]),
     ("Are you coming to Busan, or not?", ["Are you coming to Busan, or not?"]),
@@ -42,6 +42,11 @@ def _never_a_cue(text: str) -> bool:
 ])
 def test_chat_messages_are_cut_into_whole_statements(message: str, sentences: list[str]) -> None:
     assert chat_sentences(message, _never_a_cue) == sentences
+
+
+def test_an_emoji_sets_a_cue_apart_from_its_statement() -> None:
+    assert chat_sentences("cost me 3.2k 😬 don't tell my mum the price", lambda x: "don't tell" in x) == [
+        "cost me 3.2k 😬", "don't tell my mum the price"]
 
 
 def test_a_cue_is_never_joined_to_a_statement(extractor: RulesExtractor) -> None:
@@ -150,3 +155,13 @@ def test_a_statement_is_only_as_settled_as_the_fragment_joined_to_it(extractor: 
                     participants=["owner", "tom"])
     (fact,) = extractor.drafts(plain)
     assert (fact.state, fact.category, fact.level) == ("annotated", "work", 3)
+
+
+def test_an_emoji_only_sets_a_cue_apart(extractor: RulesExtractor) -> None:
+    # the words around an emoji stay one statement, so the statement keeps its context: the
+    # pregnancy makes the leave someone else's private matter (pending), not a work-rota fact
+    s = session([("tom", "I'm pregnant 🙈 due end of September so I'll need leave for the project")],
+                participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert "pregnant" in fact.text and "leave" in fact.text
+    assert (fact.state, fact.level, fact.whitelist) == ("pending", 0, [])
