@@ -31,7 +31,8 @@ from epmem.ingest.review_rank import PASSING
 from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
-from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP, asks, chat_statements, informative, worth
+from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
+from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.textnorm import STOPWORDS, sentence, third_person, words
 
 _APOS = "['’]"

@@ -21,7 +21,8 @@ from epmem.textnorm import STOPWORDS, split_sentences, words
 _APOS = "['’]"
 #: what a statement may start with that is not part of it ("ok so", "btw", "[voice message]").
 LEAD = re.compile(
-    r"^(?:\[[^\]\n]{1,40}\]\s*|(?:no(?=\s*[,.!;-])|yes|yeah|yep|yup|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|well|so|sorry|thanks|thank you|"
+    r"^(?:\[[^\]\n]{1,40}\]\s*|(?:no(?=\s*[,.!;-])|yes|yeah|yep|yup|nope|ok|okay|oh|ah|aha|ha|haha|hah|wow|"
+    r"well|so|sorry|thanks|thank you|"
     r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
     r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
     r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
@@ -70,14 +71,15 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
                                                             for c in content))
 
 
-#: an emoji between two clauses ends a thought: "cost me 3.2k 😬 don't tell my mum".
+#: an emoji between two clauses may end a thought: "cost me 3.2k 😬 don't tell my mum" (see _pieces).
 _EMOJI_BREAK = re.compile(r"([\U0001F000-\U0001FAFF\u2600-\u27BF][\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]*)"
                           r"[ \t]+(?=\S)")
 #: "don't forget Mama's name day is Sunday": the reminder's lead is not part of what it says.
 _REMINDER = re.compile(rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
                        r"just so you know|fyi)[\s,:]+(?:that\s+|about\s+)?(?!to\b)", re.IGNORECASE)
 #: "..., can you write the release notes?": a question tacked onto a statement.
-_ASKS = r"(?:can|could|would|will|do|does|did|has|have|are|is|was|were|any|should|shall|what|when|where|who|how|why|right|ok|okay)"
+_ASKS = (r"(?:can|could|would|will|do|does|did|has|have|are|is|was|were|any|should|shall|what|when|where|who|how|"
+         r"why|right|ok|okay)")
 _TACKED = re.compile(rf"^(?P<body>.+?)\s*[,;]\s*(?P<q>{_ASKS}\b[^,;]*\?+\W*)$", re.IGNORECASE)
 #: a sentence that asks (it opens like a question) is not a statement, whatever it ends with.
 _OPENS_ASKING = re.compile(rf"^(?:(?:so|and|but|also|ok|hey)[\s,]+)?{_ASKS}\b", re.IGNORECASE)
