@@ -132,11 +132,7 @@ class Finalizer(ReadsPolicy):
                 story = retold[i]
                 version, covers, events[i] = "cover", story.covers, story.event_id
                 level = 0
-                told = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
-                if fact_state == "pending":  # pending-opens-nothing: the people told are only offered
-                    proposed, whitelist = list(dict.fromkeys([*proposed, *told])), []
-                else:
-                    whitelist = told
+                whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
                 c = Clamped(c.category, level, c.domain, c.notes)
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
             facts.append(Fact(
