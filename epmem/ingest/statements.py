@@ -25,7 +25,7 @@ LEAD = re.compile(
     r"well|so|sorry|thanks|thank you|"
     r"agreed|sure|great|hey|hi|hello|and|but|then|also|anyway|actually|honestly|basically|just|ugh|phew|"
     r"perfect|cool|nice|awesome|lovely|exactly|right|true|absolutely|of course|definitely|understood|"
-    r"got it|noted|fair|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
+    r"got it|noted|fair|good (?:morning|afternoon|evening|night)|good|fine|alright|hmm|yay|congrats|congratulations|omg|lol|btw|fyi|listen|look|"
     r"guess what|so yeah|um|uh|erm)"
     r"(?![\w'’])[\s,!.;-]*|(?:update|note to self|note|fyi|btw|ps|p\.s\.|reminder|confirmed|news|big news|"
     r"heads[- ]up|quick update|fwd|forwarded(?: message)?|voice note|transcript)\s*:\s*)+",
@@ -119,10 +119,11 @@ def _fragment(text: str, speaker_words: set[str]) -> bool:
 
 def informative(fragment: str) -> bool:
     """Whether a joined fragment says something of its own (a number, a name, a longer word):
-    "11 weeks", "in Lisboa", "sports betting apps"; "for real this time" does not."""
-    tokens = re.findall(r"[\w'’]+", fragment)
-    return any(any(ch.isdigit() for ch in t) or (t[0].isupper() and t != "I")
-               or (t.casefold() not in STOPWORDS and len(t) >= 5) for t in tokens)
+    "11 weeks", "in Lisboa", "sports betting apps"; "for real this time" and "Well done to you
+    both" do not."""
+    tokens = re.findall(r"[\w'’]+", LEAD.sub("", fragment.strip()))
+    return any(any(ch.isdigit() for ch in t) or (i > 0 and t[0].isupper() and t != "I")
+               or (t.casefold() not in STOPWORDS and len(t) >= 5) for i, t in enumerate(tokens))
 
 
 def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
@@ -158,7 +159,7 @@ def chat_statements(text: str, is_cue: Callable[[str], bool],
             out += [(m.group("body"), []), (m.group("q"), [])]
             continue
         prev = out[-1][0] if out else None
-        if (prev is not None and not prev.rstrip().endswith("?") and not is_cue(prev) and not is_cue(raw)
+        if (prev is not None and worth(prev, speaker_words) and not is_cue(prev) and not is_cue(raw)
                 and _fragment(raw, speaker_words)):
             out[-1] = (f"{prev} {raw}", [*out[-1][1], raw])
         else:

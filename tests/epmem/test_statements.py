@@ -165,3 +165,15 @@ def test_an_emoji_only_sets_a_cue_apart(extractor: RulesExtractor) -> None:
     (fact,) = extractor.drafts(s)
     assert "pregnant" in fact.text and "leave" in fact.text
     assert (fact.state, fact.level, fact.whitelist) == ("pending", 0, [])
+
+
+def test_a_fragment_joins_only_a_statement(extractor: RulesExtractor) -> None:
+    # two pieces that say nothing whole do not make a statement together ("lol classic. ok now mine")
+    assert chat_sentences("lol classic. ok now mine. keep this to yourself", _never_a_cue) == [
+        "lol classic.", "ok now mine.", "keep this to yourself"]
+    # a fragment with nothing of its own leaves its statement settled
+    s = session([("tom", "Good afternoon Sam, the project passed the audit with distinction! Well done to you both.")],
+                participants=["owner", "tom"])
+    (fact,) = extractor.drafts(s)
+    assert (fact.state, fact.category) == ("annotated", "work") and "fragment:unclear" not in fact.evidence
+    assert fact.text.startswith("The project passed the audit")
