@@ -197,12 +197,19 @@ class Finalizer(ReadsPolicy):
             if out[i] is None:
                 j = d.covers if d.covers is not None and 0 <= d.covers < len(drafts) else None
                 out[i] = out[j] if j is not None and out[j] is not None else f"{session.id}-e{i + 1}"
+        # the same words said twice in one conversation are one event (else a later telling
+        # links to whichever copy the store happens to rank first: not reproducible)
+        first: dict[str, str] = {}
+        for i, d in enumerate(drafts):
+            if d.version == "truth":
+                said = " ".join(d.text.casefold().split())
+                out[i] = first.setdefault(said, out[i] or f"{session.id}-e{i + 1}")
         return [e or f"{session.id}-e{i + 1}" for i, e in enumerate(out)]
 
     async def _similar_events(self, drafts: Sequence[Draft]) -> list[str | None]:
         if self.memory is None or not drafts:
             return [None] * len(drafts)
-        hits = await self.memory.similar([d.text for d in drafts], limit=3)
+        hits = await self.memory.similar([d.text for d in drafts], limit=8)
         out: list[str | None] = []
         for d, row in zip(drafts, hits):
             best = _best([(f, score) for f, score in row if score >= self.link_similarity

@@ -97,8 +97,11 @@ async def test_rules_backend_annotates_at_once(memory: FactMemory) -> None:
     # "only you know": level 0, open to Kira who was there; "don't tell Tom": blacklisted
     assert (knee.state, knee.category, knee.level, knee.blacklist) == ("annotated", "health", 0, ["tom"])
     assert knee.whitelist == ["kira"]
-    cover = facts["s1-f2"]
-    assert (cover.version, cover.covers, cover.event_id) == ("cover", "s1-f1", knee.event_id)
+    # Kira's words are kept as what she said, but open nothing: pending at level 0
+    remark = facts["s1-f2"]
+    assert (remark.state, remark.level, remark.whitelist) == ("pending", 0, [])
+    (cover,) = [f for f in facts.values() if f.version == "cover"]
+    assert (cover.covers, cover.event_id) == ("s1-f1", knee.event_id)
     assert cover.state == "pending" and cover.whitelist == []
     assert all("vic" not in f.whitelist for f in facts.values())
 
