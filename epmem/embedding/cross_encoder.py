@@ -47,6 +47,28 @@ def available() -> bool:
         return False
 
 
+def load_onnx(folder: Path, sha256: str, max_tokens: int, threads: int, what: str,
+              error: type[CrossEncoderUnavailable]) -> tuple[Tokenizer, Any]:
+    """A model's tokenizer and onnxruntime session from ``folder``, refused unless the weights
+    are the expected file: a replaced model would silently change what the delegate says."""
+    import onnxruntime as ort
+
+    try:
+        data = (folder / "model.onnx").read_bytes()
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except (OSError, ValueError) as exc:
+        raise error(f"cannot read {what} in {folder} ({exc}); run: {INSTALL_HINT}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise error(f"{folder / 'model.onnx'} has sha256 {digest}, expected {sha256}; reinstall: {INSTALL_HINT}")
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_tokens)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return tokenizer, ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
 class CrossEncoder:
     """Scores (question, text) pairs; higher is more relevant (a logit: > 0 is "answers it").
 
@@ -57,26 +79,8 @@ class CrossEncoder:
     name = NAME
 
     def __init__(self, directory: Path | None = None, threads: int = 1) -> None:
-        import onnxruntime as ort
-
-        folder = directory or model_dir()
-        try:
-            data = (folder / "model.onnx").read_bytes()
-            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except (OSError, ValueError) as exc:
-            raise CrossEncoderUnavailable(f"cannot read the cross-encoder in {folder} ({exc}); "
-                                          f"run: {INSTALL_HINT}") from exc
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != MODEL_SHA256:
-            raise CrossEncoderUnavailable(f"{folder / 'model.onnx'} has sha256 {digest}, expected "
-                                          f"{MODEL_SHA256}; reinstall: {INSTALL_HINT}")
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session: Any = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        self._tokenizer, self._session = load_onnx(directory or model_dir(), MODEL_SHA256, MAX_TOKENS, threads,
+                                                   "the cross-encoder", CrossEncoderUnavailable)
         self._lock = threading.Lock()
 
     def score(self, question: str, texts: Sequence[str]) -> np.ndarray:

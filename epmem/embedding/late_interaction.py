@@ -16,17 +16,14 @@ document markers are ColBERT's ``[unused0]`` and ``[unused1]``.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from tokenizers import Tokenizer
 
-from epmem.embedding.cross_encoder import INSTALL_HINT, CrossEncoderUnavailable, model_dir as _reranker_dir
+from epmem.embedding.cross_encoder import CrossEncoderUnavailable, load_onnx, model_dir as _reranker_dir
 
 MODEL_SHA256 = "4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0"
 MAX_TOKENS = 96  # one question or one fact
@@ -53,26 +50,8 @@ class LateInteraction:
     name = NAME
 
     def __init__(self, directory: Path | None = None, threads: int = 1, cache_size: int = 4096) -> None:
-        import onnxruntime as ort
-
-        folder = directory or model_dir()
-        try:
-            data = (folder / "model.onnx").read_bytes()
-            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        except (OSError, ValueError) as exc:
-            raise LateInteractionUnavailable(f"cannot read the late-interaction model in {folder} ({exc}); "
-                                             f"run: {INSTALL_HINT}") from exc
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != MODEL_SHA256:
-            raise LateInteractionUnavailable(f"{folder / 'model.onnx'} has sha256 {digest}, expected "
-                                             f"{MODEL_SHA256}; reinstall: {INSTALL_HINT}")
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session: Any = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        self._tokenizer, self._session = load_onnx(directory or model_dir(), MODEL_SHA256, MAX_TOKENS, threads,
+                                                   "the late-interaction model", LateInteractionUnavailable)
         self._lock = threading.Lock()
         self._cache: dict[str, np.ndarray] = {}
         self._cache_size = cache_size

@@ -294,20 +294,12 @@ class Relevance:
         c = self.config
         if self.matcher is None or c.match_limit == 0:
             return {}
-        # privacy: only storyline facts (and a cover's truth, as for recall) are read
+        # privacy: only facts the asker may know (and a cover's truth, as for recall) are read
         read = sorted((d for d in used if own[d.fact.id] >= c.rescue_recall), key=lambda d: -own[d.fact.id])
         read = read[: c.match_limit]
         if not read:
             return {}
-        texts = {d.fact.id: d.fact.text for d in read}
-        for d in read:
-            truth = recalled.get(d.fact.covers or "")
-            if d.fact.version == "cover" and truth is not None:
-                texts[truth.fact.id] = truth.fact.text
-        ids = list(texts)
-        raw = dict(zip(ids, (float(x) for x in self.matcher.score(question, [texts[i] for i in ids]))))
-        return {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
-                               if d.fact.version == "cover" else -math.inf) for d in read}
+        return _read_with_truth(self.matcher, question, read, recalled)[0]
 
     def _logits(self, question: str, facts: list[FactDecision], recalled: dict[str, Recalled]
                 ) -> tuple[dict[str, float], int]:
@@ -315,17 +307,7 @@ class Relevance:
         better of its own and its truth's: it is read with its truth, as for recall)."""
         if self.reranker is None or self.config.rerank_limit == 0 or not facts:
             return {}, 0
-        read = facts[: self.config.rerank_limit]
-        texts = {d.fact.id: d.fact.text for d in read}
-        for d in read:
-            truth = recalled.get(d.fact.covers or "")
-            if d.fact.version == "cover" and truth is not None:
-                texts[truth.fact.id] = truth.fact.text
-        ids = list(texts)
-        raw = dict(zip(ids, (float(x) for x in self.reranker.score(question, [texts[i] for i in ids]))))
-        logit = {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
-                                if d.fact.version == "cover" else -math.inf) for d in read}
-        return logit, len(ids)
+        return _read_with_truth(self.reranker, question, facts[: self.config.rerank_limit], recalled)
 
     def _best_events(self, weighed: list[FactDecision], scores: dict[str, float], sure: set[str],
                      left_out: dict[str, str]) -> list[str]:
@@ -343,6 +325,23 @@ class Relevance:
         keep = {e for e, s in best.items() if s >= top - self.config.event_margin}
         kept = sorted((d for d in weighed if d.fact.event_id in keep), key=lambda d: -scores[d.fact.id])
         return [d.fact.id for d in kept]
+
+
+def _read_with_truth(model: Reranker, question: str, read: Sequence[FactDecision],
+                     recalled: dict[str, Recalled]) -> tuple[dict[str, float], int]:
+    """``model``'s score of each fact in ``read`` and how many texts it read: a cover is read
+    with its truth and scores the better of the two (recall treats it the same way), so a cover
+    answers whatever its truth answers."""
+    texts = {d.fact.id: d.fact.text for d in read}
+    for d in read:
+        truth = recalled.get(d.fact.covers or "")
+        if d.fact.version == "cover" and truth is not None:
+            texts[truth.fact.id] = truth.fact.text
+    ids = list(texts)
+    raw = dict(zip(ids, (float(x) for x in model.score(question, [texts[i] for i in ids]))))
+    scores = {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
+                             if d.fact.version == "cover" else -math.inf) for d in read}
+    return scores, len(ids)
 
 
 def _inherited(d: FactDecision, recalled: dict[str, Recalled], value: Callable[[Recalled], float]) -> float:
