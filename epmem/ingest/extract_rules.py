@@ -185,10 +185,6 @@ class RulesExtractor(ReadsPolicy):
             text = f"{speaker} is {text}" if first.endswith("ing") else f"{speaker} {text}"
         return sentence(third_person(text, speaker, you))
 
-    @staticmethod
-    def _worth(text: str, speaker_words: set[str]) -> bool:
-        return worth(text, speaker_words)
-
     def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None]:
         """The cues of a sentence, and the statement it carries, if any.
 
@@ -216,7 +212,7 @@ class RulesExtractor(ReadsPolicy):
             intro = self.cues.read(m2.group("cue"), owner=owner)
             if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
                 for c in found:  # "keep it under your hat, Tobi applied too": "it" is what came before
-                    c.anaphoric = c.anaphoric and not self._worth(m2.group("body"), set())
+                    c.anaphoric = c.anaphoric and not worth(m2.group("body"), set())
                 return found, m2.group("body").strip()
         return found, None
 
@@ -227,7 +223,7 @@ class RulesExtractor(ReadsPolicy):
             if not m:
                 continue
             clause = _COVER_LEAD.sub("", m.group("clause").strip()).strip()
-            if _CLAUSE_START.match(clause) and self._worth(clause, speaker_words):
+            if _CLAUSE_START.match(clause) and worth(clause, speaker_words):
                 who = m.groupdict().get("who") or ""
                 return clause, self.names.find(who)
         m2 = _CALL_IT.search(text)
@@ -274,7 +270,7 @@ class RulesExtractor(ReadsPolicy):
             cues, said = self._cue_sentence(raw, owner)
             td.cues += cues
             td.bare_cue = td.bare_cue or bool(cues) and said is None
-            if said is not None and self._worth(said, mine):
+            if said is not None and worth(said, mine):
                 he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
                 proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
                                            turn.speaker, joined=[f for f in joined if informative(f)]))
