@@ -13,9 +13,21 @@ Each gold fact falls in one class:
   that tells two gold facts takes the stricter answer, or the answer went to a near twin).
 
 A carrier counts as wrong when it lets someone know whom the gold fact does not allow (``loose``)
-or keeps someone out whom it allows (``tight``). Usage::
+or keeps someone out whom it allows (``tight``).
 
-    python -m benchmarks.tools.review_gaps benchmarks/scenarios/own [--no-review] [--verbose]
+``--bound`` (with ``--no-review``) asks how far the owner's answers could take this annotator at
+the most: an ideal owner is asked exactly the gold facts whose answer completes the most permit
+tasks (a task whose facts are all fixed is counted exact), one question per gold fact, within the
+question budget the review acceptance allows (30 per 100 gold facts of the set, counted as
+``bench scenarios --review`` counts them). It is
+optimistic on purpose: the delegate cannot know which facts are wrong, every answer is assumed
+to fix all of a fact's carriers, and no question is spent on a fact without a gold counterpart.
+So ``bound.exact`` (the greedy ideal owner) is an upper estimate of ``permit.exact`` with
+review, and ``bound.exact_ceiling`` a true ceiling on it whatever questions are picked (each
+answer counted for every task its fact is needed by); a gold fact nothing carries cannot be
+fixed by any answer. Usage::
+
+    python -m benchmarks.tools.review_gaps benchmarks/scenarios/own [--no-review [--bound]] [--verbose]
 """
 
 from __future__ import annotations
@@ -26,6 +38,7 @@ import json
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from epmem.ingest.review_rank import stakes
@@ -64,7 +77,60 @@ def classify(gold: GoldFact, facts: Sequence[Fact], rulebook: Rulebook,
     return "answered-wrong", detail
 
 
-async def one(path: Path, review: bool, verbose: bool) -> Counter[str]:
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One permit task as the bound sees it: exact already, or the gold facts it still needs."""
+
+    exact: bool
+    needs: frozenset[str]
+    fixable: bool
+
+
+def ideal_owner(tasks: Sequence[Task], budget: int) -> tuple[int, int]:
+    """(tasks exact, questions asked) when the owner is asked, greedily, the facts that complete
+    the most tasks per question: the cheapest unfinished task first, ties by how many tasks its
+    facts complete together."""
+    fixed: set[str] = set()
+    done = sum(t.exact for t in tasks)
+    open_ = [t for t in tasks if not t.exact and t.fixable]
+    while open_:
+        def cost(t: Task) -> tuple[int, int]:
+            missing = t.needs - fixed
+            completes = sum(1 for u in open_ if u.needs - fixed <= missing)
+            return len(missing), -completes
+        best = min(open_, key=cost)
+        missing = best.needs - fixed
+        if len(fixed) + len(missing) > budget:
+            open_.remove(best)
+            continue
+        fixed |= missing
+        finished = [t for t in open_ if t.needs <= fixed]
+        done += len(finished)
+        open_ = [t for t in open_ if not t.needs <= fixed]
+    return done, len(fixed)
+
+
+def most_fixable(tasks: Sequence[Task], budget: int) -> int:
+    """A true ceiling on the tasks exact after ``budget`` answers, whoever picks the questions:
+    every task an answer completes needs that fact, so ``budget`` answers complete at most the
+    tasks of the ``budget`` facts that most tasks need, added up."""
+    need: Counter[str] = Counter(f for t in tasks if not t.exact and t.fixable for f in t.needs)
+    return sum(t.exact for t in tasks) + sum(n for _, n in need.most_common(budget))
+
+
+def permit_tasks(scenario: Scenario, facts: Sequence[Fact], kinds: dict[str, str]) -> list[Task]:
+    rulebook = Rulebook(scenario.effective_policy())
+    tasks = []
+    for item in scenario.tasks.permit:
+        chosen = [pipeline.carriers(scenario.fact(f), facts) for f in item.facts]
+        exact = frozenset(pipeline.predicted_allowed(rulebook, chosen, item.candidates)) == frozenset(item.allowed)
+        wrong = [f for f in item.facts if kinds[f] != "right"]
+        tasks.append(Task(exact, frozenset(f"{scenario.name}:{f}" for f in wrong),
+                          all(kinds[f] != "none" for f in wrong) or not item.allowed))
+    return tasks
+
+
+async def one(path: Path, review: bool, verbose: bool, tasks: list[Task] | None = None) -> Counter[str]:
     scenario: Scenario = load_scenario(path)
     embedder = embedder_from_settings()
     counts: Counter[str] = Counter()
@@ -86,24 +152,41 @@ async def one(path: Path, review: bool, verbose: bool) -> Counter[str]:
             rulebook = Rulebook(policy)
             people = [STRANGER, *(rulebook.recipient(c) for c in policy.contacts if c != STRANGER_ID)]
             named = {f for item in scenario.tasks.permit for f in item.facts}
+            kinds: dict[str, str] = {}
             for g in scenario.facts:
                 if g.id not in named:
                     continue
                 kind, detail = classify(g, facts, rulebook, people)
+                kinds[g.id] = kind
                 counts[kind] += 1
                 if verbose and kind != "right":
                     print(f"  {path.name} {g.id} {kind}: gold {g.category} L{g.level} "
                           f"w{g.whitelist} b{g.blacklist}: {detail}")
+            if tasks is not None:
+                tasks.extend(permit_tasks(scenario, facts, kinds))
         finally:
             await runtime.close()
     return counts
 
 
-async def main(paths: list[Path], review: bool, verbose: bool) -> dict[str, int]:
+#: the most questions per 100 gold facts the review acceptance allows (``review.per_100_facts``).
+BUDGET_PER_100 = 30
+
+
+async def main(paths: list[Path], review: bool, verbose: bool, bound: bool = False) -> dict[str, object]:
     total: Counter[str] = Counter()
+    tasks: list[Task] | None = [] if bound else None
     for path in scenario_files(paths):
-        total += await one(path, review, verbose)
-    return dict(total)
+        total += await one(path, review, verbose, tasks)
+    out: dict[str, object] = dict(total)
+    if tasks is not None:
+        budget = BUDGET_PER_100 * total["gold"] // 100
+        done, asked = ideal_owner(tasks, budget)
+        out["bound"] = {"permit_n": len(tasks), "exact_now": round(sum(t.exact for t in tasks) / len(tasks), 4),
+                        "budget": budget, "questions": asked, "exact": round(done / len(tasks), 4),
+                        "exact_ceiling": round(min(len(tasks), most_fixable(tasks, budget)) / len(tasks), 4),
+                        "unfixable": sum(1 for t in tasks if not t.exact and not t.fixable)}
+    return out
 
 
 if __name__ == "__main__":
@@ -111,5 +194,8 @@ if __name__ == "__main__":
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--no-review", action="store_true")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--bound", action="store_true", help="with --no-review: the ideal owner's best exact")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.paths, not args.no_review, args.verbose))))
+    if args.bound and not args.no_review:
+        parser.error("--bound needs --no-review (it starts from the annotator's own work)")
+    print(json.dumps(asyncio.run(main(args.paths, not args.no_review, args.verbose, args.bound))))

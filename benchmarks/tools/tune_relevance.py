@@ -14,6 +14,11 @@ whole grid is large; ``--only`` varies a few parameters around the defaults::
 
     python -m benchmarks.tools.tune_relevance benchmarks/scenarios/storylines benchmarks/scenarios/dev-extra \\
         benchmarks/scenarios/own ../shared/bench/examples --only veto floor event_margin --top 10
+
+``--ceiling`` asks the opposite question: fitted to each set alone (the set it is then scored
+on, which is never how parameters are picked), how complete can the replies be at precision
+0.8, and how close does any grid point come to both targets on that set? Both are optimistic
+ceilings of what these signals can do by their parameters alone.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import dataclasses
 import itertools
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +65,18 @@ GRID: dict[str, Sequence[float]] = {
     "complete_events": (False, True),
     "match_weight": (0.0, 1.0, 2.0, 3.0),
     "match_center": (0.7, 0.75, 0.8),
+}
+
+#: ``--ceiling``: the parameters that decide what is left out, over a wider range than the
+#: tuning grid (a veto of -12 is no veto: the cross-encoder's logits stay above -11.4).
+CEILING_GRID: dict[str, Sequence[float]] = {
+    "min_recall": (0.2, 0.3, 0.4),
+    "floor": (0.4, 0.5, 0.6, 0.7),
+    "answers": (-2.0, 0.0, 2.0),
+    "veto": (-12.0, -8.0, -6.0, -4.0),
+    "open_veto": (-12.0, -10.5, -8.0),
+    "state_veto": (-12.0, -10.5, -8.0),
+    "rerank_weight": (0.25, 1.0),
 }
 
 
@@ -122,19 +139,50 @@ def score(cases: Sequence[Case], relevance: Relevance) -> tuple[float, float]:
     return (said_may / said if said else 1.0), (said_may / may if may else 1.0)
 
 
+def ceiling(cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker: Reranker,
+            matcher: Reranker) -> dict[str, object]:
+    """The best point of ``grid`` for ``cases`` alone: the most complete at precision >= 0.8, and
+    the one nearest both targets (``min(precision - 0.8, completeness - 0.9)``)."""
+    best: tuple[float, float, dict[str, float]] | None = None
+    nearest: tuple[float, float, float, dict[str, float]] | None = None
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
+        config = dataclasses.replace(RelevanceConfig(), **point)  # type: ignore[arg-type]
+        p, c = score(cases, Relevance(config, reranker, matcher))
+        if p >= 0.8 and (best is None or c > best[1]):
+            best = (p, c, point)
+        gap = min(p - 0.8, c - 0.9)
+        if nearest is None or gap > nearest[0]:
+            nearest = (gap, p, c, point)
+    assert nearest is not None
+    return {"points": len(list(itertools.product(*grid.values()))),
+            "at_precision_0.8": None if best is None else
+            {"precision": round(best[0], 4), "completeness": round(best[1], 4), "config": best[2]},
+            "nearest_both": {"precision": round(nearest[1], 4), "completeness": round(nearest[2], 4),
+                             "config": nearest[3]}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--only", nargs="*", default=(), help="vary only these parameters (others at default)")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="per set, fitted to that set alone: the best it can do at precision 0.8")
     args = parser.parse_args(argv)
     sets = {str(path): asyncio.run(collect([path])) for path in args.paths}
     grid = {k: v for k, v in GRID.items() if not args.only or k in args.only}
+    if args.ceiling and not args.only:
+        grid = dict(CEILING_GRID)
     reranker = CachedReranker(shared_cross_encoder())
     matcher = CachedReranker(shared_late_interaction())
 
     def figures(config: RelevanceConfig) -> dict[str, tuple[float, float]]:
         return {name: score(cases, Relevance(config, reranker, matcher)) for name, cases in sets.items()}
+
+    if args.ceiling:
+        print(json.dumps({name: ceiling(cases, grid, reranker, matcher) for name, cases in sets.items()}, indent=2))
+        return 0
 
     results = []
     for values in itertools.product(*grid.values()):
