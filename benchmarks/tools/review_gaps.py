@@ -27,7 +27,7 @@ review, and ``bound.exact_ceiling`` a true ceiling on it whatever questions are 
 answer counted for every task its fact is needed by); a gold fact nothing carries cannot be
 fixed by any answer. Usage::
 
-    python -m benchmarks.tools.review_gaps benchmarks/scenarios/own [--no-review [--bound]] [--verbose]
+    python -m benchmarks.tools.review_gaps benchmarks/scenarios/own [--no-review [--bound [--per-100 N]]] [--verbose]
 """
 
 from __future__ import annotations
@@ -118,6 +118,15 @@ def most_fixable(tasks: Sequence[Task], budget: int) -> int:
     return sum(t.exact for t in tasks) + sum(n for _, n in need.most_common(budget))
 
 
+def needed(tasks: Sequence[Task], target: float, gold: int) -> float | None:
+    """Questions per 100 gold facts the greedy ideal owner needs for ``target`` exact (None:
+    no budget does, some task cannot be fixed by any answer)."""
+    for budget in range(gold + 1):
+        if ideal_owner(tasks, budget)[0] >= target * len(tasks):
+            return round(100 * budget / gold, 1)
+    return None
+
+
 def permit_tasks(scenario: Scenario, facts: Sequence[Fact], kinds: dict[str, str]) -> list[Task]:
     rulebook = Rulebook(scenario.effective_policy())
     tasks = []
@@ -173,18 +182,20 @@ async def one(path: Path, review: bool, verbose: bool, tasks: list[Task] | None 
 BUDGET_PER_100 = 30
 
 
-async def main(paths: list[Path], review: bool, verbose: bool, bound: bool = False) -> dict[str, object]:
+async def main(paths: list[Path], review: bool, verbose: bool, bound: bool = False,
+               per_100: int = BUDGET_PER_100) -> dict[str, object]:
     total: Counter[str] = Counter()
     tasks: list[Task] | None = [] if bound else None
     for path in scenario_files(paths):
         total += await one(path, review, verbose, tasks)
     out: dict[str, object] = dict(total)
     if tasks is not None:
-        budget = BUDGET_PER_100 * total["gold"] // 100
+        budget = per_100 * total["gold"] // 100
         done, asked = ideal_owner(tasks, budget)
         out["bound"] = {"permit_n": len(tasks), "exact_now": round(sum(t.exact for t in tasks) / len(tasks), 4),
                         "budget": budget, "questions": asked, "exact": round(done / len(tasks), 4),
                         "exact_ceiling": round(min(len(tasks), most_fixable(tasks, budget)) / len(tasks), 4),
+                        "per_100_for_0.9": needed(tasks, 0.9, total["gold"]),
                         "unfixable": sum(1 for t in tasks if not t.exact and not t.fixable)}
     return out
 
@@ -195,7 +206,9 @@ if __name__ == "__main__":
     parser.add_argument("--no-review", action="store_true")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--bound", action="store_true", help="with --no-review: the ideal owner's best exact")
+    parser.add_argument("--per-100", type=int, default=BUDGET_PER_100,
+                        help="the bound's question budget per 100 gold facts (default: the acceptance's 30)")
     args = parser.parse_args()
     if args.bound and not args.no_review:
         parser.error("--bound needs --no-review (it starts from the annotator's own work)")
-    print(json.dumps(asyncio.run(main(args.paths, not args.no_review, args.verbose, args.bound))))
+    print(json.dumps(asyncio.run(main(args.paths, not args.no_review, args.verbose, args.bound, args.per_100))))

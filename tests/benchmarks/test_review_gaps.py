@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.tools.review_gaps import Task, classify, ideal_owner, most_fixable, permit_tasks
+from benchmarks.tools.review_gaps import Task, classify, ideal_owner, most_fixable, needed, permit_tasks
 from epmem.policy.calculus import STRANGER, Rulebook
 from epmem.policy.model import STRANGER_ID
 from epmem.scenario import load_scenario
@@ -32,6 +32,15 @@ def test_a_question_shared_by_several_tasks_is_asked_first() -> None:
 def test_a_task_no_answer_can_fix_is_never_counted() -> None:
     tasks = [task("a", fixable=False), task("b")]
     assert ideal_owner(tasks, 10) == (1, 1)
+    assert needed(tasks, 0.5, 4) == 25.0
+    assert needed(tasks, 0.9, 4) is None
+
+
+def test_the_questions_needed_are_the_fewest_that_reach_the_target() -> None:
+    tasks = [task(exact=True), task("p", "q"), task("p"), task("q"), task("r", "s", "t")]
+    assert needed(tasks, 0.8, 10) == 20.0
+    assert needed(tasks, 1.0, 10) == 50.0
+    assert needed(tasks, 0.2, 10) == 0.0
 
 
 def test_a_task_too_dear_for_the_budget_does_not_block_cheaper_ones() -> None:
