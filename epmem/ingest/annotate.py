@@ -240,10 +240,11 @@ class Clamped:
 
 
 def clamp(policy: Policy, category: str | None, level: int | None, domain: str | None,
-          fallback: Annotation) -> Clamped:
+          fallback: Annotation | None) -> Clamped:
     """Apply the stricter-only rule to a model's (or a cue's) annotation.
 
-    - an unknown category is replaced by ``fallback`` (the rules classification of the text);
+    - an unknown category is replaced by ``fallback`` (the rules classification of the text;
+      only read then, so a caller whose category is known may pass None);
     - level = min(proposed level, the category's level); never-share categories are level 0;
     - the category's domain is never dropped or swapped: a model may add a domain to a
       domain-free category (narrower audience), nothing else.
@@ -252,6 +253,8 @@ def clamp(policy: Policy, category: str | None, level: int | None, domain: str |
     notes: list[str] = []
     cat_name = category if category in policy.categories else None
     if cat_name is None:
+        if fallback is None:
+            raise ValueError(f"category {category!r} is not in the policy and no fallback reading was given")
         if category is not None:
             notes.append(f"unknown category {category!r} -> {fallback.category}")
         cat_name = fallback.category

@@ -26,6 +26,7 @@ from epmem.ingest.extract import Finalizer
 from epmem.ingest.extract_llm import LLMExtractor
 from epmem.ingest.extract_rules import RulesExtractor
 from epmem.memory.facts import Fact
+from epmem.memory.nearest import FindsSimilar, NearestOnce
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
@@ -119,9 +120,10 @@ class Distiller(ReadsPolicy):
         drafts = self.rules.drafts(session)
         # with a model, every fact waits for it; the rules alone decide fact by fact (failclosed.py)
         forced = None if self.model is None else "pending"
-        facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=forced)
+        near = NearestOnce(self.memory)  # the session's neighbour look-ups, each asked once
+        facts, notes = await self.finalizer.finalize(session, drafts, prefix="f", state=forced, near=near)
         async with self._lock:
-            stored = await self._replace(session.id, facts)
+            stored = await self._replace(session.id, facts, near)
         state = "pending" if forced or any(f.state == "pending" for f in stored) else "annotated"
         outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
         self.outcomes[session.id] = outcome
@@ -165,10 +167,11 @@ class Distiller(ReadsPolicy):
         proposal = await self.model.propose(session)
         outcome.attempts += 1
         outcome.add_usage(proposal.usage)
+        near = NearestOnce(self.memory)
         facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
-                                                     known_events=proposal.known_events)
+                                                     known_events=proposal.known_events, near=near)
         async with self._lock:
-            stored = await self._replace(session.id, facts)
+            stored = await self._replace(session.id, facts, near)
         outcome.state, outcome.backend = "annotated", self.backend
         outcome.facts = [f.id for f in stored]
         outcome.notes += notes
@@ -193,7 +196,7 @@ class Distiller(ReadsPolicy):
 
     # ------------------------------------------------------------------ storage
 
-    async def _replace(self, session_id: str, facts: Sequence[Fact]) -> list[Fact]:
+    async def _replace(self, session_id: str, facts: Sequence[Fact], near: FindsSimilar | None = None) -> list[Fact]:
         """The session's facts become ``facts``; what the owner set by hand is kept as is.
 
         A fact identical to an annotated fact of another session (an owner message addressed
@@ -203,8 +206,8 @@ class Distiller(ReadsPolicy):
         kept = [f for f in old if f.state == "owner-set"]
         kept_texts = {f.text.casefold() for f in kept}
         new = [f for f in facts if f.text.casefold() not in kept_texts]
-        new, narrowed = await self._twin_news(session_id, new)
-        fresh, merged = await self._dedupe(session_id, new)
+        new, narrowed = await self._twin_news(session_id, new, near or self.memory)
+        fresh, merged = await self._dedupe(session_id, new, near or self.memory)
         merged_ids = {m.id for m in merged}
         merged += [t for t in narrowed if t.id not in merged_ids]
         stale = [f.id for f in old if f.state != "owner-set" and f.id not in {x.id for x in fresh}]
@@ -214,13 +217,14 @@ class Distiller(ReadsPolicy):
             await self.memory.add([*fresh, *merged])
         return [*kept, *fresh]
 
-    async def _twin_news(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+    async def _twin_news(self, session_id: str, facts: Sequence[Fact],
+                         near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
         """The same news stored from another conversation narrows these facts and is narrowed by
         them (epmem/ingest/twins.py): returns the facts and the stored twins that changed."""
         truths = [f for f in facts if f.version == "truth"]
         if not truths:
             return list(facts), []
-        rows = await self.memory.similar([f.text for f in truths], limit=5)
+        rows = await near.similar([f.text for f in truths], limit=5)
         out = {f.id: f for f in facts}
         changed: dict[str, Fact] = {}
         for f, row in zip(truths, rows):
@@ -234,7 +238,8 @@ class Distiller(ReadsPolicy):
                     changed[g.id] = g2
         return [out[f.id] for f in facts], list(changed.values())
 
-    async def _dedupe(self, session_id: str, facts: Sequence[Fact]) -> tuple[list[Fact], list[Fact]]:
+    async def _dedupe(self, session_id: str, facts: Sequence[Fact],
+                      near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
         """Annotated facts that say, word for word, what a fact of another session says are
         merged into it (the same information: the stricter annotation wins).
 
@@ -248,7 +253,7 @@ class Distiller(ReadsPolicy):
         if not annotated:
             return list(facts), []
         twins: dict[str, Fact] = {}
-        for f, same in zip(annotated, await self._same_words([f.text for f in annotated])):
+        for f, same in zip(annotated, await self._same_words([f.text for f in annotated], near)):
             settled = [g for g in same if g.session_id != session_id and g.state != "pending"]
             if settled:
                 twins[f.id] = min(settled, key=lambda g: g.id)
@@ -265,7 +270,7 @@ class Distiller(ReadsPolicy):
             merged[twin.id] = base.model_copy(update={"level": level, "blacklist": black, "whitelist": white})
         return fresh, list(merged.values())
 
-    async def _same_words(self, texts: Sequence[str]) -> list[list[Fact]]:
+    async def _same_words(self, texts: Sequence[str], near: FindsSimilar) -> list[list[Fact]]:
         """Every stored fact whose text is ``text`` word for word (case aside), for each text.
 
         The same words embed to the same vector, so they are the nearest facts of all; a search
@@ -273,14 +278,14 @@ class Distiller(ReadsPolicy):
         again for more until one hit differs (an unfiltered exact search is cheap; a filter on
         an unindexed field was not: 2.6 times slower imports)."""
         limit = 8
-        rows = await self.memory.similar(texts, limit=limit)
+        rows = await near.similar(texts, limit=limit)
         out: list[list[Fact]] = []
         for text, row in zip(texts, rows):
             key = text.casefold()
             wanted = limit
             while len(row) == wanted and all(g.text.casefold() == key for g, _ in row):
                 wanted *= 4
-                row = (await self.memory.similar([text], limit=wanted))[0]
+                row = (await near.similar([text], limit=wanted))[0]
             out.append([g for g, score in row if score >= 0.98 and g.text.casefold() == key])
         return out
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
+from epmem.memory.nearest import FindsSimilar
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
@@ -101,21 +102,30 @@ class Finalizer(ReadsPolicy):
         self.retold_similarity = retold_similarity
 
     async def finalize(self, session: Session, drafts: Sequence[Draft], *, prefix: str, state: str | None,
-                       known_events: set[str] | None = None) -> tuple[list[Fact], list[str]]:
+                       known_events: set[str] | None = None,
+                       near: FindsSimilar | None = None) -> tuple[list[Fact], list[str]]:
         """``state`` forces every fact's state; None keeps each draft's own (the fail-closed
-        rules set it), pending where a draft has none."""
+        rules set it), pending where a draft has none. ``near``: where to ask for stored
+        neighbours (a session's :class:`~epmem.memory.nearest.NearestOnce`, shared with the
+        distiller so a question asked twice is answered once); the memory by default."""
         notes: list[str] = []
         drafts = [d for d in drafts if d.text.strip()]
-        fallback = self.classifier.classify_many([d.text for d in drafts]) if drafts else []
+        # the rules' reading of the text only stands in for a category the policy lacks (clamp):
+        # rules drafts always name one, so their texts are not embedded a second time. When one
+        # draft needs it, all are read in one batch as before (the same batch, the same vectors).
+        needs_reading = any(d.category not in self.policy.categories for d in drafts)
+        fallback = self.classifier.classify_many([d.text for d in drafts]) if needs_reading else []
         heard = set(present(session))
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
         ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
-        retold = await self._retold_covers(session, drafts)
-        events = await self._events(session, drafts, known_events or set())
+        retold = await self._retold_covers(session, drafts, near)
+        events = await self._events(session, drafts, known_events or set(), near)
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
-            c = clamp(self.policy, d.category, d.level, d.domain, fallback[i])
+            if not fallback and d.category not in self.policy.categories:  # the policy changed meanwhile
+                fallback = self.classifier.classify_many([x.text for x in drafts])
+            c = clamp(self.policy, d.category, d.level, d.domain, fallback[i] if fallback else None)
             notes.extend(f"{ids[i]}: {n}" for n in c.notes)
             never = self.policy.categories[c.category].never_share
             blacklist = [b for b in dict.fromkeys(d.blacklist) if b in lists]
@@ -146,7 +156,8 @@ class Finalizer(ReadsPolicy):
             ))
         return facts, notes
 
-    async def _retold_covers(self, session: Session, drafts: Sequence[Draft]) -> dict[int, Fact]:
+    async def _retold_covers(self, session: Session, drafts: Sequence[Draft],
+                             near: FindsSimilar | None = None) -> dict[int, Fact]:
         """Truth drafts that say what a cover already in memory says: the owner telling the
         cover story to someone. They become covers of the same truth (never a public truth)."""
         if self.memory is None or not drafts:
@@ -154,7 +165,7 @@ class Finalizer(ReadsPolicy):
         truths = [i for i, d in enumerate(drafts) if d.version == "truth"]
         if not truths:
             return {}
-        rows = await self.memory.similar([drafts[i].text for i in truths], limit=5)
+        rows = await (near or self.memory).similar([drafts[i].text for i in truths], limit=5)
         out: dict[int, Fact] = {}
         for i, row in zip(truths, rows):
             stories = [(f, score) for f, score in row if f.version == "cover" and f.covers
@@ -180,12 +191,13 @@ class Finalizer(ReadsPolicy):
                 notes.append(f"{fid}: whitelist {w} dropped: not present and not named by the owner")
         return out
 
-    async def _events(self, session: Session, drafts: Sequence[Draft], known: set[str]) -> list[str]:
+    async def _events(self, session: Session, drafts: Sequence[Draft], known: set[str],
+                      near: FindsSimilar | None = None) -> list[str]:
         """Event ids: a backend's id when it names a known event; else a similar fact's event
         in memory (same category, near-identical wording); else a new id. Covers follow
         their truth."""
         out: list[str | None] = [None] * len(drafts)
-        linked = await self._similar_events(drafts)
+        linked = await self._similar_events(drafts, near)
         for i, d in enumerate(drafts):
             if d.version == "cover" and d.covers is not None:
                 continue
@@ -206,10 +218,10 @@ class Finalizer(ReadsPolicy):
                 out[i] = first.setdefault(said, out[i] or f"{session.id}-e{i + 1}")
         return [e or f"{session.id}-e{i + 1}" for i, e in enumerate(out)]
 
-    async def _similar_events(self, drafts: Sequence[Draft]) -> list[str | None]:
+    async def _similar_events(self, drafts: Sequence[Draft], near: FindsSimilar | None = None) -> list[str | None]:
         if self.memory is None or not drafts:
             return [None] * len(drafts)
-        hits = await self.memory.similar([d.text for d in drafts], limit=8)
+        hits = await (near or self.memory).similar([d.text for d in drafts], limit=8)
         out: list[str | None] = []
         for d, row in zip(drafts, hits):
             best = _best([(f, score) for f, score in row if score >= self.link_similarity

@@ -225,6 +225,16 @@ class Applied:
     message: str
 
 
+def _group_of(facts: Sequence[Fact]) -> dict[str, list[Fact]]:
+    """Each fact's event group (:func:`~epmem.ingest.review_rank.events`), by fact id: the first
+    group that holds the id, as a scan of the groups in order would find it."""
+    out: dict[str, list[Fact]] = {}
+    for g in events(facts):
+        for x in g:
+            out.setdefault(x.id, g)
+    return out
+
+
 def _annotation(f: Fact) -> dict[str, Any]:
     return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
             "blacklist": list(f.blacklist), "state": f.state}
@@ -276,12 +286,13 @@ class ReviewQueue:
         skipped = {h.id for h, g in zip(heads, askable) if any(f.id in self._skipped for f in g)}
         ranked = sorted(heads, key=lambda h: (h.id in skipped, *key(h)))
         by_id = {f.id: f for f in facts}
+        grouped = _group_of(list(by_id.values()))  # once per batch, not once per question
         chosen: list[Question] = []
         settled: set[str] = set()
         for f in ranked:
             if f.id in settled:
                 continue
-            q = await self._question(f, by_id, rulebook)
+            q = await self._question(f, by_id, rulebook, grouped)
             settled.update([q.fact_id, *q.also])
             chosen.append(q)
             if len(chosen) >= limit:
@@ -321,10 +332,11 @@ class ReviewQueue:
         people = sum(1 for cid in self.policy.contacts if judge(gate, rulebook.recipient(cid)).allowed)
         return people + (self.config.stranger_weight if judge(gate, STRANGER).allowed else 0)
 
-    async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook) -> Question:
+    async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook,
+                        grouped: dict[str, list[Fact]] | None = None) -> Question:
         suggested = self._suggested(f)
         alternatives = self._alternatives(f, suggested)
-        others = await self._event_of(f, list(by_id.values()))
+        others = await self._event_of(f, list(by_id.values()), grouped)
         also = tuple(x.id for x in others)
         options = [Option("ok", "accept", f"Yes: {suggested.describe()}", suggested)]
         options += [Option(f"c:{c.category}", "category", c.describe(), c) for c in alternatives]
@@ -360,11 +372,13 @@ class ReviewQueue:
         order = [*suggested.whitelist, *suggested.blacklist, *named, *self.policy.groups, *contacts]
         return tuple(dict.fromkeys(order))
 
-    async def _event_of(self, f: Fact, facts: Sequence[Fact]) -> list[Fact]:
+    async def _event_of(self, f: Fact, facts: Sequence[Fact],
+                        grouped: dict[str, list[Fact]] | None = None) -> list[Fact]:
         """The other facts one answer about ``f`` settles, none set by the owner: the facts of
         its event and of its message (epmem/ingest/review_rank.py), and facts elsewhere that say
-        nearly the same thing (``ReviewConfig.same_information``), each of ``f``'s version."""
-        group = next((g for g in events(facts) if any(x.id == f.id for x in g)), [f])
+        nearly the same thing (``ReviewConfig.same_information``), each of ``f``'s version.
+        ``grouped``: :func:`_group_of` of ``facts``, when the caller asks about several facts."""
+        group = (grouped if grouped is not None else _group_of(facts)).get(f.id, [f])
         members = open_members(group)
         if f.state == "owner-set":
             members = [f, *members]

@@ -8,7 +8,8 @@ a hidden fact, which is what keeps a deflection the same whether or not a secret
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -116,6 +117,11 @@ class FactMemory:
         self.sessions = sessions
         #: told after each change has been stored (epmem.audit.register.FactRegister).
         self.observers: list[FactObserver] = list(observers)
+        #: bumped when a write through this memory begins and when it ends; with ``_writing`` (writes
+        #: in flight) it tells a caller whether the facts can have changed since it last asked
+        #: (:class:`epmem.memory.nearest.NearestOnce`).
+        self._generation = 0
+        self._writing = 0
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
         self._category_vectors = (
@@ -139,20 +145,38 @@ class FactMemory:
             for i, f in enumerate(facts)
         ]
 
+    @property
+    def generation(self) -> int | None:
+        """Which state of the facts a read now sees: equal numbers mean no write through this
+        memory began or ended in between; None while one is under way."""
+        return None if self._writing else self._generation
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self._generation += 1
+        self._writing += 1
+        try:
+            yield
+        finally:
+            self._writing -= 1
+            self._generation += 1
+
     async def _changed(self, upserted: Sequence[Fact] = (), removed: Sequence[str] = (), cleared: bool = False) -> None:
         for observer in self.observers:
             await observer.facts_changed(upserted, removed, cleared)
 
     async def add(self, facts: Sequence[Fact]) -> None:
         if facts:
-            await self.store.upsert(FACTS, self._points(facts))
+            with self._write():
+                await self.store.upsert(FACTS, self._points(facts))
             await self._changed(upserted=facts)
 
     async def replace_all(self, facts: Sequence[Fact]) -> None:
         """Embed first, then swap: a failure while embedding leaves the old memory intact."""
         points = self._points(facts)
-        await self.clear()
-        await self.store.upsert(FACTS, points)
+        with self._write():
+            await self.clear()
+            await self.store.upsert(FACTS, points)
         await self._changed(upserted=facts)
 
     async def update(self, facts: Sequence[Fact]) -> None:
@@ -182,20 +206,19 @@ class FactMemory:
         if not texts or await self.count() == 0:
             return [[] for _ in texts]
         vectors = self.embedder.embed([self.normalize(t) for t in texts])
-        out: list[list[tuple[Fact, float]]] = []
-        for vector in vectors:
-            hits = await self.store.query_dense(FACTS, vector, limit)
-            out.append([(_fact(h), float(h.score)) for h in hits])
-        return out
+        rows = await self.store.query_dense_many(FACTS, list(vectors), limit)
+        return [[(_fact(h), float(h.score)) for h in hits] for hits in rows]
 
     async def forget(self, fact_ids: Sequence[str]) -> None:
-        await self.store.delete(FACTS, list(fact_ids))
-        await self.store.compact()
+        with self._write():
+            await self.store.delete(FACTS, list(fact_ids))
+            await self.store.compact()
         await self._changed(removed=fact_ids)
 
     async def clear(self) -> None:
-        await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
-        await self.store.compact()
+        with self._write():
+            await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
+            await self.store.compact()
         await self._changed(cleared=True)
 
     async def count(self) -> int:

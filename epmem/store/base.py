@@ -8,6 +8,7 @@ memory layer never sees an engine's own model classes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -119,6 +120,13 @@ class VectorStore(Protocol):
         fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
         """``fields``: the payload fields to return (our key always comes back); None: all."""
+        ...
+
+    async def query_dense_many(
+        self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
+    ) -> list[list[Hit]]:
+        """:meth:`query_dense` for each vector, in order: one round trip to the engine for a
+        batch (an import asks for the neighbours of every fact of a session at once)."""
         ...
 
     async def query_sparse(

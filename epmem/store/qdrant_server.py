@@ -12,6 +12,7 @@ indexes and blocks the loop, which is fine for tests and never used in productio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +168,12 @@ class QdrantServerStore:
     ) -> list[Hit]:
         return await self._query(collection, np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, where,
                                  fields)
+
+    async def query_dense_many(
+        self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
+    ) -> list[list[Hit]]:
+        """One search after another (the server answers each over its own connection anyway)."""
+        return [await self.query_dense(collection, v, limit) for v in vectors]
 
     async def query_sparse(
         self, collection: str, vector: SparseVec, limit: int, where: Where | None = None

@@ -91,6 +91,16 @@ async def test_dense_sparse_and_hybrid_queries_rank_and_filter(store: VectorStor
     assert [h.key for h in filtered][0] == "d" and {h.key for h in filtered} <= {"c", "d"}
 
 
+async def test_a_batch_of_dense_queries_answers_as_the_queries_one_by_one(store: VectorStore) -> None:
+    vectors = [_vec(2), _vec(0), _vec(0, 2), _vec(1)]
+    one_by_one = [await store.query_dense("turns", v, 3) for v in vectors]
+    batched = await store.query_dense_many("turns", vectors, 3)
+    assert [[(h.key, h.score, h.payload) for h in row] for row in batched] == [
+        [(h.key, h.score, h.payload) for h in row] for row in one_by_one]
+    assert [row[0].key for row in batched] == ["c", "a", "d", "b"]
+    assert await store.query_dense_many("turns", [], 3) == []
+
+
 async def test_hybrid_weights_steer_the_fusion(store: VectorStore) -> None:
     """Dense says c, sparse says b: the heavier side wins first place."""
     q = Hybrid(_vec(2), SparseVec([3], [1.0]), limit=2, prefetch=1, dense_weight=3.0, sparse_weight=1.0)
