@@ -79,6 +79,16 @@ def _payload(fields: tuple[str, ...] | None) -> Any:
     return True if fields is None else qe.PayloadSelector.Include([KEY_FIELD, *fields])
 
 
+def _dense(vector: npt.NDArray[np.float32]) -> Any:
+    return qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
+
+
+def _exact_request(query: Any, limit: int, flt: qe.Filter | None, fields: tuple[str, ...] | None) -> Any:
+    """Every search here is exact: the HNSW build is off (see the module docstring)."""
+    return qe.QueryRequest(limit=limit, query=query, filter=flt, with_payload=_payload(fields),
+                           params=qe.SearchParams(exact=True))
+
+
 def _hit(point: Any, score: float = 0.0) -> Hit:
     payload = dict(point.payload or {})
     return Hit(key=str(payload.get(KEY_FIELD, point.id)), payload=payload, score=float(score))
@@ -245,13 +255,7 @@ class EdgeStore:
     async def _query(self, collection: str, query: Any, limit: int, where: Where | None,
                      fields: tuple[str, ...] | None = None) -> list[Hit]:
         shard = self._shard(collection)
-        request = qe.QueryRequest(
-            limit=limit,
-            query=query,
-            filter=self._read_filter(collection, where),
-            with_payload=_payload(fields),
-            params=qe.SearchParams(exact=True),
-        )
+        request = _exact_request(query, limit, self._read_filter(collection, where), fields)
         points = await self._run(lambda: shard.query(request))
         return [_hit(p, p.score) for p in points]
 
@@ -259,8 +263,7 @@ class EdgeStore:
         self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
         fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
-        query = qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist(), using=DENSE)
-        return await self._query(collection, query, limit, where, fields)
+        return await self._query(collection, _dense(vector), limit, where, fields)
 
     async def query_dense_many(
         self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
@@ -271,10 +274,7 @@ class EdgeStore:
             return []
         shard = self._shard(collection)
         flt = self._read_filter(collection, None)
-        requests = [qe.QueryRequest(limit=limit, query=qe.Query.Nearest(np.asarray(v, dtype=np.float32).tolist(),
-                                                                        using=DENSE),
-                                    filter=flt, with_payload=_payload(None), params=qe.SearchParams(exact=True))
-                    for v in vectors]
+        requests = [_exact_request(_dense(v), limit, flt, None) for v in vectors]
         rows = await self._run(lambda: [shard.query(r) for r in requests])
         return [[_hit(p, p.score) for p in points] for points in rows]
 
@@ -292,8 +292,7 @@ class EdgeStore:
         prefetches: list[qe.Prefetch] = []
         weights: list[float] = []
         if query.dense is not None and query.dense_weight > 0:
-            dense = qe.Query.Nearest(np.asarray(query.dense, dtype=np.float32).tolist(), using=DENSE)
-            prefetches.append(qe.Prefetch(limit=query.prefetch, query=dense, filter=flt, params=exact))
+            prefetches.append(qe.Prefetch(limit=query.prefetch, query=_dense(query.dense), filter=flt, params=exact))
             weights.append(query.dense_weight)
         if query.sparse is not None and query.sparse.indices and query.sparse_weight > 0:
             sparse = qe.Query.Nearest(qe.SparseVector(query.sparse.indices, query.sparse.values), using=SPARSE)
