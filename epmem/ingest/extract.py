@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from epmem.ingest.annotate import CategoryClassifier, Clamped, ContactNames, clamp
+from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
 from epmem.memory.recall import FactMemory
@@ -111,10 +111,9 @@ class Finalizer(ReadsPolicy):
         notes: list[str] = []
         drafts = [d for d in drafts if d.text.strip()]
         # the rules' reading of the text only stands in for a category the policy lacks (clamp):
-        # rules drafts always name one, so their texts are not embedded a second time. When one
-        # draft needs it, all are read in one batch as before (the same batch, the same vectors).
-        needs_reading = any(d.category not in self.policy.categories for d in drafts)
-        fallback = self.classifier.classify_many([d.text for d in drafts]) if needs_reading else []
+        # rules drafts always name one, so their texts are not embedded a second time. It is read
+        # when the first draft needs it, for all drafts in one batch (the same batch, the same vectors).
+        fallback: list[Annotation] | None = None
         heard = set(present(session))
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
@@ -123,9 +122,9 @@ class Finalizer(ReadsPolicy):
         events = await self._events(session, drafts, known_events or set(), near)
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
-            if not fallback and d.category not in self.policy.categories:  # the policy changed meanwhile
+            if fallback is None and d.category not in self.policy.categories:
                 fallback = self.classifier.classify_many([x.text for x in drafts])
-            c = clamp(self.policy, d.category, d.level, d.domain, fallback[i] if fallback else None)
+            c = clamp(self.policy, d.category, d.level, d.domain, None if fallback is None else fallback[i])
             notes.extend(f"{ids[i]}: {n}" for n in c.notes)
             never = self.policy.categories[c.category].never_share
             blacklist = [b for b in dict.fromkeys(d.blacklist) if b in lists]
