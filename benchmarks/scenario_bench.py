@@ -155,8 +155,7 @@ def score_permit(scenario: Scenario, tally: Tally, facts: Sequence[Fact] | None 
             recipients = [STRANGER if c == STRANGER_ID else rulebook.recipient(c) for c in item.candidates]
             predicted = allowed_set(gates, recipients)
         else:
-            chosen = [pipeline.carriers(scenario.fact(f), facts) for f in item.facts]
-            predicted = frozenset(pipeline.predicted_allowed(rulebook, chosen, item.candidates))
+            predicted = pipeline.task_allowed(rulebook, scenario, item.facts, item.candidates, facts)
         gold = frozenset(item.allowed)
         tally.permit_n += 1
         tally.exact += predicted == gold

@@ -131,8 +131,7 @@ def permit_tasks(scenario: Scenario, facts: Sequence[Fact], kinds: dict[str, str
     rulebook = Rulebook(scenario.effective_policy())
     tasks = []
     for item in scenario.tasks.permit:
-        chosen = [pipeline.carriers(scenario.fact(f), facts) for f in item.facts]
-        exact = frozenset(pipeline.predicted_allowed(rulebook, chosen, item.candidates)) == frozenset(item.allowed)
+        exact = pipeline.task_allowed(rulebook, scenario, item.facts, item.candidates, facts) == frozenset(item.allowed)
         wrong = [f for f in item.facts if kinds[f] != "right"]
         tasks.append(Task(exact, frozenset(f"{scenario.name}:{f}" for f in wrong),
                           all(kinds[f] != "none" for f in wrong) or not item.allowed))

@@ -145,7 +145,9 @@ def ceiling(cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker
     the one nearest both targets (``min(precision - 0.8, completeness - 0.9)``)."""
     best: tuple[float, float, dict[str, float]] | None = None
     nearest: tuple[float, float, float, dict[str, float]] | None = None
+    points = 0
     for values in itertools.product(*grid.values()):
+        points += 1
         point = dict(zip(grid, values))
         config = dataclasses.replace(RelevanceConfig(), **point)  # type: ignore[arg-type]
         p, c = score(cases, Relevance(config, reranker, matcher))
@@ -155,7 +157,7 @@ def ceiling(cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker
         if nearest is None or gap > nearest[0]:
             nearest = (gap, p, c, point)
     assert nearest is not None
-    return {"points": len(list(itertools.product(*grid.values()))),
+    return {"points": points,
             "at_precision_0.8": None if best is None else
             {"precision": round(best[0], 4), "completeness": round(best[1], 4), "config": best[2]},
             "nearest_both": {"precision": round(nearest[1], 4), "completeness": round(nearest[2], 4),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.tools.review_gaps import Task, classify, ideal_owner, most_fixable, needed, permit_tasks
+from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook
 from epmem.policy.model import STRANGER_ID
 from epmem.scenario import load_scenario
@@ -48,12 +49,16 @@ def test_a_task_too_dear_for_the_budget_does_not_block_cheaper_ones() -> None:
     assert ideal_owner(tasks, 2) == (2, 2)
 
 
-def test_gold_facts_as_memory_leave_nothing_to_fix() -> None:
-    facts = [g.to_fact() for g in SCENARIO.facts]
+def kinds_of(facts: list[Fact]) -> dict[str, str]:
     policy = SCENARIO.effective_policy()
     rulebook = Rulebook(policy)
     people = [STRANGER, *(rulebook.recipient(c) for c in policy.contacts if c != STRANGER_ID)]
-    kinds = {g.id: classify(g, facts, rulebook, people)[0] for g in SCENARIO.facts}
+    return {g.id: classify(g, facts, rulebook, people)[0] for g in SCENARIO.facts}
+
+
+def test_gold_facts_as_memory_leave_nothing_to_fix() -> None:
+    facts = [g.to_fact() for g in SCENARIO.facts]
+    kinds = kinds_of(facts)
     assert set(kinds.values()) == {"right"}
     tasks = permit_tasks(SCENARIO, facts, kinds)
     assert tasks and all(t.exact and not t.needs for t in tasks)
@@ -64,10 +69,7 @@ def test_a_fact_kept_from_everyone_makes_its_tasks_need_it() -> None:
     gold = SCENARIO.fact("f1")
     facts = [g.to_fact() if g.id != gold.id else g.to_fact().model_copy(update={"level": 0, "whitelist": [], "state": "annotated"})
              for g in SCENARIO.facts]
-    policy = SCENARIO.effective_policy()
-    rulebook = Rulebook(policy)
-    people = [STRANGER, *(rulebook.recipient(c) for c in policy.contacts if c != STRANGER_ID)]
-    kinds = {g.id: classify(g, facts, rulebook, people)[0] for g in SCENARIO.facts}
+    kinds = kinds_of(facts)
     assert kinds["f1"] == "never-asked"
     tasks = permit_tasks(SCENARIO, facts, kinds)
     broken = [t for t in tasks if not t.exact]
