@@ -76,6 +76,14 @@ class Settings(BaseSettings):
     deflection_window_s: float = Field(default=600.0, gt=0)
     #: how long a held reply (approval mode) waits for the owner before it expires unsent.
     approval_ttl_hours: float = Field(default=24.0, gt=0)
+    #: the old behaviour, off by default (README "What opens a fact"): a fact from a conversation
+    #: is open to its category's audience as soon as the rules settle it, without the owner's word.
+    open_by_category: bool = False
+    #: consultations (bot/consulting.py): how long one waits for the owner, how many may be open
+    #: per asker, and whether a stranger's question may consult the owner at all.
+    consult_ttl_hours: float = Field(default=24.0, gt=0)
+    consult_max_open: int = Field(default=3, ge=0)
+    consult_strangers: bool = False
     #: when the owner's daily digest goes out (HH:MM, UTC), or "off".
     digest_time: str = Field(default="08:00", pattern=r"^(off|([01]\d|2[0-3]):[0-5]\d)$")
 

@@ -28,6 +28,7 @@ from epmem.reply import LLMResponder, PrivacyEngine, Responder, Relevance, Relev
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
+from bot.consultations import ConsultConfig, Consultations
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
 from bot.annotator import BackgroundAnnotator
@@ -241,7 +242,8 @@ class Runtime:
         engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance)
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(policies, memory, classifier, llm,
-                              RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s))
+                              RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
+                              open_by_category=settings.open_by_category)
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
         deliveries = ConnectorState(db, opened.audit, clock=clock)
         outbox = Outbox(keep=deliveries.keep_owner_note)
@@ -254,6 +256,9 @@ class Runtime:
             conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
             approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
             tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock, review=review, annotator=annotator,
+            consultations=Consultations(db, ConsultConfig(timedelta(hours=settings.consult_ttl_hours),
+                                                          settings.consult_max_open, settings.consult_strangers),
+                                        clock),
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))

@@ -29,8 +29,10 @@ def describe(f: Fact) -> str:
     if f.blacklist:
         lists += f" -{','.join(f.blacklist)}"
     covers = f" covers {f.covers}" if f.covers else ""
-    level = f"L{f.effective_level()}" + (f" (proposed L{f.level})" if f.state == "pending" and f.level is not None
-                                         else "")
+    suggested = (f.state == "pending" or f.closed) and f.level is not None
+    level = f"L{f.effective_level()}" + (f" (proposed L{f.level})" if suggested else "")
+    if f.closed:
+        level += " closed"
     return (f"{f.id} [{f.event_id}] {f.version}{covers} {f.category} {level}"
             f"{' ' + f.domain if f.domain else ''}{lists} {f.state}: {f.text}")
 
@@ -84,9 +86,23 @@ async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if cat is None:
         raise CommandError(f"no category {words[1]!r}; categories: {', '.join(policy.categories)}")
     updated = fact.model_copy(update={"category": words[1], "level": cat.level, "domain": cat.domain,
-                                      "state": "owner-set"})
+                                      "state": "owner-set", "closed": False})
     await _save(owner, updated, {"action": "category", "from": fact.category, "to": words[1]})
     return f"Fact {fact.id} is now {words[1]} (L{cat.level}{' ' + cat.domain if cat.domain else ''}), set by you."
+
+
+@commands.command("reword", "FACT NEW WORDS", summary="correct a fact's words before anyone is told them",
+                  details="the annotation and who may know stay as they are; the audit records that the words "
+                          "changed, not the words")
+async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    fact_id, _, text = rest.strip().partition(" ")
+    text = " ".join(text.split())
+    if not fact_id or not text:
+        raise CommandError("usage: /reword FACT NEW WORDS")
+    fact = await get_fact(owner, fact_id)
+    updated = fact.model_copy(update={"text": text, "evidence": [*fact.evidence, "owner:reworded"]})
+    await _save(owner, updated, {"action": "reword"})
+    return f"Fact {fact.id} now reads: {text}"
 
 
 @commands.command("confirm", "FACT", summary="accept a fact's proposed annotation as is")
@@ -97,7 +113,7 @@ async def confirm(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     fact = await get_fact(owner, rest.strip())
     if fact.category is None or fact.level is None:
         raise CommandError(f"fact {fact.id} has no proposed annotation: use /category first")
-    updated = fact.model_copy(update={"state": "owner-set"})
+    updated = fact.model_copy(update={"state": "owner-set", "closed": False})
     await _save(owner, updated, {"action": "confirm", "level": fact.level, "category": fact.category})
     return f"Confirmed: {describe(updated)}"
 

@@ -54,7 +54,7 @@ async def get_fact(owner: OwnerServices, fact_id: str) -> Fact:
 
 
 async def _set_fact(owner: OwnerServices, fact: Fact, **changes: Any) -> None:
-    data = {**fact.model_dump(), **changes, "state": "owner-set"}
+    data = {**fact.model_dump(), **changes, "state": "owner-set", "closed": False}
     if data.get("level") is None:
         data["level"] = fact.effective_level()
     await owner.memory.update([Fact.model_validate(data)])

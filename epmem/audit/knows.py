@@ -136,7 +136,8 @@ def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook,
     if fact is None:
         return Row(fact_id, event_id, None, "forgotten", tuple(cells), (fact_id,))
     detail = f"{fact.version}, {fact.category or 'no category'}, L{fact.effective_level()}" + (
-        f", {fact.domain}" if fact.domain else "") + (", pending" if fact.state == "pending" else "")
+        f", {fact.domain}" if fact.domain else "") + (", pending" if fact.state == "pending" else "") + (
+        ", closed" if fact.closed else "")
     return Row(fact.id, fact.event_id, fact.text, detail, tuple(cells), (fact.id,))
 
 

@@ -114,6 +114,13 @@ _WHITE_NAMED = re.compile(
     rf"(?P<who7>[\w'’ ,]{{1,40}})",
     re.IGNORECASE,
 )
+#: the owner opening a statement to anyone ("you can tell anyone", "it's not a secret").
+_PUBLIC = re.compile(
+    rf"\b(?:you can|you may|feel free to|it{A}?s fine to|fine to|ok to|okay to|go ahead and)\s+tell\s+"
+    rf"(?:anyone|anybody|everyone|everybody|people|whoever)\b"
+    rf"|\b(?:it{A}?s|it is|this is|that{A}?s|that is)\s+(?:not a secret|no secret|not secret|public)\b",
+    re.IGNORECASE,
+)
 _YOU = re.compile(r"\b(?:you|yourself|yourselves|us|ourselves)\b", re.IGNORECASE)
 
 
@@ -134,14 +141,20 @@ class Cue:
     #: the cue is about the conversation so far ("does Abuela know?" "no"): it reaches every
     #: earlier fact of the session. Only narrowing cues are read this way.
     so_far: bool = False
+    #: the owner opened it to anyone ("you can tell anyone"): its category's audience.
+    public: bool = False
+    #: the owner named the listener in words ("only you and Owen know"): an opening, unlike a
+    #: bare "between us", which only says who heard it.
+    names_present: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.blacklist or self.whitelist or self.secrecy or self.present)
+        return bool(self.blacklist or self.whitelist or self.secrecy or self.present or self.public)
 
     def evidence(self) -> list[str]:
         out = [f"cue:secret:{w}" for w in self.said] if self.secrecy else []
         out += [f"cue:not:{b}" for b in self.blacklist] + [f"cue:also:{w}" for w in self.whitelist]
-        return out
+        return out + (["cue:also:everyone"] if self.public else []) + (
+            ["cue:also:present"] if self.names_present else [])
 
 
 class CueReader:
@@ -171,12 +184,13 @@ class CueReader:
             cue.secrecy = True
             cue.said.append(m.group(0).strip().casefold())
         if owner:
+            cue.public = not cue.secrecy and not cue.blacklist and _PUBLIC.search(segment) is not None
             for m in _WHITE_NAMED.finditer(segment):
                 groups = m.groupdict()
                 who = next(v for v in groups.values() if v)
                 cue.whitelist += [c for c in self.names.find(who) if c not in cue.whitelist + cue.blacklist]
                 if groups["who"] and _YOU.search(who):
-                    cue.present = True
+                    cue.present = cue.names_present = True
                 if groups["who"] or groups["who4"] or groups["who5"] or groups["who6"] or groups["who7"]:
                     cue.secrecy = True
                     cue.said.append(m.group(0).strip().casefold())

@@ -80,12 +80,13 @@ class Outcome:
 
 class Distiller(ReadsPolicy):
     def __init__(self, policy: Policy | PolicyHolder, memory: FactMemory, classifier: CategoryClassifier,
-                 llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep) -> None:
+                 llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep, *,
+                 open_by_category: bool = False) -> None:
         self._policy = PolicyHolder.of(policy)
         self.memory = memory
         self.classifier = classifier
         self.rules = RulesExtractor(policy, classifier)
-        self.finalizer = Finalizer(policy, classifier, memory)
+        self.finalizer = Finalizer(policy, classifier, memory, open_by_category=open_by_category)
         self.model = LLMExtractor(policy, llm, memory) if llm is not None else None
         self.retry = retry or RetryPolicy()
         self._sleep = sleep

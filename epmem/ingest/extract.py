@@ -18,7 +18,7 @@ rules that no backend may bend are enforced in code:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
@@ -93,8 +93,12 @@ class Finalizer(ReadsPolicy):
     """Drafts -> facts under the code-enforced rules (see the module docstring)."""
 
     def __init__(self, policy: Policy | PolicyHolder, classifier: CategoryClassifier, memory: FactMemory | None = None,
-                 link_similarity: float = 0.8, retold_similarity: float = 0.75) -> None:
+                 link_similarity: float = 0.8, retold_similarity: float = 0.75, *,
+                 open_by_category: bool = False) -> None:
         self._policy = PolicyHolder.of(policy)
+        #: the old behaviour, off by default (README "What opens a fact"): a fact the rules
+        #: settle is open to its category's audience at once, without the owner's word.
+        self.open_by_category = open_by_category
         self.classifier = classifier
         self.memory = memory
         self.names = ContactNames(policy)
@@ -144,6 +148,10 @@ class Finalizer(ReadsPolicy):
                 whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
                 c = Clamped(c.category, level, c.domain, c.notes)
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
+            closed = not self.open_by_category
+            if closed:
+                whitelist, proposed, closed = closed_audience(d.evidence, whitelist, proposed, heard,
+                                                              cover=version == "cover")
             facts.append(Fact(
                 id=ids[i], text=d.text.strip(), event_id=events[i], session_id=session.id,
                 version=version,
@@ -152,6 +160,7 @@ class Finalizer(ReadsPolicy):
                 state=fact_state,  # type: ignore[arg-type]
                 source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
                 confidence=d.confidence, evidence=list(d.evidence), proposed_whitelist=proposed,
+                closed=closed,
             ))
         return facts, notes
 
@@ -227,6 +236,33 @@ class Finalizer(ReadsPolicy):
                           and (d.category is None or f.category == d.category)])
             out.append(best.event_id if best is not None else None)
         return out
+
+
+#: the evidence a widening cue in the owner's own words leaves on the facts it opens
+#: (epmem/ingest/cues.py ``Cue.evidence``); ``everyone``: "you can tell anyone".
+OWNER_OPENED = "cue:also:"
+OPENED_TO_EVERYONE = "everyone"
+PRESENT = "present"
+
+
+def closed_audience(evidence: Sequence[str], whitelist: Sequence[str], proposed: Sequence[str],
+                    heard: Collection[str] = (), *, cover: bool = False) -> tuple[list[str], list[str], bool]:
+    """Closed until the owner says: of a fact's whitelist only the people the owner's own
+    words named stay ("Owen can know", "tell the team"); everyone else the rules would let in
+    (whoever heard it, whom a bare "between us" let in) is only offered to the owner; "only you
+    and Owen know" names the people who heard it (``heard``) as well as Owen. The owner's
+    "you can tell anyone" opens the fact to its category's audience. A cover keeps nobody: the
+    owner's "only Jess and Claire know" in the message that sets it names who knows the truth,
+    and the people in on the truth are not in on every story told to others. Returns the
+    whitelist, the suggestion and whether the fact stays closed."""
+    named = set() if cover else {e[len(OWNER_OPENED):] for e in evidence if e.startswith(OWNER_OPENED)}
+    if OPENED_TO_EVERYONE in named:
+        return list(whitelist), list(proposed), False
+    if PRESENT in named:
+        named |= set(heard)
+    keep = [w for w in whitelist if w in named]
+    offered = list(dict.fromkeys([*proposed, *(w for w in whitelist if w not in keep)]))
+    return keep, offered, True
 
 
 def _best(hits: Sequence[tuple[Fact, float]]) -> Fact | None:

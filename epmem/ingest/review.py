@@ -320,6 +320,8 @@ class ReviewQueue:
         cat = f.category if f.category in self.policy.categories else self.policy.default_category
         level = f.level if f.level is not None else self.policy.categories[cat].level
         white = f.proposed_whitelist if f.state == "pending" else f.whitelist
+        if f.closed and f.state != "owner-set":  # closed: the whitelist is the owner's, the rest offered
+            white = list(dict.fromkeys([*f.whitelist, *f.proposed_whitelist]))
         return Choice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
 
     def _exposure(self, rulebook: Rulebook, choice: Choice) -> int:
@@ -404,7 +406,8 @@ class ReviewQueue:
                            f"Skipped {fact.id}: I will ask again later.")
         choice = self._resolve(fact, answer)
         also = await self._event_of(fact, await self.memory.all())
-        updated = [self._set(g, choice, fact.id if g.id != fact.id else None) for g in [fact, *also]]
+        closed = answer.kind == "private"
+        updated = [self._set(g, choice, fact.id if g.id != fact.id else None, closed) for g in [fact, *also]]
         await self.memory.update(updated)
         self._skipped.difference_update([fact.id, *(g.id for g in also)])
         if self.examples is not None:
@@ -449,12 +452,14 @@ class ReviewQueue:
         return replace(choice, whitelist=white)
 
     @staticmethod
-    def _set(fact: Fact, choice: Choice, via: str | None) -> Fact:
+    def _set(fact: Fact, choice: Choice, via: str | None, closed: bool = False) -> Fact:
+        """The owner's answer: the fact is open to what the owner chose (``closed``: "keep
+        private", which no category-wide exception opens either)."""
         evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}"]
         return fact.model_copy(update={
             "category": choice.category, "level": choice.level, "domain": choice.domain,
             "whitelist": list(choice.whitelist), "blacklist": list(choice.blacklist), "state": "owner-set",
-            "confidence": None, "evidence": evidence, "proposed_whitelist": [],
+            "confidence": None, "evidence": evidence, "proposed_whitelist": [], "closed": closed,
         })
 
     # ------------------------------------------------------------------ learning

@@ -45,9 +45,27 @@ class Fact(BaseModel):
     #: integrity). Only shown to the owner in review: the
     #: calculus never reads it, so a guess opens nothing until the owner confirms it.
     proposed_whitelist: list[str] = Field(default_factory=list)
+    #: closed until the owner says (README "What opens a fact"): a fact that came from a
+    #: conversation is told to nobody but the owner and the people the owner's own words named
+    #: (its ``whitelist``), whatever its category suggests, until the owner decides about this
+    #: fact or its event (a consultation, /review, /allow, /level ...). Its category, level and
+    #: domain are then only the suggestion shown to the owner; a category-wide exception does
+    #: not open it. Facts the owner wrote with their annotations are not closed.
+    closed: bool = False
 
     def effective_level(self) -> int:
-        """Pending or level-less facts count as L0: until annotated, nobody may hear them."""
-        if self.state == "pending" or self.level is None:
+        """Pending, closed or level-less facts count as L0: until settled, nobody may hear them
+        but the people whitelisted on the fact itself."""
+        if self.state == "pending" or self.closed or self.level is None:
             return 0
         return self.level
+
+    @property
+    def settled_open(self) -> bool:
+        """Whether exceptions by category reach this fact: only an open, annotated fact's."""
+        return not self.closed and self.state != "pending"
+
+    @property
+    def undecided(self) -> bool:
+        """Closed and the owner has not decided about it yet: what a consultation asks about."""
+        return self.closed and self.state != "owner-set"

@@ -33,6 +33,8 @@ class Judged(Protocol):
     def whitelist(self) -> list[str]: ...
     @property
     def blacklist(self) -> list[str]: ...
+    @property
+    def settled_open(self) -> bool: ...
     def effective_level(self) -> int: ...
 
 
@@ -234,6 +236,9 @@ class Rulebook:
             kind, target = exc.target()
             value = {"fact": fact.id, "event": fact.event_id, "category": fact.category}[kind]
             if value != target:
+                continue
+            if kind == "category" and exc.effect == "allow" and not fact.settled_open:
+                # a closed or pending fact opens only by a decision about it or its event
                 continue
             into = allow if exc.effect == "allow" else deny
             for entry in exc.who:

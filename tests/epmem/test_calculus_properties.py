@@ -49,6 +49,7 @@ def facts(draw: st.DrawFn, fid: str = "f0") -> Fact:
         whitelist=draw(st.lists(entries, max_size=3, unique=True)),
         blacklist=draw(st.lists(entries, max_size=2, unique=True)),
         state=draw(st.sampled_from(["annotated", "annotated", "owner-set", "pending"])),
+        closed=draw(st.booleans()),
     )
 
 
@@ -162,3 +163,23 @@ def test_never_share_is_closed_to_everyone_whatever_the_exceptions(policy: Polic
     for r in recipients(policy):
         verdict = judge(gate, r)
         assert not verdict.allowed and verdict.rule == 0
+
+
+@EXAMPLES
+@given(policies(), facts(), st.lists(entries, min_size=1, max_size=4, unique=True))
+def test_a_closed_or_pending_fact_opens_only_by_a_decision_about_it(policy: Policy, fact: Fact,
+                                                                      who: list[str]) -> None:
+    """Closed until the owner says: whatever the category says and whatever category-wide
+    exceptions the owner made, a closed (or pending) fact reaches exactly the people its own
+    whitelist and the exceptions about this fact or its event name; nobody else."""
+    closed = fact.model_copy(update={"closed": True})
+    wide = Rulebook(policy, [PolicyException(effect="allow", who=who, category=fact.category or "open")])
+    plain = Rulebook(policy)
+    for r in recipients(policy):
+        assert judge(wide.gate(closed), r).allowed == judge(plain.gate(closed), r).allowed
+        named = any(r.id in plain.members(e) for e in closed.whitelist) and not any(
+            r.id in plain.members(e) for e in closed.blacklist)
+        assert judge(plain.gate(closed), r).allowed == (named and not plain.is_never_share(closed.category))
+    pending = fact.model_copy(update={"state": "pending"})
+    for r in recipients(policy):
+        assert judge(wide.gate(pending), r).allowed == judge(plain.gate(pending), r).allowed

@@ -20,7 +20,7 @@ from epmem.reply.engine import PrivacyEngine
 from epmem.llm import OpenAIConfig, OpenAILLM
 from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.memory.sessions import stable_id
-from epmem.policy.model import category_profiles
+from epmem.policy.model import PolicyException, category_profiles
 from epmem.policy.overlay import MIGRATIONS as OVERLAY
 from epmem.policy.overlay import Overlay
 from epmem.reply.respond import RulesResponder, deflection
@@ -80,15 +80,48 @@ async def llm(fake: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
     await model.aclose()
 
 
-def distiller(memory: FactMemory, llm: OpenAILLM | None = None, **retry: Any) -> tuple[Distiller, Sleeps]:
+def distiller(memory: FactMemory, llm: OpenAILLM | None = None, *, open_by_category: bool = False,
+              **retry: Any) -> tuple[Distiller, Sleeps]:
+    """``open_by_category``: the rules' reading in force at once (the owner's opt-in setting);
+    by default it is only the suggestion of a closed fact."""
     sleeps = Sleeps()
     d = Distiller(POLICY, memory, CategoryClassifier(POLICY, memory.embedder), llm,
-                  RetryPolicy(**({"attempts": 3, "base_s": 0.5} | retry)), sleep=sleeps)
+                  RetryPolicy(**({"attempts": 3, "base_s": 0.5} | retry)), sleep=sleeps,
+                  open_by_category=open_by_category)
     return d, sleeps
 
 
-async def test_rules_backend_annotates_at_once(memory: FactMemory) -> None:
+async def test_every_fact_from_a_conversation_is_closed_until_the_owner_says(memory: FactMemory) -> None:
+    """The rules' reading is the suggestion; only the owner's own words open ("only you know"
+    names the listener), and a cover keeps nobody."""
     d, _ = distiller(memory)
+    await d.ingest(SESSION)
+    facts = {f.id: f for f in await memory.all()}
+    assert facts and all(f.closed for f in facts.values())
+    knee = facts["s1-f1"]
+    assert (knee.category, knee.level, knee.effective_level(), knee.blacklist) == ("health", 0, 0, ["tom"])
+    assert knee.whitelist == ["kira"]  # the owner's "only you know", said to Kira
+    rulebook = Rulebook(POLICY)
+    allowed = {c for c in POLICY.contacts if judge(rulebook.gate(knee), rulebook.recipient(c)).allowed}
+    assert allowed == {"kira"}
+    (cover,) = [f for f in facts.values() if f.version == "cover"]
+    assert cover.whitelist == [] and not any(judge(rulebook.gate(cover), rulebook.recipient(c)).allowed
+                                             for c in POLICY.contacts)
+    # a category-wide exception does not open a closed fact
+    wide = Rulebook(POLICY, [PolicyException(effect="allow", who=list(POLICY.contacts), category="health")])
+    assert {c for c in POLICY.contacts if judge(wide.gate(knee), wide.recipient(c)).allowed} == {"kira"}
+
+
+async def test_the_owner_opens_a_statement_to_anyone_in_words(memory: FactMemory) -> None:
+    d, _ = distiller(memory)
+    await d.ingest(session([("owner", "I adopted a cat called Miso, you can tell anyone."), ("kira", "cute")],
+                           participants=["owner", "kira"]))
+    cat = next(f for f in await memory.all() if "Miso" in f.text)
+    assert not cat.closed and "cue:also:everyone" in cat.evidence
+
+
+async def test_rules_backend_annotates_at_once(memory: FactMemory) -> None:
+    d, _ = distiller(memory, open_by_category=True)
     outcome = await d.ingest(SESSION)
     facts = {f.id: f for f in await memory.all()}
     # the cover says nothing the policy can file: it waits for the owner, so the session does
@@ -109,7 +142,7 @@ async def test_rules_backend_annotates_at_once(memory: FactMemory) -> None:
 async def test_model_facts_replace_pending_ones_and_only_ever_narrow(memory: FactMemory, fake: FakeOpenAI,
                                                                     llm: OpenAILLM) -> None:
     fake.set_script(model_answer())
-    d, _ = distiller(memory, llm)
+    d, _ = distiller(memory, llm, open_by_category=True)
     outcome = await d.ingest(SESSION, background=False)
     assert outcome.state == "annotated" and outcome.llm_calls == 1 and len(fake.requests) == 1
     facts = {f.id: f for f in await memory.all()}
@@ -230,7 +263,7 @@ async def test_a_secret_told_again_elsewhere_without_a_cue_stays_with_the_people
     """Twin news (failclosed.py `twin-news`): the same news in other words, said openly in
     another chat, is closed by the secret telling; a blacklist on either telling is on both;
     unrelated news is left alone."""
-    d, _ = distiller(memory)
+    d, _ = distiller(memory, open_by_category=True)
     await d.ingest(session([("owner", "Between us, the doctor says I need knee surgery in April. Don't tell Tom."),
                             ("kira", "oh no")], sid="secret", participants=["owner", "kira"]))
     await d.ingest(session([("owner", "The doctor says I need knee surgery in April!"), ("owen", "ouch"),
@@ -247,7 +280,7 @@ async def test_a_secret_told_again_elsewhere_without_a_cue_stays_with_the_people
 
 
 async def test_an_open_telling_stored_first_is_closed_by_a_secret_one_later(memory: FactMemory) -> None:
-    d, _ = distiller(memory)
+    d, _ = distiller(memory, open_by_category=True)
     await d.ingest(session([("owner", "The doctor says I need knee surgery in April."), ("owen", "ouch")],
                            sid="open", participants=["owner", "owen"]))
     opened = next(f for f in await memory.all() if "knee" in f.text)
