@@ -21,6 +21,7 @@ from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
+from bot.consulting import ask_owner
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -179,7 +180,9 @@ class DelegateAgent:
         log.info("replied", audit_id=record.id, kind=kind, disclosed=len(answer.used), deflected=answer.deflected,
                  latency_ms=round(answer.latency_ms, 1))
         reply = None if unsent else answer.reply
-        return Outbound(reply, audit_id=record.id, to_owner=self._probe_note(inbound, sender, text, answer))
+        ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, record.id)
+        notes = [n for n in (ask, self._probe_note(inbound, sender, text, answer)) if n]
+        return Outbound(reply, audit_id=record.id, to_owner="\n\n".join(notes) or None, actions=actions)
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
         """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything

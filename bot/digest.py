@@ -59,7 +59,8 @@ def _entry(r: AuditRecord) -> list[str]:
     return lines
 
 
-def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, waiting_review: int = 0) -> Digest:
+def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, waiting_review: int = 0,
+            consultations: Sequence[str] = ()) -> Digest:
     asked = [r for r in records if r.kind in ASKED]
     people = {r.contact for r in asked}
     deflected = sum(1 for r in asked if r.body.get("deflected"))
@@ -77,12 +78,18 @@ def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, wa
     if waiting_review:
         lines.append(f"{waiting_review} fact{'s' * (waiting_review != 1)} wait for your review (nobody hears "
                      f"{'them' if waiting_review != 1 else 'it'} until you decide): /review")
+    if consultations:
+        lines.append(f"{len(consultations)} question{'s' * (len(consultations) != 1)} wait for your word about "
+                     f"facts you have not opened (/consults):")
+        lines += [f"  {c}" for c in consultations[:MAX_ENTRIES]]
     return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review)
 
 
-async def build_digest(audit: AuditLog, since: datetime, until: datetime, waiting_review: int = 0) -> Digest:
-    """The digest of everything audited in [since, until), and how many facts wait for review."""
+async def build_digest(audit: AuditLog, since: datetime, until: datetime, waiting_review: int = 0,
+                       consultations: Sequence[str] = ()) -> Digest:
+    """The digest of everything audited in [since, until), how many facts wait for review, and
+    the open consultations (one line each)."""
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
     start, end = since.isoformat(timespec="milliseconds"), until.isoformat(timespec="milliseconds")
     records = [r for r in await audit.records(limit=SCAN_LIMIT) if start <= r.time < end]
-    return compose(records, since, until, waiting_review)
+    return compose(records, since, until, waiting_review, consultations)

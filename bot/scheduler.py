@@ -156,6 +156,7 @@ class Scheduler:
             now = now or self.clock()
             fired = await self._expire_exceptions(now)
             fired += await self._expire_approvals(now)
+            fired += await self._expire_consultations(now)
             for task in await self.owner.tasks.due(now):
                 fired.append(f"task:{task.id}")
                 await self._run_task(task, now)
@@ -196,6 +197,23 @@ class Scheduler:
             await self._tell_owner(f"Held reply {held.id} to {held.contact} expired unsent. They asked: "
                                    f"{held.question[:200]}")
             fired.append(f"approval:{held.id}")
+        return fired
+
+    async def _expire_consultations(self, now: datetime) -> list[str]:
+        """An unanswered consultation expires (its asker had their reply; the owner's later word
+        about the facts still applies to later askers, only the follow-up is lost)."""
+        store = self.owner.consultations
+        if store is None:
+            return []
+        fired = []
+        for c in await store.expire_due(now):
+            await self.owner.audit.append(
+                "consultation_expired",
+                {"consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact,
+                 "event": c.event_id, "facts": list(c.facts), "question": c.question},
+                contact=c.contact,
+            )
+            fired.append(f"consultation:{c.id}")
         return fired
 
     async def _run_task(self, task: Task, now: datetime) -> None:
@@ -253,8 +271,11 @@ class Scheduler:
         raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
         since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
         waiting = await self.owner.review.waiting() if self.owner.review is not None else 0
-        digest = await build_digest(self.owner.audit, since, now, waiting)
-        send = bool(digest.questions or digest.waiting_review)
+        consulting = await self.owner.consultations.pending() if self.owner.consultations is not None else []
+        digest = await build_digest(self.owner.audit, since, now, waiting,
+                                    [f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} "
+                                     f"tell | like | who | private" for c in consulting])
+        send = bool(digest.questions or digest.waiting_review or consulting)
         if send:
             await self._tell_owner(digest.text)
         await self.owner.audit.append(

@@ -25,6 +25,7 @@ from bot.annotator import BackgroundAnnotator
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.connector_state import ConnectorState
+from bot.consultations import Consultations
 from bot.outbox import Outbox
 from bot.tasks import Tasks
 
@@ -51,6 +52,8 @@ class OwnerServices:
     review: ReviewQueue | None = None
     #: model annotation in the background (/annotations shows its progress, /reannotate requeues).
     annotator: BackgroundAnnotator | None = None
+    #: the owner asked about closed facts someone's question needed (bot/consulting.py).
+    consultations: Consultations | None = None
 
     @property
     def policy(self) -> Policy:

@@ -26,12 +26,13 @@ from epmem.sqlite import open_database
 
 from bot.approvals import MIGRATIONS as APPROVALS
 from bot.connector_state import MIGRATIONS as CONNECTOR_STATE
+from bot.consultations import MIGRATIONS as CONSULTATIONS
 from bot.seen_events import MIGRATIONS as SEEN_EVENTS
 from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL)
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL, CONSULTATIONS)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 

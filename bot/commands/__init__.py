@@ -5,7 +5,18 @@ a new module, added to ``MODULES`` below); /help, the README's table and the Sla
 usage hint follow from the declaration. See CONTRIBUTING.md.
 """
 
-from bot.commands import annotations, answering, contacts, exceptions, inspect, memory, platforms, review, schedule
+from bot.commands import (
+    annotations,
+    answering,
+    consult,
+    contacts,
+    exceptions,
+    inspect,
+    memory,
+    platforms,
+    review,
+    schedule,
+)
 from bot.commands.registry import (
     OWNER_ONLY,
     OWNER_OR_SCHEDULED,
@@ -20,7 +31,7 @@ from bot.commands.registry import (
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, review)
+MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, review, consult)
 
 
 def owner_commands() -> CommandRegistry:

@@ -73,6 +73,8 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
             await owner.overlay.revoke(number)
             revoked.append(number)
     withdrawn = await owner.approvals.drop_disclosing(ids)
+    if owner.consultations is not None:  # open questions about the facts go, with their words
+        await owner.consultations.withdraw_naming(ids)
     undelivered = await owner.deliveries.erase_disclosing(ids)
     sentences = [f.text for f in facts]
     await owner.approvals.erase_texts(ids, sentences)

@@ -37,6 +37,7 @@ from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.consulting import follow_up_events
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -154,6 +155,8 @@ async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> s
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
     await owner.record_change({**applied.audit, "by": ctx.sender.identity, "platform": ctx.inbound.platform})
+    if answer.kind != "skip":
+        await follow_up_events(owner, applied.facts, "review")
     return applied.message
 
 

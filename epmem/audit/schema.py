@@ -115,6 +115,8 @@ def outcome(kind: str, body: dict[str, Any]) -> str:
     """What became of a message, in the owner's words (the timeline's outcome filter)."""
     if kind == "reply":
         return "deflected" if body.get("deflected") else "answered"
+    if kind == "followup":
+        return "answered"
     if kind == "approval":
         return "rejected" if body.get("decision") == "rejected" else "answered"
     return {"attempted_command": "attempted command", "rate_limited": "rate limited", "non_text": "not read",
@@ -132,7 +134,7 @@ def fact_refs(body: dict[str, Any]) -> set[str]:
     for c in body.get("candidates") or []:
         if isinstance(c, dict) and isinstance(c.get("fact"), str):
             refs.add(c["fact"])
-    for key in ("disclosed", "would_disclose", "facts"):
+    for key in ("disclosed", "would_disclose", "facts", "closed_would_answer"):
         refs.update(x for x in body.get(key) or [] if isinstance(x, str))
     if isinstance(body.get("fact"), str):
         refs.add(body["fact"])

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import Held, limit_to_composite
 from epmem.reply.guard import Denied
+from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
@@ -41,6 +42,10 @@ class Answer:
     #: what the relevance step chose, and what the composite rule held back.
     choice: Choice | None = None
     held: tuple[Held, ...] = ()
+    #: closed facts the owner has not decided about that would answer the question, best first
+    #: (chosen as the reply chooses among open facts): what a consultation asks the owner
+    #: about. Never part of the reply: it reads the same whether these exist or not.
+    consult: tuple[str, ...] = ()
 
     @property
     def used(self) -> list[FactDecision]:
@@ -63,6 +68,8 @@ class Answer:
             body["relevance"] = self.choice.audit()
         if self.held:
             body["held_back"] = [h.as_dict() for h in self.held]
+        if self.consult:
+            body["closed_would_answer"] = list(self.consult)
         if self.written is not None:
             body.update(self.written.audit())
         else:
@@ -97,6 +104,7 @@ class PrivacyEngine(ReadsPolicy):
         events = await self.memory.recall(question)
         rulebook = await self.rulebook(now)
         projection, choice, held = self._choose(question, events, rulebook, audience)
+        consult = self._closed_would_answer(question, events, rulebook, audience)
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -116,7 +124,7 @@ class PrivacyEngine(ReadsPolicy):
                                               lambda: self._nearby_denied(question, audience, rulebook))
             reply, deflected = written.text, written.postcheck == "deflected"
         return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
-                      written=written, choice=choice, held=tuple(held))
+                      written=written, choice=choice, held=tuple(held), consult=consult)
 
     def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
                 audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
@@ -128,6 +136,23 @@ class PrivacyEngine(ReadsPolicy):
         narrowed = storyline.narrowed(kept, choice.scores)
         near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)
         return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
+
+    def _closed_would_answer(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
+                             audience: Sequence[Recipient]) -> tuple[str, ...]:
+        """The undecided closed facts the reply would choose if they were open to this audience
+        (the same relevance step, run on the storyline with them let in). A blacklist or a
+        never-share category still shuts them: the owner is not asked about what they already
+        said no to. Computed after the reply was chosen and never fed back into it."""
+        undecided = {r.fact.id for ev in events for r in ev.facts if r.fact.undecided}
+        if not undecided:
+            return ()
+        opened = [replace(ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r
+                                          for r in ev.facts)) for ev in events]
+        storyline = project(opened, rulebook, audience)
+        if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
+            return ()
+        choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
+        return tuple(f for f in choice.chosen if f in undecided)
 
     async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
                              limit: int = 16) -> list[Denied]:
@@ -158,6 +183,11 @@ class PrivacyEngine(ReadsPolicy):
             reply = "Nothing in your memory matches that."
         return Answer(reply, not decisions, Projection(decisions), "owner-recall",
                       (time.perf_counter() - started) * 1000)
+
+
+def _opened(fact: Fact) -> Fact:
+    """A closed fact as if the owner had opened it to anyone (only to ask whether it answers)."""
+    return fact.model_copy(update={"closed": False, "state": "annotated", "level": 4, "domain": None})
 
 
 def _near_events(question: str, events: Sequence[RecalledEvent], told: set[str], least: float) -> set[str]:

@@ -1,0 +1,222 @@
+"""Consultations: the delegate asks the owner at the moment someone's question needs a closed fact.
+
+Nothing that came from a conversation is told before the owner has decided who may know it
+(README "What opens a fact"). When a contact asks something that closed facts would answer, the
+contact gets exactly the reply they would get without those facts, and the owner is asked about
+the facts of one event: who asked, the question, the facts' words, and one-tap answers. The
+answer applies to the whole event and to later askers; if it lets the asker know, the delegate
+follows up in the same chat (bot/consulting.py, decided again at send time).
+
+This module is the table: one row per (event, asker), so that an answer to the event reaches
+every asker who is still waiting. Only the first row of an event notifies the owner; a later
+asker joins it. Rows survive a restart (SQLite, like held replies) and expire unanswered.
+Bounded: a few open consultations per asker, none for strangers unless the owner turns that on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import aiosqlite
+
+from epmem.sqlite import Migration, MigrationSet
+
+from bot.approvals import new_id
+from bot.clock import Clock, iso, utcnow
+
+MIGRATIONS = MigrationSet("consultations", (
+    Migration(
+        1,
+        "consultations: the owner asked about closed facts when someone's question needed them",
+        """
+        CREATE TABLE consultations (
+            id TEXT PRIMARY KEY,
+            state TEXT NOT NULL DEFAULT 'open',
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            decided_at TEXT,
+            event_id TEXT NOT NULL,
+            facts TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            chat_id TEXT NOT NULL,
+            chat_kind TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            contact TEXT NOT NULL,
+            contact_id TEXT,
+            audience TEXT NOT NULL,
+            question TEXT NOT NULL,
+            audit_id TEXT NOT NULL,
+            lead TEXT,
+            answer TEXT,
+            followup_audit TEXT,
+            delegation TEXT
+        );
+        CREATE INDEX consultations_open ON consultations(state, event_id);
+        CREATE INDEX consultations_sender ON consultations(state, sender)
+        """,
+    ),
+))
+
+State = Literal["open", "answered", "expired", "withdrawn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Consultation:
+    """One asker waiting on the owner's word about one event."""
+
+    id: str
+    state: str
+    created_at: datetime
+    expires_at: datetime
+    event_id: str
+    #: the closed facts of the event that would answer (best first) when it was opened.
+    facts: tuple[str, ...]
+    platform: str
+    chat_id: str
+    chat_kind: str
+    sender: str
+    #: the asker as the audit names them; ``contact_id`` the policy's id (None: a stranger).
+    contact: str
+    contact_id: str | None
+    #: every identity that read the first reply (the follow-up is judged for all of them).
+    audience: tuple[str, ...]
+    question: str
+    audit_id: str
+    #: the consultation of the same event that asked the owner (None: this one did).
+    lead: str | None = None
+    answer: str | None = None
+    followup_audit: str | None = None
+    delegation: str | None = None
+    decided_at: datetime | None = None
+
+    @property
+    def asked_owner(self) -> bool:
+        return self.lead is None
+
+
+_COLUMNS = ("id, state, created_at, expires_at, decided_at, event_id, facts, platform, chat_id, chat_kind, sender, "
+            "contact, contact_id, audience, question, audit_id, lead, answer, followup_audit, delegation")
+
+
+def _row(row: Sequence[Any]) -> Consultation:
+    return Consultation(
+        id=row[0], state=row[1], created_at=datetime.fromisoformat(row[2]), expires_at=datetime.fromisoformat(row[3]),
+        decided_at=datetime.fromisoformat(row[4]) if row[4] else None, event_id=row[5],
+        facts=tuple(json.loads(row[6])), platform=row[7], chat_id=row[8], chat_kind=row[9], sender=row[10],
+        contact=row[11], contact_id=row[12], audience=tuple(json.loads(row[13])), question=row[14],
+        audit_id=row[15], lead=row[16], answer=row[17], followup_audit=row[18], delegation=row[19],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsultConfig:
+    #: how long a consultation waits for the owner (then the asker has had their reply, and
+    #: the owner's later word still applies to later askers; only the follow-up is lost).
+    ttl: timedelta = timedelta(hours=24)
+    #: open consultations per asker: a person asking about everything does not flood the owner.
+    max_open_per_asker: int = 3
+    #: strangers' questions consult the owner only when the owner turns this on.
+    strangers: bool = False
+
+
+class Consultations:
+    """The consultation table, in the state database (bot/state.py owns the connection)."""
+
+    def __init__(self, db: aiosqlite.Connection, config: ConsultConfig | None = None, clock: Clock = utcnow) -> None:
+        self._db = db
+        self.config = config or ConsultConfig()
+        self.clock = clock
+
+    async def open(self, *, event_id: str, facts: Sequence[str], platform: str, chat_id: str, chat_kind: str,
+                   sender: str, contact: str, contact_id: str | None, audience: Sequence[str], question: str,
+                   audit_id: str, delegation: str | None = None) -> Consultation | None:
+        """A new consultation, or None when the bounds say no (too many open for this asker,
+        or this asker already waits on this event). When the event already has an open
+        consultation, the new one joins it (``lead`` set): the owner is not asked twice."""
+        now = self.clock()
+        waiting = await self._open_rows("sender = ?", (sender,), now)
+        if any(c.event_id == event_id for c in waiting) or len(waiting) >= self.config.max_open_per_asker:
+            return None
+        leads = [c for c in await self._open_rows("event_id = ?", (event_id,), now) if c.asked_owner]
+        lead = leads[0].id if leads else None
+        c = Consultation(
+            id=new_id(), state="open", created_at=now, expires_at=now + self.config.ttl, event_id=event_id,
+            facts=tuple(facts), platform=platform, chat_id=chat_id, chat_kind=chat_kind, sender=sender,
+            contact=contact, contact_id=contact_id, audience=tuple(audience), question=question, audit_id=audit_id,
+            lead=lead, delegation=delegation,
+        )
+        await self._db.execute(
+            f"INSERT INTO consultations({_COLUMNS}) VALUES ({', '.join('?' * 20)})",
+            (c.id, c.state, iso(c.created_at), iso(c.expires_at), None, c.event_id, json.dumps(list(c.facts)),
+             platform, chat_id, chat_kind, sender, contact, contact_id, json.dumps(list(c.audience)), question,
+             audit_id, lead, None, None, delegation),
+        )
+        return c
+
+    async def _open_rows(self, where: str, args: tuple[Any, ...], now: datetime) -> list[Consultation]:
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'open' AND expires_at > ? AND {where} "
+            "ORDER BY created_at, id", (iso(now), *args),
+        ) as cur:
+            return [_row(r) async for r in cur]
+
+    async def get(self, consultation_id: str) -> Consultation | None:
+        async with self._db.execute(f"SELECT {_COLUMNS} FROM consultations WHERE id = ?", (consultation_id,)) as cur:
+            row = await cur.fetchone()
+        return _row(row) if row else None
+
+    async def pending(self) -> list[Consultation]:
+        """The open consultations that asked the owner (the digest and ``/consults`` list them)."""
+        return [c for c in await self._open_rows("1 = 1", (), self.clock()) if c.asked_owner]
+
+    async def waiting_on(self, event_ids: Sequence[str]) -> list[Consultation]:
+        """Every open consultation about these events (the askers an answer follows up)."""
+        wanted = set(event_ids)
+        return [c for c in await self._open_rows("1 = 1", (), self.clock()) if c.event_id in wanted]
+
+    async def settle(self, consultation_id: str, answer: str, now: datetime | None = None) -> bool:
+        """Mark one open consultation answered (atomically: a double tap settles it once)."""
+        now = now or self.clock()
+        cur = await self._db.execute(
+            "UPDATE consultations SET state = 'answered', decided_at = ?, answer = ? WHERE id = ? AND state = 'open'",
+            (iso(now), answer, consultation_id),
+        )
+        return cur.rowcount == 1
+
+    async def followed_up(self, consultation_id: str, audit_id: str) -> None:
+        await self._db.execute("UPDATE consultations SET followup_audit = ? WHERE id = ?",
+                               (audit_id, consultation_id))
+
+    async def expire_due(self, now: datetime) -> list[Consultation]:
+        """Every open consultation whose time is up, marked expired (each returned once)."""
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'open' AND expires_at <= ?", (iso(now),)
+        ) as cur:
+            due = [_row(r) async for r in cur]
+        expired = []
+        for c in due:
+            cur2 = await self._db.execute(
+                "UPDATE consultations SET state = 'expired', decided_at = ? WHERE id = ? AND state = 'open'",
+                (iso(now), c.id),
+            )
+            if cur2.rowcount == 1:
+                expired.append(c)
+        return expired
+
+    async def withdraw_naming(self, fact_ids: Sequence[str]) -> list[str]:
+        """/forget: open consultations about an erased fact are withdrawn, their question blanked."""
+        wanted = set(fact_ids)
+        hit = []
+        async with self._db.execute("SELECT id, facts FROM consultations") as cur:
+            async for cid, facts in cur:
+                if wanted & set(json.loads(facts)):
+                    hit.append(cid)
+        for cid in hit:
+            await self._db.execute(
+                "UPDATE consultations SET state = CASE state WHEN 'open' THEN 'withdrawn' ELSE state END, "
+                "question = '' WHERE id = ?", (cid,))
+        return hit

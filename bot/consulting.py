@@ -1,0 +1,245 @@
+"""The consultation flow: ask the owner about closed facts when a question needs them, and
+follow up once the owner has answered (the table is bot/consultations.py).
+
+1. ``ask_owner``: after a contact's reply has been decided and audited (it never depends on
+   what follows), the best undecided closed fact that would answer the question is put to the
+   owner as a review question of its event: who asked, the question, the facts' words, and
+   one-tap answers. ``/consult ID tell | like | who | private`` (bot/commands/consult.py).
+2. ``answer``: the owner's answer applies to every fact of that event (the review queue does it,
+   so it is audited and teaches the classifier like any review answer) and to later askers.
+3. ``follow_up``: every asker still waiting on that event gets the question answered again,
+   decided at send time (the policy may have changed; composites; the same audience), and the
+   reply is sent in the same chat only if it now tells something of that event. Audited like
+   any reply, with its ledger lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from connectors.base import Action, Inbound
+from connectors.courier import maybe_delivered
+from epmem.audit import REFUSED, UNKNOWN
+from epmem.ingest import ReviewAnswer, ReviewError
+from epmem.ingest import ReviewQuestion as Question
+from epmem.memory import Fact
+from epmem.policy import Resolved
+from epmem.reply import Answer
+
+from bot.consultations import Consultation
+from bot.services import OwnerServices
+
+log = structlog.get_logger(__name__)
+
+#: the answers a consultation offers, each one tap (``/consult ID KEY``).
+KEYS = ("tell", "like", "who", "private")
+_CLIP = 300
+
+
+def _clip(text: str, width: int = _CLIP) -> str:
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _name(owner: OwnerServices, who: str) -> str:
+    contact = owner.policy.contacts.get(who)
+    return contact.name if contact is not None else who
+
+
+async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
+                    question: str, answer: Answer, audit_id: str) -> tuple[str | None, tuple[Action, ...]]:
+    """Open a consultation for the best closed fact that would answer; the owner's note and
+    buttons when the owner is to be asked now (None when the bounds say no, or another asker's
+    consultation of the same event already asked)."""
+    store, queue = owner.consultations, owner.review
+    if store is None or queue is None or not answer.consult:
+        return None, ()
+    if inbound.chat_kind != "direct" or inbound.delegation is not None or len(audience) != 1:
+        return None, ()  # a follow-up must reach exactly the reader who asked (see README)
+    if sender.recipient.is_stranger and not store.config.strangers:
+        return None, ()
+    try:
+        q = await queue.question(answer.consult[0])
+    except ReviewError:
+        return None, ()
+    fact = await owner.memory.get(q.fact_id)
+    if fact is None:
+        return None, ()
+    c = await store.open(
+        event_id=fact.event_id, facts=[q.fact_id, *q.also], platform=inbound.platform, chat_id=inbound.chat_id,
+        chat_kind=inbound.chat_kind, sender=inbound.sender, contact=sender.label,
+        contact_id=None if sender.recipient.is_stranger else sender.contact_id,
+        audience=[r.identity for r in audience], question=question, audit_id=audit_id,
+    )
+    if c is None:
+        return None, ()
+    await owner.audit.append("consultation", {
+        "consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact, "question": question,
+        "event": c.event_id, "facts": list(c.facts), "reply_audit": audit_id, "joined": c.lead,
+    }, contact=c.contact)
+    log.info("consultation_opened", consultation=c.id, contact=c.contact, facts=len(c.facts), joined=c.lead)
+    if not c.asked_owner:
+        return None, ()
+    return note(owner, c, q, sender), actions(owner, c, q, sender)
+
+
+def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitelist: Sequence[str] = ()) -> str:
+    """An audience in words ("contacts at trust level 1 or closer in life"), not as a code."""
+    if level == 0:
+        who = "nobody"
+    elif level == 4 and domain is None:
+        who = "anyone who asks"
+    else:
+        who = f"contacts at trust level {level} or closer" + (f" in {domain}" if domain else "")
+    extra = [_name(owner, w) for w in whitelist]
+    if extra:
+        who = ", ".join(extra) if level == 0 else f"{who}, and {', '.join(extra)}"
+    return who
+
+
+def _suggested_words(owner: OwnerServices, q: Question) -> str:
+    s = q.suggested
+    return _audience_words(owner, s.level, s.domain, s.whitelist)
+
+
+def _like(sender: Resolved) -> tuple[int, str | None]:
+    """"Everyone like them": the asker's own circle, their trust level and domain (a stranger's is
+    anyone who asks)."""
+    r = sender.recipient
+    return (4, None) if r.is_stranger else (r.level, r.domain)
+
+
+def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
+    """What the owner reads: who asked what, the facts' words, the suggestion, how to answer."""
+    asker = sender.recipient.name if not sender.recipient.is_stranger else f"someone unknown ({c.sender})"
+    lines = [f"{asker} asked ({c.platform}): \u201c{_clip(c.question)}\u201d",
+             "I answered without these, which you have not opened to anyone yet:"]
+    texts = [q.text, *q.also_text]
+    for fid, text in zip(c.facts, texts):
+        lines.append(f"  {fid}: \u201c{_clip(text)}\u201d")
+    if q.covers_text:
+        lines.append(f"(a story told instead of: \u201c{_clip(q.covers_text)}\u201d)")
+    lines.append(f"Your policy for {q.suggested.category} would suggest: {_suggested_words(owner, q)}.")
+    lines.append(f"Should I tell them? /consult {c.id} tell | like | who | private. Wrong words? "
+                 f"/reword {q.fact_id} THE RIGHT WORDS first.")
+    return "\n".join(lines)
+
+
+def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> tuple[Action, ...]:
+    name = sender.recipient.name if not sender.recipient.is_stranger else "them"
+    out = []
+    if c.contact_id is not None:  # a stranger cannot be whitelisted: nobody knows who they are
+        out.append(Action(f"Tell {name}", f"/consult {c.id} tell"))
+    level, domain = _like(sender)
+    out.append(Action(f"Tell {_audience_words(owner, level, domain)}, like {name}", f"/consult {c.id} like"))
+    out.append(Action("\U0001f465 Who may know\u2026", f"/consult {c.id} who"))
+    out.append(Action("\U0001f512 Keep private", f"/consult {c.id} private"))
+    learned = previous_answer(owner, q)
+    if learned is not None:
+        first = next((a for a in out if a.command.endswith(f" {learned}")), None)
+        if first is not None:
+            out.remove(first)
+            out.insert(0, Action(f"\u21bb as before: {first.label}", first.command))
+    return tuple(out)
+
+
+def previous_answer(owner: OwnerServices, q: Question) -> str | None:
+    """What the owner answered about the most similar earlier consultation, if the review
+    question's evidence shows one (``owner:consult:KEY`` on a fact this one was learned from)."""
+    for reason in q.reasons:
+        if reason.startswith("owner:consult:"):
+            return reason.split(":", 2)[2]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    message: str
+    followups: tuple[str, ...] = ()
+
+
+def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) -> ReviewAnswer:
+    """The review answer a consultation key stands for (``who`` is the review picker, not here)."""
+    s = q.suggested
+    if key == "private":
+        return ReviewAnswer.private(q.fact_id)
+    if key == "tell":
+        if c.contact_id is None:
+            raise ReviewError("a stranger cannot be told alone: use like, who or private")
+        white = [*s.whitelist, c.contact_id]
+        return ReviewAnswer.set(q.fact_id, s.category, level=0, domain=s.domain, whitelist=white,
+                                blacklist=[b for b in s.blacklist if b != c.contact_id])
+    if key == "like":
+        level, domain = _like(owner.directory.resolve(c.sender))
+        return ReviewAnswer.set(q.fact_id, s.category, level=level, domain=domain,  # type: ignore[arg-type]
+                                whitelist=list(s.whitelist),
+                                blacklist=[b for b in s.blacklist if b != c.contact_id])
+    raise ReviewError(f"unknown answer {key!r}: use {', '.join(KEYS)}")
+
+
+async def answer(owner: OwnerServices, c: Consultation, decision: ReviewAnswer, key: str, *, by: str,
+                 platform: str) -> Settled:
+    """Apply the owner's decision to the consultation's event, then follow up everyone waiting."""
+    if owner.review is None:
+        raise ReviewError("the review queue is not available in this process")
+    applied = await owner.review.apply(decision)
+    tagged = [f.model_copy(update={"evidence": [*f.evidence, f"owner:consult:{key}"]}) for f in applied.facts]
+    await owner.memory.update(tagged)
+    await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
+    sent = await follow_up_events(owner, applied.facts, key)
+    return Settled(applied.message, tuple(sent))
+
+
+async def follow_up_events(owner: OwnerServices, facts: Sequence[Fact], how: str) -> list[str]:
+    """The owner has decided about these facts (a consultation, /review): every consultation
+    waiting on their events is answered, and its asker followed up where the answer lets them
+    know. Returns the audit ids of the follow-ups sent."""
+    store = owner.consultations
+    if store is None:
+        return []
+    sent: list[str] = []
+    for c in await store.waiting_on(sorted({f.event_id for f in facts})):
+        if not await store.settle(c.id, how):
+            continue  # another tap settled it meanwhile
+        audit_id = await follow_up(owner, c)
+        if audit_id is not None:
+            sent.append(audit_id)
+    return sent
+
+
+async def follow_up(owner: OwnerServices, c: Consultation) -> str | None:
+    """Answer the question again, now; send it only if it tells something of the event."""
+    readers = [owner.directory.resolve(i) for i in c.audience]
+    audience = [r for r in readers if not r.is_owner]
+    if not audience:
+        return None
+    sender = owner.directory.resolve(c.sender)
+    result = await owner.engine.answer(c.question, [r.recipient for r in audience], sender.recipient)
+    told = [d for d in result.used if d.fact.event_id == c.event_id]
+    if result.deflected or not told:
+        log.info("followup_none", consultation=c.id)
+        return None
+    text = result.reply
+    body: dict[str, Any] = {
+        "platform": c.platform, "chat": c.chat_id, "chat_kind": c.chat_kind, "sender": c.sender,
+        "contact": c.contact, "audience": [r.label for r in audience], "question": c.question,
+        "consultation": c.id, "reply_audit": c.audit_id, **result.audit_body(),
+    }
+    record = await owner.audit.append("followup", body, contact=c.contact,
+                                      disclosed=[(d.fact.id, d.fact.event_id) for d in result.used],
+                                      recipients=[r.label for r in audience])
+    if owner.consultations is not None:
+        await owner.consultations.followed_up(c.id, record.id)
+    try:
+        await owner.outbox.send(c.platform, c.chat_id, text, ())
+    except Exception as exc:  # the ledger counts it as not told, or possibly told
+        unknown = maybe_delivered(exc)
+        await owner.audit.append("delivery_failed", {"consultation": c.id, "audit": record.id,
+                                                      "error": type(exc).__name__,
+                                                      "outcome": UNKNOWN if unknown else REFUSED},
+                                 contact=c.contact)
+        log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
+    return record.id
