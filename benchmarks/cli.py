@@ -43,6 +43,8 @@ def bench_scenarios(
                                 "misbehave:KIND (a broken loopback model) or openai"),
     review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
                                 "delegate's review questions from the gold annotations"),
+    consult: bool = typer.Option(False, "--consult", help="pipeline mode: an oracle owner answers each "
+                                 "consultation (the delegate asking about closed facts) from the gold annotations"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
     replies_out: Path = typer.Option(None, "--replies", help="write every reply here (JSON lines)"),
 ) -> None:
@@ -53,21 +55,22 @@ def bench_scenarios(
     files = _bench_files(paths, backend, "WARNING")
     if mode not in MODES:
         fail(f"unknown mode {mode!r}: use {' or '.join(MODES)}", 2)
-    if review and mode != "pipeline":
-        fail("--review needs --mode pipeline", 2)
+    if (review or consult) and mode != "pipeline":
+        fail("--review and --consult need --mode pipeline", 2)
     replies: list[dict[str, object]] | None = [] if replies_out else None
     metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review,
-                                     replies=replies))
+                                     replies=replies, consult=consult))
     if replies_out and replies is not None:
         replies_out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in replies))
     table = Table("scenario", "permit exact", "safe", "leak rate", "completeness", "precision", "differentiation",
-                  *(["questions"] if review else []))
+                  "any-fact leaks", *(["questions"] if review else []), *(["consulted"] if consult else []))
     for path, tally in per.items():
-        m = tally.metrics(review)
+        m = tally.metrics(review, consult)
         table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["permit"]["safe"]),
                       str(m["answer"]["leak_rate"]), str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
-                      str(m["answer"]["differentiation"]),
-                      *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []))
+                      str(m["answer"]["differentiation"]), str(m["answer"]["any_fact_leaks"]),
+                      *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
+                      *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []))
     err.print(table)
     for path, tally in per.items():
         for line in tally.failures:

@@ -16,14 +16,14 @@ most one call per ingested session, exactly one per reply that has something to 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from connectors.base import Inbound
 from epmem.ingest.annotate import CategoryClassifier
-from epmem.policy.calculus import STRANGER, Rulebook, allowed_set
+from epmem.policy.calculus import STRANGER, Rulebook, allowed_set, judge
 from epmem.embedding.base import Embedder
 from epmem.memory.facts import Fact
 from epmem.llm.base import LLM
@@ -34,6 +34,7 @@ from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline, review_oracle
 from benchmarks.backends import bench_llm
+from bot import consulting
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -64,6 +65,11 @@ class Tally:
     replies: int = 0
     deflections: int = 0
     budget_violations: int = 0
+    #: replies (follow-ups included) carrying the canary of any gold fact a reader may not know.
+    any_fact_leaks: int = 0
+    #: --consult: consultations the owner answered, and (question, asker) pairs asked.
+    consult_asked: int = 0
+    consult_followups: int = 0
     review_questions: int = 0
     review_rounds: int = 0
     review_learned: int = 0
@@ -87,7 +93,7 @@ class Tally:
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def metrics(self, review: bool = False) -> dict[str, Any]:
+    def metrics(self, review: bool = False, consult: bool = False) -> dict[str, Any]:
         def ratio(a: int, b: int, empty: float = 1.0) -> float:
             return round(a / b, 4) if b else empty
 
@@ -96,6 +102,10 @@ class Tally:
             extra["review"] = {"questions": self.review_questions, "facts": self.gold_facts,
                                "per_100_facts": round(100 * self.review_questions / self.gold_facts, 2)
                                if self.gold_facts else 0.0}
+        if consult:
+            extra["consult"] = {"asked": self.consult_asked, "questions": self.answer_n,
+                                "per_100_questions": round(100 * self.consult_asked / self.answer_n, 2)
+                                if self.answer_n else 0.0, "followups": self.consult_followups}
         return {
             "classify": {"n": self.classify_n, "level_accuracy": ratio(self.level_hits, self.classify_n, 0.0),
                          "category_accuracy": ratio(self.category_hits, self.classify_n, 0.0)},
@@ -103,6 +113,7 @@ class Tally:
                        "safe": ratio(self.safe, self.permit_n, 0.0),
                        "candidate_accuracy": ratio(self.cand_hits, self.cand_n, 0.0)},
             "answer": {"n": self.answer_n, "leak_rate": ratio(self.leaks, self.answer_n, 0.0),
+                       "any_fact_leaks": self.any_fact_leaks,
                        "completeness": ratio(self.may_hits, self.may_total),
                        "precision": ratio(self.canary_in_may, self.canary_hits),
                        "differentiation": ratio(self.diff_hits, self.diff_n)},
@@ -215,10 +226,57 @@ async def reply_line(scenario: Scenario, runtime: Runtime, audit_id: str | None,
             "disclosed": disclosed, "deflected": bool(body.get("deflected", True)), "composer": composer_of(body)}
 
 
+def gold_readers(scenario: Scenario) -> Callable[[str, Sequence[str]], bool]:
+    """Whether the gold calculus lets every one of these readers know gold fact ``fid``."""
+    rulebook = Rulebook(scenario.effective_policy())
+    gates = {f.id: rulebook.gate(f.to_fact()) for f in scenario.facts}
+
+    def allowed(fid: str, members: Sequence[str]) -> bool:
+        return all(judge(gates[fid], STRANGER if m == STRANGER_ID else rulebook.recipient(m)).allowed
+                   for m in members)
+    return allowed
+
+
+class ConsultOracle:
+    """``--consult``: the owner answers each consultation at once, from the gold annotations
+    (shared/bench/SCENARIOS.md): the closed facts shown, each by the gold fact whose canary it
+    carries (several: only the people all of them let know; none: keep private), through the
+    same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
+    through the outbox like on any platform."""
+
+    def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
+        self.runtime, self.scenario = runtime, scenario
+        self.sent: list[tuple[str, str]] = []
+        runtime.outbox.attach("console", self._deliver, None)
+
+    async def _deliver(self, chat_id: str, text: str, actions: tuple[Any, ...]) -> None:
+        self.sent.append((chat_id, text))
+
+    async def answer_all(self, tally: Tally) -> list[tuple[str, str, str]]:
+        """Answer every consultation waiting for the owner; the follow-ups sent (chat, text, audit id)."""
+        owner = self.runtime.owner
+        assert owner.consultations is not None and owner.review is not None
+        self.sent.clear()
+        audits: list[str] = []
+        for c in await owner.consultations.pending():
+            facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
+            if not facts:
+                continue
+            decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
+            settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
+            audits.extend(settled.followups)
+            tally.consult_asked += 1
+        tally.consult_followups += len(self.sent)
+        return [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
+
+
 async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
-                        lines: list[dict[str, Any]] | None = None, stored: Sequence[Fact] | None = None) -> None:
-    """``lines``, when given, receives one ``--replies`` line per (question, asker)."""
+                        lines: list[dict[str, Any]] | None = None, stored: Sequence[Fact] | None = None,
+                        oracle: ConsultOracle | None = None) -> None:
+    """``lines``, when given, receives one ``--replies`` line per (question, asker), and one
+    per follow-up; ``oracle`` answers consultations after each reply (``--consult``)."""
     canaries = {f.id: f.canary for f in scenario.facts}
+    may_know = gold_readers(scenario)
     agent = runtime.agent
     for qi, item in enumerate(scenario.tasks.answer):
         replies: dict[str, tuple[frozenset[str], str]] = {}
@@ -232,15 +290,32 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
             )
             out = await agent.handle(inbound)
             reply = out.text or ""
-            replies[asker] = (frozenset(gold.may), reply)
             tally.answer_n += 1
             await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
             if lines is not None:
                 lines.append(await reply_line(scenario, runtime, out.audit_id, item.question, asker, reply, stored))
-            broken = check_reply(reply, question=item.question)
-            if broken is not None:
-                tally.insane_replies += 1
-                tally.failures.append(f"{scenario.name}: NOT A REPLY ({broken}) q{qi} {asker}: {reply[:80]!r}")
+            told = [reply]
+            if oracle is not None:
+                for chat, text, audit in await oracle.answer_all(tally):
+                    if chat != inbound.chat_id:
+                        tally.failures.append(f"{scenario.name}: q{qi} {asker}: a follow-up went to {chat}")
+                        continue
+                    told.append(text)
+                    if lines is not None:
+                        lines.append({**await reply_line(scenario, runtime, audit, item.question, asker, text,
+                                                         stored), "followup": True})
+            for text in told:
+                unknown = [fid for fid, c in canaries.items() if _contains(text, c) and not may_know(fid, members)]
+                if unknown:
+                    tally.any_fact_leaks += 1
+                    tally.failures.append(f"{scenario.name}: ANY-FACT LEAK q{qi} {asker}: {unknown} in {text!r}")
+            for text in told:
+                broken = check_reply(text, question=item.question)
+                if broken is not None:
+                    tally.insane_replies += 1
+                    tally.failures.append(f"{scenario.name}: NOT A REPLY ({broken}) q{qi} {asker}: {text[:80]!r}")
+            reply = "\n".join(told)
+            replies[asker] = (frozenset(gold.may), reply)
             echoed = getattr(runtime.llm, "echo_server", None)
             answered = getattr(echoed, "last_content", None) or ""
             if echoed is not None and any(_contains(answered, canaries[f]) for f in gold.must_not):
@@ -276,14 +351,17 @@ MODES = ("gold", "pipeline")
 
 async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold",
                        recall: RecallConfig | None = None, llm: LLM | None = None, source: str = "",
-                       review: bool = False, replies: list[dict[str, Any]] | None = None) -> Tally:
+                       review: bool = False, replies: list[dict[str, Any]] | None = None,
+                       consult: bool = False) -> Tally:
     """``review``: pipeline mode only; an oracle owner answers the delegate's review questions
     from the gold annotations (benchmarks/review_oracle.py) before the tasks are scored.
-    ``replies``, when given, receives one line per (scenario, question, asker)."""
+    ``consult``: pipeline mode only; the oracle owner answers each consultation as it comes
+    (:class:`ConsultOracle`). ``replies``, when given, receives one line per (scenario,
+    question, asker) and per follow-up."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use gold or pipeline")
-    if review and mode != "pipeline":
-        raise ValueError("--review needs --mode pipeline")
+    if (review or consult) and mode != "pipeline":
+        raise ValueError("--review and --consult need --mode pipeline")
     tally = Tally()
     before = llm.usage.as_dict() if llm is not None else {}
     with tempfile.TemporaryDirectory(prefix="epmem-bench-") as tmp:
@@ -315,7 +393,8 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                 facts = await runtime.memory.all()
                 score_classify_pipeline(scenario, facts, tally)
                 score_permit(scenario, tally, facts)
-            await score_answers(scenario, runtime, tally, replies, facts)
+            await score_answers(scenario, runtime, tally, replies, facts,
+                                ConsultOracle(runtime, scenario) if consult else None)
         finally:
             await runtime.close()
     if llm is not None:
@@ -326,14 +405,15 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
 
 async def run_scenarios(paths: Sequence[Path], embedder: Embedder, mode: str = "gold",
                         recall: RecallConfig | None = None, backend: str = "rules", review: bool = False,
-                        replies: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Tally]]:
+                        replies: list[dict[str, Any]] | None = None,
+                        consult: bool = False) -> tuple[dict[str, Any], dict[str, Tally]]:
     """``replies``, when given, receives one line per (scenario, question, asker)."""
     total = Tally()
     per: dict[str, Tally] = {}
     async with bench_llm(backend) as llm:
         for path in paths:
             scenario = load_scenario(path)
-            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review, replies)
+            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review, replies, consult)
             per[str(path)] = tally
             total.add(tally)
-    return total.metrics(review), per
+    return total.metrics(review, consult), per
