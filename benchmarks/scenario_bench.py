@@ -70,6 +70,8 @@ class Tally:
     #: --consult: consultations the owner answered, and (question, asker) pairs asked.
     consult_asked: int = 0
     consult_followups: int = 0
+    #: events opened without asking, like the owner's earlier answers (EPMEM_CONSULT_LEARN_AFTER).
+    consult_learned: int = 0
     review_questions: int = 0
     review_rounds: int = 0
     review_learned: int = 0
@@ -105,7 +107,8 @@ class Tally:
         if consult:
             extra["consult"] = {"asked": self.consult_asked, "questions": self.answer_n,
                                 "per_100_questions": round(100 * self.consult_asked / self.answer_n, 2)
-                                if self.answer_n else 0.0, "followups": self.consult_followups}
+                                if self.answer_n else 0.0, "followups": self.consult_followups,
+                                "learned": self.consult_learned}
         return {
             "classify": {"n": self.classify_n, "level_accuracy": ratio(self.level_hits, self.classify_n, 0.0),
                          "category_accuracy": ratio(self.category_hits, self.classify_n, 0.0)},
@@ -395,6 +398,9 @@ async def run_scenario(scenario: Scenario, embedder: Embedder, mode: str = "gold
                 score_permit(scenario, tally, facts)
             await score_answers(scenario, runtime, tally, replies, facts,
                                 ConsultOracle(runtime, scenario) if consult else None)
+            if consult:
+                tally.consult_learned = len({f.event_id for f in await runtime.memory.all()
+                                             if f"owner:consult:{consulting.LEARNED}" in f.evidence})
         finally:
             await runtime.close()
     if llm is not None:

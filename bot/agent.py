@@ -21,7 +21,7 @@ from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
-from bot.consulting import ask_owner
+from bot.consulting import ask_owner, open_as_learned
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -163,6 +163,11 @@ class DelegateAgent:
         answer = await self.engine.answer(
             text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
         )
+        learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
+        if learned is not None:  # the owner's opt-in opened what answers: answer again
+            answer = await self.engine.answer(
+                text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
+            )
         recent.append(f"{sender.recipient.name}: {text}")
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
@@ -181,7 +186,7 @@ class DelegateAgent:
                  latency_ms=round(answer.latency_ms, 1))
         reply = None if unsent else answer.reply
         ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, record.id)
-        notes = [n for n in (ask, self._probe_note(inbound, sender, text, answer)) if n]
+        notes = [n for n in (learned, ask, self._probe_note(inbound, sender, text, answer)) if n]
         return Outbound(reply, audit_id=record.id, to_owner="\n\n".join(notes) or None, actions=actions)
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:

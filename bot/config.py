@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     consult_ttl_hours: float = Field(default=24.0, gt=0)
     consult_max_open: int = Field(default=3, ge=0)
     consult_strangers: bool = False
+    #: opt-in, off (0): open like the owner's last N consistent answers about similar facts.
+    consult_learn_after: int = Field(default=0, ge=0)
     #: when the owner's daily digest goes out (HH:MM, UTC), or "off".
     digest_time: str = Field(default="08:00", pattern=r"^(off|([01]\d|2[0-3]):[0-5]\d)$")
 

@@ -121,6 +121,9 @@ class ConsultConfig:
     max_open_per_asker: int = 3
     #: strangers' questions consult the owner only when the owner turns this on.
     strangers: bool = False
+    #: opt-in (0: off): open a fact without asking when the owner's last N answers about similar
+    #: facts all chose the same audience (README "Learning from answers").
+    learn_after: int = 0
 
 
 class Consultations:

@@ -55,11 +55,7 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     buttons when the owner is to be asked now (None when the bounds say no, or another asker's
     consultation of the same event already asked)."""
     store, queue = owner.consultations, owner.review
-    if store is None or queue is None or not answer.consult:
-        return None, ()
-    if inbound.chat_kind != "direct" or inbound.delegation is not None or len(audience) != 1:
-        return None, ()  # a follow-up must reach exactly the reader who asked (see README)
-    if sender.recipient.is_stranger and not store.config.strangers:
+    if store is None or queue is None or not consultable(owner, inbound, sender, audience, answer):
         return None, ()
     try:
         q = await queue.question(answer.consult[0])
@@ -76,6 +72,7 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     )
     if c is None:
         return None, ()
+    earlier = await earlier_answers(owner, fact)
     await owner.audit.append("consultation", {
         "consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact, "question": question,
         "event": c.event_id, "facts": list(c.facts), "reply_audit": audit_id, "joined": c.lead,
@@ -83,7 +80,8 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     log.info("consultation_opened", consultation=c.id, contact=c.contact, facts=len(c.facts), joined=c.lead)
     if not c.asked_owner:
         return None, ()
-    return note(owner, c, q, sender), actions(owner, c, q, sender)
+    first = earlier[0][0] if earlier else None
+    return note(owner, c, q, sender), actions(owner, c, q, sender, first if first in KEYS else None)
 
 
 def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitelist: Sequence[str] = ()) -> str:
@@ -98,6 +96,53 @@ def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitel
     if extra:
         who = ", ".join(extra) if level == 0 else f"{who}, and {', '.join(extra)}"
     return who
+
+
+def consultable(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
+                answer: Answer) -> bool:
+    """Whether this reply may consult the owner at all: closed facts would answer, in a direct
+    chat not answered as the owner (a follow-up must reach exactly the reader it was decided
+    for), from a contact (a stranger only when the owner turned that on)."""
+    store = owner.consultations
+    if store is None or not answer.consult:
+        return False
+    if inbound.chat_kind != "direct" or inbound.delegation is not None or len(audience) != 1:
+        return False
+    return not sender.recipient.is_stranger or store.config.strangers
+
+
+async def open_as_learned(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
+                          question: str, answer: Answer) -> str | None:
+    """The owner's opt-in (``EPMEM_CONSULT_LEARN_AFTER`` = N, off by default): when the owner
+    answered the N nearest earlier consultations about similar facts with one and the same
+    audience, the best closed fact's event is opened to it without asking, before the reply is
+    written (the caller answers again). Returns the note for the owner, None when it did not."""
+    store, queue = owner.consultations, owner.review
+    if store is None or queue is None or store.config.learn_after <= 0:
+        return None
+    if not consultable(owner, inbound, sender, audience, answer):
+        return None
+    try:
+        q = await queue.question(answer.consult[0])
+    except ReviewError:
+        return None
+    fact = await owner.memory.get(q.fact_id)
+    learned = consistent(await earlier_answers(owner, fact), store.config.learn_after) if fact else None
+    if learned is None:
+        return None
+    level, domain = learned
+    decision = ReviewAnswer.set(q.fact_id, q.suggested.category, level=level, domain=domain,  # type: ignore[arg-type]
+                                whitelist=[], blacklist=list(q.suggested.blacklist))
+    applied = await queue.apply(decision)
+    await owner.memory.update([f.model_copy(update={"evidence": [*f.evidence, f"owner:consult:{LEARNED}"]})
+                               for f in applied.facts])
+    await owner.record_change({**applied.audit, "answer": LEARNED, "by": "learned", "platform": inbound.platform,
+                               "asked_by": sender.label})
+    log.info("consultation_learned", fact=q.fact_id, facts=len(applied.facts))
+    return (f"{sender.recipient.name} asked \u201c{_clip(question, 120)}\u201d: I opened "
+            f"{q.fact_id} (\u201c{_clip(q.text, 120)}\u201d) to {_audience_words(owner, level, domain)}, as you "
+            f"answered the last {store.config.learn_after} questions about facts like it. "
+            f"/review {q.fact_id} to change it.")
 
 
 def _suggested_words(owner: OwnerServices, q: Question) -> str:
@@ -128,7 +173,10 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
     return "\n".join(lines)
 
 
-def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> tuple[Action, ...]:
+def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved,
+            learned: str | None = None) -> tuple[Action, ...]:
+    """The answers, one tap each; ``learned``: what the owner answered about the most similar
+    fact before, offered first."""
     name = sender.recipient.name if not sender.recipient.is_stranger else "them"
     out = []
     if c.contact_id is not None:  # a stranger cannot be whitelisted: nobody knows who they are
@@ -137,7 +185,6 @@ def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved
     out.append(Action(f"Tell {_audience_words(owner, level, domain)}, like {name}", f"/consult {c.id} like"))
     out.append(Action("\U0001f465 Who may know\u2026", f"/consult {c.id} who"))
     out.append(Action("\U0001f512 Keep private", f"/consult {c.id} private"))
-    learned = previous_answer(owner, q)
     if learned is not None:
         first = next((a for a in out if a.command.endswith(f" {learned}")), None)
         if first is not None:
@@ -146,13 +193,36 @@ def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved
     return tuple(out)
 
 
-def previous_answer(owner: OwnerServices, q: Question) -> str | None:
-    """What the owner answered about the most similar earlier consultation, if the review
-    question's evidence shows one (``owner:consult:KEY`` on a fact this one was learned from)."""
-    for reason in q.reasons:
-        if reason.startswith("owner:consult:"):
-            return reason.split(":", 2)[2]
-    return None
+#: how close (cosine, the embedder's) an earlier consulted fact must be for its answer to count.
+SIMILAR = 0.8
+#: the key of a decision the delegate took on its own from the owner's earlier answers.
+LEARNED = "learned"
+
+
+async def earlier_answers(owner: OwnerServices, fact: Fact, limit: int = 8) -> list[tuple[str, Fact]]:
+    """The owner's own answers to consultations about facts like this one (nearest first):
+    each answer is a labelled example (README "Learning from answers")."""
+    rows = await owner.memory.similar([fact.text], limit=limit)
+    out: list[tuple[str, Fact]] = []
+    for f, score in sorted(rows[0] if rows else [], key=lambda hit: (-round(hit[1], 6), hit[0].id)):
+        if f.id == fact.id or score < SIMILAR or f.state != "owner-set" or f.event_id == fact.event_id:
+            continue
+        key = next((e.split(":", 2)[2] for e in reversed(f.evidence) if e.startswith("owner:consult:")), None)
+        if key is not None and key != LEARNED:
+            out.append((key, f))
+    return out
+
+
+def consistent(earlier: Sequence[tuple[str, Fact]], n: int) -> tuple[int, str | None] | None:
+    """The audience the owner chose for each of the ``n`` nearest earlier answers, if it was the
+    same every time and names nobody in particular (a "tell this person" does not carry over
+    to another asker); None otherwise, or when ``n`` is 0 (off, the default)."""
+    if n <= 0 or len(earlier) < n:
+        return None
+    labels = {(f.level if f.level is not None else 0, f.domain) for _, f in earlier[:n]}
+    if len(labels) != 1 or any(f.whitelist or key == "tell" for key, f in earlier[:n]):
+        return None
+    return next(iter(labels))
 
 
 @dataclass(frozen=True, slots=True)

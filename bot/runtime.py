@@ -257,7 +257,8 @@ class Runtime:
             approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
             tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock, review=review, annotator=annotator,
             consultations=Consultations(db, ConsultConfig(timedelta(hours=settings.consult_ttl_hours),
-                                                          settings.consult_max_open, settings.consult_strangers),
+                                                          settings.consult_max_open, settings.consult_strangers,
+                                                          settings.consult_learn_after),
                                         clock),
         )
         commands = owner_commands()
