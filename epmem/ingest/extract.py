@@ -18,6 +18,7 @@ rules that no backend may bend are enforced in code:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -123,6 +124,9 @@ class Finalizer(ReadsPolicy):
         lists = set(self.policy.contacts) | set(self.policy.groups)
         ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
         retold = await self._retold_covers(session, drafts, near)
+        # how many facts each message gave: an opening in a message of several statements is
+        # ambiguous ("Only Jess and Claire know about the MS. At school it's the knee.")
+        per_turn = Counter(d.source_turns[0] for d in drafts if d.source_turns)
         events = await self._events(session, drafts, known_events or set(), near)
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
@@ -150,8 +154,9 @@ class Finalizer(ReadsPolicy):
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
             closed = not self.open_by_category
             if closed:
+                shared = bool(d.source_turns) and per_turn[d.source_turns[0]] > 1
                 whitelist, proposed, closed = closed_audience(d.evidence, whitelist, proposed, heard,
-                                                              cover=version == "cover")
+                                                              cover=version == "cover" or shared)
             facts.append(Fact(
                 id=ids[i], text=d.text.strip(), event_id=events[i], session_id=session.id,
                 version=version,
@@ -253,8 +258,10 @@ def closed_audience(evidence: Sequence[str], whitelist: Sequence[str], proposed:
     and Owen know" names the people who heard it (``heard``) as well as Owen. The owner's
     "you can tell anyone" opens the fact to its category's audience. A cover keeps nobody: the
     owner's "only Jess and Claire know" in the message that sets it names who knows the truth,
-    and the people in on the truth are not in on every story told to others. Returns the
-    whitelist, the suggestion and whether the fact stays closed."""
+    and the people in on the truth are not in on every story told to others; nor does a fact
+    that shares its message with others (the caller passes ``cover`` for both): which of them
+    the words open is a guess. Returns the whitelist, the suggestion and whether the fact stays
+    closed."""
     named = set() if cover else {e[len(OWNER_OPENED):] for e in evidence if e.startswith(OWNER_OPENED)}
     if OPENED_TO_EVERYONE in named:
         return list(whitelist), list(proposed), False
