@@ -191,7 +191,9 @@ def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_d
     assert check_replies([str(replies), str(path)]) == 0
     assert set(metrics) == {"classify", "permit", "answer", "llm"}
     assert set(metrics["llm"]) == {"calls", "prompt_tokens", "completion_tokens"}
-    assert set(metrics["answer"]) == {"n", "leak_rate", "completeness", "precision", "differentiation"}
+    assert set(metrics["answer"]) == {"n", "leak_rate", "any_fact_leaks", "completeness", "precision",
+                                      "differentiation"}
+    assert metrics["answer"]["any_fact_leaks"] == 0
     assert "llm budget:" in result.stderr
     assert metrics["permit"]["exact"] == 1.0 and metrics["permit"]["safe"] == 1.0
     assert metrics["answer"]["leak_rate"] == 0.0

@@ -71,8 +71,13 @@ async def test_do_not_tell_tom_shuts_out_tom_only(runtime: Runtime) -> None:
     assert fact.blacklist == ["tom"] and "tell" not in fact.text.casefold()
     question = "Does Sam have a job interview coming up?"
     assert "Northwind" not in await reply(runtime, "tom", question)
+    # closed until the owner says: Kira's question asks the owner, who opens it to people like her
+    asked = await runtime.agent.handle(ask("kira", question))
+    assert "Northwind" not in (asked.text or "") and "Northwind" in (asked.to_owner or "")
+    await owner(runtime, next(a.command for a in asked.actions if a.command.endswith(" like")))
     # the same fact is told to someone the note did not shut out: the test can tell the difference
     assert "Northwind" in await reply(runtime, "kira", question)
+    assert "Northwind" not in await reply(runtime, "tom", question)
 
 
 async def test_a_cover_instruction_becomes_a_cover_never_a_public_truth(runtime: Runtime) -> None:
