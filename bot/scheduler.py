@@ -253,7 +253,9 @@ class Scheduler:
         raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
         since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
         waiting = await self.owner.review.waiting() if self.owner.review is not None else 0
-        digest = await build_digest(self.owner.audit, since, now, waiting)
+        journal = self.owner.annotator.journal if self.owner.annotator is not None else None
+        unread = await journal.unread_count() if journal is not None else 0
+        digest = await build_digest(self.owner.audit, since, now, waiting, unread)
         send = bool(digest.questions or digest.waiting_review)
         if send:
             await self._tell_owner(digest.text)
