@@ -33,7 +33,7 @@ from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.unread import FILLER, Unread
-from epmem.ingest.statements import CHITCHAT, IMPERATIVE, asks, chat_statements, informative, worth
+from epmem.ingest.statements import CHITCHAT, IMPERATIVE, REACTION_LEAD, asks, chat_statements, informative, worth
 from epmem.textnorm import SECRECY_EMOJI, STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
@@ -164,7 +164,7 @@ def _filler(text: str) -> str:
         return "question"
     tokens = words(body)
     content = [t for t in tokens if t not in STOPWORDS and len(t) > 1]
-    if (CHITCHAT.search(body) or CHITCHAT.search(text)) and len(content) < 4:
+    if (CHITCHAT.search(body) or REACTION_LEAD.match(text)) and len(content) < 4:
         return "reaction"
     if len(tokens) < 3 or not content or (len(content) < 2 and not informative(body)):
         return "too-short"

@@ -244,3 +244,12 @@ def test_an_offer_to_the_listener_is_no_fact(extractor: RulesExtractor) -> None:
     drafts = extractor.drafts(session([("priya", "Can I borrow the projector?"),
                                        ("owner", "Of course, take what you need.")], participants=["owner", "priya"]))
     assert drafts == []
+
+
+@pytest.mark.parametrize("said", ["Oh no, sorry to hear that Sam!", "Of course. Fingers crossed for you.",
+                                  "No problem, enjoy."])
+def test_a_reaction_is_no_fact_even_with_its_lead_cut(extractor: RulesExtractor, said: str) -> None:
+    """impostor.json's "Oh no, sorry to hear that Sam!" was stored as "Noor to hear that Sam!"."""
+    drafts = extractor.drafts(session([("owner", "I'm having a second knee operation in March."), ("noor", said)],
+                                      participants=["owner", "noor"]))
+    assert [d.text for d in drafts] == ["Sam is having a second knee operation in March."]
