@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from bot.digest import compose
 from tests.bot.test_cli import epmem
@@ -14,7 +15,7 @@ from testkit.runtime import REPO
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 
 
-def _facts(data: Path) -> list[dict[str, object]]:
+def _facts(data: Path) -> list[dict[str, Any]]:
     listed = epmem("facts", "list", "--json", data=data)
     return [json.loads(x) for x in listed.stdout.splitlines()]
 
@@ -25,7 +26,7 @@ def test_an_impostor_named_like_the_owner_opens_nothing(tmp_path: Path) -> None:
     assert imported.returncode == 0, imported.stderr
     assert "not taken for you: telegram:2000666 (Sam Rivera)" in imported.stderr
     knee = next(f for f in _facts(data) if "knee operation" in str(f["text"]))
-    assert not {"tom", "lena"} & set(knee["whitelist"])  # type: ignore[arg-type]
+    assert not {"tom", "lena"} & set(knee["whitelist"])
     told = epmem("preview", "lena", "Is Sam having another knee operation?", data=data)
     assert told.returncode == 0 and "knee" not in told.stdout.casefold() and "meniscus" not in told.stdout.casefold()
     salary = next(f for f in _facts(data) if "140k" in str(f["text"]))

@@ -204,6 +204,7 @@ def test_between_us_then_a_cover_opens_the_cover_to_everyone_outside_the_secret(
     assert truth.level == 0 and truth.whitelist == ["jamie"]
     assert cover.text == "Sam is on a training course."
     assert not any(e.startswith("cue:") for e in cover.evidence) and cover.whitelist == []
+    assert cover.category is not None
     assert cover.level == policy.categories[cover.category].level  # the category's audience, not closed by the cue
     assert "jamie" not in cover.proposed_whitelist
 
