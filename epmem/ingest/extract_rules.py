@@ -42,6 +42,9 @@ _COVER = [
     # "I'll tell them I'm taking a sabbatical", "tell Mamma we're on holiday", "just say I'm on leave"
     re.compile(
         r"\b(?:tell|telling|told)\s+(?P<who>them|him|her|everyone|everybody|people|others|the\s+\w+(?:\s+\w+)?|"
+        # a name, not a word of the sentence ("I'll tell after the visa", "tell anyone", "told you")
+        r"(?!(?:after|afterwards|later|once|when|before|until|till|about|if|so|and|but|or|you|me|us|it|this|that|"
+        r"anyone|anybody|nobody|no|yet|again|everything|anything|nothing|the truth|off)\b)"
         r"[A-ZÀ-Þ][\w'’-]*(?:\s+and\s+[A-ZÀ-Þ][\w'’-]*)?)(?:\s+(?:at|in|on|from)\s+(?:the\s+)?\w+)?"
         r"\s+(?:that\s+)?(?P<clause>.+)",
         re.IGNORECASE,
@@ -120,6 +123,17 @@ _SUBJECT = re.compile(rf"^(?:I\b|im\b|ive\b|we\b|my\b|our\b|there\b|it{_APOS}s\b
 _TRUTH_MARK = re.compile(r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
                          r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
                          r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS), re.IGNORECASE)
+#: "It's actually the visa appointment": a truth marker a little way in (marks, strips nothing).
+_TRUTH_WORD = re.compile(r"^\W*(?:[\w'’]+\s+){0,2}(?:actually|really|in fact|in reality)\b", re.IGNORECASE)
+#: a listener's promise ("my lips are sealed", "ok not a word", "your secret's safe"): it is about
+#: what the other person just said, whatever else its sentence goes on to say.
+_PROMISE = re.compile(
+    rf"\b(?:my |our )?lips (?:are|r) sealed\b|\bI(?:{_APOS}ll| will)? (?:won{_APOS}?t|will not|never|wont) "
+    rf"(?:tell|say|breathe|mention)\b|\bwon{_APOS}?t (?:tell a soul|say a word|say anything|breathe a word)\b"
+    rf"|\bsecret{_APOS}?s? (?:is )?safe\b|^\W*(?:ok|okay|sure|of course|yes|yeah)\W+not a word\b"
+    rf"|\bI{_APOS}ll keep (?:it|this|that) (?:quiet|to myself|secret|between us)\b",
+    re.IGNORECASE,
+)
 #: "don't tell Tom that ...", "never told anyone I'm ...": a negated telling is a cue, never a cover.
 _NEGATED_TELL = re.compile(rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
                            rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
@@ -262,7 +276,8 @@ class RulesExtractor(ReadsPolicy):
         starting with a cue). What follows a cue clause and points back at someone or at the
         news ("Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed") is a comment
         on the cue and becomes no fact. With no statement, the reason is ``cue`` or
-        ``cue-comment`` (filler by rule, epmem/ingest/unread.py)."""
+        ``cue-comment`` (filler by rule, epmem/ingest/unread.py); a statement the cue could not
+        be cut from comes with ``embedded`` (its cue reaches as a bare cue's would: fail closed)."""
         segments = [x for x in _SEGMENT.split(raw) if x.strip()]
         found = [c for c in (self.cues.read(x, owner=owner) for x in segments) if c]
         whole = self.cues.read(raw, owner=owner)
@@ -320,7 +335,9 @@ class RulesExtractor(ReadsPolicy):
             return None, "cue"
         if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b", middle, re.IGNORECASE):
             return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
-        return middle, ""
+        # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
+        # life") is kept in the fact and still reaches as a sentence that is only a cue would
+        return middle, "embedded" if self.cues.read(middle, owner=owner) else ""
 
     def _after_lead_cue(self, text: str, owner: bool) -> str:
         """A sentence that opens with a cue and runs on into its statement without a break
@@ -414,10 +431,15 @@ class RulesExtractor(ReadsPolicy):
                 continue
             cues, said, why = self._cue_sentence(raw, owner)
             td.cues += cues
-            td.bare_cue = td.bare_cue or bool(cues) and said is None
+            # a cue with no statement of its own kept, or one it could not be cut from, reaches back
+            td.bare_cue = td.bare_cue or bool(cues) and (said is None or why == "embedded" or not worth(said, mine))
             if said is not None and td.open_covers and (mark := _TRUTH_MARK.match(said.strip())):
                 said = said.strip()[mark.end():]  # "Really I'm going to the clinic": the truth of the cover
                 marked.add(len(proposals))
+            elif said is not None and td.open_covers and _TRUTH_WORD.match(said):
+                marked.add(len(proposals))  # "It's actually the visa appointment"
+            if cues and said is not None and _PROMISE.search(raw):
+                td.bare_cue = True  # "my lips are sealed but you owe me chocolates": about the news before
             if said is not None and worth(said, mine):
                 he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
                 proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
@@ -426,8 +448,6 @@ class RulesExtractor(ReadsPolicy):
                 last_truth = len(proposals) - 1
             else:
                 lost(said if said is not None else raw, why if said is None else "")
-        # a sentence that is only a cue is about an earlier message only when its own has no statement
-        td.bare_cue = td.bare_cue and not any(proposals[i].draft.version == "truth" for i in td.drafts)
         self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
 

@@ -136,9 +136,12 @@ def test_a_cue_that_opens_a_statement_never_lands_on_the_message_before(extracto
 
 
 def test_a_cue_after_the_statement_stays_in_its_message(extractor: RulesExtractor) -> None:
+    """A cue in the sentence of its statement is about that statement. (A sentence that is only
+    a cue still reaches up to three messages back: "We keep quiet until we raise." is about the
+    talk so far, and a narrowing or closing too many fails closed.)"""
     s = session([("owner", "The climbing gym reopens on Monday with a new bouldering wall."),
                  ("noor", "Nice, see you there."),
-                 ("owner", "I'm entering the climbing championship in Madrid. Not a word to Tom.")],
+                 ("owner", "I'm entering the climbing championship in Madrid, but not a word to Tom.")],
                 participants=["owner", "noor"])
     gym, madrid = truths(extractor.drafts(s))
     assert "tom" in madrid.blacklist and gym.blacklist == [] and gym.level == 4
