@@ -30,6 +30,8 @@ class Digest:
     held: int
     #: facts waiting in the review queue when the digest was made.
     waiting_review: int = 0
+    #: statements no import could turn into facts (epmem/ingest/unread.py).
+    unread: int = 0
 
 
 def _clip(text: object) -> str:
@@ -60,7 +62,7 @@ def _entry(r: AuditRecord) -> list[str]:
 
 
 def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, waiting_review: int = 0,
-            consultations: Sequence[str] = ()) -> Digest:
+            unread: int = 0, consultations: Sequence[str] = ()) -> Digest:
     asked = [r for r in records if r.kind in ASKED]
     people = {r.contact for r in asked}
     deflected = sum(1 for r in asked if r.body.get("deflected"))
@@ -78,18 +80,21 @@ def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, wa
     if waiting_review:
         lines.append(f"{waiting_review} fact{'s' * (waiting_review != 1)} wait for your review (nobody hears "
                      f"{'them' if waiting_review != 1 else 'it'} until you decide): /review")
+    if unread:
+        lines.append(f"{unread} statement{'s' * (unread != 1)} from your imported chats could not be turned into "
+                     f"facts: see `epmem facts unread`")
     if consultations:
         lines.append(f"{len(consultations)} question{'s' * (len(consultations) != 1)} wait for your word about "
                      f"facts you have not opened (/consults):")
         lines += [f"  {c}" for c in consultations[:MAX_ENTRIES]]
-    return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review)
+    return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review, unread)
 
 
 async def build_digest(audit: AuditLog, since: datetime, until: datetime, waiting_review: int = 0,
-                       consultations: Sequence[str] = ()) -> Digest:
-    """The digest of everything audited in [since, until), how many facts wait for review, and
-    the open consultations (one line each)."""
+                       unread: int = 0, consultations: Sequence[str] = ()) -> Digest:
+    """The digest of everything audited in [since, until), how many facts wait for review, how
+    many imported statements could not be turned into facts, and the open consultations."""
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
     start, end = since.isoformat(timespec="milliseconds"), until.isoformat(timespec="milliseconds")
     records = [r for r in await audit.records(limit=SCAN_LIMIT) if start <= r.time < end]
-    return compose(records, since, until, waiting_review, consultations)
+    return compose(records, since, until, waiting_review, unread, consultations)

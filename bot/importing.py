@@ -84,4 +84,12 @@ def summary_lines(report: ImportReport, source: str, data_dir: str, pending_fact
     if pending_facts:
         lines.append(f"{pending_facts} facts wait for your review (nobody hears them until you decide): "
                      f"/review in your chat with the bot, or `epmem chat --owner` then /review")
+    if report.unread:
+        n = report.unread
+        lines.append(f"{n} statement{'s' * (n != 1)} could not be turned into facts (kept in the chat history, "
+                     f"not in what the delegate tells; /remember what should be):")
+        lines += [f'  {u.session_id} turn {u.turn} ({u.speaker}): "{u.quote}"' for u in report.unread_first]
+        if n > len(report.unread_first):
+            lines.append(f"  ... and {n - len(report.unread_first)} more")
+        lines.append("  all of them: `epmem facts unread`")
     return lines

@@ -271,8 +271,10 @@ class Scheduler:
         raw = await overlay.get_flag(DIGEST_SINCE_FLAG)
         since = datetime.fromisoformat(raw) if isinstance(raw, str) else now - timedelta(days=1)
         waiting = await self.owner.review.waiting() if self.owner.review is not None else 0
+        journal = self.owner.annotator.journal if self.owner.annotator is not None else None
+        unread = await journal.unread_count() if journal is not None else 0
         consulting = await self.owner.consultations.pending() if self.owner.consultations is not None else []
-        digest = await build_digest(self.owner.audit, since, now, waiting,
+        digest = await build_digest(self.owner.audit, since, now, waiting, unread,
                                     [f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} "
                                      f"tell | like | who | private" for c in consulting])
         send = bool(digest.questions or digest.waiting_review or consulting)

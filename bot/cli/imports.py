@@ -28,6 +28,9 @@ def ingest(
                                           "folder), a JSONL of messages, or a scenario file"),
     fmt: str = typer.Option(None, "--format", help="telegram|slack|jsonl|scenario (detected when omitted)"),
     facts: bool = typer.Option(True, "--facts/--no-facts", help="distil F2 facts from the new sessions"),
+    owner: list[str] = typer.Option([], "--owner", help="your own account in this export (telegram:123, "
+                                    "slack:T01/U02), besides the policy's owner.identities; repeatable. A "
+                                    "display name never makes anyone the owner"),
 ) -> None:
     """Import chat history into the owner's memory (re-importing the same export adds nothing).
 
@@ -49,13 +52,16 @@ def ingest(
     policy = load_policy(s.policy_path())
     plain = not err.is_terminal
     try:
-        export = open_export(path, policy, fmt)
+        export = open_export(path, policy, fmt, owner)
         if plain:
             err.print(f"checking {path}", markup=False, soft_wrap=True)
         checked = export.validate()
         if plain:
             err.print(f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
                       markup=False, soft_wrap=True)
+        for ident, name in sorted(checked.lookalikes.items()):
+            err.print(f"not taken for you: {ident} ({name}), named like you; its messages are kept as someone "
+                      f"else's (if it is your account: --owner {ident})", markup=False, soft_wrap=True)
     except IngestError as exc:
         fail(str(exc))
     except PolicyError as exc:  # a scenario file: bad YAML, or a scenario that does not check out

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from epmem.ingest.unread import Unread
 from epmem.memory import Fact
 from epmem.policy import load_policy
 
@@ -63,6 +64,31 @@ def facts_list(as_json: bool = typer.Option(False, "--json")) -> None:
         table.add_row(f.id, f.event_id, f.version, f.category or "", str(f.effective_level()), f.domain or "",
                       f.state, f.text)
     out.print(table)
+
+
+@facts_app.command("unread")
+def facts_unread(clear: bool = typer.Option(False, "--clear", help="forget the list once you have read it")) -> None:
+    """What imports could not turn into facts: session, turn, who said it and a quote.
+
+    Nothing anyone said is lost silently (README "Ingest"): these statements are in the chat
+    history but in no fact, so the delegate tells nobody about them; /remember what should be."""
+    s = settings()
+
+    async def go(runtime: Runtime) -> tuple[list[Unread], int]:
+        listed = await runtime.journal.unread()
+        return listed, (await runtime.journal.clear_unread() if clear else 0)
+
+    listed, cleared = run(with_runtime(s, go))
+    if not listed:
+        out.print("every imported statement was turned into a fact or is filler (questions, greetings, "
+                  "cues)", markup=False)
+        return
+    table = Table("session", "turn", "who", "said")
+    for u in listed:
+        table.add_row(u.session_id, str(u.turn), u.speaker, u.quote)
+    out.print(table)
+    if cleared:
+        out.print(f"cleared {cleared}", markup=False)
 
 
 @facts_app.command("import")

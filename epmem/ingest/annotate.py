@@ -348,6 +348,11 @@ class ContactNames(ReadsPolicy):
                     found.append(cid)
         return found
 
+    def strip(self, text: str) -> str:
+        """``text`` without the names it holds ("Not a word to Tom" -> "Not a word to "): what
+        is left says whether a clause holds more than who may know."""
+        return self._pattern.sub(" ", text) if self._pattern is not None else text
+
     def name_of(self, cid: str) -> str:
         contact = self.policy.contacts.get(cid)
         return contact.name.split()[0] if contact else cid

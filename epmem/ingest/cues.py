@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import ContactNames
+from epmem.textnorm import SECRECY_EMOJI
 
 A = "['’]"
 _NEG = rf"(?:don{A}?t|do not|doesn{A}?t|does not|didn{A}?t|did not|never|mustn{A}?t|must not|shouldn{A}?t|" \
@@ -39,7 +40,9 @@ _BLACK_AFTER = re.compile(
     rf"|\b(?:keep|keeps|keeping|kept|hide|hides|hiding|hid|hidden)\s+{_PRONOUN_OBJ}\s+(?:away\s+)?from\b"
     rf"|\bnot a word to\b|\bnot\s+(?:that|this|it|any of (?:this|that)|the\s+\w+)(?:\s+\w+)?\s+to\b"
     rf"|\b(?:haven{A}?t|hasn{A}?t|have not|has not|hadn{A}?t|had not|not yet|never)\s+(?:yet\s+)?told\b"
-    rf"|\bwithout\s+(?:telling|letting)\b|\bbehind\b(?=\s+\w+{A}s\s+back)|\b(?:before|until|till)\s+(?=\w+\s+{_KNOW})"
+    rf"|\bwithout\s+(?:telling|letting)\b|\bwithout\s+(?=[\w'’]+(?:\s+[\w'’]+)?\s+(?:knowing|finding out|hearing))"
+    rf"|\b{_NEG}\s+let\s+(?=[\w'’]+(?:\s+[\w'’]+)?\s+(?:know|find out|hear|see)\b)"
+    rf"|\bkeep(?:ing)?\s+(?=[\w'’]+\s+out of (?:it|this|that)\b)|\bbehind\b(?=\s+\w+{A}s\s+back)|\b(?:before|until|till)\s+(?=\w+\s+{_KNOW})"
     rf"|\bkeep(?:ing)?\s+\w+\s+(?:out of the loop|in the dark)\b"
     # "don't tell anyone, esp. not my parents", "least of all Tom", "not even Mamma knows"
     rf"|\b(?:esp\.?|especially|specially|particularly|above all|certainly|definitely|and|but|or)\s+not\b"
@@ -98,7 +101,29 @@ _SECRECY = re.compile(
     r"|\bkeep (?:it|this|that) (?:to|between|among)\b|\bhush(?:-hush)?\b|\bon the quiet\b|\bon the q\.?t\.?\b"
     r"|\bstays? here\b|\bstays? in (?:this|the) (?:room|chat|group|family)\b"
     r"|\bunder (?:your|my|our|his|her|their) hats?\b|\bkeep (?:mum|schtum|shtum|stumm)\b|\bentre nous\b"
-    r"|\bnot (?:for|to be) (?:sharing|shared|repeated|spread)\b|\bneed[- ]to[- ]know\b|\bzip (?:it|your lips)\b",
+    r"|\bnot (?:for|to be) (?:sharing|shared|repeated|spread)\b|\bneed[- ]to[- ]know\b|\bzip (?:it|your lips)\b"
+    # "I'd rather people didn't know", "Sam would rather nobody knew", "I'd prefer if people didn't find out"
+    rf"|\b(?:would|{A}d|had)\s+(?:much\s+)?(?:rather|prefer)\s+(?:it\s+)?(?:if\s+)?(?:people|others|anyone|anybody|"
+    rf"everyone|everybody|folks|you|the others|the world)?\s*(?:didn{A}?t|did not|don{A}?t|do not|not|wouldn{A}?t|"
+    rf"would not|weren{A}?t)\s+(?:to\s+)?(?:know|knew|find out|found out|hear|heard|tell|told|mention|say|be told|"
+    rf"spread|share)\b"
+    rf"|\b(?:rather|prefer)\s+(?:that\s+)?(?:nobody|no one|no-one|noone)\s+(?:knew|know|knows|found out|hears|heard)\b"
+    # "I don't want people to know yet", "she doesn't want anyone finding out", "don't want it getting out"
+    rf"|\b(?:don{A}?t|do not|doesn{A}?t|does not|didn{A}?t|did not|wouldn{A}?t|would not|won{A}?t)\s+want\s+"
+    rf"(?:people|anyone|anybody|everyone|everybody|others|the others|folks|the world|the whole world|the team|"
+    rf"the office|the family)\s+(?:to\s+)?(?:know|knowing|find out|finding out|hear|hearing|be told)\b"
+    rf"|\b(?:don{A}?t|do not|doesn{A}?t|does not)\s+want\s+(?:it|this|that|the news|word)\s+(?:to\s+)?"
+    rf"(?:get|getting|go|going|be)\s+(?:out|around|public|known)\b"
+    # "don't say a word", "don't mention it to anyone", "don't let anyone know", "don't spread it around"
+    rf"|\b{_NEG}\s+(?:say|breathe|utter|whisper)\s+a\s+(?:single\s+)?word\b"
+    rf"|\b{_NEG}\s+(?:ever\s+)?{_TELL}\s+(?:it|this|that|any of (?:this|that)|the news)\s+(?:to|with)\s+"
+    rf"(?:anyone|anybody|a soul|people|others|the others|everyone|a single person)\b"
+    rf"|\b{_NEG}\s+let\s+(?:anyone|anybody|people|others|everyone|everybody|a soul)\s+(?:know|find out|hear)\b"
+    rf"|\b{_NEG}\s+(?:spread|broadcast|post|share|blab|leak)\s+(?:it|this|that|the news)(?:\s+around)?\b"
+    r"|\bnot (?:for|meant for) (?:public|general) (?:consumption|knowledge)\b|\bnot common knowledge\b"
+    rf"|\b(?:hasn{A}?t|has not|haven{A}?t|have not|not) (?:been )?(?:announced|made public)(?: yet)?\b"
+    r"|\bshh+\b|\bhush\b"
+    rf"|[{SECRECY_EMOJI}]",
     re.IGNORECASE,
 )
 _WHITE_NAMED = re.compile(

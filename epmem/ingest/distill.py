@@ -25,6 +25,7 @@ from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
 from epmem.ingest.extract_llm import LLMExtractor
 from epmem.ingest.extract_rules import RulesExtractor
+from epmem.ingest.unread import Unread
 from epmem.memory.facts import Fact
 from epmem.memory.nearest import FindsSimilar, NearestOnce
 from epmem.llm.base import LLM, CallUsage, LLMError
@@ -71,6 +72,8 @@ class Outcome:
     completion_tokens: int = 0
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: statements the rules could not turn into a fact (epmem/ingest/unread.py): shown, never lost.
+    unread: list[Unread] = field(default_factory=list)
 
     def add_usage(self, usage: CallUsage) -> None:
         self.llm_calls += usage.calls
@@ -118,7 +121,7 @@ class Distiller(ReadsPolicy):
         """Only the first stage: store the session's facts now (annotated by the rules, or pending
         for the model) and leave the model's annotation to whoever calls :meth:`annotate_with_retries`
         later (an import hands it to a background worker instead of waiting for it)."""
-        drafts = self.rules.drafts(session)
+        drafts, unread = self.rules.read(session)
         # with a model, every fact waits for it; the rules alone decide fact by fact (failclosed.py)
         forced = None if self.model is None else "pending"
         near = NearestOnce(self.memory)  # the session's neighbour look-ups, each asked once
@@ -126,7 +129,7 @@ class Distiller(ReadsPolicy):
         async with self._lock:
             stored = await self._replace(session.id, facts, near)
         state = "pending" if forced or any(f.state == "pending" for f in stored) else "annotated"
-        outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes)
+        outcome = Outcome(session.id, state, "rules", [f.id for f in stored], notes=notes, unread=unread)
         self.outcomes[session.id] = outcome
         return outcome
 

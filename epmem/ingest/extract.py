@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
@@ -29,6 +29,7 @@ from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session, source_ref
+from epmem.textnorm import normalise
 
 _EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
 
@@ -114,6 +115,9 @@ class Finalizer(ReadsPolicy):
         neighbours (a session's :class:`~epmem.memory.nearest.NearestOnce`, shared with the
         distiller so a question asked twice is answered once); the memory by default."""
         notes: list[str] = []
+        # every backend's facts hold normalised words (normalised-text): a model may copy a
+        # zero-width character or a look-alike letter from the chat
+        drafts = [d if (text := normalise(d.text)) == d.text else replace(d, text=text) for d in drafts]
         drafts = [d for d in drafts if d.text.strip()]
         # the rules' reading of the text only stands in for a category the policy lacks (clamp):
         # rules drafts always name one, so their texts are not embedded a second time. It is read

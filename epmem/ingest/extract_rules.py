@@ -32,8 +32,9 @@ from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
-from epmem.ingest.statements import asks, chat_statements, informative, worth
-from epmem.textnorm import STOPWORDS, sentence, third_person, words
+from epmem.ingest.unread import FILLER, Unread
+from epmem.ingest.statements import CHITCHAT, IMPERATIVE, REACTION_LEAD, asks, chat_statements, informative, worth
+from epmem.textnorm import SECRECY_EMOJI, STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
@@ -41,6 +42,9 @@ _COVER = [
     # "I'll tell them I'm taking a sabbatical", "tell Mamma we're on holiday", "just say I'm on leave"
     re.compile(
         r"\b(?:tell|telling|told)\s+(?P<who>them|him|her|everyone|everybody|people|others|the\s+\w+(?:\s+\w+)?|"
+        # a name, not a word of the sentence ("I'll tell after the visa", "tell anyone", "told you")
+        r"(?!(?:after|afterwards|later|once|when|before|until|till|about|if|so|and|but|or|you|me|us|it|this|that|"
+        r"anyone|anybody|nobody|no|yet|again|everything|anything|nothing|the truth|off)\b)"
         r"[A-ZÀ-Þ][\w'’-]*(?:\s+and\s+[A-ZÀ-Þ][\w'’-]*)?)(?:\s+(?:at|in|on|from)\s+(?:the\s+)?\w+)?"
         r"\s+(?:that\s+)?(?P<clause>.+)",
         re.IGNORECASE,
@@ -90,6 +94,52 @@ _NOT_NAMES = frozenset(
 )
 
 
+#: where a sentence may be cut between a cue and the statement it is about: punctuation,
+#: brackets, a dash, a secrecy emoji, or before a "but" ("Not a word to Tom, but I'm ...").
+_CUT = re.compile(rf"\s*(?:[,;:!—–(){{}}\[\]]+|\s-\s|[{SECRECY_EMOJI}]+)\s*|\s+(?=but\b)", re.IGNORECASE)
+#: words that only make up a cue ("I don't want people to know yet", "not a word to"): a clause
+#: of nothing but these, names and function words says who may know, and nothing else.
+_CUE_WORDS = frozenset(
+    """tell tells telling told mention mentions mentioned mentioning say said word words know knows knew known
+    find finds found out hear hears heard secret secrets secretly quiet private privately confidential
+    confidentially confidence keep keeps kept keeping stay stays stayed between anyone anybody nobody noone
+    everyone everybody people others soul single person please yet want wants rather prefer public announced
+    common knowledge record hush shh yourself yourselves ourselves themselves lips sealed mum breathe spill
+    share spread around loop dark promise wraps under hat ears need needs folks world whole alone else
+    except let go us you me him her them get gets getting got going out known leak leaks leaking afterwards after later once then first eventually
+    soon esp especially specially particularly least even certainly definitely
+    above""".split()
+)
+#: what may follow a cue and still be part of it, before the statement starts ("keep this
+#: between us im ...", "don't tell anyone that I'm ...").
+_CUE_TAIL = _CUE_WORDS | frozenset("that but and so it this about to for now my our the his her your us you me".split())
+#: words a statement's subject starts with (the walk past a cue stops there).
+_SUBJECT_WORDS = frozenset("i im ive we my our he she they there".split())
+#: a statement starts with a subject ("I'm", "im", "we", "my sister", "Alex and I").
+_SUBJECT = re.compile(rf"^(?:I\b|im\b|ive\b|we\b|my\b|our\b|there\b|it{_APOS}s\b|(?:he|she|they){_APOS}?\w*\b|"
+                      r"(?:the|his|her|their)\s+\w+|[A-ZÀ-Þ][\w'’-]+\s+(?:and\s+I\b|is\b|are\b|was\b|has\b|"
+                      r"will\b|had\b|got\b))", re.IGNORECASE)
+#: "Really I'm going to the clinic": the truth a cover in the same message stands in for.
+_TRUTH_MARK = re.compile(r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
+                         r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
+                         r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS), re.IGNORECASE)
+#: "It's actually the visa appointment": a truth marker a little way in (marks, strips nothing).
+_TRUTH_WORD = re.compile(r"^\W*(?:[\w'’]+\s+){0,2}(?:actually|really|in fact|in reality)\b", re.IGNORECASE)
+#: a listener's promise ("my lips are sealed", "ok not a word", "your secret's safe"): it is about
+#: what the other person just said, whatever else its sentence goes on to say.
+_PROMISE = re.compile(
+    rf"\b(?:my |our )?lips (?:are|r) sealed\b|\bI(?:{_APOS}ll| will)? (?:won{_APOS}?t|will not|never|wont) "
+    rf"(?:tell|say|breathe|mention)\b|\bwon{_APOS}?t (?:tell a soul|say a word|say anything|breathe a word)\b"
+    rf"|\bsecret{_APOS}?s? (?:is )?safe\b|^\W*(?:ok|okay|sure|of course|yes|yeah)\W+not a word\b"
+    rf"|\bI{_APOS}ll keep (?:it|this|that) (?:quiet|to myself|secret|between us)\b",
+    re.IGNORECASE,
+)
+#: "don't tell Tom that ...", "never told anyone I'm ...": a negated telling is a cue, never a cover.
+_NEGATED_TELL = re.compile(rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
+                           rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
+                           r"(?:(?:ever|even|yet|go|just)\s+)*(?:tell|telling|told|say|saying)\b", re.IGNORECASE)
+
+
 @dataclass(slots=True)
 class _TurnDrafts:
     turn: int
@@ -97,6 +147,9 @@ class _TurnDrafts:
     cues: list[Cue] = field(default_factory=list)
     #: a sentence that was only a cue ("We tell Mum afterwards."): it is about an earlier message.
     bare_cue: bool = False
+    #: covers of this message not tied to a truth of it yet, with their listeners: "If anyone
+    #: asks, say I'm at a conference. Really I'm at the clinic." ties to what follows.
+    open_covers: list[tuple[int, list[str]]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -115,6 +168,29 @@ class _Proposal:
     close: bool = False
     #: fragments joined into this statement that say something of their own ("11 weeks").
     joined: list[str] = field(default_factory=list)
+
+
+def _filler(text: str) -> str:
+    """Why a sentence that became no fact is filler by rule (:data:`FILLER`), or "" when it is
+    not: then it is :class:`Unread` and the owner is shown it."""
+    body = _LEAD.sub("", text.strip()).strip()
+    if not body or body.rstrip().endswith("?") or asks(body):
+        return "question"
+    tokens = words(body)
+    content = [t for t in tokens if t not in STOPWORDS and len(t) > 1]
+    if (CHITCHAT.search(body) or REACTION_LEAD.match(text)) and len(content) < 4:
+        return "reaction"
+    if len(tokens) < 3 or not content or (len(content) < 2 and not informative(body)):
+        return "too-short"
+    if IMPERATIVE.match(body) and not re.search(r"\b(?:I|I['’]m|my|we|our)\b", body):
+        return "instruction"
+    return ""
+
+
+def normalised(session: Session) -> Session:
+    """The session with every turn's text :func:`~epmem.textnorm.normalise`-d (a copy)."""
+    turns = [t if (text := normalise(t.text)) == t.text else replace(t, text=text) for t in session.turns]
+    return session if all(a is b for a, b in zip(turns, session.turns)) else replace(session, turns=turns)
 
 
 class RulesExtractor(ReadsPolicy):
@@ -136,7 +212,12 @@ class RulesExtractor(ReadsPolicy):
             return self.owner
         if turn.speaker in self.policy.contacts:
             return self.names.name_of(turn.speaker)
-        return (turn.speaker_name or "Someone").split()[0]
+        name = (turn.speaker_name or "Someone").strip() or "Someone"
+        first = name.split()[0]
+        if first.casefold() == self.owner.casefold() or self.names.find(first):
+            # someone else named like the owner or a contact: a fact must not read as theirs
+            return f"{name} ({turn.speaker.removeprefix('unknown:')})"
+        return first
 
     def _you(self, session: Session, t: int) -> str | None:
         """Who "you" is: for the owner, the counterpart of a two-party (sub-)session, the author
@@ -185,43 +266,107 @@ class RulesExtractor(ReadsPolicy):
             text = f"{speaker} is {text}" if first.endswith("ing") else f"{speaker} {text}"
         return sentence(third_person(text, speaker, you))
 
-    def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None]:
-        """The cues of a sentence, and the statement it carries, if any.
+    def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None, str]:
+        """The cues of a sentence, the statement it carries if any, and why there is none.
 
-        Only two shapes carry one: a cue that introduces it ("Between us: it's X") and a cue
-        that trails it ("I'm using it for X, but that stays with you"). Anything else around
-        a cue is a comment on the cue ("..., she'd worry") and becomes no fact."""
+        A cue introduces a statement ("Between us: it's X", "Not a word to Tom, but I'm ...",
+        "keep this between us im ..."), trails it ("I'm using it for X, but I don't want people
+        to know yet", "... (secret!)", "... 🤫") or sits inside it ("Mum doesn't know I'm
+        pregnant"): the statement is kept, with the cue applied (a statement is never dropped for
+        starting with a cue). What follows a cue clause and points back at someone or at the
+        news ("Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed") is a comment
+        on the cue and becomes no fact. With no statement, the reason is ``cue`` or
+        ``cue-comment`` (filler by rule, epmem/ingest/unread.py); a statement the cue could not
+        be cut from comes with ``embedded`` (its cue reaches as a bare cue's would: fail closed)."""
         segments = [x for x in _SEGMENT.split(raw) if x.strip()]
         found = [c for c in (self.cues.read(x, owner=owner) for x in segments) if c]
         whole = self.cues.read(raw, owner=owner)
         if whole and not found:
             found = [whole]
         if not found:
-            return [], raw
+            return [], raw, ""
         head, colon, tail = raw.partition(":")
         if colon and self.cues.read(head, owner=owner) and not self.cues.read(tail, owner=owner):
-            return found, tail.strip()
+            return found, tail.strip(), ""
         m = re.match(r"^(?P<body>.+?),?\s+(?:but|and|so)\s+(?P<cue>[^,]*\b(?:it|that|this)\b[^,]*)$", raw)
         if m and self.cues.read(m.group("cue"), owner=owner) and not self.cues.read(m.group("body"), owner=owner):
-            return found, m.group("body").strip()
+            return found, m.group("body").strip(), ""
         m3 = re.match(r"^(?P<body>.+),\s*(?P<cue>[^,]{3,60})$", raw)
         if m3 and self.cues.read(m3.group("cue"), owner=owner) and not self.cues.read(m3.group("body"), owner=owner):
-            return found, m3.group("body").strip()
+            return found, m3.group("body").strip(), ""
         m2 = re.match(r"^(?P<cue>[^,]{3,60}),\s*(?P<body>.+)$", raw)
         if m2:  # "Between us, ...": a secrecy cue introduces; "Don't tell Tom, he'd worry" comments
             intro = self.cues.read(m2.group("cue"), owner=owner)
             if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
                 for c in found:  # "keep it under your hat, Tobi applied too": "it" is what came before
                     c.anaphoric = c.anaphoric and not worth(m2.group("body"), set())
-                return found, m2.group("body").strip()
-        return found, None
+                return found, m2.group("body").strip(), ""
+        said, why = self._around_cue(raw, owner)
+        return found, said, why
+
+    def _cue_only(self, clause: str, owner: bool) -> bool:
+        """A clause that says who may know and nothing else ("I don't want people to know yet",
+        "Not a word to Tom", "secret!", "🤫"): a cue, and no word left once the cue's own words,
+        names and function words are set aside."""
+        if not self.cues.read(clause, owner=owner):
+            return False
+        rest = words(self.names.strip(clause))
+        return not [w for w in rest if w not in STOPWORDS and w not in _CUE_WORDS and w not in self._owner_words
+                    and len(w) > 1]
+
+    def _around_cue(self, raw: str, owner: bool) -> tuple[str | None, str]:
+        """The statement around the cue clauses of a sentence (see :meth:`_cue_sentence`)."""
+        cuts = [(m.start(), m.end()) for m in _CUT.finditer(raw) if m.end() > m.start()]
+        bounds = [0, *[x for c in cuts for x in c], len(raw)]
+        pieces = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2) if bounds[i + 1] > bounds[i]]
+        pieces = [(a, b) for a, b in pieces if raw[a:b].strip()]
+        i, j = 0, len(pieces)
+        while i < j and self._cue_only(raw[pieces[i][0]:pieces[i][1]], owner):
+            i += 1
+        while j > i and self._cue_only(raw[pieces[j - 1][0]:pieces[j - 1][1]], owner):
+            j -= 1
+        if i == j:
+            return None, "cue"
+        middle = raw[pieces[i][0]:pieces[j - 1][1]].strip()
+        if i == 0:  # no clause of its own: a cue that runs into its statement ("keep this between us im ...")
+            middle = self._after_lead_cue(middle, owner)
+        middle = re.sub(r"^(?:but|and|so|that)\b[\s,]*", "", middle, flags=re.IGNORECASE).strip()
+        if not middle:
+            return None, "cue"
+        if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b", middle, re.IGNORECASE):
+            return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
+        # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
+        # life") is kept in the fact and still reaches as a sentence that is only a cue would
+        return middle, "embedded" if self.cues.read(middle, owner=owner) else ""
+
+    def _after_lead_cue(self, text: str, owner: bool) -> str:
+        """A sentence that opens with a cue and runs on into its statement without a break
+        ("Please don't tell anyone I'm entering ...", "keep this between us im entering ...",
+        "Don't tell Tom I'm pregnant"): the statement, from its subject on. Anything else is
+        kept whole (a statement with a cue inside: "Mum doesn't know I'm pregnant")."""
+        for m in re.finditer(r"[\w'’]+", text):
+            head = text[:m.start()]
+            if not head.strip():
+                continue
+            token, ws = m.group(0), words(m.group(0))
+            if ws and ws[0] not in _SUBJECT_WORDS and all(w in _CUE_TAIL or w in STOPWORDS for w in ws) \
+                    or self.names.find(token):
+                continue
+            if self._cue_only(head, owner) and _SUBJECT.match(text[m.start():]):
+                return text[m.start():]
+            break
+        return text
+
 
     def _cover(self, text: str, speaker_words: set[str]) -> tuple[str, list[str]] | None:
         """(the story, its listeners) when the sentence tells others a story."""
+        negated = [(n.start(), n.end()) for n in _NEGATED_TELL.finditer(text)]
         for pattern in _COVER:
             m = pattern.search(text)
             if not m:
                 continue
+            if any(a <= m.start() < b or m.start() <= a < m.start() + 8 for a, b in negated):
+                continue  # "don't tell anyone I'm ...": a cue over the truth, not a story to tell
             clause = _COVER_LEAD.sub("", m.group("clause").strip()).strip()
             if _CLAUSE_START.match(clause) and worth(clause, speaker_words):
                 who = m.groupdict().get("who") or ""
@@ -234,23 +379,42 @@ class RulesExtractor(ReadsPolicy):
     # ------------------------------------------------------------------ sessions
 
     def drafts(self, session: Session) -> list[Draft]:
+        return self.read(session)[0]
+
+    def read(self, session: Session) -> tuple[list[Draft], list[Unread]]:
+        """The session's drafts, and the statements that could not become one (not filler by
+        :data:`FILLER`'s rules): the import lists them for the owner instead of losing them.
+
+        The turns are read normalised (epmem/textnorm.py :func:`normalise`: NFKC, no invisible
+        characters, look-alike letters mapped inside Latin words), so a cue cannot hide behind
+        a zero-width space or a Cyrillic "о", and fact texts hold what the owner would read."""
+        session = normalised(session)
         proposals: list[_Proposal] = []
         turns: dict[int, _TurnDrafts] = {}
+        unread: list[Unread] = []
         last_truth: int | None = None
         for t, turn in enumerate(session.turns):
             td = turns.setdefault(t, _TurnDrafts(t))
-            last_truth = self._read_turn(session, t, td, turns, proposals, last_truth)
+            last_truth = self._read_turn(session, t, td, turns, proposals, last_truth, unread)
         self._apply_cues(session, proposals, turns)
-        return self._decide(session, proposals)
+        return self._decide(session, proposals), unread
 
     def _read_turn(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
-                   proposals: list[_Proposal], last_truth: int | None) -> int | None:
+                   proposals: list[_Proposal], last_truth: int | None, unread: list[Unread]) -> int | None:
         turn = session.turns[t]
         owner = turn.speaker == OWNER_ID
         speaker = self.speaker_name(session, t)
         mine = set(words(speaker)) | (self._owner_words if owner else set())
         you = self._you(session, t)
+        before = last_truth  # the conversation's latest truth before this message
+        marked: set[int] = set()
         td.cues += self._not_told(session, t)
+
+        def lost(text: str, reason: str) -> None:
+            if (reason or _filler(text)) not in FILLER:
+                quote = " ".join(text.split())
+                unread.append(Unread(session.id, t, turn.speaker, quote if len(quote) <= 120 else quote[:119] + "…"))
+
         for raw, joined in chat_statements(turn.text, lambda x: bool(self.cues.read(x, owner=owner)), mine):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
@@ -258,25 +422,52 @@ class RulesExtractor(ReadsPolicy):
             cover = self._cover(raw, mine)
             if cover is not None:
                 clause, listeners = cover
-                truth = self._truth_for(session, t, td, turns, last_truth, proposals)
-                if truth is not None:
-                    black = proposals[truth].draft.blacklist
-                    black += [x for x in listeners if x not in black]
                 story = self._rewrite(clause, speaker, you)
-                proposals.append(_Proposal(Draft(story, "cover", truth, source_turns=[t]), turn.speaker,
-                                           cover_orphan=truth is None))
+                same = [i for i in td.drafts if proposals[i].draft.version == "truth"]
+                proposals.append(_Proposal(Draft(story, "cover", same[-1] if same else None, source_turns=[t]),
+                                           turn.speaker, whitelist=listeners if owner else []))
                 td.drafts.append(len(proposals) - 1)
+                td.open_covers.append((len(proposals) - 1, listeners))
                 continue
-            cues, said = self._cue_sentence(raw, owner)
+            cues, said, why = self._cue_sentence(raw, owner)
             td.cues += cues
-            td.bare_cue = td.bare_cue or bool(cues) and said is None
+            # a cue with no statement of its own kept, or one it could not be cut from, reaches back
+            td.bare_cue = td.bare_cue or bool(cues) and (said is None or why == "embedded" or not worth(said, mine))
+            if said is not None and td.open_covers and (mark := _TRUTH_MARK.match(said.strip())):
+                said = said.strip()[mark.end():]  # "Really I'm going to the clinic": the truth of the cover
+                marked.add(len(proposals))
+            elif said is not None and td.open_covers and _TRUTH_WORD.match(said):
+                marked.add(len(proposals))  # "It's actually the visa appointment"
+            if cues and said is not None and _PROMISE.search(raw):
+                td.bare_cue = True  # "my lips are sealed but you owe me chocolates": about the news before
             if said is not None and worth(said, mine):
                 he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
                 proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
                                            turn.speaker, joined=[f for f in joined if informative(f)]))
                 td.drafts.append(len(proposals) - 1)
                 last_truth = len(proposals) - 1
+            else:
+                lost(said if said is not None else raw, why if said is None else "")
+        self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
+
+    def _tie_covers(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
+                    proposals: list[_Proposal], before: int | None, marked: set[int]) -> None:
+        """Each cover of the message gets its truth (cover-is-not-truth): the truth the message
+        said before it; else the one it says after it with "really", "actually", "the truth is"
+        ("If anyone asks, say I'm at a conference. Really I'm at the clinic."); else the message
+        it answers, else the conversation's latest truth before this message. Whoever the
+        cover is told to is blacklisted on the truth."""
+        for i, listeners in td.open_covers:
+            d = proposals[i].draft
+            if d.covers is None:
+                after = [k for k in td.drafts if k > i and k in marked]
+                d.covers = after[0] if after else self._truth_for(session, t, _TurnDrafts(t), turns, before, proposals)
+            proposals[i].cover_orphan = d.covers is None
+            if d.covers is not None:
+                black = proposals[d.covers].draft.blacklist
+                black += [x for x in listeners if x not in black]
+        td.open_covers.clear()
 
     def _not_told(self, session: Session, t: int) -> list[Cue]:
         """A "no" to "does Abuela know?" blacklists Abuela on what the question was about."""
@@ -371,6 +562,8 @@ class RulesExtractor(ReadsPolicy):
                     reach = [i for p in sorted(turns) if p <= t for i in turns[p].drafts]
                 for i in dict.fromkeys([*reach, *near]):
                     p = proposals[i]
+                    if p.draft.version == "cover":
+                        continue  # a cover is for the people outside the secret: a cue about the truth is not about it
                     p.draft.blacklist += [b for b in cue.blacklist if b not in p.draft.blacklist]
                     if i in reach:
                         p.secrecy = p.secrecy or cue.secrecy
@@ -380,6 +573,8 @@ class RulesExtractor(ReadsPolicy):
                     p.evidence += [e for e in cue.evidence() if e not in p.evidence and not e.startswith("cue:also")]
                 for i in opened:
                     p = proposals[i]
+                    if p.draft.version == "cover":
+                        continue
                     p.whitelist += [w for w in cue.whitelist if w not in p.whitelist]
                     p.evidence += [e for e in cue.evidence() if e not in p.evidence]
 

@@ -81,19 +81,59 @@ RULES: tuple[Rule, ...] = (
          "What someone told the owner is theirs to spread, not the delegate's: the teller is in on it, "
          "others are not by default, and only the owner may open it further."),
     Rule("cover-is-not-truth",
-         "A cover instruction ('if anyone asks, say the boat needs repairs', 'tell them I'm on leave') "
-         "becomes a cover fact holding only the story, tied to the truth it stands in for; the people "
-         "it is told to are blacklisted on the truth; whoever only heard the owner describe it is not in its "
-         "audience. The owner later telling the same story to someone makes that a cover too, open only to "
-         "the people told. A cover whose truth cannot be found stays pending.",
-         "Telling the instruction itself reveals that there is a secret; a cover not tied to its truth "
-         "could be told next to the truth."),
+         "A cover instruction ('if anyone asks, say the boat needs repairs', 'tell them I'm on "
+         "leave') becomes a cover fact holding only the story, tied to the truth it stands in for: "
+         "the truth said before it in the same message, else the one said after it with 'really', "
+         "'actually', 'the truth is', else the message it answers, else the conversation's latest "
+         "truth. The people it is told to are blacklisted on the truth and, named by the owner, "
+         "whitelisted on the cover. A cue about the truth ('between us', 'don't tell Tom') neither "
+         "closes nor narrows the cover: it is for the people outside the secret, at its category's "
+         "level; whoever only heard the owner describe it is not in its audience. The owner later "
+         "telling the same story to someone makes that a cover too, open only to the people told. "
+         "A cover whose truth cannot be found stays pending.",
+         "Telling the instruction itself reveals that there is a secret; a cover not tied to its "
+         "truth could be told next to the truth."),
     Rule("twin-news",
          "The same news told in another conversation (another fact that says the same thing) is narrowed "
          "by this one: a blacklist on either telling is on both, and a telling closed by a secrecy cue or by "
          "contextual integrity closes its open twin to level 0, keeping only the whitelist it had.",
          "A secret told openly a second time is still a secret: it must not become news for everyone the "
          "category would allow; and closing without letting anyone in keeps composites shut."),
+    Rule("normalised-text",
+         "Statements are cut and cues read from normalised text: Unicode NFKC, zero-width "
+         "characters, word joiners, the BOM and soft hyphens removed, Cyrillic and Greek "
+         "look-alike letters mapped to Latin inside a word that also holds Latin letters (a whole "
+         "Cyrillic or Greek word stays as written), and 🤫 🤐 🙊 ㊙ read as secrecy cues. A fact's "
+         "text is the normalised text.",
+         "A cue hidden by an invisible character or a Cyrillic 'о' is still a cue to the person "
+         "who reads it; the delegate must read what a person reads, and the owner must see the "
+         "words that will be told."),
+    Rule("cue-keeps-its-statement",
+         "A statement that starts or ends with a cue ('Not a word to Tom, but I'm organising ...', "
+         "'..., but I don't want people to know yet', 'Please don't tell anyone I'm ...', '... "
+         "(secret!)') becomes a fact with the cue applied to it. Only a clause that is nothing but "
+         "the cue, or a comment on it that points back ('Don't tell Tom, he'd worry'), becomes no "
+         "fact. A negated telling ('don't tell Tom I'm ...') is a cue over the truth, never a "
+         "cover.",
+         "A statement dropped for its cue loses the news, and the cue, left without its fact, is "
+         "read as being about a neighbouring message."),
+    Rule("owner-by-account",
+         "Who said what comes from account ids wherever an export has them. The owner is only the "
+         "policy's owner.identities, the account a full Telegram export says it belongs to, one "
+         "the owner names at import (--owner), or a JSONL's literal 'owner'. A display name, the "
+         "owner's own included, never makes anyone the owner, nor a contact whose account on that "
+         "platform is another one; such accounts are kept as unknown people and named at import.",
+         "Only the owner's own words widen an audience or set a cover: a name anyone can give "
+         "themselves must not carry that power."),
+    Rule("nothing-lost",
+         "A statement that becomes no fact and is not filler by rule (a question, a greeting or "
+         "reaction, too short to say anything, an instruction with no news of the speaker's, a "
+         "clause that is only a cue, a comment on a cue) is counted and quoted with its session "
+         "and turn in the import summary, kept for `epmem facts unread`, and counted in the daily "
+         "digest.",
+         "What the owner is not shown cannot be corrected: a statement silently dropped is news "
+         "the owner believes the delegate holds, and a cue whose statement vanished lands "
+         "elsewhere."),
     Rule("pending-opens-nothing",
          "A pending fact whitelists nobody: its suggested 'who may know' is shown to the owner in review "
          "and opens nothing until confirmed.",

@@ -20,6 +20,7 @@ from typing import Literal
 
 import aiosqlite
 
+from epmem.ingest.unread import Unread
 from epmem.sqlite import Migration, MigrationSet
 
 ModelState = Literal["queued", "done", "failed"]
@@ -38,6 +39,21 @@ MIGRATIONS = MigrationSet("ingest_journal", (
             updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
         );
         CREATE INDEX ingest_sessions_model ON ingest_sessions(model)
+        """,
+    ),
+    Migration(
+        2,
+        "statements the extractor could not turn into facts",
+        """
+        CREATE TABLE ingest_unread (
+            session_id TEXT NOT NULL,
+            turn INTEGER NOT NULL,
+            speaker TEXT NOT NULL,
+            quote TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP,
+            PRIMARY KEY (session_id, turn, quote)
+        )
         """,
     ),
 ))
@@ -113,6 +129,40 @@ class ImportJournal:
 
     async def forget(self, session_ids: Sequence[str]) -> None:
         await self._many("DELETE FROM ingest_sessions WHERE session_id = ?", [(sid,) for sid in session_ids])
+        await self._many("DELETE FROM ingest_unread WHERE session_id = ?", [(sid,) for sid in session_ids])
+
+    async def record_unread(self, session_id: str, unread: Sequence[Unread]) -> None:
+        """The statements of this session the extractor could not turn into facts (its latest
+        extraction: an earlier one's list is replaced)."""
+        db = self._db()
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute("DELETE FROM ingest_unread WHERE session_id = ?", (session_id,))
+            await db.executemany(
+                "INSERT OR IGNORE INTO ingest_unread(session_id, turn, speaker, quote, reason) VALUES (?, ?, ?, ?, ?)",
+                [(u.session_id, u.turn, u.speaker, u.quote, u.reason) for u in unread],
+            )
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+
+    async def unread(self, limit: int | None = None) -> list[Unread]:
+        """What no import could turn into a fact, oldest first (``epmem facts unread``)."""
+        sql = "SELECT session_id, turn, speaker, quote, reason FROM ingest_unread ORDER BY created_at, session_id, turn"
+        async with self._db().execute(sql + (f" LIMIT {int(limit)}" if limit is not None else "")) as cur:
+            return [Unread(row[0], int(row[1]), row[2], row[3], row[4]) async for row in cur]
+
+    async def unread_count(self) -> int:
+        async with self._db().execute("SELECT COUNT(*) FROM ingest_unread") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def clear_unread(self) -> int:
+        """The owner has seen the list (``epmem facts unread --clear``): how many were cleared."""
+        count = await self.unread_count()
+        await self._db().execute("DELETE FROM ingest_unread")
+        return count
 
     async def _many(self, sql: str, rows: list[tuple[object, ...]]) -> None:
         """One transaction for the whole batch (the connection is in autocommit mode)."""

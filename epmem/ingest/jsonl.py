@@ -4,7 +4,8 @@
 
 Optional: ``sender_name``, ``chat_kind`` (direct|group), ``chat_title``, ``reply_to`` (a message
 id), ``mentions`` (senders), ``platform`` (default console). ``sender`` is an identity, a
-contact id or name, or ``owner``.
+contact id or name, or ``owner``. Only ``owner`` or one of the owner's identities makes a line
+the owner's: a name (the owner's own name included) never does (epmem/ingest/people.py).
 """
 
 from __future__ import annotations
@@ -57,11 +58,10 @@ def parse_jsonl(path: Path, people: People) -> list[Message]:
             raise IngestError(path, f"line {n}, field {field!r}", first["msg"]) from None
         if not line.text.strip():
             continue
-        identity = line.sender if ":" in line.sender else None
         when = line.time.replace(tzinfo=UTC) if line.time and line.time.tzinfo is None else line.time
         out.append(Message(
             platform=line.platform, chat_id=line.chat, chat_kind=line.chat_kind, msg_id=str(line.id),
-            speaker=people.resolve(identity, line.sender_name, line.sender),
+            speaker=people.sender(line.sender, line.sender_name),
             speaker_name=line.sender_name or line.sender, text=line.text.strip(), time=when,
             chat_title=line.chat_title, reply_to=None if line.reply_to is None else str(line.reply_to),
             mentions=tuple(people.resolve(m if ":" in m else None, m) for m in line.mentions),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
@@ -41,10 +41,11 @@ def detect_format(path: Path) -> Format:
     raise IngestError(path, "", "cannot tell the format; pass --format telegram|slack|jsonl|scenario")
 
 
-def read_export(path: Path, policy: Policy | None, fmt: str | None = None) -> list[Session]:
+def read_export(path: Path, policy: Policy | None, fmt: str | None = None,
+                owner_identities: Sequence[str] = ()) -> list[Session]:
     """Parse and validate the whole export before anything is written anywhere (in memory:
     for benchmarks and small exports; an import streams through :func:`open_export`)."""
-    export = open_export(path, policy, fmt)
+    export = open_export(path, policy, fmt, owner_identities)
     export.validate()
     return list(export.sessions())
 
@@ -54,6 +55,9 @@ class ExportSummary:
     messages: int
     sessions: int
     turns: int
+    #: accounts named like the owner that were not taken for the owner (identity -> name): a
+    #: display name never makes anyone the owner, so the import says whom it left out.
+    lookalikes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +72,11 @@ class Export:
     path: Path
     format: Format
     policy: Policy | None
+    #: the owner's accounts on this export's platform, besides the policy's (``epmem ingest --owner``).
+    owner_identities: tuple[str, ...] = ()
 
-    def sessions(self) -> Iterator[Session]:
-        people = People(self.policy)
+    def sessions(self, people: People | None = None) -> Iterator[Session]:
+        people = people or People(self.policy, self.owner_identities)
         if self.format == "telegram":
             stream = SessionStream()
             for m in telegram.iter_telegram(self._telegram_file(), people):
@@ -92,7 +98,8 @@ class Export:
         messages = sessions = turns = 0
         owner = False
         seen: set[tuple[str, str]] = set()
-        for s in self.sessions():
+        people = People(self.policy, self.owner_identities)
+        for s in self.sessions(people):
             sessions += 1
             turns += len(s.turns)
             owner = owner or any(t.speaker == OWNER_ID for t in s.turns)
@@ -102,18 +109,25 @@ class Export:
                     if s.chat_kind == "group":  # a group message may sit in two sub-sessions
                         seen.add((s.chat_id, t.msg_id))
         if sessions and not owner:
-            raise IngestError(self.path, "", "no message is from the owner; add the owner's identity on this "
-                              "platform (e.g. telegram:123 or slack:T01/U02) to the policy's owner.identities")
-        return ExportSummary(messages, sessions, turns)
+            named = "".join(f"; {name!r} is {ident}" for ident, name in sorted(people.lookalikes.items()))
+            raise IngestError(self.path, "", "no message is from the owner (a name never makes anyone the owner); "
+                              "add the owner's identity on this platform (e.g. telegram:123 or slack:T01/U02) to the "
+                              f"policy's owner.identities, or pass --owner IDENTITY{named}")
+        return ExportSummary(messages, sessions, turns, dict(people.lookalikes))
 
     def _telegram_file(self) -> Path:
         return self.path / "result.json" if self.path.is_dir() else self.path
 
 
-def open_export(path: Path, policy: Policy | None, fmt: str | None = None) -> Export:
+def open_export(path: Path, policy: Policy | None, fmt: str | None = None,
+                owner_identities: Sequence[str] = ()) -> Export:
     chosen = cast(Format, fmt) if fmt else detect_format(path)
     if chosen not in FORMATS:
         raise IngestError(path, "", f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     if not path.exists():
         raise IngestError(path, "", "no such file or folder")
-    return Export(path, chosen, policy)
+    for ident in owner_identities:
+        if ":" not in ident.strip(":"):
+            raise IngestError(path, "", f"--owner {ident!r} is not an identity (platform:id, e.g. telegram:123 or "
+                              "slack:T01/U02)")
+    return Export(path, chosen, policy, tuple(owner_identities))

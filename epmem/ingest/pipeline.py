@@ -17,15 +17,18 @@ with ``interrupted`` set and everything written so far consistent.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from epmem.ingest.distill import Distiller
 from epmem.ingest.journal import ImportJournal
+from epmem.ingest.unread import Unread
 from epmem.memory.conversations import Conversations
 from epmem.memory.sessions import Session
 
 #: sessions embedded and written together (bounded memory: one batch at a time).
 BATCH = 64
+#: how many statements that became no fact an import report quotes (the journal keeps all).
+UNREAD_QUOTED = 5
 
 
 @dataclass(slots=True)
@@ -45,6 +48,10 @@ class ImportReport:
     #: sessions whose facts now wait for the model (background annotation).
     queued: int = 0
     interrupted: bool = False
+    #: statements this run could not turn into facts (epmem/ingest/unread.py), and the first of
+    #: them to quote (all are in the journal: ``epmem facts unread``).
+    unread: int = 0
+    unread_first: list[Unread] = field(default_factory=list)
 
 
 Progress = Callable[[str, int, int], None]
@@ -118,5 +125,8 @@ class ImportRun:
             report.resumed_facts += s.id in stored
             report.facts += len(outcome.facts)
             report.queued += queued
+            await self.journal.record_unread(s.id, outcome.unread)
+            report.unread += len(outcome.unread)
+            report.unread_first += outcome.unread[:max(0, UNREAD_QUOTED - len(report.unread_first))]
             if progress is not None:
                 progress("facts", 1, len(s.turns))

@@ -19,7 +19,7 @@ def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], d
     for s in scenario.sessions:
         for i, t in enumerate(s.turns):
             when = t.time or (s.time + timedelta(seconds=i) if s.time else None)
-            speaker = people.resolve(None, t.speaker)
+            speaker = people.sender(t.speaker)
             out.append(Message(
                 platform=s.platform, chat_id=s.id, chat_kind=s.chat.kind, msg_id=str(i), speaker=speaker,
                 speaker_name=names.get(t.speaker, t.speaker), text=t.text, time=when, chat_title=s.chat.title,

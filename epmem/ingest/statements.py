@@ -41,6 +41,9 @@ SUBJECTLESS_SKIP = frozenset(
 #: an instruction to the listener ("Rotate it after...", "Please don't paste it") is not a fact.
 IMPERATIVE = re.compile(
     rf"^(?:please\b|don{_APOS}?t\b|do not\b|never\b|let{_APOS}s\b|let us\b|"
+    # "take what you need", "grab whatever's left", "take your time": an offer to the listener
+    r"(?:take|grab|use|have|eat|get|bring|borrow|pick|choose|keep|call|ask|send|try)\s+(?:what(?:ever)?|"
+    r"whichever|as much|as many|all (?:you|the)|your time|care|a look|a seat|a break|it easy)\b|"
     r"(?!(?:about|for|with|like|unlike|to|from|of|including|between|except|besides|as|than|"
     r"after|before|since|until|without|regarding|re|thanks|thank|once|when|whenever|if|unless|because|"
     r"while|although|though|so|and|but|or|now|then|yet|maybe|hopefully|apparently|i|we|he|she|they)\b)"
@@ -50,9 +53,16 @@ IMPERATIVE = re.compile(
 #: politeness and reactions: kept out unless the sentence says much more than that.
 CHITCHAT = re.compile(
     r"\b(?:thank you|thanks|congrats|congratulations|sorry|no worries|means a lot|can'?t wait|proud of you|"
-    r"good luck|get well|sounds good|love you|miss you|see you|take care|haha|lol)\b",
+    r"good luck|get well|sounds good|love you|miss you|see you|take care|haha|lol|fingers crossed|no problem|"
+    r"enjoy|well done|go you|good for you|best of luck|all the best|sorry to hear|glad to hear|happy for you)\b",
     re.IGNORECASE,
 )
+
+
+#: a sentence that opens as a reaction to the other person's news ("Oh no, sorry to hear that Sam!").
+REACTION_LEAD = re.compile(r"^\W*(?:(?:oh|ah|aw+|wow|omg)(?:\s+no)?[\s,!.]*)?(?:so\s+|really\s+)?(?:sorry|congrats|"
+                           r"congratulations|thanks|thank you|good luck|fingers crossed|well done|no worries)\b",
+                           re.IGNORECASE)
 
 
 def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
@@ -64,7 +74,8 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
         return False
     tokens = words(body)
     content = [t for t in tokens if t not in STOPWORDS and t not in speaker_words and len(t) > 1]
-    if CHITCHAT.search(body) and len(content) < 4:
+    # a reaction's lead ("Oh no, sorry to hear that") is read too: without it, "to hear that Sam!" reads like news
+    if (CHITCHAT.search(body) or REACTION_LEAD.match(text)) and len(content) < 4:
         return False
     return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
                                                         any(len(c) >= 6 or any(ch.isdigit() for ch in c)
