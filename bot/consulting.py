@@ -228,7 +228,9 @@ def consistent(earlier: Sequence[tuple[str, Fact]], n: int) -> tuple[int, str | 
 @dataclass(frozen=True, slots=True)
 class Settled:
     message: str
+    #: the audit ids of the follow-ups delivered, and of those the platform did not take.
     followups: tuple[str, ...] = ()
+    undelivered: tuple[str, ...] = ()
 
 
 def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) -> ReviewAnswer:
@@ -260,17 +262,17 @@ async def answer(owner: OwnerServices, c: Consultation, decision: ReviewAnswer, 
     await owner.memory.update(tagged)
     await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
     sent = await follow_up_events(owner, applied.facts, key)
-    return Settled(applied.message, tuple(sent))
+    return Settled(applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok))
 
 
-async def follow_up_events(owner: OwnerServices, facts: Sequence[Fact], how: str) -> list[str]:
+async def follow_up_events(owner: OwnerServices, facts: Sequence[Fact], how: str) -> list[tuple[str, bool]]:
     """The owner has decided about these facts (a consultation, /review): every consultation
     waiting on their events is answered, and its asker followed up where the answer lets them
-    know. Returns the audit ids of the follow-ups sent."""
+    know. Returns each follow-up's audit id and whether the platform took it."""
     store = owner.consultations
     if store is None:
         return []
-    sent: list[str] = []
+    sent: list[tuple[str, bool]] = []
     for c in await store.waiting_on(sorted({f.event_id for f in facts})):
         if not await store.settle(c.id, how):
             continue  # another tap settled it meanwhile
@@ -280,7 +282,7 @@ async def follow_up_events(owner: OwnerServices, facts: Sequence[Fact], how: str
     return sent
 
 
-async def follow_up(owner: OwnerServices, c: Consultation) -> str | None:
+async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] | None:
     """Answer the question again, now; send it only if it tells something of the event."""
     readers = [owner.directory.resolve(i) for i in c.audience]
     audience = [r for r in readers if not r.is_owner]
@@ -312,4 +314,5 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> str | None:
                                                       "outcome": UNKNOWN if unknown else REFUSED},
                                  contact=c.contact)
         log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
-    return record.id
+        return record.id, False
+    return record.id, True

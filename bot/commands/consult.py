@@ -75,4 +75,7 @@ async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str |
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
     sent = f" Followed up with {c.contact}." if settled.followups else ""
+    if settled.undelivered:
+        sent += (f" {c.platform} did not take the follow-up to {c.contact} now: they will hear it when they ask "
+                 f"again.")
     return f"{settled.message}{sent}"
