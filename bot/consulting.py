@@ -289,8 +289,16 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
     if not audience:
         return None
     sender = owner.directory.resolve(c.sender)
-    result = await owner.engine.answer(c.question, [r.recipient for r in audience], sender.recipient)
+    recipients = [r.recipient for r in audience]
+    result = await owner.engine.answer(c.question, recipients, sender.recipient)
     told = [d for d in result.used if d.fact.event_id == c.event_id]
+    if not told:
+        # the event's facts were held back by the composite rule: told together with the open
+        # facts the asker already had, they would exceed what the owner allowed (a fact told to
+        # the asker alone, L0, beside a fact anyone may know). The follow-up is about the event
+        # the owner answered for, so it is answered from that event's facts alone.
+        result = await owner.engine.answer(c.question, recipients, sender.recipient, only_events={c.event_id})
+        told = [d for d in result.used if d.fact.event_id == c.event_id]
     if result.deflected or not told:
         log.info("followup_none", consultation=c.id)
         return None

@@ -126,13 +126,15 @@ class TelegramDelivery:
     async def deliver(self, outbound: Outbound, target: Target) -> None:
         """The agent's answer where the question was asked, and ``to_owner`` to the owner.
 
-        Text None (or blank) sends nothing there. The buttons ride on the reply; with no reply
-        text they go with the owner's note instead, so a held message's buttons are not lost.
+        Text None (or blank) sends nothing there. The buttons ride on the reply, unless the
+        answer carries a ``to_owner`` note: then they are the owner's (approve a held reply,
+        answer a consultation) and go on that note, never on the reply another person reads.
         """
         markup = self.buttons.markup(outbound.actions)
         has_text = outbound.text is not None and bool(outbound.text.strip())
         if outbound.text is not None and has_text:
-            await self.reported("reply", target, outbound.text, markup, outbound.audit_id)
+            await self.reported("reply", target, outbound.text, None if outbound.to_owner else markup,
+                                outbound.audit_id)
         if outbound.to_owner:
             owner = self._config.owner_user_id
             if owner is None:
@@ -140,8 +142,7 @@ class TelegramDelivery:
                 await self._report("owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat",
                                    outbound.to_owner)
                 return
-            await self.reported("owner_note", Target(owner), outbound.to_owner,
-                                None if has_text else markup, outbound.audit_id)
+            await self.reported("owner_note", Target(owner), outbound.to_owner, markup, outbound.audit_id)
 
     async def reported(self, kind: DeliveryKind, target: Target, text: str,
                        markup: InlineKeyboardMarkup | None, audit_id: str | None) -> bool:

@@ -11,7 +11,7 @@ alone, so even a model that repeated its whole context would repeat nothing it m
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -98,10 +98,14 @@ class PrivacyEngine(ReadsPolicy):
         recipient: Recipient,
         recent_turns: Sequence[str] = (),
         now: datetime | None = None,
+        only_events: Collection[str] | None = None,
     ) -> Answer:
-        """Answer ``question`` for everyone in ``audience`` (every reader must be allowed)."""
+        """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
+        ``only_events``: from these events' facts alone (a consultation's follow-up)."""
         started = time.perf_counter()
         events = await self.memory.recall(question)
+        if only_events is not None:
+            events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
         projection, choice, held = self._choose(question, events, rulebook, audience)
         consult = self._closed_would_answer(question, events, rulebook, audience)

@@ -245,6 +245,24 @@ async def test_held_reply_buttons_go_with_the_owner_note(
     assert sent["reply_markup"]["inline_keyboard"][0][0]["callback_data"] == "/approve 3"
 
 
+async def test_a_reply_with_an_owner_note_keeps_the_owners_buttons_off_the_reply(
+    tg: FakeTelegram, recorder: Recorder
+) -> None:
+    """A consultation: the asker gets their reply, the owner the note with the buttons."""
+    recorder.respond = lambda inbound: Outbound(
+        text="Here's what I can share: Friday is free.",
+        actions=(Action("Tell Alice", "/consult c1 tell"), Action("Keep private", "/consult c1 private")),
+        to_owner="Alice asked about Friday.",
+    )
+    tg.private_text(ALICE, "is Friday free?")
+    reply, note = await tg.wait_for_sent(2)
+    assert (reply["chat_id"], reply["text"]) == (42, "Here's what I can share: Friday is free.")
+    assert "reply_markup" not in reply  # the asker never gets the owner's buttons
+    assert (note["chat_id"], note["text"]) == (OWNER_ID, "Alice asked about Friday.")
+    assert [b["callback_data"] for row in note["reply_markup"]["inline_keyboard"] for b in row] == [
+        "/consult c1 tell", "/consult c1 private"]
+
+
 async def test_to_owner_without_owner_configured_is_kept_undelivered(
     fake_telegram: FakeTelegram,  # noqa: F811
     recorder: Recorder,

@@ -1,0 +1,246 @@
+"""Consultations through the agent on the console: a real runtime over the house example, a
+conversation taken in by the distiller (its facts closed until the owner decides), questions
+and owner commands as the console sends them, follow-ups caught at the outbox.
+
+Bounds (per asker, strangers, group chats), expiry by the scheduler, the digest and
+``/consults``, ``/forget`` withdrawing a consultation, a second asker joining the first one's
+consultation, and ``/review`` settling a consultation like ``/consult`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import time, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.clock import utcnow
+from bot.consultations import Consultations
+from bot.runtime import Runtime
+from bot.scheduler import Scheduler
+from connectors.base import Action, Outbound
+from epmem.memory import Fact
+from testkit.house import house_runtime
+from testkit.runtime import ask
+from testkit.sessions import session
+
+KNEE_Q = "How is Maya's marathon training going?"
+OPEN_ANSWER = "Here's what I can share: Maya is training for the Bath half marathon in June."
+PROMOTION_Q = "Did Maya get a promotion?"
+#: Maya's chats with her sister: two events, each told to nobody until Maya decides.
+Turns = list[tuple[str, str] | tuple[str, str, int]]
+KNEE: Turns = [("grace", "How is the running going? Still on for Bath?"),
+               ("owner", "I tore a ligament in my knee last week, the physio says no running until August."),
+               ("grace", "Oh no, I'm so sorry!")]
+PROMOTION: Turns = [("owner", "I got a promotion to principal engineer, it starts in June."),
+                    ("grace", "Wow congrats!")]
+
+
+@dataclass
+class Sent:
+    """The console's outbox route: every follow-up, as (chat, text)."""
+
+    messages: list[tuple[str, str]] = field(default_factory=list)
+
+    async def __call__(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
+        self.messages.append((chat_id, text))
+
+    def to(self, who: str) -> list[str]:
+        return [text for chat, text in self.messages if chat == f"chat-console:{who}"]
+
+
+@dataclass
+class House:
+    runtime: Runtime
+    sent: Sent
+
+    @property
+    def store(self) -> Consultations:
+        assert self.runtime.owner.consultations is not None
+        return self.runtime.owner.consultations
+
+    async def ask(self, who: str, text: str, *others: str) -> Outbound:
+        return await self.runtime.agent.handle(ask(who, text, *others))
+
+    async def owner(self, text: str) -> str:
+        return (await self.runtime.agent.handle(ask("owner", text))).text or ""
+
+    async def fact(self, word: str) -> Fact:
+        [fact] = [f for f in await self.runtime.memory.all() if word in f.text]
+        return fact
+
+    async def records(self, kind: str) -> list[Any]:
+        return await self.runtime.audit.records(kind=kind)
+
+
+async def open_house(data: Path, **settings: Any) -> House:
+    runtime = await house_runtime(data, **settings)
+    await runtime.distiller.ingest(session(KNEE, sid="s8", participants=["owner", "grace"]))
+    await runtime.distiller.ingest(session(PROMOTION, sid="s9", participants=["owner", "grace"]))
+    sent = Sent()
+    runtime.outbox.attach("console", sent, None)
+    return House(runtime, sent)
+
+
+@pytest.fixture
+async def house(tmp_path: Path) -> AsyncIterator[House]:
+    h = await open_house(tmp_path / "data")
+    try:
+        yield h
+    finally:
+        await h.runtime.close()
+
+
+def command(out: Outbound, key: str) -> str:
+    [cmd] = [a.command for a in out.actions if a.command.endswith(f" {key}")]
+    return cmd
+
+
+async def test_a_second_asker_joins_and_one_answer_follows_up_both(house: House) -> None:
+    knee = await house.fact("ligament")
+    assert knee.closed and knee.undecided
+    first = await house.ask("ana", KNEE_Q)
+    assert first.text == OPEN_ANSWER
+    assert first.to_owner is not None and first.to_owner.startswith(f"Ana Ruiz asked (console): \u201c{KNEE_Q}\u201d")
+    assert f"{knee.id}: \u201c{knee.text}\u201d" in first.to_owner
+    cid = command(first, "tell").split()[1]
+    assert [a.label for a in first.actions] == [
+        "Tell Ana Ruiz", "Tell contacts at trust level 2 or closer in life, like Ana Ruiz",
+        "\U0001f465 Who may know\u2026", "\U0001f512 Keep private"]
+    # Leo asks too: he joins Ana's consultation; the owner is not asked twice
+    second = await house.ask("leo", KNEE_Q)
+    assert second.text == OPEN_ANSWER and second.to_owner is None and second.actions == ()
+    rows = await house.store.waiting_on([knee.event_id])
+    assert [(c.contact, c.lead) for c in rows] == [("ana", None), ("leo", cid)]
+    assert [c.id for c in await house.store.pending()] == [cid]
+    assert [r.body["joined"] for r in await house.records("consultation")] == [None, cid]
+    # one answer ("people like Ana": level 2, life) follows up both, each in their own chat
+    said = await house.owner(f"/consult {cid} like")
+    assert said.endswith("Followed up with ana."), said
+    [to_ana], [to_leo] = house.sent.to("ana"), house.sent.to("leo")
+    assert knee.text in to_ana and knee.text in to_leo
+    followups = await house.records("followup")
+    assert sorted(r.contact for r in followups) == ["ana", "leo"]
+    assert {r.body["consultation"] for r in followups} == {cid, rows[1].id}
+    assert sorted(d.recipient for d in await house.runtime.audit.who_knows(knee.id)) == ["ana", "leo"]
+    assert await house.store.pending() == []
+    assert [c.state for c in await house.store.waiting_on([knee.event_id])] == []
+    # a double tap settles nothing twice
+    assert "already answered" in await house.owner(f"/consult {cid} like")
+    assert len(house.sent.messages) == 2
+
+
+async def test_tell_follows_up_only_the_asker_with_the_fact_alone(house: House) -> None:
+    knee = await house.fact("ligament")
+    out = await house.ask("leo", KNEE_Q)
+    assert out.text == OPEN_ANSWER
+    said = await house.owner(command(out, "tell"))
+    assert said.endswith("Followed up with leo."), said
+    # told with the marathon fact (anyone may know it) the L0 fact would break the composite
+    # rule; the follow-up tells what the owner answered about, and nothing else
+    assert house.sent.to("leo") == [f"Here's what I can share: {knee.text}"]
+    settled = await house.runtime.memory.get(knee.id)
+    assert settled is not None and (settled.effective_level(), settled.whitelist) == (0, ["leo"])
+    # others are not told, and not asked about again: the owner decided
+    again = await house.ask("ana", KNEE_Q)
+    assert again.text == OPEN_ANSWER and again.to_owner is None
+
+
+async def test_bounds_strangers_and_group_chats_are_not_consulted(house: House) -> None:
+    stranger = await house.ask("mallory", KNEE_Q)
+    assert stranger.to_owner is None and stranger.actions == ()
+    group = await house.ask("leo", KNEE_Q, "ana")
+    assert group.to_owner is None and group.actions == ()
+    assert await house.records("consultation") == []
+    # the same question in Leo's own chat is put to the owner
+    direct = await house.ask("leo", KNEE_Q)
+    assert direct.to_owner is not None and direct.actions
+    # Leo asking about the same event again is not a second consultation
+    assert (await house.ask("leo", "Is Maya still running the Bath half marathon?")).to_owner is None
+    assert len(await house.store.pending()) == 1
+
+
+async def test_at_most_max_open_per_asker_and_strangers_when_the_owner_turns_it_on(tmp_path: Path) -> None:
+    h = await open_house(tmp_path / "data", consult_max_open=1, consult_strangers=True)
+    try:
+        promotion = await h.fact("promotion")
+        # a stranger, with strangers turned on: asked, but no "Tell" (nobody knows who they are)
+        stranger = await h.ask("mallory", PROMOTION_Q)
+        assert stranger.to_owner is not None
+        assert stranger.to_owner.startswith(f"someone unknown (console:mallory) asked (console): \u201c{PROMOTION_Q}")
+        assert [a.command.split()[2] for a in stranger.actions] == ["like", "who", "private"]
+        knee = await h.ask("leo", KNEE_Q)
+        assert knee.to_owner is not None
+        # Leo already waits on one: his promotion question opens nothing (not even joining)
+        assert (await h.ask("leo", PROMOTION_Q)).to_owner is None
+        assert "leo" not in [c.contact for c in await h.store.waiting_on([promotion.event_id])]
+        assert sorted(c.contact for c in await h.store.pending()) == ["leo", "stranger(console:mallory)"]
+        # another asker is not bounded by Leo's count: Ana joins his consultation
+        assert (await h.ask("ana", KNEE_Q)).to_owner is None
+        assert ("ana", True) in [(c.contact, c.lead is not None) for c in await h.store.waiting_on(
+            [(await h.fact("ligament")).event_id])]
+    finally:
+        await h.runtime.close()
+
+
+async def test_consults_the_digest_and_expiry_by_the_scheduler(house: House) -> None:
+    out = await house.ask("leo", KNEE_Q)
+    cid = command(out, "tell").split()[1]
+    listed = await house.owner("/consults")
+    assert listed.startswith(f"{cid}: leo asked \u201c{KNEE_Q}\u201d") and f"/consult {cid} tell" in listed
+    notes: list[str] = []
+
+    async def tell(text: str, actions: tuple[Action, ...] = ()) -> None:
+        notes.append(text)
+
+    now = utcnow()
+    sched = Scheduler(house.runtime.owner, house.runtime.commands, tell, clock=lambda: now,
+                      digest_at=time(8, 0, tzinfo=timezone.utc))
+    await sched.ensure_digest()
+    [digest] = await house.runtime.tasks.pending("digest")
+    assert digest.due_at - now <= timedelta(hours=24)
+    assert await sched.run_due(digest.due_at) == [f"task:{digest.id}"]
+    [text] = notes
+    assert "1 question wait for your word about facts you have not opened (/consults):" in text
+    assert f"leo asked \u201c{KNEE_Q}\u201d: /consult {cid} tell | like | who | private" in text
+    # a day later, unanswered: expired, audited, no longer listed, and no follow-up after it
+    later = now + timedelta(hours=24, minutes=1)
+    assert f"consultation:{cid}" in await sched.run_due(later)
+    [expired] = await house.records("consultation_expired")
+    assert (expired.contact, expired.body["consultation"], expired.body["question"]) == ("leo", cid, KNEE_Q)
+    assert await sched.run_due(later) == []  # once
+    assert await house.owner("/consults") == "No consultations wait for you."
+    assert f"consultation {cid} is already expired" in await house.owner(f"/consult {cid} tell")
+    assert house.sent.messages == []
+
+
+async def test_forget_withdraws_the_consultation(house: House) -> None:
+    knee = await house.fact("ligament")
+    out = await house.ask("leo", KNEE_Q)
+    cid = command(out, "tell").split()[1]
+    await house.owner(f"/forget {knee.id}")
+    c = await house.store.get(cid)
+    assert c is not None and (c.state, c.question) == ("withdrawn", "")
+    assert await house.owner("/consults") == "No consultations wait for you."
+    assert "already withdrawn" in await house.owner(f"/consult {cid} tell")
+    assert house.sent.messages == []
+    assert (await house.ask("leo", KNEE_Q)).text == OPEN_ANSWER
+
+
+async def test_review_answering_the_fact_settles_the_consultation_and_follows_up(house: House) -> None:
+    knee = await house.fact("ligament")
+    out = await house.ask("leo", KNEE_Q)
+    cid = command(out, "tell").split()[1]
+    await house.owner(f"/review {knee.id} ok")
+    settled = await house.runtime.memory.get(knee.id)
+    assert settled is not None and not settled.undecided
+    c = await house.store.get(cid)
+    assert c is not None and (c.state, c.answer) == ("answered", "review")
+    [to_leo] = house.sent.to("leo")
+    assert knee.text in to_leo
+    [record] = await house.records("followup")
+    assert record.body["consultation"] == cid and knee.id in record.body["disclosed"]
+    assert await house.owner("/consults") == "No consultations wait for you."
