@@ -159,16 +159,7 @@ class DelegateAgent:
             return Outbound(note, audit_id=rec.id)
 
         audience = self.audience(inbound)
-        recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
-        answer = await self.engine.answer(
-            text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
-        )
-        learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
-        if learned is not None:  # the owner's opt-in opened what answers: answer again
-            answer = await self.engine.answer(
-                text, [r.recipient for r in audience], sender.recipient, recent_turns=tuple(recent)
-            )
-        recent.append(f"{sender.recipient.name}: {text}")
+        answer, learned = await self._answer(inbound, sender, audience, text)
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
         if not unsent and (mode == "hold" or await self._needs_approval(answer)):
@@ -188,6 +179,19 @@ class DelegateAgent:
         ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, record.id)
         notes = [n for n in (learned, ask, self._probe_note(inbound, sender, text, answer)) if n]
         return Outbound(reply, audit_id=record.id, to_owner="\n\n".join(notes) or None, actions=actions)
+
+    async def _answer(self, inbound: Inbound, sender: Resolved, audience: list[Resolved],
+                      text: str) -> tuple[Answer, str | None]:
+        """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
+        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
+        recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
+        readers = [r.recipient for r in audience]
+        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+        learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
+        if learned is not None:
+            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+        recent.append(f"{sender.recipient.name}: {text}")
+        return answer, learned
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
         """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything
