@@ -118,8 +118,10 @@ class Finalizer(ReadsPolicy):
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
         ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
-        retold = await self._retold_covers(session, drafts, near)
+        # every draft's neighbours first (limit 8): the truths' shorter question (limit 5) is then
+        # the start of that answer (NearestOnce in an embedding scope), not another store search
         events = await self._events(session, drafts, known_events or set(), near)
+        retold = await self._retold_covers(session, drafts, near)
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
             if fallback is None and d.category not in self.policy.categories:
