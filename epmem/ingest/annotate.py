@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
+from epmem.embedding.once import embed
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
@@ -134,7 +135,7 @@ class CategoryClassifier(ReadsPolicy):
         suggestion that is not clear."""
         if not texts:
             return []
-        vectors = self.embedder.embed(texts) if self.embedder is not None else None
+        vectors = embed(self.embedder, texts) if self.embedder is not None else None
         sims = vectors @ self._vectors.T if vectors is not None and self._vectors is not None else None
         near = self.examples.nearest(vectors, 3) if self.examples is not None and vectors is not None else None
         out: list[Annotation] = []

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 
 import structlog
 
+from epmem.embedding.once import embedding_once
 from epmem.ingest import twins
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
@@ -120,7 +121,12 @@ class Distiller(ReadsPolicy):
     async def extract(self, session: Session) -> Outcome:
         """Only the first stage: store the session's facts now (annotated by the rules, or pending
         for the model) and leave the model's annotation to whoever calls :meth:`annotate_with_retries`
-        later (an import hands it to a background worker instead of waiting for it)."""
+        later (an import hands it to a background worker instead of waiting for it). Each text is
+        embedded once (epmem/embedding/once.py: the import's cache, else the session's own)."""
+        with embedding_once():
+            return await self._extract(session)
+
+    async def _extract(self, session: Session) -> Outcome:
         drafts, unread = self.rules.read(session)
         # with a model, every fact waits for it; the rules alone decide fact by fact (failclosed.py)
         forced = None if self.model is None else "pending"
@@ -171,11 +177,12 @@ class Distiller(ReadsPolicy):
         proposal = await self.model.propose(session)
         outcome.attempts += 1
         outcome.add_usage(proposal.usage)
-        near = NearestOnce(self.memory)
-        facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
-                                                     known_events=proposal.known_events, near=near)
-        async with self._lock:
-            stored = await self._replace(session.id, facts, near)
+        with embedding_once():
+            near = NearestOnce(self.memory)
+            facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
+                                                         known_events=proposal.known_events, near=near)
+            async with self._lock:
+                stored = await self._replace(session.id, facts, near)
         outcome.state, outcome.backend = "annotated", self.backend
         outcome.facts = [f.id for f in stored]
         outcome.notes += notes

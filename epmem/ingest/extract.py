@@ -127,11 +127,13 @@ class Finalizer(ReadsPolicy):
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
         ids = [f"{session.id}-{prefix}{i + 1}" for i in range(len(drafts))]
-        retold = await self._retold_covers(session, drafts, near)
         # how many facts each message gave: an opening in a message of several statements is
         # ambiguous ("Only Jess and Claire know about the MS. At school it's the knee.")
         per_turn = Counter(d.source_turns[0] for d in drafts if d.source_turns)
+        # every draft's neighbours first (limit 8): the truths' shorter question (limit 5) is then
+        # the start of that answer (NearestOnce in an embedding scope), not another store search
         events = await self._events(session, drafts, known_events or set(), near)
+        retold = await self._retold_covers(session, drafts, near)
         facts: list[Fact] = []
         for i, d in enumerate(drafts):
             if fallback is None and d.category not in self.policy.categories:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from epmem.embedding.once import embedding_once
 from epmem.ingest.distill import Distiller
 from epmem.ingest.journal import ImportJournal
 from epmem.ingest.unread import Unread
@@ -68,7 +69,14 @@ class ImportRun:
 
     async def run(self, sessions: Iterable[Session], stop: Callable[[], bool] = lambda: False,
                   progress: Progress | None = None) -> ImportReport:
-        """``progress(stage, sessions_done, turns_done)``, stage ``turns`` or ``facts``."""
+        """``progress(stage, sessions_done, turns_done)``, stage ``turns`` or ``facts``.
+
+        Each text (turn, statement) is embedded once in the whole run (epmem/embedding/once.py)."""
+        with embedding_once():
+            return await self._run(sessions, stop, progress)
+
+    async def _run(self, sessions: Iterable[Session], stop: Callable[[], bool],
+                   progress: Progress | None) -> ImportReport:
         report = ImportReport()
         batch: list[Session] = []
         for session in sessions:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from epmem.embedding.base import Embedder
+from epmem.embedding.once import embed
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.memory.sessions import Session, Turn, extractive_summary, parse_source_ref
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, SparseVec, VectorStore
@@ -132,7 +133,7 @@ class Conversations:
         done_turns = 0
         for i in range(0, len(sessions), BATCH_SESSIONS):
             batch = sessions[i:i + BATCH_SESSIONS]
-            vectors = await asyncio.to_thread(self.embedder.embed, self.texts(batch))
+            vectors = await asyncio.to_thread(embed, self.embedder, self.texts(batch))  # context: the import's cache
             turn_points, session_points = self.points(batch, vectors)
             await self.store.upsert(TURNS, turn_points)
             await self.store.upsert(SESSIONS, session_points)

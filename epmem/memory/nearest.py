@@ -6,13 +6,14 @@ for retold covers and event links, the distiller for twin news and word-for-word
 question (the session's truths, the same limit), and each answer cost an embedding pass and one
 exact search per text, the larger part of an import's time.
 
-:class:`NearestOnce` answers a question it was asked before from that earlier answer, and only
-while nothing was written through the memory since (``FactMemory.generation``), so the answer is
-the one the store would give again: the same texts embedded in the same batch give the same
-vectors, and the same search over the same points gives the same hits. A different question
-(other texts, another order, another limit) always goes to the store: the embedder's vectors
-differ in the last bits with the batch a text is embedded in, and a shorter search may keep
-other members of a tie, so nothing is derived from a neighbouring answer. Make one per session
+:class:`NearestOnce` answers from earlier answers, and only while nothing was written through
+the memory since (``FactMemory.generation``), so the answer is the one the store would give
+again. Inside an embedding scope (epmem/embedding/once.py, every import) a text has one vector
+wherever it is asked, and the memory orders ties by fact id, so each text's answer stands on its
+own and a shorter one is the start of a longer one: a text asked before with at least the limit
+asked now is answered from then, whatever else the question holds. Outside a scope only the
+very same question (the same texts in the same order, the same limit) is answered again: a
+text's vector differs in the last bits with the batch it is embedded in. Make one per session
 and drop it after: it holds that session's answers only.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from epmem.embedding.once import active
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory
 
@@ -35,23 +37,49 @@ class NearestOnce:
     def __init__(self, memory: FactMemory) -> None:
         self.memory = memory
         self._rows: dict[tuple[tuple[str, ...], int], Rows] = {}
+        #: inside an embedding scope: each text's answer, and the limit it was asked with.
+        self._by_text: dict[str, tuple[int, list[tuple[Fact, float]]]] = {}
         self._generation: int | None = None
-        #: questions answered from an earlier answer (tests and benchmarks read it).
+        #: questions answered from earlier answers (tests and benchmarks read it).
         self.reused = 0
 
-    async def similar(self, texts: Sequence[str], limit: int = 5) -> Rows:
-        key = (tuple(texts), limit)
-        before = self.memory.generation
-        if before is None or before != self._generation:
+    def _current(self) -> int | None:
+        """The memory's generation; what was kept from another one is dropped."""
+        now = self.memory.generation
+        if now is None or now != self._generation:
             self._rows.clear()
-        elif key in self._rows:
+            self._by_text.clear()
+            self._generation = now
+        return now
+
+    async def similar(self, texts: Sequence[str], limit: int = 5) -> Rows:
+        if active() is not None:
+            return await self._per_text(texts, limit)
+        key = (tuple(texts), limit)
+        before = self._current()
+        if before is not None and key in self._rows:
             self.reused += 1
             return [list(row) for row in self._rows[key]]
         rows = await self.memory.similar(texts, limit)
-        after = self.memory.generation
-        if before is not None and before == after:
-            if self._generation != before:
-                self._rows.clear()
-                self._generation = before
+        if before is not None and self._current() == before:
             self._rows[key] = [list(row) for row in rows]
         return rows
+
+    def _known(self, text: str, limit: int) -> bool:
+        asked, row = self._by_text.get(text, (0, []))
+        return text in self._by_text and (asked >= limit or len(row) < asked)
+
+    async def _per_text(self, texts: Sequence[str], limit: int) -> Rows:
+        """Each text has one vector in the scope, and the memory orders ties by id, so a text's
+        answer is the start of its answer to a longer question: a text asked before with at
+        least this limit is answered from then, the others are asked of the store together."""
+        before = self._current()
+        missing = list(dict.fromkeys(t for t in texts if before is None or not self._known(t, limit)))
+        if not missing:
+            self.reused += 1
+        fresh: dict[str, list[tuple[Fact, float]]] = {}
+        if missing:
+            fresh = dict(zip(missing, await self.memory.similar(missing, limit)))
+            if before is not None and self._current() == before:
+                self._by_text.update((t, (limit, row)) for t, row in fresh.items())
+        return [list(fresh[t]) if t in fresh else self._by_text[t][1][:limit] for t in texts]

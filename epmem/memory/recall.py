@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from epmem.embedding.base import Embedder
+from epmem.embedding.once import embed
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.memory.facts import Fact
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
@@ -134,7 +135,7 @@ class FactMemory:
 
     def _points(self, facts: Sequence[Fact]) -> list[PointIn]:
         texts = [self.normalize(f.text) for f in facts]
-        vectors = self.embedder.embed(texts)
+        vectors = embed(self.embedder, texts)
         return [
             PointIn(
                 key=f.id,
@@ -202,12 +203,27 @@ class FactMemory:
 
     async def similar(self, texts: Sequence[str], limit: int = 5) -> list[list[tuple[Fact, float]]]:
         """Nearest stored facts for each text (dense similarity only): event linking at ingest,
-        and the post-check's denied neighbours of a question at reply time."""
+        and the post-check's denied neighbours of a question at reply time.
+
+        Equal scores (the same words stored from several sessions) are ordered by fact id, and
+        which of them make the cut too: the store is asked for one more than ``limit``, and
+        again for more while the last hit still ties the ``limit``-th. So the answer is the
+        first ``limit`` facts by (score, id), whatever order the store lists equals in (it
+        differs between processes), and a shorter answer is the start of a longer one."""
         if not texts or await self.count() == 0:
             return [[] for _ in texts]
-        vectors = self.embedder.embed([self.normalize(t) for t in texts])
-        rows = await self.store.query_dense_many(FACTS, list(vectors), limit)
-        return [[(_fact(h), float(h.score)) for h in hits] for hits in rows]
+        vectors = embed(self.embedder, [self.normalize(t) for t in texts])
+        wanted = limit + 1
+        rows = await self.store.query_dense_many(FACTS, list(vectors), wanted)
+        out: list[list[tuple[Fact, float]]] = []
+        for vector, hits in zip(vectors, rows):
+            asked = wanted
+            while limit > 0 and len(hits) == asked and hits[-1].score >= hits[limit - 1].score:
+                asked *= 4
+                hits = (await self.store.query_dense_many(FACTS, [vector], asked))[0]
+            ranked = sorted(hits, key=lambda h: (-h.score, h.key))[:limit]
+            out.append([(_fact(h), float(h.score)) for h in ranked])
+        return out
 
     async def forget(self, fact_ids: Sequence[str]) -> None:
         with self._write():
