@@ -119,13 +119,15 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
     """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
     from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, run_page
 
+    if not 0 <= port <= 65535:
+        fail(f"--port {port}: a port is a number from 0 to 65535 (0 picks a free one)", 2)
     s = settings(quiet=True)
-    if not s.audit_db.exists():
-        fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     try:
         token, generated = choose_token(host, os.environ.get(TOKEN_ENV))
     except PageRefused as exc:
         fail(str(exc), 2)
+    if not s.audit_db.exists():
+        fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     run(_prepare(s))
     policy_path = s.policy_path()
     cached: dict[float, Policy] = {}

@@ -49,17 +49,28 @@ def chat(
     raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
 
 
+NOTHING_TO_SERVE = ("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET "
+                    "or SLACK_APP_TOKEN (docker/.env under Docker); `epmem doctor` checks the settings "
+                    "(for a console chat: epmem chat, or epmem run --console)")
+
+
 def run_service(
     as_: str = typer.Option(None, "--as", help="console fallback only: speak as this contact (default: the owner)"),
+    console: bool = typer.Option(False, "--console",
+                                 help="serve the console even when input is not a terminal (piped lines)"),
 ) -> None:
-    """Serve every platform whose credentials are set (Telegram, Slack; else the console),
-    with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
+    """Serve every platform whose credentials are set (Telegram, Slack; else the console, on a
+    terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
     from bot.platforms import PlatformSettings
     from bot.serve import serve
 
     s = from_environment(Settings)
     platforms = from_environment(PlatformSettings)
     connected = platforms.telegram or platforms.slack
+    if not connected and not console and not sys.stdin.isatty():
+        # a service with no credentials and no terminal (Docker with env.example's empty
+        # tokens) would read an empty stdin and exit 0: a silent restart loop. Say why instead.
+        fail(NOTHING_TO_SERVE)
     # with platforms, stdout is the log stream; on the console fallback it is the chat, and
     # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
     level = s.log_level if connected or "log_level" in s.model_fields_set else "WARNING"

@@ -71,9 +71,10 @@ async def _announce(server: uvicorn.Server, line: str, out: TextIO) -> None:
     out.flush()
 
 
-async def serve_page(config: PageConfig, host: str, port: int, out: TextIO) -> None:
-    """Serve until told to stop (``server.should_exit``, set by SIGINT/SIGTERM)."""
-    sock = _bind(host, port)
+async def serve_page(config: PageConfig, host: str, port: int | socket.socket, out: TextIO) -> None:
+    """Serve until told to stop (``server.should_exit``, set by SIGINT/SIGTERM); ``port`` may
+    be a socket already bound."""
+    sock = port if isinstance(port, socket.socket) else _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
@@ -88,13 +89,15 @@ async def serve_page(config: PageConfig, host: str, port: int, out: TextIO) -> N
 
 
 def run_page(config: PageConfig, host: str, port: int, out: TextIO, token_generated: bool) -> None:
-    """Blocking: serve until SIGINT or SIGTERM. A generated token is printed once, first."""
+    """Blocking: serve until SIGINT or SIGTERM. A generated token is printed once, first, but
+    only after the address is bound: a page that cannot start has no token to show."""
+    sock = _bind(host, port)
     if token_generated:
         out.write(f"audit token: {config.token}\n")
         out.flush()
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        asyncio.run(serve_page(config, host, port, out))
+        asyncio.run(serve_page(config, host, sock, out))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
