@@ -71,6 +71,9 @@ def audit_verify() -> None:
 
     s = settings()
     status = run(_with_audit(s, check))
+    if status.first_bad is not None and (status.reason or "").startswith("disclosure ledger"):
+        fail(f"{status.reason} (record {status.first_bad.id}, seq {status.first_bad.seq}): the ledger does not "
+             f"match the chain; who-knows cannot be trusted (the {status.verified} records verify)")
     if status.first_bad is not None:
         fail(f"audit chain broken at record {status.first_bad.id} (seq {status.first_bad.seq}): {status.reason}; "
              f"{status.verified} records before it verify")

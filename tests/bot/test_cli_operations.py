@@ -5,6 +5,7 @@ prints no traceback and no token (issue 21)."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -119,3 +120,19 @@ def test_run_with_a_bad_platform_port(tmp_path: Path, name: str) -> None:
     result = epmem("run", data=tmp_path / "d", env={name: "99999", "TELEGRAM_BOT_TOKEN": "123:secret-token"})
     line = one_line(result, name)
     assert "65535" in line and "secret-token" not in result.stderr + result.stdout
+
+
+def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert epmem("facts", "import", str(FACTS), data=data).returncode == 0
+    asked = epmem("chat", "--as", "jamie", data=data, stdin="Is Sam looking for a new job?\n")
+    assert "Northwind" in asked.stdout, asked.stderr
+    ok = epmem("audit", "verify", data=data)
+    assert ok.returncode == 0 and ok.stdout.startswith("ok: "), ok.stderr
+    db = sqlite3.connect(data / "audit.sqlite")
+    [(fact,)] = db.execute("SELECT DISTINCT fact_id FROM disclosures WHERE recipient = 'jamie' LIMIT 1")
+    assert db.execute("DELETE FROM disclosures WHERE recipient = 'jamie'").rowcount >= 1
+    db.commit()
+    db.close()
+    line = one_line(epmem("audit", "verify", data=data), "disclosure ledger")
+    assert f"recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
