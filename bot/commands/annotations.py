@@ -14,7 +14,8 @@ from typing import Any
 from epmem.memory import Fact
 
 from bot.commands.contacts import get_fact
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.opening import CONFIRM, needs_confirmation
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -73,16 +74,22 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
     return "\n".join(lines) or "No facts."
 
 
-@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)")
-async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)",
+                  details="moving a fact out of a never-share category asks you to confirm, naming who it opens to")
+async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
-    if len(words) != 2:
+    confirmed = len(words) == 3 and words[2] == CONFIRM
+    if len(words) != 2 and not confirmed:
         raise CommandError("usage: /category FACT CATEGORY")
     fact = await get_fact(owner, words[0])
     policy = owner.policy
     cat = policy.categories.get(words[1])
     if cat is None:
         raise CommandError(f"no category {words[1]!r}; categories: {', '.join(policy.categories)}")
+    if not confirmed:
+        held = needs_confirmation(owner, [fact], words[1], f"/category {fact.id} {words[1]}")
+        if held is not None:
+            return held
     updated = fact.model_copy(update={"category": words[1], "level": cat.level, "domain": cat.domain,
                                       "state": "owner-set"})
     await _save(owner, updated, {"action": "category", "from": fact.category, "to": words[1]})
