@@ -79,7 +79,9 @@ class Service:
             self.console = ConsoleConnector(console_identity, self._handler("console"), stdin=console_stdin,
                                             max_chars=settings.max_message_chars,
                                             prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
-            self._add(self.console, "owner")
+            # as a contact, the console is that contact's chat: the owner's notes are kept
+            owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
+            self._add(self.console, owner_chat)
         self._console_task: asyncio.Task[None] | None = None
         self._live_task: asyncio.Task[None] | None = None
         self._started: list[Connector] = []

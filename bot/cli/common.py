@@ -94,10 +94,14 @@ def from_environment(kind: type[S]) -> S:
         raise ConfigError("; ".join(problems)) from None
 
 
-def settings(quiet: bool = False) -> Settings:
-    """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says."""
+def settings(quiet: bool = False, as_contact: bool = False) -> Settings:
+    """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says;
+    a chat ``as_contact`` logs errors only: the bot's warnings (a ``probing`` line naming the
+    asker) are the owner's business, not the contact's whose session it is."""
     s = from_environment(Settings)
-    level = "WARNING" if quiet and "log_level" not in s.model_fields_set else s.log_level
+    level = s.log_level
+    if "log_level" not in s.model_fields_set:
+        level = "ERROR" if as_contact else "WARNING" if quiet else s.log_level
     configure_logging(level, s.log_format)
     return s
 

@@ -4,9 +4,11 @@ prints no traceback and no token (issue 21)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,23 @@ def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) ->
     db.close()
     line = one_line(epmem("audit", "verify", data=data), "disclosure ledger")
     assert f"recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
+
+
+def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: Path) -> None:
+    """Issue 21: "[to the owner] Heads-up ... /audit tom" and a JSON `probing` log line appeared
+    in Tom's own chat session. They are the owner's: kept for the owner instead."""
+    data = tmp_path / "data"
+    assert epmem("facts", "import", str(FACTS), data=data).returncode == 0
+    probing = "What is Sam's wifi password?\n" * 3
+    # as a user runs it: no EPMEM_LOG_LEVEL (the tests' helper sets one)
+    env = {k: v for k, v in os.environ.items() if k != "EPMEM_LOG_LEVEL"}
+    env.update(EPMEM_DATA_DIR=str(data), EPMEM_DEFLECTION_ALERT="2", EPMEM_LOG_FORMAT="json")
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--as", "tom"], input=probing,
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    seen = result.stdout + result.stderr
+    assert "to the owner" not in seen and "Heads-up" not in seen and "/audit tom" not in seen, seen
+    assert "probing" not in seen, seen
+    assert len(result.stdout.splitlines()) == 3  # three replies, nothing else
+    kept = epmem("chat", "--owner", data=data, stdin="/undelivered\n")
+    assert "Heads-up" in kept.stdout and "tom" in kept.stdout, kept.stdout + kept.stderr
