@@ -68,9 +68,15 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
             lines.append(f"{owner.annotator.progress.line()}; in the journal: {counts.get('queued', 0)} queued, "
                          f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed"
                          + (" (/reannotate to try again)" if counts.get("failed") else ""))
-    waiting = sum(1 for f in facts if f.state == "pending")
+    # the same count as /review, the import summary and the digest (the review queue's): the
+    # facts in events worth asking about. Other pending facts stay at level 0, unasked.
+    waiting = await owner.review.waiting() if owner.review is not None else 0
+    pending = sum(1 for f in facts if f.state == "pending")
     if waiting:
-        lines.append(f"{waiting} facts wait: /review asks about them, most consequential first.")
+        lines.append(f"{waiting} facts wait for your review: /review asks about them, most consequential first.")
+    if pending > waiting:
+        lines.append(f"{pending - waiting} other pending facts have nothing worth asking about: they stay private "
+                     f"(level 0) unless you settle one by name (/review FACT).")
     return "\n".join(lines) or "No facts."
 
 

@@ -182,3 +182,16 @@ async def test_moving_between_ordinary_categories_needs_no_confirmation(runtime:
     assert "never shared" not in text
     fact = await runtime.memory.get("p1")
     assert fact is not None and fact.category == "home"
+
+
+async def test_review_counts_agree_everywhere_at_the_same_moment(runtime: Runtime) -> None:
+    """Issue 21: the import summary and /review said 13 facts wait while /annotations said 10.
+    A pending fact with nothing worth asking about is not one that waits for review."""
+    await runtime.memory.add([Fact(id="p9", text="Maya said okay.", event_id="e-p9", session_id="s-p9",
+                                   state="pending")])
+    waiting = await runtime.review.waiting()
+    review, _ = await owner_says(runtime, "/review")
+    assert f"({waiting} waiting;" in review
+    annotations, _ = await owner_says(runtime, "/annotations")
+    assert f"\n{waiting} facts wait for your review" in annotations, annotations
+    assert "1 other pending facts have nothing worth asking about" in annotations
