@@ -118,12 +118,16 @@ async def _prepare(s: Settings) -> None:
 
 @app.command("serve")
 def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
-                port: int = typer.Option(0, "--port", help="0 picks a free port")) -> None:
+                port: int = typer.Option(0, "--port", help="0 picks a free port"),
+                session_hours: float = typer.Option(8.0, "--session-hours",
+                                                    help="a sign-in lasts this long")) -> None:
     """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
-    from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, run_page
+    from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, is_loopback, run_page
 
     if not 0 <= port <= 65535:
         fail(f"--port {port}: a port is a number from 0 to 65535 (0 picks a free one)", 2)
+    if not session_hours > 0:
+        fail(f"--session-hours {session_hours}: must be more than 0", 2)
     s = settings(quiet=True)
     try:
         token, generated = choose_token(host, os.environ.get(TOKEN_ENV))
@@ -144,6 +148,9 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
         return cached[mtime]
 
     try:
-        run_page(PageConfig(s.audit_db, s.state_db, policy, token), host, port, sys.stdout, generated)
+        # beyond loopback the cookie is Secure: the page is meant to sit behind HTTPS there
+        config = PageConfig(s.audit_db, s.state_db, policy, token, secure_cookie=not is_loopback(host),
+                            session_ttl_s=session_hours * 3600)
+        run_page(config, host, port, sys.stdout, generated)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")

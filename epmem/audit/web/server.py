@@ -21,6 +21,8 @@ from epmem.audit.web.app import PageConfig, create_app
 from epmem.errors import EpmemError
 
 TOKEN_ENV = "EPMEM_AUDIT_TOKEN"
+#: beyond loopback anyone on the network can guess: a token shorter than this is refused there.
+MIN_TOKEN_CHARS = 32
 
 
 class PageRefused(EpmemError, ValueError):
@@ -40,6 +42,10 @@ def choose_token(host: str, env_token: str | None) -> tuple[str, bool]:
     """(token, generated). Off loopback the owner must have chosen one: anyone on the network
     could otherwise race them to a token printed into a terminal or a log."""
     if env_token:
+        if not is_loopback(host) and len(env_token) < MIN_TOKEN_CHARS:
+            raise PageRefused(f"{TOKEN_ENV} has {len(env_token)} characters; listening on {host}, beyond loopback, "
+                              f"it must have at least {MIN_TOKEN_CHARS} (make one with: python -c 'import secrets; "
+                              f"print(secrets.token_urlsafe(32))')")
         return env_token, False
     if not is_loopback(host):
         raise PageRefused(f"refusing to listen on {host}, which is not loopback, without {TOKEN_ENV} set")
