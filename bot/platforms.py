@@ -77,7 +77,8 @@ class PlatformSettings(BaseSettings):
     def slack(self) -> bool:
         """A bot token plus a way to receive events (signing secret for HTTP, or app token)."""
         if self.slack_bot_token is None or not self.slack_bot_token.get_secret_value():
-            if self.slack_app_token is not None or self.slack_signing_secret is not None:
+            # empty counts as unset: env.example ships `SLACK_SIGNING_SECRET=` blank
+            if _set(self.slack_app_token) or _set(self.slack_signing_secret):
                 raise PlatformError("SLACK_APP_TOKEN / SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not")
             return False
         if not _set(self.slack_signing_secret) and not _set(self.slack_app_token):
