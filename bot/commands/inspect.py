@@ -5,6 +5,8 @@ Nothing here changes anything; a preview is audited (as a preview) like every ot
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices
 
@@ -56,7 +58,7 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: {said('question')}"]
     # allowed one by one, but not together with what was told (the composite rule): the owner
     # must see these here, not only in `epmem audit show`
-    held: dict[str, list[dict[str, object]]] = {}
+    held: dict[str, list[dict[str, Any]]] = {}
     for h in record.body.get("held_back") or []:
         held.setdefault(str(h.get("fact")), []).append(h)
     for c in record.body.get("candidates", []):
@@ -73,7 +75,7 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return "\n".join(lines)
 
 
-def _held_lines(rows: list[dict[str, object]]) -> list[str]:
+def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for h in rows:
         together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"

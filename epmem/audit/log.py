@@ -186,6 +186,8 @@ class AuditLog:
         stated = ledger_body(disclosed, recipients)
         if stated is not None:
             record.body[LEDGER_KEY] = stated
+        else:  # a body copied from another record must not claim that record's rows
+            record.body.pop(LEDGER_KEY, None)
         record.skeleton, texts = seal(record.body)
         async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
             row = await cur.fetchone()

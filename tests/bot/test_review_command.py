@@ -165,7 +165,7 @@ async def test_leaving_a_never_share_category_takes_a_confirmation_naming_what_i
     assert actions == ["/review d8 c:hobbies confirm #0"]
     fact = await runtime.memory.get("d8")
     assert fact is not None and fact.category == "credentials" and fact.level == 0
-    assert "lemon-tree" not in (await runtime.agent.handle(ask("leo", "What is the wifi password?"))).text
+    assert "lemon-tree" not in ((await runtime.agent.handle(ask("leo", "What is the wifi password?"))).text or "")
     text, _ = await owner_says(runtime, "/category d8 hobbies")
     assert "would open it to anyone who asks" in text
     assert (await runtime.memory.get("d8")).category == "credentials"  # type: ignore[union-attr]
