@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from epmem.errors import EpmemError
@@ -88,6 +88,19 @@ class Settings(BaseSettings):
     consult_learn_after: int = Field(default=0, ge=0)
     #: when the owner's daily digest goes out (HH:MM, UTC), or "off".
     digest_time: str = Field(default="08:00", pattern=r"^(off|([01]\d|2[0-3]):[0-5]\d)$")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _a_folder(cls, value: Path) -> Path:
+        """A data folder that is a file (or sits under one) fails here, in one line, rather than
+        as a traceback from whichever part first tries to make a file in it."""
+        for path in (value, *value.parents):
+            if path.exists():
+                if not path.is_dir():
+                    what = "is a file" if path == value else f"is under {path}, which is a file"
+                    raise ValueError(f"{value} {what}, not a folder")
+                break
+        return value
 
     def policy_path(self) -> Path:
         """Explicit EPMEM_POLICY wins; else what `epmem load` made active; else the example."""

@@ -44,7 +44,7 @@ class PlatformSettings(BaseSettings):
     #: set to receive updates by webhook at this public HTTPS URL instead of long polling.
     telegram_webhook_url: str | None = Field(default=None, validation_alias=_env("EPMEM_TELEGRAM_WEBHOOK_URL"))
     telegram_webhook_listen: str = Field(default="0.0.0.0", validation_alias=_env("EPMEM_TELEGRAM_WEBHOOK_LISTEN"))
-    telegram_webhook_port: int = Field(default=8443, validation_alias=_env("EPMEM_TELEGRAM_WEBHOOK_PORT"))
+    telegram_webhook_port: int = Field(default=8443, ge=0, le=65535, validation_alias=_env("EPMEM_TELEGRAM_WEBHOOK_PORT"))
     #: checked on every webhook request; a random one is made at start when unset.
     telegram_webhook_secret: SecretStr | None = Field(
         default=None, validation_alias=_env("EPMEM_TELEGRAM_WEBHOOK_SECRET")
@@ -55,7 +55,7 @@ class PlatformSettings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default=SLACK_API, validation_alias=_env("EPMEM_SLACK_API_URL"))
-    slack_port: int = Field(default=3000, validation_alias=_env("EPMEM_SLACK_PORT"))
+    slack_port: int = Field(default=3000, ge=0, le=65535, validation_alias=_env("EPMEM_SLACK_PORT"))
     slack_host: str = Field(default="0.0.0.0", validation_alias=_env("EPMEM_SLACK_HOST"))
     #: the owner's ``xoxp-`` user token: delegate mode (others' DMs to the owner answered as the owner).
     slack_user_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_USER_TOKEN"))
@@ -77,7 +77,8 @@ class PlatformSettings(BaseSettings):
     def slack(self) -> bool:
         """A bot token plus a way to receive events (signing secret for HTTP, or app token)."""
         if self.slack_bot_token is None or not self.slack_bot_token.get_secret_value():
-            if self.slack_app_token is not None or self.slack_signing_secret is not None:
+            # empty counts as unset: env.example ships `SLACK_SIGNING_SECRET=` blank
+            if _set(self.slack_app_token) or _set(self.slack_signing_secret):
                 raise PlatformError("SLACK_APP_TOKEN / SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not")
             return False
         if not _set(self.slack_signing_secret) and not _set(self.slack_app_token):

@@ -11,7 +11,9 @@ One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runt
 * the runtime's scheduler, started after the connectors so a note that is due at start can be sent;
 * model annotation of imported sessions in the background (bot/annotator.py), and a prompt to
   /review when an import left facts waiting;
-* what contacts tell the bot, into memory the way an import goes (bot/live.py).
+* what contacts tell the bot, into memory the way an import goes (bot/live.py);
+* a health report every 30 s (bot/health.py, read by ``epmem health``): which platforms are
+  connected and whether the stores answer.
 
 SIGINT and SIGTERM stop it cleanly: connectors first (no new messages; in-flight answers
 finish), then the scheduler, then the stores.
@@ -33,6 +35,7 @@ from connectors.base import Connector, Handler, Inbound, Outbound
 from connectors.console import ConsoleConnector
 from epmem.errors import EpmemError
 
+from bot import health
 from bot.connector_state import ConnectorHost
 from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
@@ -79,10 +82,14 @@ class Service:
             self.console = ConsoleConnector(console_identity, self._handler("console"), stdin=console_stdin,
                                             max_chars=settings.max_message_chars,
                                             prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
-            self._add(self.console, "owner")
+            # as a contact, the console is that contact's chat: the owner's notes are kept
+            owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
+            self._add(self.console, owner_chat)
         self._console_task: asyncio.Task[None] | None = None
         self._live_task: asyncio.Task[None] | None = None
+        self._health_task: asyncio.Task[None] | None = None
         self._started: list[Connector] = []
+        self.health_path = settings.data_dir / health.FILE
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
         self.connectors.append(connector)
@@ -160,6 +167,8 @@ class Service:
             await self.scheduler.start()
             self.runtime.annotator.start()
             self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")
+            self._health_task = asyncio.create_task(health.keep_reporting(self.probes(), self.health_path),
+                                                    name="health")
             await self._prompt_review()
         except BaseException:
             await self.stop()
@@ -180,6 +189,23 @@ class Service:
         elif not waiting:
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
 
+    def probes(self) -> health.Probes:
+        """Connected: started and not stopped since. The stores: one cheap query each."""
+        runtime = self.runtime
+
+        async def state() -> object:
+            async with runtime.state.connection.execute("SELECT 1") as cur:
+                return await cur.fetchone()
+
+        async def audit() -> object:
+            async with runtime.audit.db.execute("SELECT seq FROM audit ORDER BY seq DESC LIMIT 1") as cur:
+                return await cur.fetchone()
+
+        def platforms() -> dict[str, bool]:
+            return {c.platform: c in self._started for c in self.connectors}
+
+        return health.Probes(platforms, {"vector": runtime.memory.count, "state": state, "audit": audit})
+
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "<redacted>")
@@ -199,6 +225,11 @@ class Service:
             self._console_task.cancel()
             await asyncio.gather(self._console_task, return_exceptions=True)
             self._console_task = None
+        if self._health_task is not None:
+            self._health_task.cancel()
+            await asyncio.gather(self._health_task, return_exceptions=True)
+            self._health_task = None
+            await asyncio.to_thread(health.mark_stopped, self.health_path)
         if self._live_task is not None:
             self._live_task.cancel()
             await asyncio.gather(self._live_task, return_exceptions=True)

@@ -1,16 +1,22 @@
 """The console connector: stdin lines in, replies out. The embedded default's only platform.
 
 It speaks as one identity for the whole session (``console:<contact id>``), so the agent
-resolves it exactly like a Telegram or Slack sender.
+resolves it exactly like a Telegram or Slack sender. A session as a contact is that contact's
+chat: a note meant for the owner ("Heads-up: tom drew 5 deflections ... /audit tom") goes to
+``owner_notes`` (the owner's other channels, or kept for them), never into it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 from connectors.base import Action, Handler, Inbound
+
+#: where a note for the owner goes when the console speaks as somebody else.
+OwnerNotes = Callable[[str, tuple[Action, ...]], Awaitable[object]]
 
 
 class ConsoleConnector:
@@ -18,8 +24,11 @@ class ConsoleConnector:
 
     def __init__(self, identity: str, handler: Handler, *, stdin: TextIO | None = None,
                  stdout: TextIO | None = None, stderr: TextIO | None = None, max_chars: int = 4000,
-                 prompt: str = "") -> None:
+                 prompt: str = "", owner_notes: OwnerNotes | None = None) -> None:
+        """``owner_notes``: set when this session is not the owner's; without it the console
+        is the operator's own terminal and the owner's notes show on stderr."""
         self.identity = identity
+        self.owner_notes = owner_notes
         self.handler = handler
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
@@ -65,7 +74,9 @@ class ConsoleConnector:
             for action in reply_actions:
                 self.stdout.write(f"  [{action.label}] type: {action.command}\n")
             self.stdout.flush()
-        if out.to_owner:
+        if out.to_owner and self.owner_notes is not None:
+            await self.owner_notes(out.to_owner, out.actions)
+        elif out.to_owner:
             # the console is the operator's own terminal: the owner's notes show on stderr.
             self.stderr.write(f"[to the owner] {out.to_owner}\n")
             for action in out.actions:

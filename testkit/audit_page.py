@@ -22,6 +22,8 @@ from testkit.runtime import REPO, ask
 
 TOKEN = "page-test-token-0123456789"
 SCRIPT_Q = "What is Maya's <script>alert(1)</script> plan?"
+#: a right-to-left override: shown raw, "invoice\u202egpj.exe" reads as "invoiceexe.jpg".
+BIDI_Q = "Is the file invoice\u202egpj.exe from Maya safe to open?"
 CANARY = "Quillfeather"
 FORGOTTEN = Fact(id="q1", text=f"Maya booked the {CANARY} clinic for her knee on Friday.", event_id="e-knee",
                  category="hobbies", level=4, state="owner-set")
@@ -35,6 +37,7 @@ class AuditData:
     script_record: str
     erased_record: str
     held_record: str
+    bidi_record: str = ""
 
 
 class _Outbox:
@@ -61,6 +64,7 @@ async def build_audit(root: Path) -> AuditData:
         await agent.handle(ask("raj", HOUSE_Q))
         await agent.handle(ask("ana", HOUSE_Q, "raj"))
         scripted = await agent.handle(ask("ana", SCRIPT_Q))
+        bidi = await agent.handle(ask("ana", BIDI_Q))
         await agent.handle(ask("kim", "When is the Atlas launch?"))
         await agent.handle(ask("raj", "/allow f1 to raj"))
         await agent.handle(ask("owner", "/allow f3 to ana"))
@@ -68,8 +72,8 @@ async def build_audit(root: Path) -> AuditData:
         held = await agent.handle(ask("leo", HOUSE_Q))
         await agent.handle(ask("owner", "/approval off"))
         await agent.handle(ask("owner", "/forget q1"))
-        assert erased.audit_id and scripted.audit_id and held.audit_id
-        return AuditData(data, policy, scripted.audit_id, erased.audit_id, held.audit_id)
+        assert erased.audit_id and scripted.audit_id and held.audit_id and bidi.audit_id
+        return AuditData(data, policy, scripted.audit_id, erased.audit_id, held.audit_id, bidi.audit_id)
     finally:
         await runtime.close()
 

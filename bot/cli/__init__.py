@@ -1,7 +1,7 @@
 """``epmem``: a thin synchronous CLI over the async library, one module per group of commands.
 
-``common`` holds what every command shares; ``chat``, ``memory``, ``imports``, ``policy`` and ``audit`` hold
-the commands. Other installed packages add command groups through the ``epmem.cli`` entry
+``common`` holds what every command shares; ``chat``, ``memory``, ``imports``, ``policy``, ``audit`` and
+``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
 point group (a name and a ``typer.Typer``): that is how ``epmem bench`` arrives from
 ``benchmarks/``, which sits above the bot and which the bot never imports.
 """
@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 
 import typer
 
-from bot.cli import audit, chat, imports, memory, policy
+from bot.cli import audit, chat, imports, memory, ops, policy
 from bot.cli.common import EpmemGroup, err
 
 PLUGINS = "epmem.cli"
@@ -22,6 +22,7 @@ app = typer.Typer(cls=EpmemGroup, no_args_is_help=True, add_completion=False,
 chat.register(app)
 memory.register(app)
 imports.register(app)
+ops.register(app)
 app.add_typer(policy.app, name="policy")
 app.add_typer(audit.app, name="audit")
 

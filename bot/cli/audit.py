@@ -71,6 +71,9 @@ def audit_verify() -> None:
 
     s = settings()
     status = run(_with_audit(s, check))
+    if status.first_bad is not None and (status.reason or "").startswith("disclosure ledger"):
+        fail(f"{status.reason} (record {status.first_bad.id}, seq {status.first_bad.seq}): the ledger does not "
+             f"match the chain; who-knows cannot be trusted (the {status.verified} records verify)")
     if status.first_bad is not None:
         fail(f"audit chain broken at record {status.first_bad.id} (seq {status.first_bad.seq}): {status.reason}; "
              f"{status.verified} records before it verify")
@@ -115,17 +118,23 @@ async def _prepare(s: Settings) -> None:
 
 @app.command("serve")
 def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
-                port: int = typer.Option(0, "--port", help="0 picks a free port")) -> None:
+                port: int = typer.Option(0, "--port", help="0 picks a free port"),
+                session_hours: float = typer.Option(8.0, "--session-hours",
+                                                    help="a sign-in lasts this long")) -> None:
     """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
-    from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, run_page
+    from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, is_loopback, run_page
 
+    if not 0 <= port <= 65535:
+        fail(f"--port {port}: a port is a number from 0 to 65535 (0 picks a free one)", 2)
+    if not session_hours > 0:
+        fail(f"--session-hours {session_hours}: must be more than 0", 2)
     s = settings(quiet=True)
-    if not s.audit_db.exists():
-        fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     try:
         token, generated = choose_token(host, os.environ.get(TOKEN_ENV))
     except PageRefused as exc:
         fail(str(exc), 2)
+    if not s.audit_db.exists():
+        fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     run(_prepare(s))
     policy_path = s.policy_path()
     cached: dict[float, Policy] = {}
@@ -139,6 +148,9 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
         return cached[mtime]
 
     try:
-        run_page(PageConfig(s.audit_db, s.state_db, policy, token), host, port, sys.stdout, generated)
+        # beyond loopback the cookie is Secure: the page is meant to sit behind HTTPS there
+        config = PageConfig(s.audit_db, s.state_db, policy, token, secure_cookie=not is_loopback(host),
+                            session_ttl_s=session_hours * 3600)
+        run_page(config, host, port, sys.stdout, generated)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")

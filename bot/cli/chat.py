@@ -23,7 +23,7 @@ def chat(
 
     if owner == (as_ is not None):
         fail("give exactly one of --as CONTACT_ID (or --as stranger) and --owner", 2)
-    s = settings(quiet=True)
+    s = settings(quiet=True, as_contact=not owner)
 
     async def go(runtime: Runtime) -> int:
         policy = runtime.policy
@@ -40,8 +40,11 @@ def chat(
         interactive = sys.stdin.isatty()
         if interactive:
             err.print(f"Speaking to {policy.owner.name}'s delegate as {who}. Ctrl-D to quit.")
+        # a contact's session is that contact's chat: the owner's notes are kept for the owner
+        # (/undelivered), not shown to whoever is typing as the contact
+        notes = None if owner else runtime.outbox.tell_owner
         console = ConsoleConnector(identity, runtime.agent.handle, max_chars=s.max_message_chars,
-                                   prompt="> " if interactive else "")
+                                   prompt="> " if interactive else "", owner_notes=notes)
         await console.start()
         return console.rejected
 
@@ -49,20 +52,32 @@ def chat(
     raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
 
 
+NOTHING_TO_SERVE = ("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET "
+                    "or SLACK_APP_TOKEN (docker/.env under Docker); `epmem doctor` checks the settings "
+                    "(for a console chat: epmem chat, or epmem run --console)")
+
+
 def run_service(
     as_: str = typer.Option(None, "--as", help="console fallback only: speak as this contact (default: the owner)"),
+    console: bool = typer.Option(False, "--console",
+                                 help="serve the console even when input is not a terminal (piped lines)"),
 ) -> None:
-    """Serve every platform whose credentials are set (Telegram, Slack; else the console),
-    with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
+    """Serve every platform whose credentials are set (Telegram, Slack; else the console, on a
+    terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
     from bot.platforms import PlatformSettings
     from bot.serve import serve
 
     s = from_environment(Settings)
     platforms = from_environment(PlatformSettings)
     connected = platforms.telegram or platforms.slack
+    if not connected and not console and not sys.stdin.isatty():
+        # a service with no credentials and no terminal (Docker with env.example's empty
+        # tokens) would read an empty stdin and exit 0: a silent restart loop. Say why instead.
+        fail(NOTHING_TO_SERVE)
     # with platforms, stdout is the log stream; on the console fallback it is the chat, and
     # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
-    level = s.log_level if connected or "log_level" in s.model_fields_set else "WARNING"
+    level = (s.log_level if connected or "log_level" in s.model_fields_set
+             else "ERROR" if as_ is not None else "WARNING")  # as a contact: as `epmem chat --as`
     configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
     identity = "console:owner" if as_ is None else ("console:unknown-stranger" if as_ == STRANGER_ID
                                                     else f"console:{as_}")

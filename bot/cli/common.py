@@ -3,8 +3,10 @@
 Every failure a user can cause is an :class:`~epmem.errors.EpmemError` (the library's and the
 bot's own errors derive from it, and settings read from the environment are turned into one).
 :class:`EpmemGroup`, the root command group, catches it once for every command and prints one
-line on stderr (one per problem for a policy), exit 1. Anything else is a bug and keeps its
-traceback.
+line on stderr (one per problem for a policy), exit 1. So does an ``OSError`` that escapes a
+command (a folder that cannot be written, a port that cannot be bound, a disk that is full):
+it is the machine's state, not a bug, and its message names the file or the address. Anything
+else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class EpmemGroup(TyperGroup):
             return super().invoke(ctx)
         except EpmemError as exc:
             report(exc)
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            fail(f"{exc.strerror or exc}{where}")
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -85,14 +90,18 @@ def from_environment(kind: type[S]) -> S:
                 env = name
             else:
                 env = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"EPMEM_{name.upper()}"
-            problems.append(f"{env}: {error['msg']}")
+            problems.append(f"{env}: {error['msg'].removeprefix('Value error, ')}")
         raise ConfigError("; ".join(problems)) from None
 
 
-def settings(quiet: bool = False) -> Settings:
-    """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says."""
+def settings(quiet: bool = False, as_contact: bool = False) -> Settings:
+    """``quiet`` commands (an interactive chat) log warnings only unless EPMEM_LOG_LEVEL says;
+    a chat ``as_contact`` logs errors only: the bot's warnings (a ``probing`` line naming the
+    asker) are the owner's business, not the contact's whose session it is."""
     s = from_environment(Settings)
-    level = "WARNING" if quiet and "log_level" not in s.model_fields_set else s.log_level
+    level = s.log_level
+    if "log_level" not in s.model_fields_set:
+        level = "ERROR" if as_contact else "WARNING" if quiet else s.log_level
     configure_logging(level, s.log_format)
     return s
 

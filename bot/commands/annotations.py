@@ -14,7 +14,8 @@ from typing import Any
 from epmem.memory import Fact
 
 from bot.commands.contacts import get_fact
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.opening import CONFIRM, needs_confirmation
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -69,22 +70,34 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
             lines.append(f"{owner.annotator.progress.line()}; in the journal: {counts.get('queued', 0)} queued, "
                          f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed"
                          + (" (/reannotate to try again)" if counts.get("failed") else ""))
-    waiting = sum(1 for f in facts if f.state == "pending")
+    # the same count as /review, the import summary and the digest (the review queue's): the
+    # facts in events worth asking about. Other pending facts stay at level 0, unasked.
+    waiting = await owner.review.waiting() if owner.review is not None else 0
+    pending = sum(1 for f in facts if f.state == "pending")
     if waiting:
-        lines.append(f"{waiting} facts wait: /review asks about them, most consequential first.")
+        lines.append(f"{waiting} facts wait for your review: /review asks about them, most consequential first.")
+    if pending > waiting:
+        lines.append(f"{pending - waiting} other pending facts have nothing worth asking about: they stay private "
+                     f"(level 0) unless you settle one by name (/review FACT).")
     return "\n".join(lines) or "No facts."
 
 
-@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)")
-async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)",
+                  details="moving a fact out of a never-share category asks you to confirm, naming who it opens to")
+async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
-    if len(words) != 2:
+    confirmed = len(words) == 3 and words[2] == CONFIRM
+    if len(words) != 2 and not confirmed:
         raise CommandError("usage: /category FACT CATEGORY")
     fact = await get_fact(owner, words[0])
     policy = owner.policy
     cat = policy.categories.get(words[1])
     if cat is None:
         raise CommandError(f"no category {words[1]!r}; categories: {', '.join(policy.categories)}")
+    if not confirmed:
+        held = needs_confirmation(owner, [fact], words[1], f"/category {fact.id} {words[1]}")
+        if held is not None:
+            return held
     updated = fact.model_copy(update={"category": words[1], "level": cat.level, "domain": cat.domain,
                                       "state": "owner-set", "closed": False})
     await _save(owner, updated, {"action": "category", "from": fact.category, "to": words[1]})

@@ -42,6 +42,10 @@ def parse_expiry(words: list[str], now: datetime) -> datetime | None:
     raise CommandError(f"unexpected {' '.join(words)!r}: end with 'for 7d' or 'until 2026-12-31'")
 
 
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
 async def _target(owner: OwnerServices, token: str, effect: str) -> tuple[str, str]:
     policy = owner.policy
     kind, _, value = token.partition(":")
@@ -81,8 +85,12 @@ async def _exception(owner: OwnerServices, effect: str, rest: str, ctx: CommandC
         if cid is None:
             raise CommandError(f"unknown contact or group {token!r}")
         who.append(cid)
-    now = datetime.now(timezone.utc)
+    now = owner.clock()
     until = parse_expiry(tail, now)
+    if until is not None and until <= now:
+        # accepted, it would be listed as if it meant something and never apply once
+        raise CommandError(f"{' '.join(tail[1:])} is already past ({until:%Y-%m-%d %H:%M} UTC): an exception "
+                           f"until then would never apply; give a later date or 'for 7d'")
     kind, target = await _target(owner, target_word, effect)
     exc = PolicyException(effect=effect, who=who, until=until, **{kind: target})  # type: ignore[arg-type]
     number = await owner.overlay.add_exception(exc)
@@ -119,14 +127,17 @@ async def revoke(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return f"Revoked exception {rest}."
 
 
-@commands.command("exceptions", summary="list the exceptions added by command")
+@commands.command("exceptions", summary="list the exceptions added by command; expired ones are marked")
 async def exceptions(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     rows = await owner.overlay.exceptions()
     if not rows:
         return "No exceptions added by command."
     lines = []
+    now = owner.clock()
     for number, e in rows:
         kind, target = e.target()
         until = f" until {e.until:%Y-%m-%d %H:%M}" if e.until else ""
+        if e.until is not None and _aware(e.until) <= now:
+            until += " (expired: applies no more; /revoke " + str(number) + " to remove it)"
         lines.append(f"{number}: {e.effect} {', '.join(e.who)} on {kind} {target}{until}")
     return "\n".join(lines)

@@ -5,6 +5,8 @@ Nothing here changes anything; a preview is audited (as a preview) like every ot
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices
 
@@ -54,13 +56,32 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"(erased {e.at[:19]} by {e.by})" if e else str(record.body.get(field, ""))
 
     lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: {said('question')}"]
+    # allowed one by one, but not together with what was told (the composite rule): the owner
+    # must see these here, not only in `epmem audit show`
+    held: dict[str, list[dict[str, Any]]] = {}
+    for h in record.body.get("held_back") or []:
+        held.setdefault(str(h.get("fact")), []).append(h)
     for c in record.body.get("candidates", []):
-        mark = "USED" if c["used"] else ("allowed" if c["allowed"] else "denied")
+        mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else
+                                         "allowed" if c["allowed"] else "denied")
         lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
         for rid, text in c["verdicts"].items():
             lines.append(f"      {rid}: {text}")
+        lines += _held_lines(held.pop(c["fact"], []))
+    for fact, rows in held.items():  # held back without being a candidate shown above
+        lines.append(f"  {fact} HELD BACK")
+        lines += _held_lines(rows)
     lines.append(f"reply: {said('reply')}")
     return "\n".join(lines)
+
+
+def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for h in rows:
+        together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"
+        out.append(f"      held back (composite rule): not told to {h.get('recipient')} together with "
+                   f"{together}: {h.get('reason')}")
+    return out
 
 
 @commands.command("who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when",

@@ -24,6 +24,7 @@ Grammar (FACT is a fact id)::
     /review FACT +WHO            (a picker tap) only these people may know (level 0)
     /review FACT who ANA,BEN     the same, typed at once
     /review FACT done            close the picker (nobody picked: keep it private)
+    /review FACT ... confirm     the same, out of a never-share category (bot/commands/opening.py)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from epmem.ingest import ReviewError, ReviewQueue
 from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
 
+from bot.commands.opening import CONFIRM, needs_confirmation
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.consulting import follow_up_events
 from bot.services import OwnerServices
@@ -160,6 +162,26 @@ async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> s
     return applied.message
 
 
+async def _leaving_never_share(owner: OwnerServices, q: Question, fact: Fact, key: str, more: list[str],
+                               answered: int) -> Reply | None:
+    """The confirmation an answer needs when it would move the fact, or a fact it also settles,
+    out of a never-share category (bot/commands/opening.py); None when it needs none."""
+    whitelist: list[str] = []
+    if key == "ok":
+        target = q.suggested.category
+    elif key.startswith("c:") and len(key) > 2:
+        target = key[2:]
+    elif key == "who" and more:
+        target, whitelist = q.suggested.category, [w.strip() for w in " ".join(more).split(",") if w.strip()]
+    elif key.startswith("+"):
+        target, whitelist = q.suggested.category, [*_only(fact), key[1:]]
+    else:
+        return None
+    facts = [fact, *[f for f in [await owner.memory.get(x) for x in q.also] if f is not None]]
+    command = " ".join(["/review", q.fact_id, key, *more])
+    return needs_confirmation(owner, facts, target, command, whitelist, tag=f" #{answered}")
+
+
 def _parse(rest: str) -> tuple[list[str], int]:
     words = rest.split()
     answered = 0
@@ -173,7 +195,8 @@ def _parse(rest: str) -> tuple[list[str], int]:
                   summary="settle the facts I was unsure of, most consequential first, one tap each",
                   details="one question at a time in small batches, with buttons on Telegram and Slack; each "
                           "answer applies at once, is audited, and teaches the classifier; `who` picks the only "
-                          "people who may know",
+                          "people who may know; moving a fact out of a never-share category asks you to confirm, naming "
+                          "who it opens to",
                   example="review")
 async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     queue = _queue(owner)
@@ -191,6 +214,12 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         return render(owner, queue, q, answered, await queue.waiting())
     fact = await owner.memory.get(fact_id)
     assert fact is not None
+    confirmed = CONFIRM in more
+    more = [w for w in more if w != CONFIRM]
+    if not confirmed:
+        held = await _leaving_never_share(owner, q, fact, key, more, answered)
+        if held is not None:
+            return held
     if (key == "who" or key.startswith("+")) and _never_shared(owner, q):
         raise CommandError(f"{q.suggested.category} is never shared, so nobody can be let in on {fact_id}; "
                            f"if it is something else, choose its category first (/review {fact_id} c:NAME)")

@@ -3,9 +3,9 @@
 What reaches the agent:
 
 * a DM to the bot (``message.im``), with the sender as the whole audience;
-* a mention of the bot in a channel (``app_mention``), and a follow-up in a thread the bot
-  answered (``message.channels`` / ``message.groups`` without a new mention), with the
-  channel's members as the audience, answered in the thread;
+* a mention of the bot in a channel or a group DM (``app_mention``), and a follow-up in a
+  thread the bot answered (``message.channels`` / ``message.groups`` / ``message.mpim`` without
+  a new mention), with the conversation's members as the audience, answered in the thread;
 * with the owner's user token (delegate mode), a DM someone sends the owner, and a mention of
   the owner in a channel: answered as the owner, after ``delegate_delay_s``, unless the owner
   wrote there first;
@@ -142,7 +142,7 @@ class Listeners:
                     await self._on_owners_dm(body, event, context, channel, user, ts)
                 else:
                     await self._on_direct(body, event, context, channel)
-            elif kind in ("channel", "group"):
+            elif kind in ("channel", "group", "mpim"):  # a group DM reads like a private channel
                 await self._on_channel_message(body, event, context, channel, user, ts)
 
     async def _is_owners_dm(self, body: dict[str, Any], channel: str) -> bool:

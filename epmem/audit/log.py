@@ -27,6 +27,7 @@ from typing import Any
 import aiosqlite
 
 from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
+from epmem.audit.ledger import LEDGER_KEY, ledger_body, seal_legacy_ledger
 from epmem.audit.sealing import Erased, canonical, chain_hash, seal, unseal
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
 from epmem.sqlite import DatabaseError, connect_readonly, open_database
@@ -122,6 +123,7 @@ class AuditLog:
             await self._db.execute("PRAGMA secure_delete=ON")
             await self._db.execute("PRAGMA temp_store=MEMORY")
             await carry_forward(self._db, now_iso(), new_record_id())
+            await seal_legacy_ledger(self._db, now_iso(), new_record_id())
         except DatabaseError as exc:
             await self._close_quietly()
             raise AuditCorrupted(str(exc)) from None
@@ -177,7 +179,15 @@ class AuditLog:
 
     async def append_in_transaction(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (),
                                     recipients: Sequence[str] = ()) -> None:
-        """Chain ``record`` to the last one; the caller holds the lock and the transaction."""
+        """Chain ``record`` to the last one; the caller holds the lock and the transaction.
+        What it discloses to whom goes into its chained body too (epmem.audit.ledger), so the
+        ledger's rows can be checked against the chain."""
+        disclosed = list(disclosed)
+        stated = ledger_body(disclosed, recipients)
+        if stated is not None:
+            record.body[LEDGER_KEY] = stated
+        else:  # a body copied from another record must not claim that record's rows
+            record.body.pop(LEDGER_KEY, None)
         record.skeleton, texts = seal(record.body)
         async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
             row = await cur.fetchone()

@@ -108,6 +108,16 @@ MIGRATIONS = MigrationSet("audit", (
             FROM audit WHERE kind = 'delivery_failed' AND json_valid(body) AND json_type(body, '$.audit') = 'text'
         """,
     ),
+    Migration(
+        4,
+        "the disclosure ledger checked against the chain: the records written before it, to seal once",
+        # epmem.audit.ledger.seal_legacy_ledger seals the rows of records up to here in one
+        # chained record when the database is next opened for writing, and empties this table.
+        """
+        CREATE TABLE ledger_legacy (upto INTEGER NOT NULL);
+        INSERT INTO ledger_legacy(upto) SELECT coalesce(max(seq), 0) FROM audit
+        """,
+    ),
 ), legacy_table="migrations")
 
 
@@ -121,7 +131,7 @@ def outcome(kind: str, body: dict[str, Any]) -> str:
         return "rejected" if body.get("decision") == "rejected" else "answered"
     return {"attempted_command": "attempted command", "rate_limited": "rate limited", "non_text": "not read",
             "policy_change": "policy change", "delivery_failed": "delivery failed",
-            "approval_expired": "expired", MIGRATION_KIND: "migration"}.get(kind, kind.replace("_", " "))
+            "approval_expired": "expired", MIGRATION_KIND: "migration", "ledger_seal": "migration"}.get(kind, kind.replace("_", " "))
 
 
 #: outcomes of a message someone sent (the rest are the owner's or the scheduler's doing).

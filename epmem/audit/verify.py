@@ -4,6 +4,8 @@ A record is good when it links to the one before, its hash covers its skeleton (
 its full body while its texts are there (format 1, whose skeleton the seal chain covers), every
 text still present matches its salted digest, and every text that is gone was erased by a
 chained erasure record. Deleting a text by hand, without that record, is tampering like any other.
+So is deleting, adding or editing a row of the disclosure ledger: its rows must be exactly those
+the records say they disclosed (:mod:`epmem.audit.ledger`), checked in the same pass.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from epmem.audit.ledger import LedgerCheck
 from epmem.audit.sealing import canonical, chain_hash, digest, markers
 from epmem.audit.schema import GENESIS, LEGACY_FORMAT, MIGRATION_KIND, seal_step
 
@@ -69,6 +72,7 @@ class _Walk:
         self.listed: set[str] = set()
         self.erased: list[tuple[int, AuditRecord]] = []
         self.first_bad_id: str | None = None
+        self.ledger = LedgerCheck()
 
     def problem(self, rec: AuditRecord) -> str | None:
         if rec.prev_hash != self.prev:
@@ -93,6 +97,7 @@ class _Walk:
                 self.first_bad_id = str(rec.body["first_bad"])
         if rec.kind == ERASURE_KIND:
             self.listed.update(str(x) for x in rec.body.get("records") or [])
+        self.ledger.walk(rec)
         return None
 
 
@@ -121,6 +126,7 @@ class ChainWatcher:
             return self._bad
         walk = self._walk
         after = self._last.seq if self._last is not None else 0
+        ledger_from = after
         async for rec in log.stream(after=after):
             if self._n % 200 == 0:
                 await asyncio.sleep(0)  # a long walk must not starve the page it runs beside
@@ -133,6 +139,14 @@ class ChainWatcher:
                 walk.erased.append((self._n, rec))
             walk.prev, self._last, self._n = rec.hash, rec, self._n + 1
         n = self._n
+        # the ledger's rows of the records just walked (an incremental walk sees rows deleted
+        # from older records at the next full walk: reset(), every few minutes on the page)
+        await walk.ledger.read_table(log.db, ledger_from, self._last.seq if self._last is not None else 0)
+        wrong = await walk.ledger.problem(log, full=ledger_from == 0)
+        if wrong is not None:
+            bad_rec, why = wrong
+            self._bad = ChainStatus(n, n, bad_rec or self._last, why, *_head(self._last), len(walk.erased))
+            return self._bad
         for index, rec in walk.erased:
             if rec.id not in walk.listed:
                 return ChainStatus(index, n, rec, "texts were removed without a chained erasure record",

@@ -98,6 +98,10 @@ class StoreMismatch(EpmemError, RuntimeError):
     """The data folder was built with another embedder; the vectors cannot be compared."""
 
 
+class StoreUnreachable(EpmemError, RuntimeError):
+    """A Qdrant server does not answer (or refuses the API key): said in one line, no traceback."""
+
+
 class StoreCorrupted(EpmemError, RuntimeError):
     """A collection's files are damaged: its metadata cannot be read, or the engine refuses them."""
 

@@ -12,13 +12,16 @@ indexes and blocks the loop, which is fine for tests and never used in productio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from epmem.store.base import (
     DENSE,
@@ -32,9 +35,17 @@ from epmem.store.base import (
     SparseVec,
     StoreLocked,
     StoreMismatch,
+    StoreUnreachable,
     Where,
     point_uuid,
 )
+
+#: qdrant-client checks the server's version from a thread of its own and warns, over two lines,
+#: when the server does not answer; the first call then says so in one (``_answering``).
+warnings.filterwarnings("ignore", message="Failed to obtain server version", category=UserWarning)
+#: and an API key over plain HTTP: the compose set-up's private network (docker/compose.yaml);
+#: `epmem doctor` says it once, as a line of its own, for an address that is not private.
+warnings.filterwarnings("ignore", message="Api key is used with an insecure connection", category=UserWarning)
 
 PREFIX = "epmem_"
 _BATCH = 256
@@ -79,6 +90,21 @@ class QdrantServerStore:
                 ) from None
             raise
 
+    @contextlib.contextmanager
+    def _answering(self) -> Iterator[None]:
+        """The first calls to a server: one that does not answer, or refuses our key, is a
+        one-line :class:`StoreUnreachable` naming it (not qdrant-client's traceback). Later
+        calls keep their own errors: a server that went away mid-run is not a setting to fix."""
+        try:
+            yield
+        except ResponseHandlingException as exc:
+            raise StoreUnreachable(f"cannot reach the Qdrant server at {self._where}: {exc}") from None
+        except UnexpectedResponse as exc:
+            if exc.status_code in (401, 403):
+                raise StoreUnreachable(f"the Qdrant server at {self._where} refused the API key "
+                                       f"(HTTP {exc.status_code})") from None
+            raise
+
     @staticmethod
     def _name(collection: str) -> str:
         return PREFIX + collection
@@ -97,7 +123,9 @@ class QdrantServerStore:
             return
         full = self._name(name)
         wanted = {"embedder": embedder, "dim": dim}
-        if await self.client.collection_exists(full):
+        with self._answering():
+            exists = await self.client.collection_exists(full)
+        if exists:
             info = await self.client.get_collection(full)
             meta = dict(info.config.metadata or {})
             if {k: meta.get(k) for k in wanted} != wanted:
@@ -230,7 +258,9 @@ class QdrantServerStore:
 
     async def recorded(self, name: str) -> dict[str, Any] | None:
         full = self._name(name)
-        if not await self.client.collection_exists(full):
+        with self._answering():
+            exists = await self.client.collection_exists(full)
+        if not exists:
             return None
         return dict((await self.client.get_collection(full)).config.metadata or {})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -201,3 +202,27 @@ async def test_forget_withdraws_held_drafts(house: Runtime) -> None:
     assert f"withdrew held replies ['{approval_id}']" in await owner(house, "/forget f1")
     pending = await house.approvals.get(approval_id)
     assert pending is not None and pending.state == "withdrawn"
+
+
+async def test_an_exception_that_would_end_in_the_past_is_refused(house: Runtime) -> None:
+    """Issue 21: /allow f1 to raj until 2020-01-01 was accepted (and never applied)."""
+    for text in ("/allow f1 to raj until 2020-01-01", "/deny f1 to raj until 2020-01-01T10:00:00+00:00"):
+        reply = await owner(house, text)
+        assert "already past" in reply and "2020-01-01" in reply, reply
+    assert await owner(house, "/exceptions") == "No exceptions added by command."
+    assert "Exception 1: allow raj" in await owner(house, "/allow f1 to raj for 7d")
+
+
+async def test_exceptions_marks_the_expired_ones(tmp_path: Path) -> None:
+    now = [datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)]
+    runtime = await house_runtime(tmp_path / "data", clock=lambda: now[0])
+    try:
+        await owner(runtime, "/allow f1 to raj for 1d")
+        await owner(runtime, "/deny f1 to leo for 30d")
+        assert "expired" not in await owner(runtime, "/exceptions")
+        now[0] += timedelta(days=2)
+        lines = (await owner(runtime, "/exceptions")).splitlines()
+        assert lines[0].startswith("1: allow raj") and "(expired" in lines[0] and "/revoke 1" in lines[0]
+        assert lines[1].startswith("2: deny leo") and "expired" not in lines[1]
+    finally:
+        await runtime.close()

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
@@ -16,6 +17,9 @@ import httpx
 import pytest
 
 from epmem.audit import AuditLog
+from epmem.audit.web import PageConfig, PageRefused, choose_token, create_app
+from epmem.audit.web.app import COOKIE
+from epmem.policy import Policy
 from testkit.audit_page import BULK, CANARY, SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit, page_env
 from testkit.runtime import REPO
 
@@ -206,3 +210,73 @@ def test_it_stops_cleanly_on_sigint_and_sigterm_and_refuses_an_open_host(audit_d
                              capture_output=True, text=True, env=page_env(audit_data, None), cwd=REPO, timeout=60)
     assert refused.returncode == 2 and "not loopback" in refused.stderr and "audit page" not in refused.stdout
     assert Path(audit_data.data / "audit.sqlite").exists()
+
+
+def _sign_in(client: httpx.Client) -> str:
+    ok = client.post("/login", data={"token": TOKEN, "next": "/"})
+    assert ok.status_code == 303, ok.text
+    return ok.cookies[COOKIE]
+
+
+def test_each_sign_in_is_a_random_session_that_logout_ends(page: PageProcess) -> None:
+    """Issue 21: the cookie was a fixed hash of the token, with no logout and no expiry."""
+    with httpx.Client(base_url=page.url) as first, httpx.Client(base_url=page.url) as second:
+        one, two = _sign_in(first), _sign_in(second)
+        assert one != two and len(one) >= 40 and TOKEN not in one
+        cookie = first.post("/login", data={"token": TOKEN}).headers["set-cookie"].lower()
+        assert "max-age=28800" in cookie and "secure" not in cookie  # loopback: plain http works
+        assert first.get("/").status_code == 200 and second.get("/").status_code == 200
+        assert 'action="/logout"' in first.get("/").text
+        current = first.cookies[COOKIE]
+        out = first.post("/logout")
+        assert out.status_code == 401 and "signed out" in out.text and COOKIE not in first.cookies
+        # the session is over on the server too: replaying the old cookie gets nothing
+        replay = httpx.get(page.url, cookies={COOKIE: current})
+        assert replay.status_code == 401 and "bulk question" not in replay.text
+        assert second.get("/").status_code == 200  # other sign-ins are untouched
+
+
+def test_a_session_expires(audit_data: AuditData) -> None:
+    short = PageProcess(audit_data, "--session-hours", "0.0005")  # 1.8 s
+    try:
+        with httpx.Client(base_url=short.url) as client:
+            sid = _sign_in(client)
+            assert client.get("/").status_code == 200
+            time.sleep(2.2)
+            late = httpx.get(short.url, cookies={COOKIE: sid})
+            assert late.status_code == 401 and "session expired" in late.text and "bulk question" not in late.text
+    finally:
+        short.stop()
+
+
+def test_beyond_loopback_cookies_are_secure_and_short_tokens_refused(audit_data: AuditData) -> None:
+    from starlette.testclient import TestClient
+
+    long_token = "x" * 32
+    config = PageConfig(audit_data.data / "audit.sqlite", audit_data.data / "state.sqlite", _no_policy,
+                        long_token, secure_cookie=True)
+    with TestClient(create_app(config), base_url="https://audit.example") as client:
+        ok = client.post("/login", data={"token": long_token, "next": "/"}, follow_redirects=False)
+        cookie = ok.headers["set-cookie"].lower()
+        assert "secure" in cookie and "samesite=strict" in cookie and "httponly" in cookie
+    with pytest.raises(PageRefused, match="has 31 characters; .* at least 32"):
+        choose_token("0.0.0.0", "s" * 31)
+    assert choose_token("0.0.0.0", long_token) == (long_token, False)
+    assert choose_token("127.0.0.1", "short") == ("short", False)  # the owner's own machine
+    refused = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "serve", "--host", "0.0.0.0"],
+                             capture_output=True, text=True, env=page_env(audit_data, token="s" * 31), cwd=REPO,
+                             timeout=120)
+    assert refused.returncode == 2 and "at least 32" in refused.stderr and "s" * 31 not in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+async def _no_policy() -> Policy:
+    raise AssertionError("not read by these pages")
+
+
+def test_bidi_controls_are_shown_visibly(page: PageProcess, audit_data: AuditData) -> None:
+    """Issue 21: a right-to-left override (U+202E) in a question was shown raw."""
+    for path in ("", f"decision/{audit_data.bidi_record}"):
+        html = httpx.get(page.url + path, headers=AUTH).text
+        assert "invoice\u27e8U+202E\u27e9gpj.exe" in html, path
+        assert "\u202e" not in html, path

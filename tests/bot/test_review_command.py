@@ -151,3 +151,47 @@ async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime
     change = (await runtime.audit.records(limit=3))[-1]
     assert change.body["fact"] == "m1" and change.body["also"] == ["m2"]
     assert change.body["also_from"]["m2"]["level"] == 3 and change.body["also_from"]["m2"]["state"] == "annotated"
+
+
+WIFI = Fact(id="d8", text="The home wifi password is lemon-tree-77.", event_id="e-wifi", session_id="s-wifi",
+            category="credentials", level=0, state="annotated")
+
+
+async def test_leaving_a_never_share_category_takes_a_confirmation_naming_what_it_opens(runtime: Runtime) -> None:
+    """Issue 21: one tap (/review d8 c:hobbies) moved a wifi password to L4 without a word."""
+    await runtime.memory.add([WIFI])
+    text, actions = await owner_says(runtime, "/review d8 c:hobbies")
+    assert "never shared" in text and "anyone who asks" in text and "Nothing changed" in text
+    assert actions == ["/review d8 c:hobbies confirm #0"]
+    fact = await runtime.memory.get("d8")
+    assert fact is not None and fact.category == "credentials" and fact.level == 0
+    assert "lemon-tree" not in ((await runtime.agent.handle(ask("leo", "What is the wifi password?"))).text or "")
+    text, _ = await owner_says(runtime, "/category d8 hobbies")
+    assert "would open it to anyone who asks" in text
+    assert (await runtime.memory.get("d8")).category == "credentials"  # type: ignore[union-attr]
+    text, _ = await owner_says(runtime, "/review d8 who leo")
+    assert "never shared" in text and (await runtime.memory.get("d8")).category == "credentials"  # type: ignore[union-attr]
+    # the owner's explicit word moves it
+    await owner_says(runtime, "/review d8 c:hobbies confirm #0")
+    fact = await runtime.memory.get("d8")
+    assert fact is not None and fact.category == "hobbies" and fact.state == "owner-set"
+
+
+async def test_moving_between_ordinary_categories_needs_no_confirmation(runtime: Runtime) -> None:
+    text, _ = await owner_says(runtime, "/review p1 c:home")
+    assert "never shared" not in text
+    fact = await runtime.memory.get("p1")
+    assert fact is not None and fact.category == "home"
+
+
+async def test_review_counts_agree_everywhere_at_the_same_moment(runtime: Runtime) -> None:
+    """Issue 21: the import summary and /review said 13 facts wait while /annotations said 10.
+    A pending fact with nothing worth asking about is not one that waits for review."""
+    await runtime.memory.add([Fact(id="p9", text="Maya said okay.", event_id="e-p9", session_id="s-p9",
+                                   state="pending")])
+    waiting = await runtime.review.waiting()
+    review, _ = await owner_says(runtime, "/review")
+    assert f"({waiting} waiting;" in review
+    annotations, _ = await owner_says(runtime, "/annotations")
+    assert f"\n{waiting} facts wait for your review" in annotations, annotations
+    assert "1 other pending facts have nothing worth asking about" in annotations

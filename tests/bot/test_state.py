@@ -62,7 +62,7 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
                                                    "connector_state": 2, "fact_register": 1,
                                                    "ingest_journal": 1, "consultations": 1}
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
-        assert recorded(data / "audit.sqlite") == {"audit": 3} and "migrations" not in tables(data / "audit.sqlite")
+        assert recorded(data / "audit.sqlite") == {"audit": 4} and "migrations" not in tables(data / "audit.sqlite")
         # the first-format records keep their hashes; one chained record seals them (epmem.audit.schema)
         records = await runtime.audit.records()
         assert [r.format for r in records] == [1] * made["audit_records"] + [2]

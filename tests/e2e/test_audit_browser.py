@@ -12,6 +12,7 @@ import asyncio
 import io
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,41 @@ def test_timeline_decision_and_who_knows_in_chromium(page: tuple[PageProcess, Au
 
     browser.get(f"{proc.url}decision/{data.erased_record}")
     assert "erased" in wait.until(ec.presence_of_element_located((By.TAG_NAME, "main"))).text
+
+
+def test_sign_in_sign_out_and_expiry_in_chromium(page: tuple[PageProcess, AuditData], browser: Any) -> None:
+    """Issue 21: a random session per sign-in, a way to sign out, and an end to every session."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, data = page
+    short = PageProcess(data, "--session-hours", "0.001")  # 3.6 s
+    try:
+        wait = WebDriverWait(browser, 20)
+
+        def sign_in() -> str:
+            browser.get(short.url)
+            wait.until(ec.presence_of_element_located((By.ID, "token"))).send_keys(TOKEN)
+            browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+            wait.until(ec.presence_of_element_located((By.ID, "timeline")))
+            cookie = next(c for c in browser.get_cookies() if c["name"] == "epmem_audit")
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and "expiry" in cookie
+            return str(cookie["value"])
+
+        first = sign_in()
+        browser.find_element(By.ID, "logout").click()
+        note = wait.until(ec.presence_of_element_located((By.ID, "note")))
+        assert "signed out" in note.text and not [c for c in browser.get_cookies() if c["name"] == "epmem_audit"]
+        browser.get(short.url)
+        wait.until(ec.presence_of_element_located((By.ID, "token")))  # the form, not the timeline
+        assert not browser.find_elements(By.ID, "timeline")
+
+        second = sign_in()
+        assert second != first  # a new random session, not a hash of the token
+        time.sleep(4.0)
+        browser.get(short.url)
+        wait.until(ec.presence_of_element_located((By.ID, "token")))
+        assert not browser.find_elements(By.ID, "timeline")  # expired: signed out
+    finally:
+        short.stop()

@@ -20,7 +20,16 @@ from bot.runtime import Runtime
 from bot.serve import Service
 from connectors.slack import SlackConnector
 from epmem.reply.respond import deflection
-from testkit.fake_slack import BOT_USER, FakeSlackApi, SlackSender, event_envelope, im_message, mention, wait_for
+from testkit.fake_slack import (
+    BOT_USER,
+    FakeSlackApi,
+    SlackSender,
+    channel_message,
+    event_envelope,
+    im_message,
+    mention,
+    wait_for,
+)
 from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
 
 SECRET = "e2e-signing-secret"
@@ -143,3 +152,21 @@ async def test_held_reply_is_approved_with_a_button(bot: Bot) -> None:
     assert TRUTH in bot.texts(f"D{LEO}")[0]
     await wait_for(lambda: len(bot.api.posts(owner_dm)) == 2)
     assert bot.texts(owner_dm)[1].startswith("Sent held reply")
+
+
+async def test_a_group_dm_is_answered_for_everyone_in_it(bot: Bot) -> None:
+    """Issue 21: no message.mpim / mpim:history, so group DMs were never answered. A mention in
+    a group DM, then a follow-up in its thread (a ``message.mpim`` event), both answered in the
+    thread for every member."""
+    bot.api.members["G1"] = [LEO, RAJ, BOT_USER]
+    await bot.sender.event(event_envelope(mention(LEO, f"<@{BOT_USER}> {HOUSE_Q}", channel="G1"), event_id="Ev-g1"))
+    await wait_for(lambda: len(bot.api.posts("G1")) == 1)
+    await bot.connector.drain()  # the thread is followed once the answer is through
+    follow_up = channel_message(RAJ, "And how is the house hunt going now?", channel="G1", channel_type="mpim",
+                                ts="1700000010.000100", thread_ts="1700000002.000200")
+    await bot.sender.event(event_envelope(follow_up, event_id="Ev-g2"))
+    await wait_for(lambda: len(bot.api.posts("G1")) == 2)
+    for post in bot.api.posts("G1"):
+        assert post["thread_ts"] == "1700000002.000200" and TRUTH not in post["text"]
+    audiences = [r.body["audience"] for r in await bot.runtime.audit.records(kind="reply")]
+    assert audiences == [["leo", "raj"], ["raj", "leo"]] or audiences == [["leo", "raj"], ["leo", "raj"]]

@@ -65,6 +65,11 @@ async def test_catch_up_never_tells_leo_the_house_and_the_bonus_together(house_t
     # the reply says what was disclosed, and nothing that was held back
     text = out.text or ""
     assert ("Elm Road" in text) == ("f1" in disclosed) and ("retention bonus" in text) == ("f3" in disclosed)
+    # and /why shows the owner what the composite rule held back, not only `audit show` (issue 21)
+    why = (await house.agent.handle(ask("owner", f"/why {out.audit_id}"))).text or ""
+    for fact in held:
+        assert f"  {fact} " in why and "HELD BACK" in why, why
+    assert "held back (composite rule): not told to leo together with" in why and "composite L0" in why
 
 
 async def test_a_narrow_question_gets_the_fact_that_answers_it(house: Runtime) -> None:

@@ -1,19 +1,24 @@
 """The audit page: a read-only Starlette app over the audit, for the owner's eyes only.
 
-Access: every request carries the owner's token, as ``Authorization: Bearer TOKEN`` or as the
-cookie the login form sets (HttpOnly, SameSite=Strict, holding an HMAC of the token rather than
-the token). Anything else gets 401 and the login form, and no data: the check runs before
-routing, so even an unknown path answers 401. The only POST is the login, which changes nothing
-but the browser's cookie. Templates autoescape everything; the one value echoed from a request
-that is not escaped by a template is never echoed at all (a bad ``next`` is dropped).
+Access: every request carries the owner's token as ``Authorization: Bearer TOKEN``, or the
+session cookie the login form sets: a random id made at each sign-in (never derived from the
+token, so a copied cookie is not a copied token and dies with its session), HttpOnly,
+SameSite=Strict, ``Secure`` when the page listens beyond loopback, ending at sign-out or after
+``session_ttl_s``. Anything else gets 401 and the login form, and no data: the check runs before
+routing, so even an unknown path answers 401. The only POSTs are the login and the logout,
+which change nothing but the browser's session. Templates autoescape everything, and show
+bidirectional controls (U+202E...) as visible marks, so a question cannot reorder what the owner
+reads; the one value echoed from a request that is not escaped by a template is never echoed at
+all (a bad ``next`` is dropped).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
+import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,15 +59,58 @@ class PageConfig:
     #: the owner's policy file, read again for every who-knows page (it may have been edited).
     policy: Callable[[], Awaitable[Policy]]
     token: str
+    #: ``Secure`` cookies: set when the page listens beyond loopback (behind HTTPS there).
+    secure_cookie: bool = False
+    #: a sign-in lasts this long (seconds), then the form again.
+    session_ttl_s: float = 8 * 3600.0
+    clock: Callable[[], float] = time.monotonic
 
 
-def cookie_value(token: str) -> str:
-    return hmac.new(token.encode(), b"epmem-audit-page", hashlib.sha256).hexdigest()
+class Sessions:
+    """Signed-in browsers: a random id each, until sign-out or expiry. In memory: a restart of
+    the page signs everyone out, which is the safe way round."""
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float]) -> None:
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._until: dict[str, float] = {}
+
+    def start(self) -> str:
+        now = self.clock()
+        self._until = {sid: t for sid, t in self._until.items() if t > now}
+        sid = secrets.token_urlsafe(32)
+        self._until[sid] = now + self.ttl_s
+        return sid
+
+    def state(self, sid: str) -> str:
+        """"valid", "expired" (it was one of ours) or "none"."""
+        until = self._until.get(sid) if sid else None
+        if until is None:
+            return "none"
+        if until <= self.clock():
+            del self._until[sid]
+            return "expired"
+        return "valid"
+
+    def end(self, sid: str) -> None:
+        self._until.pop(sid, None)
+
+
+#: bidirectional controls: shown as visible marks, never applied to the page's text.
+BIDI = {c: f"\u27e8U+{ord(c):04X}\u27e9" for c in
+        "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"}
+_BIDI_TABLE = str.maketrans(BIDI)
+
+
+def visible_bidi(value: object) -> object:
+    """Every value a template prints: a right-to-left override in a question would otherwise
+    make "gpj.exe" read as "exe.jpg" to the owner reviewing it."""
+    return value.translate(_BIDI_TABLE) if isinstance(value, str) else value
 
 
 def _templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("epmem.audit.web", "templates"), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True, finalize=visible_bidi)
     env.filters["short"] = lambda h: (h or "")[:12]
     env.filters["day"] = lambda t: (t or "")[:10]
     env.filters["moment"] = lambda t: (t or "").replace("T", " ")[:19]
@@ -72,25 +120,50 @@ def _templates() -> jinja2.Environment:
 class OwnerOnly(BaseHTTPMiddleware):
     """401 before routing for anyone without the token; security headers on every answer."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, config: PageConfig) -> None:
         super().__init__(app)
-        self.token = token
-        self.cookie = cookie_value(token)
+        self.config = config
+        self.token = config.token
+        self.sessions = Sessions(config.session_ttl_s, config.clock)
 
-    def allowed(self, request: Request) -> bool:
+    def allowed(self, request: Request) -> str:
+        """"valid", "expired" (a session cookie past its time) or "none"."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and hmac.compare_digest(auth[7:].strip().encode(), self.token.encode()):
-            return True
-        return hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), self.cookie.encode())
+            return "valid"
+        return self.sessions.state(request.cookies.get(COOKIE, ""))
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.url.path == "/login" and request.method == "POST":
-            response = await login(request, self.token, self.cookie)
-        elif self.allowed(request):
-            response = await call_next(request)
+            response = await self.login(request)
+        elif request.url.path == "/logout" and request.method == "POST":
+            self.sessions.end(request.cookies.get(COOKIE, ""))
+            response = unauthorized(request, note="You are signed out.", next_path="/")
+            self._forget_cookie(response)
         else:
-            response = unauthorized(request)
+            state = self.allowed(request)
+            if state == "valid":
+                response = await call_next(request)
+            else:
+                note = "Your session expired: sign in again." if state == "expired" else None
+                response = unauthorized(request, note=note)
+                if state == "expired":
+                    self._forget_cookie(response)
         response.headers.update(SECURITY_HEADERS)
+        return response
+
+    def _forget_cookie(self, response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/", secure=self.config.secure_cookie, httponly=True, samesite="strict")
+
+    async def login(self, request: Request) -> Response:
+        form = await request.form()
+        given = str(form.get("token", ""))
+        target = safe_next(str(form.get("next", "/")))
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return unauthorized(request, wrong=True, next_path=target)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, self.sessions.start(), max_age=int(self.config.session_ttl_s) or 1,
+                            httponly=True, samesite="strict", secure=self.config.secure_cookie, path="/")
         return response
 
 
@@ -103,24 +176,16 @@ def safe_next(value: str) -> str:
     return value if value.startswith("/") and not value.startswith("//") and "\\" not in value else "/"
 
 
-def unauthorized(request: Request, wrong: bool = False, next_path: str | None = None) -> Response:
+def unauthorized(request: Request, wrong: bool = False, next_path: str | None = None,
+                 note: str | None = None) -> Response:
     headers = {"WWW-Authenticate": 'Bearer realm="epmem audit"'}
     if wants_json(request):
         return JSONResponse({"error": "unauthorized"}, status_code=401, headers=headers)
     target = next_path or (request.url.path + (f"?{request.url.query}" if request.url.query else ""))
-    html = request.app.state.env.get_template("login.html").render(next=safe_next(target), wrong=wrong)
+    if target == "/logout":
+        target = "/"
+    html = request.app.state.env.get_template("login.html").render(next=safe_next(target), wrong=wrong, note=note)
     return HTMLResponse(html, status_code=401, headers=headers)
-
-
-async def login(request: Request, token: str, cookie: str) -> Response:
-    form = await request.form()
-    given = str(form.get("token", ""))
-    target = safe_next(str(form.get("next", "/")))
-    if not hmac.compare_digest(given.encode(), token.encode()):
-        return unauthorized(request, wrong=True, next_path=target)
-    response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", path="/")
-    return response
 
 
 async def render(request: Request, template: str, data: dict[str, Any], status: int = 200) -> Response:
@@ -205,7 +270,7 @@ def create_app(config: PageConfig) -> Starlette:
             await audit.close()
 
     routes = [Route("/", timeline), Route("/decision/{record_id}", decision), Route("/who-knows", who_knows)]
-    app = Starlette(routes=routes, middleware=[Middleware(OwnerOnly, token=config.token)], lifespan=lifespan,
+    app = Starlette(routes=routes, middleware=[Middleware(OwnerOnly, config=config)], lifespan=lifespan,
                     exception_handlers={404: not_found, 405: not_found})
     app.state.env = _templates()
     return app

@@ -21,6 +21,8 @@ from epmem.audit.web.app import PageConfig, create_app
 from epmem.errors import EpmemError
 
 TOKEN_ENV = "EPMEM_AUDIT_TOKEN"
+#: beyond loopback anyone on the network can guess: a token shorter than this is refused there.
+MIN_TOKEN_CHARS = 32
 
 
 class PageRefused(EpmemError, ValueError):
@@ -40,6 +42,10 @@ def choose_token(host: str, env_token: str | None) -> tuple[str, bool]:
     """(token, generated). Off loopback the owner must have chosen one: anyone on the network
     could otherwise race them to a token printed into a terminal or a log."""
     if env_token:
+        if not is_loopback(host) and len(env_token) < MIN_TOKEN_CHARS:
+            raise PageRefused(f"{TOKEN_ENV} has {len(env_token)} characters; listening on {host}, beyond loopback, "
+                              f"it must have at least {MIN_TOKEN_CHARS} (make one with: python -c 'import secrets; "
+                              f"print(secrets.token_urlsafe(32))')")
         return env_token, False
     if not is_loopback(host):
         raise PageRefused(f"refusing to listen on {host}, which is not loopback, without {TOKEN_ENV} set")
@@ -71,9 +77,10 @@ async def _announce(server: uvicorn.Server, line: str, out: TextIO) -> None:
     out.flush()
 
 
-async def serve_page(config: PageConfig, host: str, port: int, out: TextIO) -> None:
-    """Serve until told to stop (``server.should_exit``, set by SIGINT/SIGTERM)."""
-    sock = _bind(host, port)
+async def serve_page(config: PageConfig, host: str, port: int | socket.socket, out: TextIO) -> None:
+    """Serve until told to stop (``server.should_exit``, set by SIGINT/SIGTERM); ``port`` may
+    be a socket already bound."""
+    sock = port if isinstance(port, socket.socket) else _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
@@ -88,13 +95,15 @@ async def serve_page(config: PageConfig, host: str, port: int, out: TextIO) -> N
 
 
 def run_page(config: PageConfig, host: str, port: int, out: TextIO, token_generated: bool) -> None:
-    """Blocking: serve until SIGINT or SIGTERM. A generated token is printed once, first."""
+    """Blocking: serve until SIGINT or SIGTERM. A generated token is printed once, first, but
+    only after the address is bound: a page that cannot start has no token to show."""
+    sock = _bind(host, port)
     if token_generated:
         out.write(f"audit token: {config.token}\n")
         out.flush()
     previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        asyncio.run(serve_page(config, host, port, out))
+        asyncio.run(serve_page(config, host, sock, out))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1,0 +1,213 @@
+"""``epmem health`` and ``epmem doctor``: is the running bot well, and could this deployment run.
+
+``health`` reads the report the running bot writes (bot/health.py): one line per platform and
+store, exit 0 only when all answer and the report is fresh (Docker's HEALTHCHECK runs it).
+
+``doctor`` checks a deployment's settings without starting anything (it never opens the data
+folder's stores: the running bot holds the embedded one): one line per check, ``ok``, ``warn``
+or ``missing``/``error`` naming the setting, and exit 1 when anything would stop ``epmem run``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import typer
+
+from epmem.errors import EpmemError
+from epmem.policy import PolicyError, load_policy
+
+from bot import health as health_report
+from bot.cli.common import from_environment, out
+from bot.config import Settings
+from bot.platforms import Owners, PlatformError, PlatformSettings
+
+#: beyond loopback the audit page refuses a shorter token (epmem.audit.web.server).
+MIN_AUDIT_TOKEN = 32
+
+
+def health(as_json: bool = typer.Option(False, "--json", help="the report as the bot wrote it")) -> None:
+    """Is the running bot well: each platform connected, each store answering (exit 1 if not)."""
+    s = from_environment(Settings)
+    path = s.data_dir / health_report.FILE
+    ok, lines = health_report.read(path)
+    if as_json and path.exists():
+        sys.stdout.write(path.read_text())
+    else:
+        for line in lines:
+            out.print(line, markup=False, emoji=False)
+    if not ok:
+        raise typer.Exit(1)
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def ok(self, text: str) -> None:
+        self.lines.append(("ok", text))
+
+    def warn(self, text: str) -> None:
+        self.lines.append(("warn", text))
+
+    def missing(self, text: str) -> None:
+        self.lines.append(("missing", text))
+
+    def error(self, text: str) -> None:
+        self.lines.append(("error", text))
+
+    @property
+    def failed(self) -> bool:
+        return any(kind in ("missing", "error") for kind, _ in self.lines)
+
+
+def _private(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_private
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".internal", ".lan"))  # a compose service name
+
+
+def _settings(c: Checks) -> tuple[Settings | None, PlatformSettings | None]:
+    s = p = None
+    try:
+        s = from_environment(Settings)
+        c.ok("EPMEM_* settings read")
+    except EpmemError as exc:
+        c.error(str(exc))
+    try:
+        p = from_environment(PlatformSettings)
+    except EpmemError as exc:
+        c.error(str(exc))
+    return s, p
+
+
+def _data_dir(c: Checks, s: Settings) -> None:
+    folder = s.data_dir
+    if folder.is_dir():
+        if os.access(folder, os.W_OK):
+            c.ok(f"EPMEM_DATA_DIR {folder}: a writable folder")
+        else:
+            c.error(f"EPMEM_DATA_DIR {folder}: not writable by this user")
+        return
+    parent = next((q for q in folder.parents if q.exists()), Path("."))
+    if os.access(parent, os.W_OK):
+        c.ok(f"EPMEM_DATA_DIR {folder}: will be made at first start")
+    else:
+        c.error(f"EPMEM_DATA_DIR {folder}: does not exist and {parent} is not writable")
+
+
+def _policy(c: Checks, s: Settings, p: PlatformSettings | None, telegram: bool, slack: bool) -> None:
+    path = s.policy_path()
+    try:
+        policy = load_policy(path)
+    except PolicyError as exc:
+        c.error(f"policy {path}: {len(exc.problems)} problem(s); `epmem policy check {path}` lists them")
+        return
+    except (OSError, EpmemError) as exc:
+        c.error(f"policy {path}: {exc}")
+        return
+    c.ok(f"policy {path}: {len(policy.contacts)} contacts, owner {policy.owner.name}")
+    owners = Owners.of(policy)
+    if telegram and owners.telegram_user_id is None:
+        c.missing("the policy's owner.identities has no telegram:ID: owner commands, held replies and the "
+                  "digest cannot reach you on Telegram")
+    if slack and owners.slack_identity is None:
+        c.missing("the policy's owner.identities has no slack:TEAM/USER: owner commands cannot reach you on Slack")
+    if p is not None and p.slack_user_token is not None and p.slack_user_token.get_secret_value() \
+            and owners.slack_identity is None:
+        c.error("SLACK_USER_TOKEN is set but the policy names no Slack owner identity")
+
+
+def _platforms(c: Checks, p: PlatformSettings) -> tuple[bool, bool]:
+    try:
+        telegram, slack = p.telegram, p.slack
+    except PlatformError as exc:
+        c.error(str(exc))
+        return False, False
+    if telegram:
+        c.ok("Telegram: TELEGRAM_BOT_TOKEN set" + (" (webhook)" if p.telegram_webhook_url else " (long polling)"))
+        if p.telegram_webhook_url and urlsplit(p.telegram_webhook_url).scheme != "https":
+            c.error("EPMEM_TELEGRAM_WEBHOOK_URL must be an https:// address (Telegram refuses others)")
+    if slack:
+        mode = "Socket Mode" if p.slack_app_token is not None and p.slack_app_token.get_secret_value() else "HTTP events"
+        c.ok(f"Slack: SLACK_BOT_TOKEN set ({mode})")
+    if not telegram and not slack:
+        c.missing("no platform: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET or "
+                  "SLACK_APP_TOKEN (`epmem run` refuses to start without one, unless on a terminal)")
+    return telegram, slack
+
+
+def _llm(c: Checks, s: Settings) -> None:
+    if s.llm_backend == "rules":
+        c.ok("replies: the offline rules backend (EPMEM_LLM_BACKEND=rules)")
+        return
+    if not s.llm_model:
+        c.missing("EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL")
+    if not s.openai_base_url and s.openai_api_key is None:
+        c.missing("EPMEM_LLM_BACKEND=openai against api.openai.com needs OPENAI_API_KEY")
+    if s.llm_model and (s.openai_base_url or s.openai_api_key is not None):
+        c.ok(f"replies: {s.llm_model} at {s.openai_base_url or 'api.openai.com'}")
+
+
+def _qdrant(c: Checks, s: Settings) -> None:
+    if not s.qdrant_url:
+        c.ok(f"vectors: embedded Qdrant Edge in {s.qdrant_dir}")
+        return
+    url = s.qdrant_url.rstrip("/")
+    parts = urlsplit(url)
+    if s.qdrant_api_key is not None and parts.scheme == "http" and not _private(parts.hostname or ""):
+        c.warn(f"EPMEM_QDRANT_URL {url}: the API key would cross a public network unencrypted (use https)")
+    headers = {"api-key": s.qdrant_api_key.get_secret_value()} if s.qdrant_api_key is not None else {}
+    try:
+        answer = httpx.get(f"{url}/readyz", headers=headers, timeout=5.0)
+    except httpx.HTTPError as exc:
+        c.error(f"EPMEM_QDRANT_URL {url}: no answer ({type(exc).__name__}: {exc})")
+        return
+    if answer.status_code in (401, 403):
+        c.error(f"EPMEM_QDRANT_URL {url}: the server refused EPMEM_QDRANT_API_KEY (HTTP {answer.status_code})")
+    elif answer.status_code != 200:
+        c.error(f"EPMEM_QDRANT_URL {url}: not ready (HTTP {answer.status_code})")
+    else:
+        c.ok(f"vectors: Qdrant server at {url} is ready")
+
+
+def _audit_token(c: Checks) -> None:
+    token = os.environ.get("EPMEM_AUDIT_TOKEN")
+    if not token:
+        c.warn("EPMEM_AUDIT_TOKEN is not set: the audit page serves only on loopback, with a token printed at "
+               "start (the compose audit service needs it set)")
+    elif len(token) < MIN_AUDIT_TOKEN:
+        c.missing(f"EPMEM_AUDIT_TOKEN has {len(token)} characters: beyond loopback the audit page needs at least "
+                  f"{MIN_AUDIT_TOKEN}")
+    else:
+        c.ok("EPMEM_AUDIT_TOKEN set (long enough to listen beyond loopback)")
+
+
+def doctor() -> None:
+    """Check this deployment's settings, one line each; exit 1 if anything `epmem run` needs is missing."""
+    c = Checks()
+    s, p = _settings(c)
+    telegram = slack = False
+    if p is not None:
+        telegram, slack = _platforms(c, p)
+    if s is not None:
+        _data_dir(c, s)
+        _policy(c, s, p, telegram, slack)
+        _llm(c, s)
+        _qdrant(c, s)
+    _audit_token(c)
+    for kind, text in c.lines:
+        out.print(f"{kind}: {text}", markup=False, emoji=False)
+    if c.failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("health")(health)
+    app.command("doctor")(doctor)
