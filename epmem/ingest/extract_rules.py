@@ -107,7 +107,7 @@ _CUE_WORDS = frozenset(
     common knowledge record hush shh yourself yourselves ourselves themselves lips sealed mum breathe spill
     share spread around loop dark promise wraps under hat ears need needs folks world whole alone else
     except let go us you me him her them get gets getting got going out known leak leaks leaking afterwards after later once then first eventually
-    soon esp especially specially particularly least even certainly definitely
+    soon otherwise esp especially specially particularly least even certainly definitely
     above""".split()
 )
 #: what may follow a cue and still be part of it, before the statement starts ("keep this
@@ -328,6 +328,12 @@ class RulesExtractor(ReadsPolicy):
         if i == j:
             return None, "cue"
         middle = raw[pieces[i][0]:pieces[j - 1][1]].strip()
+        # "Not a word to Tom, but ...", "Don't say a word to anyone: ...": the cue introduces the
+        # statement. "Haven't told Kari yet, want the contract signed first": a cue clause and a
+        # remark after a comma may be about the news before, so it reaches back as well (fail closed)
+        gap = raw[pieces[i - 1][1]:pieces[i][0]] if i else ""
+        back = bool(i) and not re.match(r"^(?:but|so|and so)\b", middle, re.IGNORECASE) \
+            and not re.search(r"[:—–(\[]|\s-\s", gap)
         if i == 0:  # no clause of its own: a cue that runs into its statement ("keep this between us im ...")
             middle = self._after_lead_cue(middle, owner)
         middle = re.sub(r"^(?:but|and|so|that)\b[\s,]*", "", middle, flags=re.IGNORECASE).strip()
@@ -337,7 +343,7 @@ class RulesExtractor(ReadsPolicy):
             return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
         # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
         # life") is kept in the fact and still reaches as a sentence that is only a cue would
-        return middle, "embedded" if self.cues.read(middle, owner=owner) else ""
+        return middle, "embedded" if back or self.cues.read(middle, owner=owner) else ""
 
     def _after_lead_cue(self, text: str, owner: bool) -> str:
         """A sentence that opens with a cue and runs on into its statement without a break
@@ -431,6 +437,9 @@ class RulesExtractor(ReadsPolicy):
                 continue
             cues, said, why = self._cue_sentence(raw, owner)
             td.cues += cues
+            for i, _ in td.open_covers:  # "If anyone asks, say X. Not that line to Tara": a narrowing after a cover
+                black = proposals[i].draft.blacklist  # is about the cover too (a cue before it is about the truth)
+                black += [b for c in cues for b in c.blacklist if b not in black]
             # a cue with no statement of its own kept, or one it could not be cut from, reaches back
             td.bare_cue = td.bare_cue or bool(cues) and (said is None or why == "embedded" or not worth(said, mine))
             if said is not None and td.open_covers and (mark := _TRUTH_MARK.match(said.strip())):
