@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from epmem.ingest.unread import Unread
+from epmem.ingest import Unread
 from epmem.memory import Fact
 from epmem.policy import load_policy
 
