@@ -16,11 +16,11 @@ from epmem.ingest.review import Answer as ReviewAnswer
 from epmem.ingest.review import Question as ReviewQuestion
 from epmem.ingest.review import ReviewError, ReviewQueue
 from epmem.ingest.scenario_file import scenario_messages
-from epmem.ingest.unread import Unread
+from epmem.ingest.unread import FILLER, Unread
 
 __all__ = [
     "AnnotationProblem", "CategoryClassifier", "classify", "complete_explicit", "detect_format", "Distiller",
     "ExampleBank", "Explicit", "Export", "ExportSummary", "FORMATS", "ImportJournal", "ImportReport", "JOURNAL_MIGRATIONS", "ImportRun",
     "IngestError", "open_export", "read_export", "RetryPolicy", "ReviewAnswer", "ReviewError", "ReviewQueue", "ReviewQuestion", "scenario_messages", "SessionStage",
-    "Unread", "write_sessions",
+    "write_sessions", "FILLER", "Unread",
 ]

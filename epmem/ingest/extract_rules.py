@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
+from epmem.ingest.cuesplit import PROMISE as _PROMISE, CueSplitter, filler as _filler
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
 from epmem.ingest.failclosed import decide
 from epmem.ingest.review_rank import PASSING
@@ -32,9 +33,9 @@ from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
+from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.ingest.unread import FILLER, Unread
-from epmem.ingest.statements import CHITCHAT, IMPERATIVE, REACTION_LEAD, asks, chat_statements, informative, worth
-from epmem.textnorm import SECRECY_EMOJI, STOPWORDS, normalise, sentence, third_person, words
+from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
@@ -94,46 +95,12 @@ _NOT_NAMES = frozenset(
 )
 
 
-#: where a sentence may be cut between a cue and the statement it is about: punctuation,
-#: brackets, a dash, a secrecy emoji, or before a "but" ("Not a word to Tom, but I'm ...").
-_CUT = re.compile(rf"\s*(?:[,;:!—–(){{}}\[\]]+|\s-\s|[{SECRECY_EMOJI}]+)\s*|\s+(?=but\b)", re.IGNORECASE)
-#: words that only make up a cue ("I don't want people to know yet", "not a word to"): a clause
-#: of nothing but these, names and function words says who may know, and nothing else.
-_CUE_WORDS = frozenset(
-    """tell tells telling told mention mentions mentioned mentioning say said word words know knows knew known
-    find finds found out hear hears heard secret secrets secretly quiet private privately confidential
-    confidentially confidence keep keeps kept keeping stay stays stayed between anyone anybody nobody noone
-    everyone everybody people others soul single person please yet want wants rather prefer public announced
-    common knowledge record hush shh yourself yourselves ourselves themselves lips sealed mum breathe spill
-    share spread around loop dark promise wraps under hat ears need needs folks world whole alone else
-    except let go us you me him her them get gets getting got going out known leak leaks leaking afterwards after later once then first eventually
-    soon esp especially specially particularly least even certainly definitely
-    above""".split()
-)
-#: what may follow a cue and still be part of it, before the statement starts ("keep this
-#: between us im ...", "don't tell anyone that I'm ...").
-_CUE_TAIL = _CUE_WORDS | frozenset("that but and so it this about to for now my our the his her your us you me".split())
-#: words a statement's subject starts with (the walk past a cue stops there).
-_SUBJECT_WORDS = frozenset("i im ive we my our he she they there".split())
-#: a statement starts with a subject ("I'm", "im", "we", "my sister", "Alex and I").
-_SUBJECT = re.compile(rf"^(?:I\b|im\b|ive\b|we\b|my\b|our\b|there\b|it{_APOS}s\b|(?:he|she|they){_APOS}?\w*\b|"
-                      r"(?:the|his|her|their)\s+\w+|[A-ZÀ-Þ][\w'’-]+\s+(?:and\s+I\b|is\b|are\b|was\b|has\b|"
-                      r"will\b|had\b|got\b))", re.IGNORECASE)
 #: "Really I'm going to the clinic": the truth a cover in the same message stands in for.
 _TRUTH_MARK = re.compile(r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
                          r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
                          r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS), re.IGNORECASE)
 #: "It's actually the visa appointment": a truth marker a little way in (marks, strips nothing).
 _TRUTH_WORD = re.compile(r"^\W*(?:[\w'’]+\s+){0,2}(?:actually|really|in fact|in reality)\b", re.IGNORECASE)
-#: a listener's promise ("my lips are sealed", "ok not a word", "your secret's safe"): it is about
-#: what the other person just said, whatever else its sentence goes on to say.
-_PROMISE = re.compile(
-    rf"\b(?:my |our )?lips (?:are|r) sealed\b|\bI(?:{_APOS}ll| will)? (?:won{_APOS}?t|will not|never|wont) "
-    rf"(?:tell|say|breathe|mention)\b|\bwon{_APOS}?t (?:tell a soul|say a word|say anything|breathe a word)\b"
-    rf"|\bsecret{_APOS}?s? (?:is )?safe\b|^\W*(?:ok|okay|sure|of course|yes|yeah)\W+not a word\b"
-    rf"|\bI{_APOS}ll keep (?:it|this|that) (?:quiet|to myself|secret|between us)\b",
-    re.IGNORECASE,
-)
 #: "don't tell Tom that ...", "never told anyone I'm ...": a negated telling is a cue, never a cover.
 _NEGATED_TELL = re.compile(rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
                            rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
@@ -170,23 +137,6 @@ class _Proposal:
     joined: list[str] = field(default_factory=list)
 
 
-def _filler(text: str) -> str:
-    """Why a sentence that became no fact is filler by rule (:data:`FILLER`), or "" when it is
-    not: then it is :class:`Unread` and the owner is shown it."""
-    body = _LEAD.sub("", text.strip()).strip()
-    if not body or body.rstrip().endswith("?") or asks(body):
-        return "question"
-    tokens = words(body)
-    content = [t for t in tokens if t not in STOPWORDS and len(t) > 1]
-    if (CHITCHAT.search(body) or REACTION_LEAD.match(text)) and len(content) < 4:
-        return "reaction"
-    if len(tokens) < 3 or not content or (len(content) < 2 and not informative(body)):
-        return "too-short"
-    if IMPERATIVE.match(body) and not re.search(r"\b(?:I|I['’]m|my|we|our)\b", body):
-        return "instruction"
-    return ""
-
-
 def normalised(session: Session) -> Session:
     """The session with every turn's text :func:`~epmem.textnorm.normalise`-d (a copy)."""
     turns = [t if (text := normalise(t.text)) == t.text else replace(t, text=text) for t in session.turns]
@@ -201,6 +151,7 @@ class RulesExtractor(ReadsPolicy):
         self.classifier = classifier
         self.names = ContactNames(policy)
         self.cues = CueReader(self.names)
+        self.splitter = CueSplitter(self.cues, self.names, set(words(self.policy.owner.name)))
         self.owner = owner_first_name(self.policy)
         self._owner_words = set(words(self.policy.owner.name))
 
@@ -267,96 +218,8 @@ class RulesExtractor(ReadsPolicy):
         return sentence(third_person(text, speaker, you))
 
     def _cue_sentence(self, raw: str, owner: bool) -> tuple[list[Cue], str | None, str]:
-        """The cues of a sentence, the statement it carries if any, and why there is none.
-
-        A cue introduces a statement ("Between us: it's X", "Not a word to Tom, but I'm ...",
-        "keep this between us im ..."), trails it ("I'm using it for X, but I don't want people
-        to know yet", "... (secret!)", "... 🤫") or sits inside it ("Mum doesn't know I'm
-        pregnant"): the statement is kept, with the cue applied (a statement is never dropped for
-        starting with a cue). What follows a cue clause and points back at someone or at the
-        news ("Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed") is a comment
-        on the cue and becomes no fact. With no statement, the reason is ``cue`` or
-        ``cue-comment`` (filler by rule, epmem/ingest/unread.py); a statement the cue could not
-        be cut from comes with ``embedded`` (its cue reaches as a bare cue's would: fail closed)."""
-        segments = [x for x in _SEGMENT.split(raw) if x.strip()]
-        found = [c for c in (self.cues.read(x, owner=owner) for x in segments) if c]
-        whole = self.cues.read(raw, owner=owner)
-        if whole and not found:
-            found = [whole]
-        if not found:
-            return [], raw, ""
-        head, colon, tail = raw.partition(":")
-        if colon and self.cues.read(head, owner=owner) and not self.cues.read(tail, owner=owner):
-            return found, tail.strip(), ""
-        m = re.match(r"^(?P<body>.+?),?\s+(?:but|and|so)\s+(?P<cue>[^,]*\b(?:it|that|this)\b[^,]*)$", raw)
-        if m and self.cues.read(m.group("cue"), owner=owner) and not self.cues.read(m.group("body"), owner=owner):
-            return found, m.group("body").strip(), ""
-        m3 = re.match(r"^(?P<body>.+),\s*(?P<cue>[^,]{3,60})$", raw)
-        if m3 and self.cues.read(m3.group("cue"), owner=owner) and not self.cues.read(m3.group("body"), owner=owner):
-            return found, m3.group("body").strip(), ""
-        m2 = re.match(r"^(?P<cue>[^,]{3,60}),\s*(?P<body>.+)$", raw)
-        if m2:  # "Between us, ...": a secrecy cue introduces; "Don't tell Tom, he'd worry" comments
-            intro = self.cues.read(m2.group("cue"), owner=owner)
-            if intro.secrecy and not intro.blacklist and not self.cues.read(m2.group("body"), owner=owner):
-                for c in found:  # "keep it under your hat, Tobi applied too": "it" is what came before
-                    c.anaphoric = c.anaphoric and not worth(m2.group("body"), set())
-                return found, m2.group("body").strip(), ""
-        said, why = self._around_cue(raw, owner)
-        return found, said, why
-
-    def _cue_only(self, clause: str, owner: bool) -> bool:
-        """A clause that says who may know and nothing else ("I don't want people to know yet",
-        "Not a word to Tom", "secret!", "🤫"): a cue, and no word left once the cue's own words,
-        names and function words are set aside."""
-        if not self.cues.read(clause, owner=owner):
-            return False
-        rest = words(self.names.strip(clause))
-        return not [w for w in rest if w not in STOPWORDS and w not in _CUE_WORDS and w not in self._owner_words
-                    and len(w) > 1]
-
-    def _around_cue(self, raw: str, owner: bool) -> tuple[str | None, str]:
-        """The statement around the cue clauses of a sentence (see :meth:`_cue_sentence`)."""
-        cuts = [(m.start(), m.end()) for m in _CUT.finditer(raw) if m.end() > m.start()]
-        bounds = [0, *[x for c in cuts for x in c], len(raw)]
-        pieces = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2) if bounds[i + 1] > bounds[i]]
-        pieces = [(a, b) for a, b in pieces if raw[a:b].strip()]
-        i, j = 0, len(pieces)
-        while i < j and self._cue_only(raw[pieces[i][0]:pieces[i][1]], owner):
-            i += 1
-        while j > i and self._cue_only(raw[pieces[j - 1][0]:pieces[j - 1][1]], owner):
-            j -= 1
-        if i == j:
-            return None, "cue"
-        middle = raw[pieces[i][0]:pieces[j - 1][1]].strip()
-        if i == 0:  # no clause of its own: a cue that runs into its statement ("keep this between us im ...")
-            middle = self._after_lead_cue(middle, owner)
-        middle = re.sub(r"^(?:but|and|so|that)\b[\s,]*", "", middle, flags=re.IGNORECASE).strip()
-        if not middle:
-            return None, "cue"
-        if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b", middle, re.IGNORECASE):
-            return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
-        # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
-        # life") is kept in the fact and still reaches as a sentence that is only a cue would
-        return middle, "embedded" if self.cues.read(middle, owner=owner) else ""
-
-    def _after_lead_cue(self, text: str, owner: bool) -> str:
-        """A sentence that opens with a cue and runs on into its statement without a break
-        ("Please don't tell anyone I'm entering ...", "keep this between us im entering ...",
-        "Don't tell Tom I'm pregnant"): the statement, from its subject on. Anything else is
-        kept whole (a statement with a cue inside: "Mum doesn't know I'm pregnant")."""
-        for m in re.finditer(r"[\w'’]+", text):
-            head = text[:m.start()]
-            if not head.strip():
-                continue
-            token, ws = m.group(0), words(m.group(0))
-            if ws and ws[0] not in _SUBJECT_WORDS and all(w in _CUE_TAIL or w in STOPWORDS for w in ws) \
-                    or self.names.find(token):
-                continue
-            if self._cue_only(head, owner) and _SUBJECT.match(text[m.start():]):
-                return text[m.start():]
-            break
-        return text
-
+        """The cues of a sentence and the statement it carries (epmem/ingest/cuesplit.py)."""
+        return self.splitter.split(raw, owner)
 
     def _cover(self, text: str, speaker_words: set[str]) -> tuple[str, list[str]] | None:
         """(the story, its listeners) when the sentence tells others a story."""
@@ -431,6 +294,9 @@ class RulesExtractor(ReadsPolicy):
                 continue
             cues, said, why = self._cue_sentence(raw, owner)
             td.cues += cues
+            for i, _ in td.open_covers:  # "If anyone asks, say X. Not that line to Tara": a narrowing after a cover
+                black = proposals[i].draft.blacklist  # is about the cover too (a cue before it is about the truth)
+                black += [b for c in cues for b in c.blacklist if b not in black]
             # a cue with no statement of its own kept, or one it could not be cut from, reaches back
             td.bare_cue = td.bare_cue or bool(cues) and (said is None or why == "embedded" or not worth(said, mine))
             if said is not None and td.open_covers and (mark := _TRUTH_MARK.match(said.strip())):

@@ -257,3 +257,22 @@ def test_a_reaction_is_no_fact_even_with_its_lead_cut(extractor: RulesExtractor,
     drafts = extractor.drafts(session([("owner", "I'm having a second knee operation in March."), ("noor", said)],
                                       participants=["owner", "noor"]))
     assert [d.text for d in drafts] == ["Sam is having a second knee operation in March."]
+
+
+def test_a_narrowing_after_a_cover_is_about_the_cover(extractor: RulesExtractor) -> None:
+    s = session([("owner", "We're three months from running out of money."),
+                 ("owner", "If anyone on the team asks, we're keeping spending tight this quarter. "
+                           "Not that line to Tom either, he'd read into it.")], participants=["owner", "jamie"])
+    [cover] = [d for d in extractor.drafts(s) if d.version == "cover"]
+    assert "tom" in cover.blacklist
+
+
+def test_a_cue_clause_then_a_remark_still_reaches_the_news_before(extractor: RulesExtractor) -> None:
+    """"Haven't told Tom yet, want the contract signed first": the cue is about the offer two
+    messages back as much as about the remark it is typed with (fail closed)."""
+    s = session([("owner", "Equinor offered me the lead subsea role in Bergen."),
+                 ("jamie", "Amazing! Taking it?"),
+                 ("owner", "Probably. Haven't told Tom yet, want the contract signed first.")],
+                participants=["owner", "jamie"])
+    offer = next(d for d in extractor.drafts(s) if "Bergen" in d.text)
+    assert "tom" in offer.blacklist
