@@ -9,6 +9,8 @@ the test session (loading it is the slow part of opening a runtime).
 from __future__ import annotations
 
 import functools
+import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +105,20 @@ async def reopen(runtime: Runtime, clock: Clock = utcnow) -> Runtime:
     await runtime.close()
     policy = None if runtime.settings.policy is not None else runtime.policies.base
     return await Runtime.open(runtime.settings, policy=policy, embedder=shared_embedder(), clock=clock)
+
+
+def grace_chat_export(path: Path, chat: list[tuple[bool, str]], start: datetime, first_id: int,
+                      minutes: int = 2) -> Path:
+    """Maya's private chat with her sister as Telegram Desktop exports it (``result.json``):
+    ``chat`` is (from Grace?, text) per message, ``minutes`` apart from ``start``."""
+    messages: list[dict[str, Any]] = []
+    for i, (grace, text) in enumerate(chat):
+        when = start + timedelta(minutes=minutes * i)
+        messages.append({"id": first_id + i, "type": "message", "date": when.replace(tzinfo=None).isoformat(),
+                         "date_unixtime": str(int(when.timestamp())),
+                         "from": "Grace Chen" if grace else "Maya Chen",
+                         "from_id": f"user{TG['grace'] if grace else OWNER_TG}", "text": text,
+                         "text_entities": [{"type": "plain", "text": text}]})
+    path.write_text(json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"],
+                                "messages": messages}, indent=1))
+    return path

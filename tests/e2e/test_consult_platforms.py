@@ -16,14 +16,13 @@ Each scenario is written once against a small driver and run on both platforms.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,7 +37,7 @@ from epmem.memory import Fact
 from testkit.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message
 from testkit.fake_slack import wait_for as poll
 from testkit.fake_telegram import FakeTelegram
-from testkit.house import OWNER_SLACK, OWNER_TG, SLACK, TEAM, TG, house_runtime, reopen, write_policy
+from testkit.house import grace_chat_export, OWNER_SLACK, OWNER_TG, SLACK, TEAM, TG, house_runtime, reopen, write_policy
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "consult-signing-secret"
@@ -57,18 +56,7 @@ CHAT = [  # (from Grace?, text): Maya's private chat with her sister, exported f
 
 
 def export(path: Path) -> Path:
-    start = datetime(2026, 4, 20, 19, 5, tzinfo=UTC)
-    messages: list[dict[str, Any]] = []
-    for i, (grace, text) in enumerate(CHAT):
-        when = start + timedelta(minutes=3 * i)
-        messages.append({"id": 700 + i, "type": "message", "date": when.replace(tzinfo=None).isoformat(),
-                         "date_unixtime": str(int(when.timestamp())),
-                         "from": "Grace Chen" if grace else "Maya Chen",
-                         "from_id": f"user{TG['grace'] if grace else OWNER_TG}", "text": text,
-                         "text_entities": [{"type": "plain", "text": text}]})
-    path.write_text(json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"],
-                                "messages": messages}, indent=1))
-    return path
+    return grace_chat_export(path, CHAT, datetime(2026, 4, 20, 19, 5, tzinfo=UTC), 700, minutes=3)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,11 @@ inline keyboard the bot sent.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
 from testkit.fake_telegram import FakeTelegram
-from testkit.house import OWNER_TG, TG, house_runtime, write_policy
+from testkit.house import grace_chat_export, OWNER_TG, TG, house_runtime, write_policy
 
 REPO = Path(__file__).resolve().parents[2]
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
@@ -45,18 +44,7 @@ CHAT = [  # (from Grace?, text)
 
 
 def export(path: Path) -> Path:
-    start = datetime(2026, 3, 2, 20, 15, tzinfo=UTC)
-    messages: list[dict[str, Any]] = []
-    for i, (grace, text) in enumerate(CHAT):
-        when = start + timedelta(minutes=2 * i)
-        messages.append({"id": 500 + i, "type": "message", "date": when.replace(tzinfo=None).isoformat(),
-                         "date_unixtime": str(int(when.timestamp())),
-                         "from": "Grace Chen" if grace else "Maya Chen",
-                         "from_id": f"user{TG['grace'] if grace else OWNER_TG}", "text": text,
-                         "text_entities": [{"type": "plain", "text": text}]})
-    path.write_text(json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"],
-                                "messages": messages}, indent=1))
-    return path
+    return grace_chat_export(path, CHAT, datetime(2026, 3, 2, 20, 15, tzinfo=UTC), 500, minutes=2)
 
 
 @pytest_asyncio.fixture
@@ -108,6 +96,11 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     tg.private_text(LEO, QUESTION)
     await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 1)
     assert SECRET_WORD not in _to(tg, TG["leo"])[0]["text"].casefold()
+    # Leo's question needs the closed secret: the owner is consulted (issue 20), which this test
+    # leaves unanswered; its note must have arrived before the review messages are counted
+    assert runtime.owner.consultations is not None
+    if await runtime.owner.consultations.pending():
+        await tg.wait_for(lambda: any("/consult " in m["text"] for m in _to(tg, OWNER_TG)))
     # /review on Telegram: the queue itself asks about the pending secret (skipping what is not it)
     seen = len(_to(tg, OWNER_TG))
     tg.private_text(OWNER, "/review")
@@ -143,11 +136,14 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen + 2)
     settled = await runtime.memory.get(secret.id)
     assert settled is not None and (settled.state, settled.level, settled.whitelist) == ("owner-set", 0, ["leo"])
+    # Leo's question waited on this answer (a consultation): he is followed up in his chat
+    await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 2)
+    assert SECRET_WORD in _to(tg, TG["leo"])[1]["text"].casefold()
     # the next answers follow the owner's choice: Leo may know, Ana may not
     tg.private_text(LEO, QUESTION)
     tg.private_text(ANA, QUESTION)
-    await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 2 and len(_to(tg, TG["ana"])) == 1)
-    assert SECRET_WORD in _to(tg, TG["leo"])[1]["text"].casefold()
+    await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 3 and len(_to(tg, TG["ana"])) == 1)
+    assert SECRET_WORD in _to(tg, TG["leo"])[2]["text"].casefold()
     assert SECRET_WORD not in _to(tg, TG["ana"])[0]["text"].casefold()
     # the audit shows the owner's answer and both replies
     reviews = [r for r in await runtime.audit.records(kind="policy_change")
@@ -156,4 +152,4 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     assert all(r.body["by"] == f"telegram:{OWNER_TG}" and r.body["platform"] == "telegram" for r in reviews)
     replies = await runtime.audit.records(kind="reply", contact="leo")
     assert [secret.id in r.body.get("disclosed", []) for r in replies] == [False, True]
-    assert [d.recipient for d in await runtime.audit.who_knows(secret.id)] == ["leo"]
+    assert {d.recipient for d in await runtime.audit.who_knows(secret.id)} == {"leo"}
