@@ -72,7 +72,6 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     )
     if c is None:
         return None, ()
-    earlier = await earlier_answers(owner, fact)
     await owner.audit.append("consultation", {
         "consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact, "question": question,
         "event": c.event_id, "facts": list(c.facts), "reply_audit": audit_id, "joined": c.lead,
@@ -80,6 +79,7 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     log.info("consultation_opened", consultation=c.id, contact=c.contact, facts=len(c.facts), joined=c.lead)
     if not c.asked_owner:
         return None, ()
+    earlier = await earlier_answers(owner, fact)
     first = earlier[0][0] if earlier else None
     return note(owner, c, q, sender), actions(owner, c, q, sender, first if first in KEYS else None)
 
@@ -133,9 +133,7 @@ async def open_as_learned(owner: OwnerServices, inbound: Inbound, sender: Resolv
     level, domain = learned
     decision = ReviewAnswer.set(q.fact_id, q.suggested.category, level=level, domain=domain,  # type: ignore[arg-type]
                                 whitelist=[], blacklist=list(q.suggested.blacklist))
-    applied = await queue.apply(decision)
-    await owner.memory.update([f.model_copy(update={"evidence": [*f.evidence, f"owner:consult:{LEARNED}"]})
-                               for f in applied.facts])
+    applied = await queue.apply(decision, tag=f"owner:consult:{LEARNED}")
     await owner.record_change({**applied.audit, "answer": LEARNED, "by": "learned", "platform": inbound.platform,
                                "asked_by": sender.label})
     log.info("consultation_learned", fact=q.fact_id, facts=len(applied.facts))
@@ -257,9 +255,7 @@ async def answer(owner: OwnerServices, c: Consultation, decision: ReviewAnswer, 
     """Apply the owner's decision to the consultation's event, then follow up everyone waiting."""
     if owner.review is None:
         raise ReviewError("the review queue is not available in this process")
-    applied = await owner.review.apply(decision)
-    tagged = [f.model_copy(update={"evidence": [*f.evidence, f"owner:consult:{key}"]}) for f in applied.facts]
-    await owner.memory.update(tagged)
+    applied = await owner.review.apply(decision, tag=f"owner:consult:{key}")
     await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
     sent = await follow_up_events(owner, applied.facts, key)
     return Settled(applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok))

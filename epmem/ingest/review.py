@@ -396,7 +396,9 @@ class ReviewQueue:
 
     # ------------------------------------------------------------------ answers
 
-    async def apply(self, answer: Answer) -> Applied:
+    async def apply(self, answer: Answer, tag: str | None = None) -> Applied:
+        """``tag``: one more evidence line on every fact the answer sets (where the owner's word
+        came from, e.g. ``owner:consult:tell``), written with the answer in one update."""
         fact = await self.memory.get(answer.fact_id)
         if fact is None:
             raise ReviewError(f"no fact {answer.fact_id!r}")
@@ -407,7 +409,7 @@ class ReviewQueue:
         choice = self._resolve(fact, answer)
         also = await self._event_of(fact, await self.memory.all())
         closed = answer.kind == "private"
-        updated = [self._set(g, choice, fact.id if g.id != fact.id else None, closed) for g in [fact, *also]]
+        updated = [self._set(g, choice, fact.id if g.id != fact.id else None, closed, tag) for g in [fact, *also]]
         await self.memory.update(updated)
         self._skipped.difference_update([fact.id, *(g.id for g in also)])
         if self.examples is not None:
@@ -452,10 +454,10 @@ class ReviewQueue:
         return replace(choice, whitelist=white)
 
     @staticmethod
-    def _set(fact: Fact, choice: Choice, via: str | None, closed: bool = False) -> Fact:
+    def _set(fact: Fact, choice: Choice, via: str | None, closed: bool = False, tag: str | None = None) -> Fact:
         """The owner's answer: the fact is open to what the owner chose (``closed``: "keep
         private", which no category-wide exception opens either)."""
-        evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}"]
+        evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}", *([tag] if tag else [])]
         return fact.model_copy(update={
             "category": choice.category, "level": choice.level, "domain": choice.domain,
             "whitelist": list(choice.whitelist), "blacklist": list(choice.blacklist), "state": "owner-set",
