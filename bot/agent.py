@@ -21,7 +21,7 @@ from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
-from bot.consulting import ask_owner, open_as_learned
+from bot.consulting import ask_owner, may_consult, open_as_learned
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -186,10 +186,13 @@ class DelegateAgent:
         opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
-        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+        closed = may_consult(self.owner, inbound, sender, audience)
+        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
+                                          with_closed=closed)
         learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
         if learned is not None:
-            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
+                                              with_closed=closed)
         recent.append(f"{sender.recipient.name}: {text}")
         return answer, learned
 

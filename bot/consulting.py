@@ -98,17 +98,23 @@ def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitel
     return who
 
 
-def consultable(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
-                answer: Answer) -> bool:
-    """Whether this reply may consult the owner at all: closed facts would answer, in a direct
-    chat not answered as the owner (a follow-up must reach exactly the reader it was decided
-    for), from a contact (a stranger only when the owner turned that on)."""
+def may_consult(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved]) -> bool:
+    """Whether a reply here may consult the owner at all: in a direct chat not answered as the
+    owner (a follow-up must reach exactly the reader it was decided for), from a contact (a
+    stranger only when the owner turned that on). Only then does the reply ask which closed
+    facts would answer (``PrivacyEngine.answer(with_closed=True)``)."""
     store = owner.consultations
-    if store is None or not answer.consult:
+    if store is None or owner.review is None:
         return False
     if inbound.chat_kind != "direct" or inbound.delegation is not None or len(audience) != 1:
         return False
     return not sender.recipient.is_stranger or store.config.strangers
+
+
+def consultable(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
+                answer: Answer) -> bool:
+    """Whether this reply consults the owner: it may, and closed facts would answer."""
+    return bool(answer.consult) and may_consult(owner, inbound, sender, audience)
 
 
 async def open_as_learned(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],

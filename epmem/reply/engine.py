@@ -99,16 +99,19 @@ class PrivacyEngine(ReadsPolicy):
         recent_turns: Sequence[str] = (),
         now: datetime | None = None,
         only_events: Collection[str] | None = None,
+        with_closed: bool = False,
     ) -> Answer:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
-        ``only_events``: from these events' facts alone (a consultation's follow-up)."""
+        ``only_events``: from these events' facts alone (a consultation's follow-up);
+        ``with_closed``: also say which undecided closed facts would answer (``Answer.consult``:
+        a second relevance pass, asked for only where a consultation may follow)."""
         started = time.perf_counter()
         events = await self.memory.recall(question)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
         projection, choice, held = self._choose(question, events, rulebook, audience)
-        consult = self._closed_would_answer(question, events, rulebook, audience)
+        consult = self._closed_would_answer(question, events, rulebook, audience) if with_closed else ()
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
