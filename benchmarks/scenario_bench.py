@@ -33,6 +33,7 @@ from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline, review_oracle
+from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm
 from bot import consulting
 from bot.config import Settings
@@ -81,6 +82,10 @@ class Tally:
     #: must_not canaries in what an echo model answered (the prompt it was shown, repeated whole).
     model_output_leaks: int = 0
     slowest_reply_ms: float = 0.0
+    #: replies in file order (follow-ups too), and those after which some reader had been told,
+    #: across replies, facts of one matter they may not know together (benchmarks/conversation.py).
+    conversation_n: int = 0
+    conversation_violations: int = 0
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -126,6 +131,7 @@ class Tally:
                     "review_rounds": self.review_rounds, "review_learned": self.review_learned,
                     "insane_replies": self.insane_replies, "model_output_leaks": self.model_output_leaks,
                     "slowest_reply_ms": round(self.slowest_reply_ms, 1)},
+            "conversation": {"n": self.conversation_n, "violations": self.conversation_violations},
             **extra,
         }
 
@@ -280,6 +286,7 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
     per follow-up; ``oracle`` answers consultations after each reply (``--consult``)."""
     canaries = {f.id: f.canary for f in scenario.facts}
     may_know = gold_readers(scenario)
+    conversation = Conversation(scenario)
     agent = runtime.agent
     for qi, item in enumerate(scenario.tasks.answer):
         replies: dict[str, tuple[frozenset[str], str]] = {}
@@ -308,6 +315,8 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
                         lines.append({**await reply_line(scenario, runtime, audit, item.question, asker, text,
                                                          stored), "followup": True})
             for text in told:
+                for broken in conversation.add(text, members):
+                    tally.failures.append(f"{scenario.name}: ACROSS REPLIES q{qi} {asker}: {broken}")
                 unknown = [fid for fid, c in canaries.items() if _contains(text, c) and not may_know(fid, members)]
                 if unknown:
                     tally.any_fact_leaks += 1
@@ -347,6 +356,8 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
             tally.diff_n += 1
             pairs = [(a, b) for a in replies.values() for b in replies.values() if a[0] != b[0]]
             tally.diff_hits += all(a[1] != b[1] for a, b in pairs)
+    tally.conversation_n += conversation.n
+    tally.conversation_violations += conversation.violations
 
 
 MODES = ("gold", "pipeline")

@@ -86,6 +86,14 @@ class Settings(BaseSettings):
     consult_strangers: bool = False
     #: opt-in, off (0): open like the owner's last N consistent answers about similar facts.
     consult_learn_after: int = Field(default=0, ge=0)
+    #: the composite rule across replies (epmem/reply/cumulative.py): how far back what a reader
+    #: was told counts (days). A year: a matter (a house purchase, a job change, an illness)
+    #: runs for months, and people remember what they were told; a short window would let anyone
+    #: who waits it out hear the rest. It only ever holds back facts of the same matter.
+    composite_window_days: float = Field(default=365.0, gt=0)
+    #: one reply's facts judged as one composite (``reply``) or matter by matter (``matter``:
+    #: facts of unrelated events reveal nothing together; a missed link then fails open).
+    composite_scope: Literal["reply", "matter"] = "matter"
     #: when the owner's daily digest goes out (HH:MM, UTC), or "off".
     digest_time: str = Field(default="08:00", pattern=r"^(off|([01]\d|2[0-3]):[0-5]\d)$")
 

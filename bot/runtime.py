@@ -23,8 +23,10 @@ from epmem.embedding import Embedder
 from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, RetryPolicy, ReviewQueue
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
+from epmem.memory.links import EventLinks
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
 from epmem.reply import LLMResponder, PrivacyEngine, Responder, Relevance, RelevanceConfig, RulesResponder, SanityConfig
+from epmem.reply.cumulative import LedgerKnowledge
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
@@ -239,7 +241,10 @@ class Runtime:
         """Every part, through its constructor, in dependency order."""
         memory, db = opened.memory, opened.state.connection
         overlay = Overlay(db)
-        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance)
+        links = EventLinks(db)
+        knowledge = LedgerKnowledge(opened.audit, links, timedelta(days=settings.composite_window_days), clock)
+        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance, knowledge,
+                               per_matter=settings.composite_scope == "matter")
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(policies, memory, classifier, llm,
                               RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
@@ -260,6 +265,7 @@ class Runtime:
                                                           settings.consult_max_open, settings.consult_strangers,
                                                           settings.consult_learn_after),
                                         clock),
+            links=links,
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
@@ -301,9 +307,13 @@ def activate_policy(settings: Settings, scenario: Scenario, source: Path) -> Pat
 
 
 async def load_scenario_memory(runtime: Runtime, scenario: Scenario) -> int:
-    """Replace the memory with the scenario's gold facts."""
+    """Replace the memory with the scenario's gold facts (and its links between events)."""
     facts = [f.to_fact() for f in scenario.facts]
     await runtime.memory.replace_all(facts)
+    links = runtime.owner.links
+    assert links is not None
+    for events in scenario.links:
+        await links.link(events, "scenario")
     if runtime.conversations is not None:
         from epmem.ingest import scenario_messages
         from epmem.memory import build_sessions

@@ -18,6 +18,7 @@ import structlog
 from epmem.audit import AuditLog
 from epmem.ingest import Distiller, ReviewQueue
 from epmem.memory import Conversations, FactMemory
+from epmem.memory.links import EventLinks
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, Recipient, Skipped
 from epmem.reply import PrivacyEngine
 
@@ -54,6 +55,8 @@ class OwnerServices:
     annotator: BackgroundAnnotator | None = None
     #: the owner asked about closed facts someone's question needed (bot/consulting.py).
     consultations: Consultations | None = None
+    #: which events are one matter (epmem/memory/links.py): /matter, /unmatter, /annotations.
+    links: EventLinks | None = None
 
     @property
     def policy(self) -> Policy:

@@ -21,6 +21,7 @@ import structlog
 
 from epmem.audit import FACT_REGISTER_MIGRATIONS as FACT_REGISTER
 from epmem.ingest import JOURNAL_MIGRATIONS as INGEST_JOURNAL
+from epmem.memory.links import MIGRATIONS as EVENT_LINKS
 from epmem.policy import OVERLAY_MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 
@@ -32,7 +33,8 @@ from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL, CONSULTATIONS)
+SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL, CONSULTATIONS,
+        EVENT_LINKS)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 

@@ -112,6 +112,8 @@ class Scenario(_Model):
     policy: Policy
     sessions: list[ScenarioSession] = Field(default_factory=list)
     facts: list[GoldFact] = Field(default_factory=list)
+    #: events about one matter (SCENARIOS.md "Links between events"): each list is linked.
+    links: list[list[str]] = Field(default_factory=list)
     tasks: Tasks = Field(default_factory=Tasks)
 
     def fact(self, fact_id: str) -> GoldFact:
@@ -158,6 +160,13 @@ def _reference_problems(s: Scenario) -> list[Problem]:
                     problems.append(Problem(("facts", i, key, j), f"unknown contact or group {who!r}"))
     if len(set(fact_ids)) != len(fact_ids):
         problems.append(Problem(("facts",), "duplicate fact ids"))
+    events = {f.event for f in s.facts}
+    for i, link in enumerate(s.links):
+        if len(set(link)) < 2:
+            problems.append(Problem(("links", i), "a link needs at least two different events"))
+        for j, event in enumerate(link):
+            if event not in events:
+                problems.append(Problem(("links", i, j), f"unknown event {event!r} (no fact has it)"))
     known = set(fact_ids)
     for i, classify in enumerate(s.tasks.classify):
         if classify.fact not in known:

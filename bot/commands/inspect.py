@@ -78,6 +78,12 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for h in rows:
+        earlier = h.get("earlier") or []
+        if earlier:  # the composite rule across replies: name the earlier reply (see /why of it)
+            replies = ", ".join(f"{e.get('fact')} in reply {e.get('record')} (/why {e.get('record')})" for e in earlier)
+            out.append(f"      held back (composite rule across replies): {h.get('recipient')} was already told "
+                       f"{replies}: {h.get('reason')}")
+            continue
         together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"
         out.append(f"      held back (composite rule): not told to {h.get('recipient')} together with "
                    f"{together}: {h.get('reason')}")

@@ -284,9 +284,30 @@ class AuditLog:
         try:
             async with self.db.execute(sql, (fact_or_event, fact_or_event)) as cur:
                 lines = [tuple(row) async for row in cur]
-            fate, _ = await fates(self.db, {line[4] for line in lines})
+            return await self._as_told(lines)
         except sqlite3.DatabaseError as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+
+    async def told_of(self, event_ids: Iterable[str], since: str | None = None) -> list[Disclosure]:
+        """The ledger lines of these events (told or possibly told, like :meth:`who_knows`),
+        decided at or after ``since``: what the composite rule across replies counts."""
+        wanted = sorted(set(event_ids))
+        lines: list[tuple[Any, ...]] = []
+        try:
+            for i in range(0, len(wanted), _BATCH):
+                batch = wanted[i:i + _BATCH]
+                sql = ("SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
+                       f"WHERE event_id IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else ""))
+                async with self.db.execute(sql, [*batch, *([since] if since else [])]) as cur:
+                    lines += [tuple(row) async for row in cur]
+            return await self._as_told(lines)
+        except sqlite3.DatabaseError as exc:
+            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+
+    async def _as_told(self, lines: Sequence[tuple[Any, ...]]) -> list[Disclosure]:
+        """Ledger rows (fact, event, recipient, time, audit id) as disclosures, oldest first;
+        a reply that never reached its reader tells nobody anything."""
+        fate, _ = await fates(self.db, {line[4] for line in lines})
         out = []
         for fact, event, recipient, moment, audit_id in lines:
             found = fate.get(audit_id, Fate()).status(moment)

@@ -7,6 +7,12 @@ one reply would disclose are judged as one :class:`~epmem.policy.calculus.Compos
 reader; when that fails, the most relevant subset that passes is kept (greedily, best first,
 covers counting like any fact) and the others are held back, each with the reason.
 
+Across replies (epmem/reply/cumulative.py), each reader's composite of a matter also holds the
+facts of that matter the reader already knows: a fact that would complete, with an earlier
+reply, a set the reader may not know together is held back, naming that reply's record.
+``per_matter``: one reply's facts are judged matter by matter rather than all as one (facts of
+unrelated events reveal nothing together; a missed link then fails open, so it is a setting).
+
 Only facts already allowed one by one reach this step, so what is held back never depends on
 a fact the audience may not know.
 """
@@ -17,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from epmem.policy.calculus import Composite, Gate, Recipient, judge_composite
+from epmem.reply.cumulative import Earlier, Prior
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,25 +35,65 @@ class Held:
     with_facts: tuple[str, ...]
     recipient: str
     reason: str
+    #: what the reader already knew that counted: (fact, the record of the reply that told it).
+    earlier: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        return {"fact": self.fact_id, "with": list(self.with_facts), "recipient": self.recipient,
-                "reason": self.reason}
+        out: dict[str, object] = {"fact": self.fact_id, "with": list(self.with_facts), "recipient": self.recipient,
+                                  "reason": self.reason}
+        if self.earlier:
+            out["earlier"] = [{"fact": f, "record": r} for f, r in self.earlier]
+        return out
 
 
-def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[Held]]:
-    """``gates`` best first; returns (fact ids kept, in order; what was held back and why)."""
+def _why(trial: Composite, denied: Recipient) -> tuple[str, str]:
+    verdict = judge_composite(trial, denied).first_denial()
+    why = f"{verdict[0]}: {verdict[1].explain()}" if verdict else "composite denied"
+    return f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''}", why
+
+
+def _across(group: list[Gate], matter: str, audience: Sequence[Recipient],
+            earlier: Earlier) -> tuple[Recipient, Composite, list[Prior]] | None:
+    """The first reader for whom this reply's facts of ``matter`` and what they already know
+    of it may not be told together (with that composite and the known facts in it)."""
+    told = {g.fact_id for g in group}
+    for r in audience:
+        prior = earlier.prior(r.id, matter, told)
+        if prior:
+            trial = Composite.of([*group, *(p.gate for p in prior)])
+            if not trial.allows(r):
+                return r, trial, prior
+    return None
+
+
+def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient], earlier: Earlier | None = None,
+                       matter_of: dict[str, str] | None = None,
+                       per_matter: bool = False) -> tuple[list[str], list[Held]]:
+    """``gates`` best first; ``matter_of``: fact id -> its matter (its event when not linked).
+    Returns (fact ids kept, in order; what was held back and why)."""
+    earlier = earlier or Earlier()
+    matter_of = matter_of or {}
     kept: list[Gate] = []
     held: list[Held] = []
     for gate in gates:
-        trial = Composite.of([*kept, gate])
+        matter = matter_of.get(gate.fact_id, gate.fact_id)
+        same = [g for g in kept if matter_of.get(g.fact_id, g.fact_id) == matter] + [gate]
+        trial = Composite.of(same if per_matter else [*kept, gate])
         denied = next((r for r in audience if not trial.allows(r)), None)
-        if denied is None:
-            kept.append(gate)
+        if denied is not None:
+            what, why = _why(trial, denied)
+            held.append(Held(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
+                             f"{what} denies {denied.id} ({why})"))
             continue
-        verdict = judge_composite(trial, denied).first_denial()
-        why = f"{verdict[0]}: {verdict[1].explain()}" if verdict else "composite denied"
-        held.append(Held(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
-                         f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''} denies "
-                         f"{denied.id} ({why})"))
+        across = _across(same, matter, audience, earlier)
+        if across is not None:
+            r, trial, prior = across
+            what, why = _why(trial, r)
+            named = ", ".join(f"{p.known.fact_id} in reply {p.known.record} ({p.known.status} {p.known.time[:19]})"
+                              for p in prior)
+            held.append(Held(gate.fact_id, tuple(g.fact_id for g in same[:-1]), r.id,
+                             f"{what} with what {r.id} was told before ({named}) denies {r.id} ({why})",
+                             tuple((p.known.fact_id, p.known.record) for p in prior)))
+            continue
+        kept.append(gate)
     return [g.fact_id for g in kept], held

@@ -18,6 +18,7 @@ from datetime import datetime
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import Held, limit_to_composite
+from epmem.reply.cumulative import Knowledge, gather
 from epmem.reply.guard import Denied
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
@@ -79,8 +80,13 @@ class Answer:
 
 class PrivacyEngine(ReadsPolicy):
     def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder,
-                 relevance: Relevance | None = None) -> None:
+                 relevance: Relevance | None = None, knowledge: Knowledge | None = None,
+                 per_matter: bool = False) -> None:
+        """``knowledge``: what readers already know, by matter (None: each reply judged alone);
+        ``per_matter``: one reply's facts judged matter by matter (epmem/reply/composite.py)."""
         self._policy = PolicyHolder.of(policy)
+        self.knowledge = knowledge
+        self.per_matter = per_matter
         self.overlay = overlay
         self.memory = memory
         self.responder = responder
@@ -110,7 +116,7 @@ class PrivacyEngine(ReadsPolicy):
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
-        projection, choice, held = self._choose(question, events, rulebook, audience)
+        projection, choice, held = await self._choose(question, events, rulebook, audience)
         consult = self._closed_would_answer(question, events, rulebook, audience) if with_closed else ()
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
@@ -133,13 +139,17 @@ class PrivacyEngine(ReadsPolicy):
         return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
                       written=written, choice=choice, held=tuple(held), consult=consult)
 
-    def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
-        """The storyline, narrowed to what answers the question and may be told together."""
+    async def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
+                      audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
+        """The storyline, narrowed to what answers the question and may be told together, with
+        what each reader already knows of the same matters (epmem/reply/cumulative.py)."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
-        kept, held = limit_to_composite([rulebook.gate(by_id[f]) for f in choice.chosen], audience)
+        chosen = [by_id[f] for f in choice.chosen]
+        earlier = await gather(self.knowledge, chosen, {r.id for r in audience}, rulebook, self.memory.by_event)
+        kept, held = limit_to_composite([rulebook.gate(f) for f in chosen], audience, earlier,
+                                        {f.id: earlier.matters.matter(f.event_id) for f in chosen}, self.per_matter)
         narrowed = storyline.narrowed(kept, choice.scores)
         near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)
         return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
