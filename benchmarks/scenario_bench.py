@@ -315,8 +315,8 @@ async def score_answers(scenario: Scenario, runtime: Runtime, tally: Tally,
                         lines.append({**await reply_line(scenario, runtime, audit, item.question, asker, text,
                                                          stored), "followup": True})
             for text in told:
-                for broken in conversation.add(text, members):
-                    tally.failures.append(f"{scenario.name}: ACROSS REPLIES q{qi} {asker}: {broken}")
+                for across in conversation.add(text, members):
+                    tally.failures.append(f"{scenario.name}: ACROSS REPLIES q{qi} {asker}: {across}")
                 unknown = [fid for fid, c in canaries.items() if _contains(text, c) and not may_know(fid, members)]
                 if unknown:
                     tally.any_fact_leaks += 1

@@ -12,6 +12,7 @@ from bot.commands import (
     contacts,
     exceptions,
     inspect,
+    matters,
     memory,
     platforms,
     review,
@@ -31,7 +32,8 @@ from bot.commands.registry import (
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, review, consult)
+MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, matters, review,
+           consult)
 
 
 def owner_commands() -> CommandRegistry:

@@ -14,6 +14,7 @@ from typing import Any
 from epmem.memory import Fact
 
 from bot.commands.contacts import get_fact
+from bot.commands.matters import matter_lines
 from bot.commands.opening import CONFIRM, needs_confirmation
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.services import OwnerServices
@@ -57,6 +58,7 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
     lines = [describe(f) for f in shown[:MAX_LINES]]
     if len(shown) > MAX_LINES:
         lines.append(f"... and {len(shown) - MAX_LINES} more; add words to narrow it down")
+    lines += await matter_lines(owner)
     distiller = owner.distiller
     if distiller.pending():
         sessions = distiller.pending()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from epmem.audit.verify import ChainStatus, ChainWatcher
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
+from epmem.memory.links import Matters
 from epmem.policy.overlay import Overlay
 from epmem.policy.overrides import apply_overrides
 
@@ -278,4 +280,14 @@ class AuditPages:
                 "total": len(units),
                 "columns": [{"id": c.id, "label": c.label, "note": c.note, "kind": c.kind, "members": list(c.members)}
                             for c in cols],
-                "rows": [r.as_dict(cols) for r in rows]}
+                "rows": [r.as_dict(cols) for r in rows], "matters": await self.matters()}
+
+    async def matters(self) -> list[list[str]]:
+        """The events linked into one matter (epmem/memory/links.py); none on a state database
+        no bot with links has opened yet."""
+        try:
+            async with self.overlay.db.execute("SELECT a, b FROM event_links") as cur:
+                pairs = [(str(a), str(b)) async for a, b in cur]
+        except sqlite3.OperationalError:
+            return []
+        return Matters.of(pairs).groups()
