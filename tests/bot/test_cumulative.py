@@ -1,0 +1,148 @@
+"""The composite rule across replies on the console: what a person was told before counts.
+
+The issue's two cases, through the real agent, store, ledger and audit: in the house example
+Leo may hear about the house offer and about the bonus but not both (the deposit is paid with
+the bonus: one matter), so asked in two questions he hears only the first; and as Priya on the
+quick start's data, knee surgery and a release date, unrelated, are told together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from epmem.audit.web import PageConfig, create_app
+from epmem.policy import Policy
+from epmem.reply.respond import deflection
+from bot.runtime import Runtime
+from testkit.audit_page import TOKEN
+from testkit.house import HOUSE_Q, OWNER_NAME, TRUTH, house_runtime
+from testkit.quickstart import KNEE, KNEE_AND_LAUNCH_Q, LAUNCH, quickstart_runtime
+from testkit.runtime import ask
+
+MONEY_Q = "Did Maya get any money from work recently?"
+BONUS = "retention bonus"
+
+
+async def owner(runtime: Runtime, command: str) -> str:
+    return (await runtime.agent.handle(ask("owner", command))).text or ""
+
+
+async def two_questions(runtime: Runtime) -> tuple[Any, Any]:
+    first = await runtime.agent.handle(ask("leo", HOUSE_Q))
+    second = await runtime.agent.handle(ask("leo", MONEY_Q))
+    return first, second
+
+
+async def test_asked_in_two_questions_leo_hears_only_what_one_reply_could_tell(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        assert "One matter now: e-house + e-bonus + e-deposit" in await owner(runtime, "/matter e-house e-bonus e-deposit")
+        first, second = await two_questions(runtime)
+        assert TRUTH in (first.text or "")
+        assert second.text == deflection(OWNER_NAME)
+        record = await runtime.audit.get(second.audit_id or "")
+        assert record is not None and record.body["disclosed"] == []
+        held = {h["fact"]: h for h in record.body["held_back"]}
+        assert set(held) == {"f3", "f4"}
+        assert held["f3"]["earlier"] == [{"fact": "f1", "record": first.audit_id}]
+        assert f"in reply {first.audit_id}" in held["f3"]["reason"]
+        why = await owner(runtime, f"/why {second.audit_id}")
+        assert f"leo was already told f1 in reply {first.audit_id} (/why {first.audit_id})" in why
+        assert "HELD BACK" in why
+        # the link is the owner's: /annotations shows it, /unmatter opens what it held back
+        assert "Matter (told together counts across replies): e-bonus + e-deposit + e-house" in \
+            await owner(runtime, "/annotations")
+        assert "Removed 2 links" in await owner(runtime, "/unmatter e-house")
+        third = await runtime.agent.handle(ask("leo", MONEY_Q))
+        assert BONUS in (third.text or "")
+    finally:
+        await runtime.close()
+
+
+async def test_a_whitelist_on_every_fact_of_the_matter_opens_it(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        await owner(runtime, "/matter e-house e-bonus e-deposit")
+        assert "f1" in await owner(runtime, "/allow f1 to leo")
+        first, second = await two_questions(runtime)
+        assert TRUTH in (first.text or "") and BONUS in (second.text or "")
+    finally:
+        await runtime.close()
+
+
+async def test_unrelated_facts_still_flow_and_without_a_link_nothing_combines(tmp_path: Path) -> None:
+    """No link: the house and the bonus are separate matters (what a link is for)."""
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        first, second = await two_questions(runtime)
+        assert TRUTH in (first.text or "") and BONUS in (second.text or "")
+    finally:
+        await runtime.close()
+
+
+async def test_the_window_bounds_how_far_back_the_ledger_counts(tmp_path: Path) -> None:
+    later = datetime.now(timezone.utc) + timedelta(days=31)
+    runtime = await house_runtime(tmp_path / "data", clock=lambda: later, composite_window_days=30)
+    try:
+        await owner(runtime, "/matter e-house e-bonus e-deposit")
+        first, second = await two_questions(runtime)  # the first reply is "31 days" old by the clock
+        assert TRUTH in (first.text or "") and BONUS in (second.text or "")
+    finally:
+        await runtime.close()
+
+
+@pytest.mark.parametrize(("scope", "told"), [("matter", [KNEE, LAUNCH]), ("reply", [KNEE])])
+async def test_priya_hears_knee_surgery_and_the_launch_in_one_reply(tmp_path: Path, scope: str,
+                                                                   told: list[str]) -> None:
+    """Unrelated facts of one reply are judged matter by matter (the default); the old
+    one-composite reply (EPMEM_COMPOSITE_SCOPE=reply) tells only one of them."""
+    runtime = await quickstart_runtime(tmp_path / "data", composite_scope=scope)
+    try:
+        reply = (await runtime.agent.handle(ask("priya", KNEE_AND_LAUNCH_Q))).text or ""
+        assert [w for w in (KNEE, LAUNCH) if w in reply] == told
+    finally:
+        await runtime.close()
+
+
+async def test_matter_refuses_unknown_events_and_is_audited(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        assert "no facts with event e-nope" in await owner(runtime, "/matter e-house e-nope")
+        assert "usage" in await owner(runtime, "/matter e-house")
+        await owner(runtime, "/matter e-house e-bonus")
+        changes = [r.body for r in await runtime.audit.records(kind="policy_change")]
+        assert {"action": "link_events", "events": ["e-house", "e-bonus"], "added": 1}.items() <= changes[-1].items()
+        assert "No direct link" in await owner(runtime, "/unmatter e-bonus e-run")
+    finally:
+        await runtime.close()
+
+
+def _pages(runtime: Runtime, policy: Policy, record: str) -> tuple[str, str]:
+    async def current() -> Policy:
+        return policy
+
+    config = PageConfig(runtime.settings.audit_db, runtime.settings.state_db, current, TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(config)) as client:
+        decision, knows = client.get(f"/decision/{record}", headers=auth), client.get("/who-knows", headers=auth)
+    assert decision.status_code == 200 and knows.status_code == 200
+    return decision.text, knows.text
+
+
+async def test_the_audit_page_names_the_earlier_reply_and_shows_the_matter(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        await owner(runtime, "/matter e-house e-bonus e-deposit")
+        first, second = await two_questions(runtime)
+        decision, knows = await asyncio.to_thread(_pages, runtime, runtime.policy, second.audit_id or "")
+        assert "Held back (composite rule)" in decision
+        assert f'in reply <a class="mono" href="/decision/{first.audit_id}">{first.audit_id}</a>' in decision
+        assert "e-bonus + e-deposit + e-house" in knows
+    finally:
+        await runtime.close()
