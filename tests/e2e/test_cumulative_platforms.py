@@ -3,7 +3,8 @@
 Leo asks about the house, then about money from work, in two messages: once the owner has
 linked the house, the bonus and the deposit into one matter (/matter, sent on the platform),
 the second reply holds the bonus back because of the first. Priya, on the quick start's data,
-asks about knee surgery and the app launch in one message and hears both (unrelated facts).
+asks about knee surgery and the app launch in one message and hears both (unrelated facts, with
+EPMEM_COMPOSITE_SCOPE=matter: one reply judged matter by matter).
 The services start from the environment as ``epmem run`` would; the fakes are loopback.
 """
 
@@ -31,6 +32,10 @@ MONEY_Q = "Did Maya get any money from work recently?"
 LINK = "matter e-house e-bonus e-deposit"
 SECRET = "e2e-signing-secret"
 Opener = Callable[[Path], Awaitable[Runtime]]
+
+
+async def quickstart_by_matter(data_dir: Path) -> Runtime:
+    return await quickstart_runtime(data_dir, composite_scope="matter")
 
 
 async def held_because_of(runtime: Runtime, first: str) -> None:
@@ -93,7 +98,7 @@ async def test_telegram_leo_asked_in_two_questions(telegram: Callable[[Opener], 
 
 
 async def test_telegram_priya_hears_knee_surgery_and_the_launch(telegram: Callable[[Opener], Any]) -> None:
-    tg, _ = await telegram(quickstart_runtime)
+    tg, _ = await telegram(quickstart_by_matter)
     tg.private_text(FakeTelegram.user(PRIYA_TG, "Priya"), KNEE_AND_LAUNCH_Q)
     await tg.wait_for(lambda: len(_to(tg, PRIYA_TG)) >= 1)
     [reply] = _to(tg, PRIYA_TG)
@@ -150,7 +155,7 @@ async def test_slack_leo_asked_in_two_questions(slack: Callable[[Opener], Any]) 
 
 
 async def test_slack_priya_hears_knee_surgery_and_the_launch(slack: Callable[[Opener], Any]) -> None:
-    api, sender, _ = await slack(quickstart_runtime)
+    api, sender, _ = await slack(quickstart_by_matter)
     await sender.event(dm(PRIYA_SLACK, KNEE_AND_LAUNCH_Q, "Ev-p1"))
     await wait_for(lambda: len(api.posts(f"D{PRIYA_SLACK}")) == 1)
     [reply] = [p["text"] for p in api.posts(f"D{PRIYA_SLACK}")]
