@@ -74,8 +74,9 @@ class Matters:
 
     def events(self, event_ids: Iterable[str]) -> set[str]:
         """These events and every event linked to them."""
-        wanted = {self.matter(e) for e in event_ids}
-        return set(event_ids) | {e for e, r in self.root.items() if r in wanted}
+        given = set(event_ids)
+        wanted = {self.matter(e) for e in given}
+        return given | {e for e, r in self.root.items() if r in wanted}
 
     def groups(self) -> list[list[str]]:
         """Every matter of more than one event, its events sorted (for the owner's views)."""

@@ -23,7 +23,7 @@ from bot.runtime import Runtime
 from testkit.audit_page import TOKEN
 from testkit.house import HOUSE_Q, OWNER_NAME, TRUTH, house_runtime
 from testkit.quickstart import KNEE, KNEE_AND_LAUNCH_Q, LAUNCH, quickstart_runtime
-from testkit.runtime import ask
+from testkit.runtime import OWN_SCENARIOS, ask, scenario_runtime
 
 MONEY_Q = "Did Maya get any money from work recently?"
 BONUS = "retention bonus"
@@ -145,5 +145,23 @@ async def test_the_audit_page_names_the_earlier_reply_and_shows_the_matter(tmp_p
         assert "Held back (composite rule)" in decision
         assert f'in reply <a class="mono" href="/decision/{first.audit_id}">{first.audit_id}</a>' in decision
         assert "e-bonus + e-deposit + e-house" in knows
+    finally:
+        await runtime.close()
+
+
+async def test_one_event_is_one_matter_without_any_link(tmp_path: Path) -> None:
+    """Tara (whitelisted on the term sheet, g1) was told it; the cover g2, which she may not know
+    with it, is then held back from a chat she reads (benchmarks/scenarios/own)."""
+    runtime, _ = await scenario_runtime(tmp_path / "data", OWN_SCENARIOS / "startup_fundraise.yaml")
+    try:
+        question = "How is Loomly's fundraising going?"
+        first = await runtime.agent.handle(ask("tara", question))
+        assert "Northwind" in (first.text or "")
+        alone = await runtime.agent.handle(ask("carlos", question))
+        assert "early conversations" in (alone.text or "")  # Carlos alone hears the cover
+        together = await runtime.agent.handle(ask("carlos", question, "tara"))
+        record = await runtime.audit.get(together.audit_id or "")
+        assert record is not None and record.body["disclosed"] == []
+        assert record.body["held_back"][0]["earlier"] == [{"fact": "g1", "record": first.audit_id}]
     finally:
         await runtime.close()
