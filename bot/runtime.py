@@ -22,11 +22,11 @@ from epmem.audit import AuditLog, FactRegister
 from epmem.embedding import Embedder
 from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, RetryPolicy, ReviewQueue
 from epmem.llm import LLM
-from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
-from epmem.memory.links import EventLinks
+from epmem.memory import (Conversations, EventLinks, FactMemory, RecallConfig, RetrievalConfig, Retriever,
+                          SubjectNormalizer)
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
-from epmem.reply import LLMResponder, PrivacyEngine, Responder, Relevance, RelevanceConfig, RulesResponder, SanityConfig
-from epmem.reply.cumulative import LedgerKnowledge
+from epmem.reply import (LedgerKnowledge, LLMResponder, PrivacyEngine, Relevance, RelevanceConfig, Responder,
+                         RulesResponder, SanityConfig)
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 

@@ -17,8 +17,7 @@ import structlog
 
 from epmem.audit import AuditLog
 from epmem.ingest import Distiller, ReviewQueue
-from epmem.memory import Conversations, FactMemory
-from epmem.memory.links import EventLinks
+from epmem.memory import Conversations, EventLinks, FactMemory
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, Recipient, Skipped
 from epmem.reply import PrivacyEngine
 

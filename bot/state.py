@@ -21,7 +21,7 @@ import structlog
 
 from epmem.audit import FACT_REGISTER_MIGRATIONS as FACT_REGISTER
 from epmem.ingest import JOURNAL_MIGRATIONS as INGEST_JOURNAL
-from epmem.memory.links import MIGRATIONS as EVENT_LINKS
+from epmem.memory import LINKS_MIGRATIONS as EVENT_LINKS
 from epmem.policy import OVERLAY_MIGRATIONS as OVERLAY
 from epmem.sqlite import open_database
 

@@ -8,7 +8,7 @@ audited as a policy change. Unlinking opens what the link held back, so it is th
 
 from __future__ import annotations
 
-from epmem.memory.links import EventLinks
+from epmem.memory import EventLinks
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet
 from bot.services import OwnerServices

@@ -6,11 +6,13 @@ decides what is allowed.
 
 from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_from_payloads
 from epmem.memory.facts import Fact
+from epmem.memory.links import MIGRATIONS as LINKS_MIGRATIONS
+from epmem.memory.links import EventLinks, Matters
 from epmem.memory.recall import FACTS, FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
 from epmem.memory.retrieval import RetrievalConfig, Retriever
 from epmem.memory.sessions import Message, Session, SessionStream, build_sessions
 
 __all__ = [
-    "build_sessions", "Conversations", "Fact", "FactMemory", "FACTS", "Message", "RecallConfig", "Recalled", "RecalledEvent",
+    "build_sessions", "Conversations", "EventLinks", "Fact", "FactMemory", "FACTS", "LINKS_MIGRATIONS", "Matters", "Message", "RecallConfig", "Recalled", "RecalledEvent",
     "RetrievalConfig", "Retriever", "Session", "SESSIONS", "SessionStream", "sessions_from_payloads", "SubjectNormalizer", "TURNS",
 ]

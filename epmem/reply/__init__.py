@@ -5,10 +5,11 @@
 words are checked again before they leave (``compose``, ``guard``, ``desensitize``).
 """
 
+from epmem.reply.cumulative import LedgerKnowledge
 from epmem.reply.engine import Answer, PrivacyEngine
 from epmem.reply.relevance import Relevance, RelevanceConfig
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
 from epmem.reply.sanity import SanityConfig
 
-__all__ = ["Answer", "LLMResponder", "PrivacyEngine", "ReplyContext", "Relevance", "RelevanceConfig", "Responder", "RulesResponder", "SanityConfig",
+__all__ = ["Answer", "LedgerKnowledge", "LLMResponder", "PrivacyEngine", "ReplyContext", "Relevance", "RelevanceConfig", "Responder", "RulesResponder", "SanityConfig",
            "deflection"]

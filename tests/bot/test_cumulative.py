@@ -42,7 +42,8 @@ async def two_questions(runtime: Runtime) -> tuple[Any, Any]:
 async def test_asked_in_two_questions_leo_hears_only_what_one_reply_could_tell(tmp_path: Path) -> None:
     runtime = await house_runtime(tmp_path / "data")
     try:
-        assert "One matter now: e-house + e-bonus + e-deposit" in await owner(runtime, "/matter e-house e-bonus e-deposit")
+        linked = await owner(runtime, "/matter e-house e-bonus e-deposit")
+        assert "One matter now: e-house + e-bonus + e-deposit" in linked
         first, second = await two_questions(runtime)
         assert TRUTH in (first.text or "")
         assert second.text == deflection(OWNER_NAME)
