@@ -52,6 +52,12 @@ def _owner_ctx(runtime: Runtime) -> CommandContext:
     return CommandContext(inbound, runtime.agent.directory.resolve(inbound.sender))
 
 
+async def stop_all(started: list[tuple[Service, Runtime]]) -> None:
+    for service, runtime in started:
+        await service.stop()
+        await runtime.close()
+
+
 # ---------------------------------------------------------------------------- Telegram
 
 
@@ -72,9 +78,7 @@ async def telegram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
         try:
             yield start
         finally:
-            for service, runtime in started:
-                await service.stop()
-                await runtime.close()
+            await stop_all(started)
 
 
 def _to(tg: FakeTelegram, chat: int) -> list[str]:
@@ -129,9 +133,7 @@ async def slack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
     try:
         yield start
     finally:
-        for service, runtime in started:
-            await service.stop()
-            await runtime.close()
+        await stop_all(started)
         await api.stop()
 
 
