@@ -60,7 +60,8 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
     try:
         assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 2, "tasks": 1, "seen_events": 1,
                                                    "connector_state": 2, "fact_register": 1,
-                                                   "ingest_journal": 2, "consultations": 1}
+                                                   "ingest_journal": 2, "consultations": 1,
+                                                   "event_links": 1}
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
         assert recorded(data / "audit.sqlite") == {"audit": 4} and "migrations" not in tables(data / "audit.sqlite")
         # the first-format records keep their hashes; one chained record seals them (epmem.audit.schema)
