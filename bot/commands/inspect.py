@@ -81,8 +81,13 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
         earlier = h.get("earlier") or []
         if earlier:  # the composite rule across replies: name the earlier reply (see /why of it)
             replies = ", ".join(f"{e.get('fact')} in reply {e.get('record')} (/why {e.get('record')})" for e in earlier)
-            out.append(f"      held back (composite rule across replies): {h.get('recipient')} was already told "
+            who = h.get("recipient")
+            facts = dict.fromkeys([*(str(e.get("fact")) for e in earlier), *(str(x) for x in h.get("with") or []),
+                                   str(h.get("fact"))])
+            out.append(f"      held back (composite rule across replies): {who} was already told "
                        f"{replies}: {h.get('reason')}")
+            out.append(f"      to tell {who} anyway (they know the rest already), whitelist them on each: "
+                       + ", ".join(f"/allow {f} to {who}" for f in facts))
             continue
         together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"
         out.append(f"      held back (composite rule): not told to {h.get('recipient')} together with "

@@ -56,6 +56,8 @@ async def test_asked_in_two_questions_leo_hears_only_what_one_reply_could_tell(t
         why = await owner(runtime, f"/why {second.audit_id}")
         assert f"leo was already told f1 in reply {first.audit_id} (/why {first.audit_id})" in why
         assert "HELD BACK" in why
+        assert "to tell leo anyway (they know the rest already), whitelist them on each: " \
+               "/allow f1 to leo, /allow f3 to leo" in why
         # the link is the owner's: /annotations shows it, /unmatter opens what it held back
         assert "Matter (told together counts across replies): e-bonus + e-deposit + e-house" in \
             await owner(runtime, "/annotations")
