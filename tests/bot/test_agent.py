@@ -69,10 +69,14 @@ async def test_owner_allow_changes_the_next_answer_and_revoke_undoes_it(house: R
     assert "Elm Road" not in before
     reply = (await house.agent.handle(ask("owner", "/allow f1 to raj for 7d"))).text or ""
     assert reply.startswith("Exception 1: allow raj on fact f1 until ")
+    # Raj was told the cover f2: the truth with it needs him on both (the composite rule across
+    # replies, epmem/reply/cumulative.py), so the fact alone still tells him nothing new
+    assert "Elm Road" not in ((await house.agent.handle(ask("raj", question))).text or "")
+    await house.agent.handle(ask("owner", "/allow f2 to raj for 7d"))
     after = (await house.agent.handle(ask("raj", question))).text or ""
     assert "Elm Road" in after
     changes = await house.audit.records(kind="policy_change")
-    assert changes[-1].body["target"] == "fact:f1" and changes[-1].body["who"] == ["raj"]
+    assert changes[-1].body["target"] == "fact:f2" and changes[-1].body["who"] == ["raj"]
     assert "Revoked" in ((await house.agent.handle(ask("owner", "/revoke 1"))).text or "")
     assert "Elm Road" not in ((await house.agent.handle(ask("raj", question))).text or "")
 
