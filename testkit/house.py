@@ -36,6 +36,10 @@ OWNER_NAME = "Maya Chen"
 HOUSE_Q = "How is the house hunt going?"
 TRUTH = "Elm Road"
 COVER = "more space"
+#: a question the cover answers and the truth alone hardly does: once the owner allows the
+#: truth to someone who had the cover, the same question must get the truth (a cover and its
+#: truth are one event), not a deflection.
+ROOM_Q = "Is Maya looking for somewhere with more room?"
 
 
 class MemoEmbedder:

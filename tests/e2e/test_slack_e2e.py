@@ -30,7 +30,7 @@ from testkit.fake_slack import (
     mention,
     wait_for,
 )
-from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, ROOM_Q, SLACK, TEAM, TRUTH, house_runtime
 
 SECRET = "e2e-signing-secret"
 LEO, RAJ = SLACK["leo"], SLACK["raj"]
@@ -170,3 +170,14 @@ async def test_a_group_dm_is_answered_for_everyone_in_it(bot: Bot) -> None:
         assert post["thread_ts"] == "1700000002.000200" and TRUTH not in post["text"]
     audiences = [r.body["audience"] for r in await bot.runtime.audit.records(kind="reply")]
     assert audiences == [["leo", "raj"], ["raj", "leo"]] or audiences == [["leo", "raj"], ["leo", "raj"]]
+
+
+async def test_after_the_owner_allows_the_truth_the_question_its_cover_answered_gets_the_truth(bot: Bot) -> None:
+    assert (await bot.sender.event(dm(RAJ, ROOM_Q, "Ev-room-1")))[0] == 200
+    await wait_for(lambda: len(bot.api.posts(f"D{RAJ}")) == 1)
+    assert COVER in bot.texts(f"D{RAJ}")[0] and TRUTH not in bot.texts(f"D{RAJ}")[0]
+    assert (await bot.sender.command("allow f1 to raj", user=OWNER_SLACK))[0] == 200
+    await wait_for(lambda: len(bot.ephemeral(OWNER_SLACK)) == 1)
+    assert (await bot.sender.event(dm(RAJ, ROOM_Q, "Ev-room-2")))[0] == 200
+    await wait_for(lambda: len(bot.api.posts(f"D{RAJ}")) == 2)
+    assert TRUTH in bot.texts(f"D{RAJ}")[1]

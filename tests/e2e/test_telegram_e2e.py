@@ -22,7 +22,7 @@ from bot.runtime import Runtime
 from bot.serve import Service
 from epmem.reply.respond import deflection
 from testkit.fake_telegram import FakeTelegram
-from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH, house_runtime
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, ROOM_Q, TG, TRUTH, house_runtime
 
 GROUP = -100555
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
@@ -129,6 +129,17 @@ async def test_owner_allow_changes_the_next_answer_and_is_audited(bot: Bot) -> N
     assert change.body["by"] == f"telegram:{OWNER_TG}" and change.body["target"] == "fact:f1"
     # the scheduler armed the expiry at once
     assert bot.service.scheduler.aps is not None and bot.service.scheduler.aps.get_job("exception:1")
+
+
+async def test_after_the_owner_allows_the_truth_the_question_its_cover_answered_gets_the_truth(bot: Bot) -> None:
+    bot.tg.private_text(RAJ, ROOM_Q)
+    [cover] = await bot.said_to(TG["raj"])
+    assert COVER in cover and TRUTH not in cover
+    bot.tg.private_text(OWNER, "/allow f1 to raj")
+    await bot.said_to(OWNER_TG)
+    bot.tg.private_text(RAJ, ROOM_Q)
+    [_, truth] = await bot.said_to(TG["raj"], 2)
+    assert TRUTH in truth
 
 
 async def test_non_owner_allow_changes_nothing(bot: Bot) -> None:
