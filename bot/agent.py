@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import structlog
 
 from connectors.base import Action, Inbound, Outbound
+from epmem.identity import LOCAL
 from epmem.policy import Directory, Resolved
 from epmem.reply import Answer, PrivacyEngine
 
@@ -130,8 +131,8 @@ class DelegateAgent:
         if mode == "silent":
             rec = await self.audit.append("delegate_silent", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
-        # the console is the operator at the keyboard (and the benchmark): not rate limited.
-        admission = Admission.OK if inbound.platform == "console" else self.guard.admit(inbound.sender)
+        # the local terminal is the operator at the keyboard (and the benchmark): not rate limited.
+        admission = Admission.OK if inbound.platform == LOCAL.platform else self.guard.admit(inbound.sender)
         if admission is Admission.LIMITED_AGAIN:
             log.info("rate_limited", contact=sender.label)
             return Outbound(None)

@@ -16,6 +16,7 @@ make a cycle.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,6 +220,93 @@ def test_no_function_over_the_limit() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+#: the platforms: a package under connectors/ with a registration (platform.py) each.
+PLATFORM_PACKAGES = sorted(p.parent.name for p in (ROOT / "connectors").glob("*/platform.py"))
+#: where a platform may be named besides its own package: the registration table.
+REGISTRATION = "connectors/platforms.py"
+#: modules that name a platform for a reason other than serving it; each says why. An entry
+#: that no longer names one fails too, so the list only shrinks.
+NAMES_A_PLATFORM = {
+    "epmem/ingest/telegram.py": "reads Telegram Desktop's export file (an import format, not a live platform)",
+    "epmem/ingest/slack.py": "reads a Slack workspace export (an import format)",
+    "epmem/ingest/load.py": "picks the export reader (--format telegram|slack|jsonl|scenario)",
+    "epmem/ingest/failclosed.py": "explains where an import finds the owner (a Telegram export's account)",
+    "bot/cli/imports.py": "`epmem ingest`'s help names the export formats",
+    "epmem/memory/retrieval.py": "'slack' as in leeway (date_slack_days), not the platform",
+    "bot/commands/platforms.py": "/delegate's help says which shipped platforms write as the owner",
+    "bot/commands/review.py": "/review's help says where its buttons show",
+    "bot/commands/registry.py": "renders the Slack manifests' usage hint from the registry it belongs to",
+    "bot/state.py": "migrates the file the Slack connector kept before the state database (702941f)",
+    "bot/logging.py": "quietens python-telegram-bot's updater logger with the other libraries' loggers",
+    "connectors/logs.py": "guards the platform SDKs' loggers, one redaction for all of them",
+}
+
+
+def _words(text: str) -> set[str]:
+    """``TelegramConnector`` -> {telegram, connector}; ``telegram:1``, ``SLACK_BOT_TOKEN`` alike."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", text)}
+
+
+def _named_platforms(source: str, platforms: list[str]) -> list[str]:
+    """``line: word`` for each platform named in code: identifiers, imports and string values
+    (docstrings and comments may explain a platform; code may not depend on one)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        texts: list[str] = []
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            texts = [node.value]
+        elif isinstance(node, ast.Name):
+            texts = [node.id]
+        elif isinstance(node, ast.Attribute):
+            texts = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            texts = [node.name]
+        elif isinstance(node, ast.arg):
+            texts = [node.arg]
+        elif isinstance(node, ast.ImportFrom):
+            texts = [node.module or "", *(a.name for a in node.names)]
+        elif isinstance(node, ast.Import):
+            texts = [a.name for a in node.names]
+        found += [f"{getattr(node, 'lineno', '?')}: {w}" for t in texts for w in sorted(_words(t) & set(platforms))]
+    return found
+
+
+def _platform_naming_modules() -> dict[str, list[str]]:
+    """The library, the agent and the shared connector code, each module's platform names."""
+    named = {}
+    for name, path in SOURCES.items():
+        rel = str(path.relative_to(ROOT))
+        own = any(rel.startswith(f"connectors/{p}/") for p in PLATFORM_PACKAGES)
+        if _layer(name) in ("epmem", "bot", "connectors") and not own and rel != REGISTRATION:
+            hits = _named_platforms(path.read_text(), PLATFORM_PACKAGES)
+            if hits:
+                named[rel] = hits
+    return named
+
+
+def test_only_a_platforms_package_and_its_registration_name_it() -> None:
+    """Adding a platform is one package plus one registration: nothing else may need an edit."""
+    named = _platform_naming_modules()
+    wrong = [f"{rel}:{hit}" for rel, hits in sorted(named.items()) if rel not in NAMES_A_PLATFORM for hit in hits]
+    assert not wrong, ("a platform named outside connectors/<platform>/ and " + REGISTRATION + " (ask the "
+                       "registry, connectors/registry.py, instead):\n" + "\n".join(wrong))
+    stale = sorted(set(NAMES_A_PLATFORM) - set(named))
+    assert not stale, f"no longer name a platform, drop them from NAMES_A_PLATFORM: {stale}"
+
+
+def test_the_platform_check_sees_what_it_checks() -> None:
+    import connectors.platforms
+
+    assert PLATFORM_PACKAGES == sorted(p.name for p in connectors.platforms.BUILT_IN)
+    planted = 'from connectors.slack import SlackConnector\nowner = "telegram:1"\ndef telegram_config(): ...\n'
+    assert sorted(set(_named_platforms(planted, PLATFORM_PACKAGES))) == ["1: slack", "2: telegram", "3: telegram"]
+    assert _named_platforms('"""Telegram, in a docstring."""\n# slack in a comment\n', PLATFORM_PACKAGES) == []
 
 
 def test_the_checks_see_what_they_check() -> None:

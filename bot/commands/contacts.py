@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from epmem.memory import Fact
+from epmem.identity import LOCAL, SCHEMES
 from epmem.policy import OWNER_ID, STRANGER_ID, Contact
 
 from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet
@@ -129,24 +130,28 @@ async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return f"Fact {target} is now in domain {value or 'none'} (was {fact.domain or 'none'})."
 
 
+#: ``e.g. `/link ana telegram:123456789`, `slack:T0123/U0456```, from the platforms registered
+#: when the commands are declared (bot/__init__.py registers the built-in ones first).
+_LINK_EXAMPLES = "e.g. " + ", ".join(
+    f"`/link ana {e}`" if i == 0 else f"`{e}`" for i, e in enumerate(SCHEMES.platform_examples() or [LOCAL.example]))
+
+
 def _identity_args(owner: OwnerServices, rest: str, verb: str) -> tuple[str, str]:
     words = rest.split()
     if len(words) != 2:
-        raise CommandError(f"usage: /{verb} CONTACT IDENTITY (telegram:123, slack:T0123/U0456, console:name)")
+        raise CommandError(f"usage: /{verb} CONTACT IDENTITY ({SCHEMES.examples()})")
     cid = owner.directory.find_contact(words[0])
     if cid is None or cid in owner.policy.groups:
         raise CommandError(f"unknown contact {words[0]!r}")
     try:
         Contact(name="check", level=4, identities=[words[1]])
     except ValidationError:
-        raise CommandError(
-            f"{words[1]!r} is not an identity: use telegram:123456789, slack:T0123/U0456 or console:name"
-        ) from None
+        raise CommandError(f"{words[1]!r} is not an identity: use {SCHEMES.examples()}") from None
     return cid, words[1]
 
 
 @commands.command("link", "WHO IDENTITY", summary="answer this identity as that contact",
-                  details="e.g. `/link ana telegram:123456789`, `slack:T0123/U0456`")
+                  details=_LINK_EXAMPLES)
 async def link(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     cid, identity = _identity_args(owner, rest, "link")
     holder = owner.directory.resolve(identity).contact_id

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 import structlog
 
 from epmem.embedding.once import embedding_once
+from epmem.identity import LOCAL
 from epmem.ingest import twins
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
@@ -197,7 +198,7 @@ class Distiller(ReadsPolicy):
         part of the fact; "..., do not tell Tom" blacklists Tom."""
         when = when or datetime.now(timezone.utc)
         sid = f"note-{note_id}"
-        session = Session(id=sid, platform="console", chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
+        session = Session(id=sid, platform=LOCAL.platform, chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
                           members=[OWNER_ID], turns=[Turn(id=f"{sid}/0", session_id=sid, index=0, speaker=OWNER_ID,
                                                           speaker_name=self.policy.owner.name, text=text, time=when,
                                                           msg_id="0")])
