@@ -21,6 +21,7 @@ from connectors.telegram.platform import TELEGRAM, TelegramSettings
 from connectors.telegram.platform import config as telegram_config
 from testkit.handler import echo
 from testkit.house import OWNER_TG, house_policy, house_runtime
+from testkit.platforms import loopback_fake
 
 
 def settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> PlatformSettings:
@@ -117,3 +118,12 @@ async def test_console_fallback_runs_owner_commands_until_input_ends(tmp_path: P
     finally:
         await runtime.close()
     assert "Approval mode on" in out.getvalue() and "No replies are waiting" in out.getvalue()
+
+
+def test_every_registered_platform_names_a_loopback_fake_that_loads() -> None:
+    assert [p.name for p in PLATFORMS] == ["telegram", "slack"]  # the table's order is start order
+    for platform in PLATFORMS:
+        fake = loopback_fake(platform.name)
+        assert isinstance(fake, type) and fake.__module__.startswith("testkit."), platform.name
+    with pytest.raises(KeyError):
+        loopback_fake("matrix")
