@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.courier import maybe_delivered
-from epmem.audit import REFUSED, UNKNOWN
+from epmem.audit import ApprovalRecord, DeliveryFailedRecord, REFUSED, UNKNOWN
 from epmem.reply import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
@@ -85,11 +85,11 @@ async def _decide(owner: OwnerServices, approval_id: str, state: str, final: str
 async def _send(owner: OwnerServices, held: Held, text: str, ctx: CommandContext, body: dict[str, Any],
                 disclosed: bool) -> str:
     """Audit, then send; a failed send puts the reply back to pending for another try."""
-    record = await owner.audit.append(
-        "approval",
-        {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
-         "held_audit": held.audit_id, "question": held.question, "reply": text, "by": ctx.sender.identity,
-         **body},
+    record = await owner.audit.write(
+        ApprovalRecord.model_validate(
+            {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
+             "held_audit": held.audit_id, "question": held.question, "reply": text, "by": ctx.sender.identity,
+             **body}),
         contact=held.contact,
         disclosed=held.disclosed if disclosed else (),
         recipients=held.recipients if disclosed else (),
@@ -101,10 +101,8 @@ async def _send(owner: OwnerServices, held: Held, text: str, ctx: CommandContext
         # the ledger counts the approval's facts as not told, or, when the platform may have
         # taken it all the same (a timeout after sending), as possibly told
         unknown = maybe_delivered(exc)
-        await owner.audit.append("delivery_failed", {"approval": held.id, "audit": record.id,
-                                                      "error": type(exc).__name__,
-                                                      "outcome": UNKNOWN if unknown else REFUSED},
-                                 contact=held.contact)
+        await owner.audit.write(DeliveryFailedRecord(approval=held.id, audit=record.id, error=type(exc).__name__,
+                                                     outcome=UNKNOWN if unknown else REFUSED), contact=held.contact)
         maybe = "; it may have been delivered all the same" if unknown else ""
         raise CommandError(f"could not deliver to {held.platform} ({type(exc).__name__}{maybe}); "
                            f"still pending") from None
@@ -142,10 +140,10 @@ async def reject(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     Maya know you asked" from Maya's own account would make no sense."""
     held = await _decide(owner, rest.strip(), "rejected", None)
     if held.delegation:
-        record = await owner.audit.append(
-            "approval", {"approval": held.id, "platform": held.platform, "chat": held.chat_id,
-                         "contact": held.contact, "held_audit": held.audit_id, "question": held.question,
-                         "reply": None, "by": ctx.sender.identity, "decision": "rejected"},
+        record = await owner.audit.write(
+            ApprovalRecord(approval=held.id, platform=held.platform, chat=held.chat_id, contact=held.contact,
+                           held_audit=held.audit_id, question=held.question, reply=None, by=ctx.sender.identity,
+                           decision="rejected"),
             contact=held.contact)
         return f"Rejected held reply {held.id}; nothing was sent as you (audit {record.id})."
     text = deflection(owner.policy.owner.name)

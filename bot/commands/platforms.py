@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import cast
 
 from connectors.courier import DeliveryFailed, maybe_delivered
-from epmem.audit import DISCARD_ACTION, UNKNOWN
+from epmem.audit import DISCARD_ACTION, DeliveryRecord, UNKNOWN
 
 from bot import delegation
 from bot.commands.registry import CommandContext, CommandError, CommandSet
@@ -78,20 +78,20 @@ async def resend(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"The note that did not reach you:\n{kept.text}"
     if not owner.outbox.reaches(kept.platform):
         raise CommandError(f"cannot reach {kept.platform} from here")
-    audited = {"of": kept.audit_id, "platform": kept.platform, "chat": kept.chat_id, "resent": kept.id,
-               "by": ctx.sender.identity}
+    audited = DeliveryRecord(of=kept.audit_id, platform=kept.platform, chat=kept.chat_id, resent=kept.id,
+                             by=ctx.sender.identity)
     try:
         await owner.outbox.send(kept.platform, kept.chat_id, kept.text)
     except Exception as exc:
         error = exc.error if isinstance(exc, DeliveryFailed) else type(exc).__name__
         if maybe_delivered(exc):  # it may be there now: the ledger must say so
-            await owner.audit.append("delivery", {**audited, "delivered": False, "outcome": UNKNOWN})
+            await owner.audit.write(audited.model_copy(update={"delivered": False, "outcome": UNKNOWN}))
             raise CommandError(f"no answer from {kept.platform} ({error}): it may have been delivered; "
                                f"kept as {kept.id}") from None
         raise CommandError(f"still not delivered ({error}); kept as {kept.id}") from None
     await owner.deliveries.resolve(kept.id, "resent")
     # counts from now: the ledger has its facts told to the reader from this record on
-    await owner.audit.append("delivery", {**audited, "delivered": True})
+    await owner.audit.write(audited.model_copy(update={"delivered": True}))
     return f"Sent {kept.id} to {kept.contact or kept.chat_id}."
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from epmem.audit.kinds import Erasure as ErasureEntry
+from epmem.audit.kinds import ErasureRecord
 from epmem.audit.log import AuditCorrupted, AuditLog
 from epmem.audit.record import AuditRecord, now_iso
 from epmem.sqlite import scrub
@@ -66,7 +66,7 @@ async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Seque
             if not live:
                 await db.execute("ROLLBACK")
                 return Erasure(None, (), 0)
-            entry = ErasureEntry.model_validate({"action": "erase texts", "facts": sorted(fact_ids),
+            entry = ErasureRecord.model_validate({"action": "erase texts", "facts": sorted(fact_ids),
                                                  "records": [rid for _, rid in live], **(details or {}), "by": by})
             record = AuditRecord(entry.kind, entry.body(), contact="owner", time=now_iso())
             marks = ",".join("?" * len(live))

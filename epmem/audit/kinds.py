@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 
-class Entry(BaseModel):
+class RecordBody(BaseModel):
     """A record's body. ``kind`` is the record's kind (the ``audit.kind`` column)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -31,17 +31,42 @@ class Entry(BaseModel):
         """The body as stored: the fields the writer set (and any extra ones), nothing defaulted."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
+    #: the record is something the owner (or the scheduler for them) did: a list shows the action.
+    owner_action: ClassVar[bool] = False
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field, declared or not (an older body's), else ``default``."""
+        if name in type(self).model_fields:
+            value = getattr(self, name)
+            return default if value is None else value
+        return (self.model_extra or {}).get(name, default)
+
+    def asked(self) -> bool:
+        """The record is about a question someone asked (its text may since have been erased)."""
+        return "question" in self.model_fields_set or "question" in (self.model_extra or {})
+
     def headline(self) -> str:
-        """A line for lists: the question asked, else the owner's action, else the kind."""
-        extra = self.model_extra or {}
-        for name in ("question", "action"):
-            value = getattr(self, name, None) or extra.get(name)
-            if isinstance(value, str):
-                return value
-        return ""
+        """A line for lists (``epmem audit list``, /audit): the question asked, else the action."""
+        return str(self.get("question", self.get("action", "")))
+
+    def summary(self) -> str:
+        """A line for the audit page's timeline: the question, or what the owner or scheduler
+        did, or why a message was not answered."""
+        if self.asked():
+            return str(self.get("question", ""))
+        if self.owner_action:
+            bits = [str(self.get("action", self.kind))]
+            bits += [f"{k} {self.get(k)}" for k in ("target", "fact", "facts", "contact", "level", "to")
+                     if self.get(k) is not None]
+            return " ".join(bits)
+        return str(self.get("non_text") or self.get("reason") or self.get("decision") or "")
+
+    def disclosed_facts(self) -> list[str]:
+        """The facts the record says were told (none for most kinds)."""
+        return [str(f) for f in self.get("disclosed", [])]
 
 
-class Chat(Entry):
+class ChatRecord(RecordBody):
     """Where a message came from (absent for records of the owner's own doing)."""
 
     platform: str | None = None
@@ -53,40 +78,40 @@ class Chat(Entry):
     delegation: str | None = None
 
 
-class Unanswered(Chat):
+class UnansweredRecord(ChatRecord):
     """A message the delegate did not answer from memory; ``reply`` is the note it sent, if any."""
 
     reply: str | None = None
 
 
-class Paused(Unanswered):
+class PausedRecord(UnansweredRecord):
     kind: ClassVar[Literal["paused"]] = "paused"
 
 
-class DelegateSilent(Unanswered):
+class DelegateSilentRecord(UnansweredRecord):
     kind: ClassVar[Literal["delegate_silent"]] = "delegate_silent"
 
 
-class RateLimited(Unanswered):
+class RateLimitedRecord(UnansweredRecord):
     kind: ClassVar[Literal["rate_limited"]] = "rate_limited"
 
 
-class NonText(Unanswered):
+class NonTextRecord(UnansweredRecord):
     kind: ClassVar[Literal["non_text"]] = "non_text"
     non_text: str | None = None
 
 
-class Empty(Unanswered):
+class EmptyRecord(UnansweredRecord):
     kind: ClassVar[Literal["empty"]] = "empty"
 
 
-class Rejected(Unanswered):
+class RejectedRecord(UnansweredRecord):
     kind: ClassVar[Literal["rejected"]] = "rejected"
     reason: str = ""
     chars: int = 0
 
 
-class Decision(Chat):
+class DecisionRecord(ChatRecord):
     """A question judged by the privacy engine (``epmem.reply.Answer.audit_body``): every
     candidate's verdict, what was disclosed, how the reply was written."""
 
@@ -110,17 +135,17 @@ class Decision(Chat):
     unsent: str | None = None
 
 
-class Reply(Decision):
+class ReplyRecord(DecisionRecord):
     kind: ClassVar[Literal["reply"]] = "reply"
 
 
-class AttemptedCommand(Decision):
+class AttemptedCommandRecord(DecisionRecord):
     """Someone other than the owner typed a command: answered as a question."""
 
     kind: ClassVar[Literal["attempted_command"]] = "attempted_command"
 
 
-class Held(Decision):
+class HeldRecord(DecisionRecord):
     """A draft waiting for the owner's approval; nothing disclosed until it is sent."""
 
     kind: ClassVar[Literal["held"]] = "held"
@@ -129,7 +154,7 @@ class Held(Decision):
     approval: str = ""
 
 
-class Followup(Decision):
+class FollowupRecord(DecisionRecord):
     """The answer sent after the owner answered a consultation."""
 
     kind: ClassVar[Literal["followup"]] = "followup"
@@ -137,14 +162,14 @@ class Followup(Decision):
     reply_audit: str | None = None
 
 
-class Preview(Decision):
+class PreviewRecord(DecisionRecord):
     """What these people would be told (/preview); nothing is sent."""
 
     kind: ClassVar[Literal["preview"]] = "preview"
     preview_ms: float | None = None
 
 
-class Approval(Chat):
+class ApprovalRecord(ChatRecord):
     """The owner decided a held reply: approved, edited or rejected."""
 
     kind: ClassVar[Literal["approval"]] = "approval"
@@ -157,7 +182,7 @@ class Approval(Chat):
     draft: str | None = None
 
 
-class ApprovalExpired(Chat):
+class ApprovalExpiredRecord(ChatRecord):
     kind: ClassVar[Literal["approval_expired"]] = "approval_expired"
     approval: str = ""
     held_audit: str | None = None
@@ -165,7 +190,7 @@ class ApprovalExpired(Chat):
     reply: str | None = None
 
 
-class Consultation(Chat):
+class ConsultationRecord(ChatRecord):
     """The owner is asked whether closed facts may answer a question."""
 
     kind: ClassVar[Literal["consultation"]] = "consultation"
@@ -177,7 +202,7 @@ class Consultation(Chat):
     joined: str | None = None
 
 
-class ConsultationExpired(Chat):
+class ConsultationExpiredRecord(ChatRecord):
     kind: ClassVar[Literal["consultation_expired"]] = "consultation_expired"
     consultation: str = ""
     question: str | None = None
@@ -185,7 +210,7 @@ class ConsultationExpired(Chat):
     facts: list[str] = Field(default_factory=list)
 
 
-class Delivery(Chat):
+class DeliveryRecord(ChatRecord):
     """A reply reached its reader (or may have: ``outcome`` "unknown")."""
 
     kind: ClassVar[Literal["delivery"]] = "delivery"
@@ -197,13 +222,14 @@ class Delivery(Chat):
     by: str | None = None
 
 
-class Undelivered(Chat):
+class UndeliveredRecord(ChatRecord):
     """A message that did not reach its reader, kept for /resend."""
 
     kind: ClassVar[Literal["undelivered"]] = "undelivered"
     of: str | None = None
     #: the kind of message ("reply", "owner_note", ...), stored under the body's own ``kind``.
-    message_kind: str = Field("reply", alias="kind")
+    message_kind: str = Field("reply", validation_alias=AliasChoices("kind", "message_kind"),
+                              serialization_alias="kind")
     delivered: bool = False
     outcome: str | None = None
     attempts: int | None = None
@@ -211,7 +237,7 @@ class Undelivered(Chat):
     undelivered: str | None = None
 
 
-class DeliveryFailed(Entry):
+class DeliveryFailedRecord(RecordBody):
     """Sending an approved reply or a follow-up failed."""
 
     kind: ClassVar[Literal["delivery_failed"]] = "delivery_failed"
@@ -222,15 +248,16 @@ class DeliveryFailed(Entry):
     outcome: str | None = None
 
 
-class PolicyChange(Entry):
+class PolicyChangeRecord(RecordBody):
     """A change the owner made (or the scheduler made for them); the rest of the body says what."""
 
     kind: ClassVar[Literal["policy_change"]] = "policy_change"
+    owner_action: ClassVar[bool] = True
     action: str | None = None
     by: str | None = None
 
 
-class Digest(Entry):
+class DigestRecord(RecordBody):
     kind: ClassVar[Literal["digest"]] = "digest"
     since: str | None = None
     until: str | None = None
@@ -240,10 +267,11 @@ class Digest(Entry):
     sent: bool = False
 
 
-class Erasure(Entry):
+class ErasureRecord(RecordBody):
     """/forget erased these records' texts (:mod:`epmem.audit.erase`)."""
 
     kind: ClassVar[Literal["erasure"]] = "erasure"
+    owner_action: ClassVar[bool] = True
     action: str = "erase texts"
     facts: list[str] = Field(default_factory=list)
     records: list[str] = Field(default_factory=list)
@@ -251,17 +279,18 @@ class Erasure(Entry):
     texts: int = 0
 
 
-class AuditMigration(Entry):
+class AuditMigrationRecord(RecordBody):
     """The seal over format-1 records (:mod:`epmem.audit.schema`)."""
 
     kind: ClassVar[Literal["audit_migration"]] = "audit_migration"
+    owner_action: ClassVar[bool] = True
     action: str | None = None
     sealed: int = 0
     seal: str | None = None
     first_bad: str | None = None
 
 
-class LedgerSeal(Entry):
+class LedgerSealRecord(RecordBody):
     """The seal over the disclosure ledger's rows written before it was chained."""
 
     kind: ClassVar[Literal["ledger_seal"]] = "ledger_seal"
@@ -271,7 +300,7 @@ class LedgerSeal(Entry):
     digest: str | None = None
 
 
-class Unread(Entry):
+class UnreadRecord(RecordBody):
     """A stored body no model reads: a kind this version does not know, or one whose body does
     not fit its model (``problem`` says why). Shown as stored."""
 
@@ -279,16 +308,17 @@ class Unread(Entry):
     problem: str = Field("", exclude=True)
 
 
-MODELS: dict[str, type[Entry]] = {m.kind: m for m in (
-    Paused, DelegateSilent, RateLimited, NonText, Empty, Rejected, Reply, AttemptedCommand, Held, Followup,
-    Preview, Approval, ApprovalExpired, Consultation, ConsultationExpired, Delivery, Undelivered, DeliveryFailed,
-    PolicyChange, Digest, Erasure, AuditMigration, LedgerSeal,
+MODELS: dict[str, type[RecordBody]] = {m.kind: m for m in (
+    PausedRecord, DelegateSilentRecord, RateLimitedRecord, NonTextRecord, EmptyRecord, RejectedRecord,
+    ReplyRecord, AttemptedCommandRecord, HeldRecord, FollowupRecord, PreviewRecord, ApprovalRecord,
+    ApprovalExpiredRecord, ConsultationRecord, ConsultationExpiredRecord, DeliveryRecord, UndeliveredRecord,
+    DeliveryFailedRecord, PolicyChangeRecord, DigestRecord, ErasureRecord, AuditMigrationRecord, LedgerSealRecord,
 )}
 #: what a record's kind may be.
 KINDS = tuple(MODELS)
 
 
-def entry_for(kind: str, body: dict[str, Any]) -> Entry:
+def entry_for(kind: str, body: dict[str, Any]) -> RecordBody:
     """The model of a body about to be written: an unknown kind or a mistyped field is an error."""
     model = MODELS.get(kind)
     if model is None:
@@ -299,15 +329,15 @@ def entry_for(kind: str, body: dict[str, Any]) -> Entry:
         raise ValueError(f"audit record {kind!r}: {_first_error(exc)}") from None
 
 
-def read_entry(kind: str, body: dict[str, Any]) -> Entry:
-    """The model of a stored body; never fails (what does not fit is :class:`Unread`)."""
+def read_entry(kind: str, body: dict[str, Any]) -> RecordBody:
+    """The model of a stored body; never fails (what does not fit is :class:`UnreadRecord`)."""
     model = MODELS.get(kind)
     if model is None:
-        return Unread.model_validate({**body, "problem": f"unknown kind {kind!r}"})
+        return UnreadRecord.model_validate({**body, "problem": f"unknown kind {kind!r}"})
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        return Unread.model_validate({**body, "problem": _first_error(exc)})
+        return UnreadRecord.model_validate({**body, "problem": _first_error(exc)})
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -27,13 +27,13 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.audit.kinds import LedgerSeal
+from epmem.audit.kinds import LedgerSealRecord
 from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 
 LEDGER_KEY = "ledger"
-SEAL_KIND = LedgerSeal.kind
+SEAL_KIND = LedgerSealRecord.kind
 _MOD = 1 << 256
 #: a row of a record that states no ledger, from before the seal: checked against the seal.
 _LEGACY = "(a.seq <= ? AND json_type(a.body, '$.ledger') IS NULL)"

@@ -25,7 +25,7 @@ from typing import Any
 import aiosqlite
 
 from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
-from epmem.audit.kinds import Entry, entry_for
+from epmem.audit.kinds import RecordBody, entry_for
 from epmem.audit.ledger import LEDGER_KEY, ledger_body, seal_legacy_ledger
 from epmem.audit.record import AuditRecord, new_record_id, now_iso
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
@@ -113,7 +113,7 @@ class AuditLog:
         return self._append_lock
 
     async def write(
-        self, entry: Entry, contact: str | None = None,
+        self, entry: RecordBody, contact: str | None = None,
         disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
     ) -> AuditRecord:
         """Append one typed record (:mod:`epmem.audit.kinds`) and its ledger lines in one

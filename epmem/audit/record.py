@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import aiosqlite
 
-from epmem.audit.kinds import Entry, read_entry
+from epmem.audit.kinds import RecordBody, read_entry
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 from epmem.audit.sealing import Erased, canonical, chain_hash
 
@@ -59,7 +59,7 @@ class AuditRecord:
         return outcome(self.kind, self.body)
 
     @property
-    def entry(self) -> Entry:
+    def entry(self) -> RecordBody:
         """The body read through its kind's model (:mod:`epmem.audit.kinds`): what every reader
         (the page, ``epmem audit``, /audit, the export) shows."""
         return read_entry(self.kind, self.body)

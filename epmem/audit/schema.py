@@ -18,14 +18,14 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.audit.kinds import AuditMigration
+from epmem.audit.kinds import AuditMigrationRecord
 from epmem.audit.sealing import canonical, chain_hash, seal
 from epmem.sqlite import Migration, MigrationSet
 
 GENESIS = "0" * 64
 LEGACY_FORMAT = 1
 FORMAT = 2
-MIGRATION_KIND = AuditMigration.kind
+MIGRATION_KIND = AuditMigrationRecord.kind
 
 MIGRATIONS = MigrationSet("audit", (
     Migration(

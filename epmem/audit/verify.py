@@ -14,13 +14,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from epmem.audit.kinds import Erasure
+from epmem.audit.kinds import ErasureRecord
 from epmem.audit.ledger import LedgerCheck
 from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash, digest, markers
 from epmem.audit.schema import GENESIS, LEGACY_FORMAT, MIGRATION_KIND, seal_step
 
-ERASURE_KIND = Erasure.kind
+ERASURE_KIND = ErasureRecord.kind
 
 
 @dataclass(frozen=True, slots=True)
