@@ -14,7 +14,7 @@ from epmem.audit import ApprovalRecord, DeliveryFailedRecord, REFUSED, UNKNOWN
 from epmem.reply import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -52,7 +52,7 @@ async def approval(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         await owner.record_change({"action": "approval", "level": None, "by": ctx.sender.identity})
         return "Approval mode off: replies go out without asking you."
     if not word.isdigit() or not 0 <= int(word) <= 4:
-        raise CommandError("usage: /approval 0-4 | /approval off")
+        raise UsageError("N is a level, 0-4")
     await overlay.set_flag(APPROVAL_FLAG, int(word))
     await owner.record_change({"action": "approval", "level": int(word), "by": ctx.sender.identity})
     return (f"Approval mode on: replies disclosing facts at level {word} or deeper wait for your "
@@ -121,7 +121,7 @@ async def edit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     approval_id, _, text = rest.strip().partition(" ")
     text = text.strip()
     if not approval_id:
-        raise CommandError("usage: /edit ID NEW TEXT")
+        raise UsageError()
     if not text:
         held = await owner.approvals.get(approval_id)
         if held is None:

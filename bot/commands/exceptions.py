@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 from epmem.policy import PolicyException
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -72,7 +72,7 @@ async def _target(owner: OwnerServices, token: str, effect: str) -> tuple[str, s
 async def _exception(owner: OwnerServices, effect: str, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2:
-        raise CommandError(f"usage: /{effect} TARGET to WHO[,WHO] [for 7d | until DATE]")
+        raise UsageError()
     target_word, words = words[0], words[1:]
     if words and words[0] == "to":
         words = words[1:]
@@ -118,7 +118,7 @@ async def deny(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 @commands.command("revoke", "N", summary="remove exception N (see /exceptions)")
 async def revoke(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.isdigit():
-        raise CommandError("usage: /revoke N (the number shown by /exceptions)")
+        raise UsageError("N is the number /exceptions shows")
     removed = await owner.overlay.revoke(int(rest))
     if removed is None:
         raise CommandError(f"no exception {rest}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -17,7 +17,7 @@ commands = CommandSet()
 async def preview(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     who_raw, _, question = rest.partition(" ")
     if not who_raw or not question.strip():
-        raise CommandError("usage: /preview WHO[+WHO] QUESTION")
+        raise UsageError()
     ids: list[str] = []
     for token in who_raw.split("+"):
         cid = "stranger" if token == "stranger" else owner.directory.find_contact(token)
@@ -90,7 +90,7 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
                   aliases=("whoknows", "who_knows"))
 async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest:
-        raise CommandError("usage: /who-knows FACT_OR_EVENT")
+        raise UsageError()
     ledger = await owner.audit.who_knows(rest.strip())
     if not ledger:
         return f"Nobody has been told {rest.strip()} by me."

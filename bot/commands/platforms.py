@@ -15,7 +15,7 @@ from connectors.courier import DeliveryFailed, maybe_delivered
 from epmem.audit import DISCARD_ACTION, DeliveryRecord, UNKNOWN
 
 from bot import delegation
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.delegation import MODES, Mode
 from bot.services import OwnerServices
 
@@ -34,7 +34,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return settings.describe()
     if words[0].lower() == "mentions":
         if len(words) != 2 or words[1].lower() not in ("on", "off"):
-            raise CommandError("usage: /delegate mentions on|off")
+            raise UsageError()
         settings = delegation.DelegateSettings(settings.mode, words[1].lower() == "on", settings.contacts)
         change: dict[str, object] = {"mentions": settings.mentions}
     elif len(words) == 1:
@@ -48,7 +48,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         settings = settings.with_contact(cid, None if word == "default" else _mode(word))
         change = {"contact": cid, "mode": None if word == "default" else word}
     else:
-        raise CommandError("usage: /delegate [WHO] answer|hold|silent|default | /delegate mentions on|off")
+        raise UsageError()
     await delegation.save(owner.overlay, settings)
     await owner.record_change({"action": "delegate", **change, "by": ctx.sender.identity})
     return settings.describe()

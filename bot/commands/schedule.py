@@ -11,7 +11,7 @@ import re
 from datetime import datetime, timedelta
 
 from bot.clock import aware
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -60,7 +60,7 @@ async def scheduled(owner: OwnerServices, rest: str, ctx: CommandContext) -> str
 @commands.command("unschedule", "N", summary="cancel scheduled change N (see /scheduled)")
 async def unschedule(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.strip().isdigit():
-        raise CommandError("usage: /unschedule N (see /scheduled)")
+        raise UsageError("N as /scheduled shows it")
     number = int(rest.strip())
     task = await owner.tasks.get(number)
     if task is None or task.kind != "command":
