@@ -18,7 +18,8 @@ from epmem.memory import Fact
 from epmem.policy import OWNER_ID, STRANGER_ID, Contact
 
 from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet, UsageError
-from bot.commands.schedule import parse_when, schedule_later
+from bot.commands.parsing import parse_when
+from bot.commands.schedule import schedule_later
 from bot.services import OwnerServices
 
 commands = CommandSet()

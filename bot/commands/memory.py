@@ -13,6 +13,7 @@ import uuid
 from epmem.audit import erase_facts
 from epmem.sqlite import scrub
 
+from bot.commands.parsing import target
 from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
@@ -49,9 +50,9 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not token:
         raise UsageError()
     memory = owner.memory
-    kind, _, value = token.partition(":")
+    kind, value = target(token)
     event: str | None = None
-    if kind == "event" and value:
+    if kind == "event":
         event = value
         facts = await memory.by_event([value])
     else:
