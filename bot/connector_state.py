@@ -32,7 +32,7 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 from bot.outbox import Outbox
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 
 log = structlog.get_logger(__name__)
 
@@ -240,7 +240,7 @@ class ConnectorHost:
     """The :class:`connectors.base.PlatformState` a connector is given: the state database for
     events and routes, and for a delivery that failed, the record plus a note to the owner."""
 
-    def __init__(self, seen: SeenEvents, state: ConnectorState, outbox: Outbox) -> None:
+    def __init__(self, seen: SeenEventLog, state: ConnectorState, outbox: Outbox) -> None:
         self._seen = seen
         self._state = state
         self._outbox = outbox

@@ -244,3 +244,34 @@ def test_the_checks_see_what_they_check() -> None:
         assert any({"epmem.audit.log", "epmem.audit.verify"} <= set(c) for c in _cycles())
     finally:
         GRAPH.update(saved)
+
+
+#: the packages whose class names must be unique: one name, one thing, wherever it is read.
+UNIQUE_CLASS_NAMES = ("epmem", "bot", "connectors")
+
+
+def _classes(packages: tuple[str, ...] = UNIQUE_CLASS_NAMES) -> dict[str, list[str]]:
+    """class name -> where each class of that name is defined (``path:line``), nested ones too."""
+    found: dict[str, list[str]] = {}
+    for name, path in SOURCES.items():
+        if _layer(name) not in packages:
+            continue
+        rel = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text(), str(rel))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_class_names_are_unique() -> None:
+    """Two classes of one name (two ``RetryPolicy``, two ``Answer``) make every import and every
+    traceback a question of which one; a name says what a class is, so it names one class."""
+    twice = {name: where for name, where in _classes().items() if len(where) > 1}
+    assert not twice, "class names defined more than once:\n" + "\n".join(
+        f"{name}: {', '.join(where)}" for name, where in sorted(twice.items()))
+
+
+def test_the_class_check_sees_classes() -> None:
+    found = _classes()
+    assert len(found) > 100 and {"PrivacyEngine", "DelegateAgent", "Courier", "AuditLog"} <= set(found)
+    assert _classes(("testkit",)) and not set(_classes(("testkit",))) & {"PrivacyEngine"}

@@ -20,7 +20,7 @@ from epmem.policy.calculus import Composite, Gate, Recipient, judge_composite
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class HeldBack:
     """A fact kept out of a reply because telling it with the others breaks the composite rule."""
 
     fact_id: str
@@ -34,10 +34,10 @@ class Held:
                 "reason": self.reason}
 
 
-def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[Held]]:
+def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[HeldBack]]:
     """``gates`` best first; returns (fact ids kept, in order; what was held back and why)."""
     kept: list[Gate] = []
-    held: list[Held] = []
+    held: list[HeldBack] = []
     for gate in gates:
         trial = Composite.of([*kept, gate])
         denied = next((r for r in audience if not trial.allows(r)), None)
@@ -46,7 +46,7 @@ def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> 
             continue
         verdict = judge_composite(trial, denied).first_denial()
         why = f"{verdict[0]}: {verdict[1].explain()}" if verdict else "composite denied"
-        held.append(Held(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
+        held.append(HeldBack(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
                          f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''} denies "
                          f"{denied.id} ({why})"))
     return [g.fact_id for g in kept], held
