@@ -9,8 +9,7 @@ from __future__ import annotations
 from epmem.policy import PolicyException
 
 from bot.clock import aware
-from bot.commands.parsing import parse_expiry
-from bot.commands.parsing import target as split_target
+from bot.commands.parsing import parse_expiry, split_target
 from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 

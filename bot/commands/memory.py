@@ -13,7 +13,7 @@ import uuid
 from epmem.audit import erase_facts
 from epmem.sqlite import scrub
 
-from bot.commands.parsing import target
+from bot.commands.parsing import split_target
 from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
@@ -50,7 +50,7 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not token:
         raise UsageError()
     memory = owner.memory
-    kind, value = target(token)
+    kind, value = split_target(token)
     event: str | None = None
     if kind == "event":
         event = value

@@ -69,7 +69,7 @@ def parse_when(words: list[str], now: datetime) -> datetime | None:
     raise CommandError(f"unexpected {' '.join(words)!r}: end with 'from 2026-06-19' or 'in 7d'")
 
 
-def target(token: str) -> tuple[str, str]:
+def split_target(token: str) -> tuple[str, str]:
     """``event:e12`` -> ("event", "e12"); ``f3`` -> ("", "f3"): the kind it was prefixed with
     (one of :data:`TARGET_KINDS`), or "" for the command to find out."""
     kind, _, value = token.partition(":")
@@ -78,4 +78,4 @@ def target(token: str) -> tuple[str, str]:
     return "", token
 
 
-__all__ = ["TARGET_KINDS", "duration", "moment", "parse_expiry", "parse_when", "target"]
+__all__ = ["TARGET_KINDS", "duration", "moment", "parse_expiry", "parse_when", "split_target"]

@@ -136,7 +136,7 @@ class LLMResponder:
         try:
             called = await asyncio.wait_for(self.llm.text_call("reply", messages, max_tokens=self.max_tokens),
                                             timeout=self.budget_s)
-        except (asyncio.TimeoutError, LLMError) as exc:
+        except (TimeoutError, LLMError) as exc:
             kind = exc.kind if isinstance(exc, LLMError) else "timeout"
             usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
             return await self._fallback(ctx, kind, usage, prompt, started)

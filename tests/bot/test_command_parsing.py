@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.commands import CommandError
-from bot.commands.parsing import duration, moment, parse_expiry, parse_when, target
+from bot.commands.parsing import duration, moment, parse_expiry, parse_when, split_target
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -49,4 +49,4 @@ def test_expiry_and_when_read_the_same_durations_and_dates() -> None:
                                              ("category:health", ("category", "health")), ("f3", ("", "f3")),
                                              ("slack:U1", ("", "slack:U1")), ("event:", ("", "event:"))])
 def test_targets(token: str, want: tuple[str, str]) -> None:
-    assert target(token) == want
+    assert split_target(token) == want

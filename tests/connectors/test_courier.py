@@ -7,7 +7,6 @@ order and mix of lanes, no lane ever sees more than its rate in any window of it
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
@@ -175,7 +174,7 @@ def test_telegram_timeouts_after_sending_are_ambiguous_before_sending_transient(
 
 
 def test_slack_timeouts_after_sending_are_ambiguous_before_sending_transient() -> None:
-    assert slack_classify(asyncio.TimeoutError()).kind == "ambiguous"
+    assert slack_classify(TimeoutError()).kind == "ambiguous"
     assert slack_classify(aiohttp.SocketTimeoutError()).kind == "ambiguous"
     assert slack_classify(aiohttp.ConnectionTimeoutError()).kind == "transient"
     assert slack_classify(aiohttp.ServerDisconnectedError()).kind == "transient"

@@ -22,7 +22,6 @@ from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
 from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.verify import ChainStatus, ChainWatcher
-from epmem.memory.facts import Fact
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
 from epmem.policy.overlay import Overlay
