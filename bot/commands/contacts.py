@@ -1,4 +1,4 @@
-"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (DESIGN sec. 8, issue #5).
+"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (docs/DESIGN.md sec. 8, issue #5).
 
 A contact's change is kept in the overlay as an override, never in the policy file, and the
 effective policy is rebuilt at once (every reader asks the policy holder, so the very next

@@ -1,4 +1,4 @@
-"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (DESIGN sec. 2, 6).
+"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (docs/DESIGN.md sec. 2, 6).
 
 On ingest, the offline extractor turns the owner's sentences into facts at once, so the owner
 can recall a session the moment it arrives. With the rules backend those facts are the

@@ -56,7 +56,7 @@ Answers (:class:`ReviewAnswer`), one tap each on a platform; ``ReviewAnswer.from
   category and optionally level, domain, whitelist and blacklist;
 - ``skip``: ask again later; nothing changes.
 
-Only ``owner-set`` loosens a fact beyond its category (DESIGN sec. 6): an answer is the owner's.
+Only ``owner-set`` loosens a fact beyond its category (docs/DESIGN.md sec. 6): an answer is the owner's.
 """
 
 from __future__ import annotations

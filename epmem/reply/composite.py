@@ -1,7 +1,7 @@
 """A reply is a composite: the facts it tells together must pass the composite rule.
 
 Each fact of a reply may be allowed on its own and still not be tellable together with the
-others (DESIGN sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
+others (docs/DESIGN.md sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
 L2 have an L0 ceiling together, which only someone whitelisted on *both* passes. So the facts
 one reply would disclose are judged as one :class:`~epmem.policy.calculus.Composite` for every
 reader; when that fails, the most relevant subset that passes is kept (greedily, best first,

@@ -2,7 +2,7 @@
 
 Whatever composes the reply (the rules composer, or an LLM) receives only a
 :class:`ReplyContext`, which by construction holds nothing but facts the audience may know
-(DESIGN sec. 4): the owner's persona, the recipient's name and relationship, the question, the
+(docs/DESIGN.md sec. 4): the owner's persona, the recipient's name and relationship, the question, the
 recent turns of this chat and the projected facts. The LLM composer spends exactly one call
 per reply and never fails open: a timeout, an HTTP error, a refusal, or an answer that is not
 a reply by the sanity rules (epmem/reply/sanity.py: empty, cut off, too long, prompt markers or
