@@ -186,8 +186,8 @@ async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) ->
             async for r in cur:
                 tally.add(tuple(r))  # type: ignore[arg-type]
         if tally.count:
-            body = {"action": "seal the disclosure ledger", "upto": upto, "rows": tally.count,
-                    "digest": tally.digest}
+            body = LedgerSealRecord(action="seal the disclosure ledger", upto=upto, rows=tally.count,
+                                    digest=tally.digest).body()
             async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
                 last = await cur.fetchone()
             prev = last[0] if last else GENESIS
