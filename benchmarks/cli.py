@@ -72,7 +72,7 @@ def bench_scenarios(
                       *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
                       *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []))
     err.print(table)
-    for path, tally in per.items():
+    for _path, tally in per.items():
         for line in tally.failures:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it

@@ -23,7 +23,7 @@ import structlog
 
 from connectors.base import Action, Inbound
 from connectors.courier import maybe_delivered
-from epmem.audit import REFUSED, UNKNOWN
+from epmem.audit import ConsultationRecord, DeliveryFailedRecord, FollowupRecord, REFUSED, UNKNOWN
 from epmem.ingest import ReviewAnswer, ReviewError
 from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
@@ -72,10 +72,10 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     )
     if c is None:
         return None, ()
-    await owner.audit.append("consultation", {
-        "consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact, "question": question,
-        "event": c.event_id, "facts": list(c.facts), "reply_audit": audit_id, "joined": c.lead,
-    }, contact=c.contact)
+    await owner.audit.write(ConsultationRecord(
+        consultation=c.id, platform=c.platform, chat=c.chat_id, contact=c.contact, question=question,
+        event=c.event_id, facts=list(c.facts), reply_audit=audit_id, joined=c.lead,
+    ), contact=c.contact)
     log.info("consultation_opened", consultation=c.id, contact=c.contact, facts=len(c.facts), joined=c.lead)
     if not c.asked_owner:
         return None, ()
@@ -310,7 +310,7 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
         "contact": c.contact, "audience": [r.label for r in audience], "question": c.question,
         "consultation": c.id, "reply_audit": c.audit_id, **result.audit_body(),
     }
-    record = await owner.audit.append("followup", body, contact=c.contact,
+    record = await owner.audit.write(FollowupRecord.model_validate(body), contact=c.contact,
                                       disclosed=[(d.fact.id, d.fact.event_id) for d in result.used],
                                       recipients=[r.label for r in audience])
     if owner.consultations is not None:
@@ -319,10 +319,8 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
         await owner.outbox.send(c.platform, c.chat_id, text, ())
     except Exception as exc:  # the ledger counts it as not told, or possibly told
         unknown = maybe_delivered(exc)
-        await owner.audit.append("delivery_failed", {"consultation": c.id, "audit": record.id,
-                                                      "error": type(exc).__name__,
-                                                      "outcome": UNKNOWN if unknown else REFUSED},
-                                 contact=c.contact)
+        await owner.audit.write(DeliveryFailedRecord(consultation=c.id, audit=record.id, error=type(exc).__name__,
+                                                     outcome=UNKNOWN if unknown else REFUSED), contact=c.contact)
         log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
         return record.id, False
     return record.id, True

@@ -26,7 +26,6 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import structlog

@@ -101,7 +101,7 @@ class AnswerItem(_Model):
     askers: dict[str, AskerGold]
 
 
-class Tasks(_Model):
+class ScenarioTasks(_Model):
     classify: list[ClassifyItem] = Field(default_factory=list)
     permit: list[PermitItem] = Field(default_factory=list)
     answer: list[AnswerItem] = Field(default_factory=list)
@@ -114,7 +114,7 @@ class Scenario(_Model):
     policy: Policy
     sessions: list[ScenarioSession] = Field(default_factory=list)
     facts: list[GoldFact] = Field(default_factory=list)
-    tasks: Tasks = Field(default_factory=Tasks)
+    tasks: ScenarioTasks = Field(default_factory=ScenarioTasks)
 
     def fact(self, fact_id: str) -> GoldFact:
         for f in self.facts:

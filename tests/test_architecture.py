@@ -7,10 +7,13 @@ the bot; ``benchmarks`` on top, imported by nothing; ``tests`` may import anythi
 (``epmem.policy``, ``epmem.audit.web``) or a top-level module (``epmem.errors``), never an inner
 module of a sub-package.
 
-Every import counts, also one inside a function: a cycle hidden in a function is still a cycle
-a reader has to untangle. An import under ``TYPE_CHECKING`` names a type and never runs: it
-counts for the layers (a lower layer may not even name an upper layer's types) but does not
-make a cycle.
+No import circle anywhere, between packages or inside one (``epmem.audit.log`` and
+``epmem.audit.verify`` once imported each other): the graph is built from every import of every
+module, and every import counts, at module level, inside a function (a cycle hidden in a
+function is still a cycle a reader has to untangle) and under ``TYPE_CHECKING`` (two modules
+that name each other's types are one design in two files). The one import left out is the
+implicit one of a module's parent package (``import a.b.c`` runs ``a/b/__init__.py`` first):
+a package's ``__init__`` gathering its own modules is its public surface, not a circle.
 """
 
 from __future__ import annotations
@@ -99,18 +102,19 @@ def _imports(module: str, path: Path) -> Iterator[tuple[str, int, bool]]:
                     yield target, node.lineno, id(node) in typing_only
 
 
-#: module -> the modules it imports when it runs (what can make a cycle).
+#: module -> every module it imports or names, type-only imports included: what can make a
+#: cycle, and what the layers constrain.
 GRAPH: dict[str, set[str]] = {}
-#: module -> every module it names, type-only imports included (what the layers constrain).
-NAMES: dict[str, set[str]] = {}
+#: module -> the modules it names only for type checking (a subset of GRAPH's).
+TYPE_ONLY: dict[str, set[str]] = {}
 WHERE: dict[tuple[str, str], int] = {}
 for _name, _path in SOURCES.items():
-    GRAPH[_name], NAMES[_name] = set(), set()
+    GRAPH[_name], TYPE_ONLY[_name] = set(), set()
     for _target, _line, _typing in _imports(_name, _path):
         if _target != _name:
-            NAMES[_name].add(_target)
-            if not _typing:
-                GRAPH[_name].add(_target)
+            GRAPH[_name].add(_target)
+            if _typing:
+                TYPE_ONLY[_name].add(_target)
             WHERE.setdefault((_name, _target), _line)
 
 
@@ -175,7 +179,7 @@ def test_no_import_cycles() -> None:
 def test_no_import_goes_up_a_layer() -> None:
     wrong = [
         f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}"
-        for a, targets in NAMES.items() for b in sorted(targets)
+        for a, targets in GRAPH.items() for b in sorted(targets)
         if _layer(b) in FORBIDDEN.get(_layer(a), ())
     ]
     assert not wrong, "imports from a lower layer up:\n" + "\n".join(wrong)
@@ -190,7 +194,7 @@ def test_bot_and_connectors_use_only_epmems_public_surface() -> None:
     wrong = [
         f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}: import it from "
         f"{'.'.join(b.split('.')[:2])} (add it to that sub-package's __all__ if it is missing)"
-        for a, targets in NAMES.items() if _layer(a) in PUBLIC_EPMEM_ONLY
+        for a, targets in GRAPH.items() if _layer(a) in PUBLIC_EPMEM_ONLY
         for b in sorted(targets) if _layer(b) == "epmem" and not _public(b)
     ]
     assert not wrong, "\n".join(wrong)
@@ -314,13 +318,48 @@ def test_the_checks_see_what_they_check() -> None:
     assert "bot.commands.registry" in GRAPH["bot.commands.exceptions"]
     assert "epmem.policy.holder" in GRAPH["epmem.policy.directory"]
     assert "bot.runtime" in GRAPH["bot.cli.chat"]
-    assert "bot.services" in NAMES["bot.commands.registry"]  # type-only: a layer check sees it,
-    assert "bot.services" not in GRAPH["bot.commands.registry"]  # a cycle check does not
-    assert "epmem.audit.verify" in GRAPH["epmem.audit.log"]  # imported inside a function
-    saved = {m: set(GRAPH[m]) for m in ("epmem.errors", "epmem.sqlite")}
+    assert "bot.services" in TYPE_ONLY["bot.commands.registry"]  # type-only, and in the graph
+    assert "bot.services" in GRAPH["bot.commands.registry"]
+    assert "bot.runtime" in GRAPH["bot.cli.memory"]  # imported inside a function
+    assert "epmem.audit.verify" in GRAPH["epmem.audit.log"]
+    saved = {m: set(GRAPH[m]) for m in ("epmem.errors", "epmem.sqlite", "epmem.audit.verify")}
     try:
         GRAPH["epmem.errors"].add("epmem.sqlite")
         WHERE[("epmem.errors", "epmem.sqlite")] = 0
         assert any({"epmem.errors", "epmem.sqlite"} <= set(c) for c in _cycles())
+        # a circle inside one package, closed by a type-only import, is found too
+        GRAPH["epmem.audit.verify"].add("epmem.audit.log")
+        assert any({"epmem.audit.log", "epmem.audit.verify"} <= set(c) for c in _cycles())
     finally:
         GRAPH.update(saved)
+
+
+#: the packages whose class names must be unique: one name, one thing, wherever it is read.
+UNIQUE_CLASS_NAMES = ("epmem", "bot", "connectors")
+
+
+def _classes(packages: tuple[str, ...] = UNIQUE_CLASS_NAMES) -> dict[str, list[str]]:
+    """class name -> where each class of that name is defined (``path:line``), nested ones too."""
+    found: dict[str, list[str]] = {}
+    for name, path in SOURCES.items():
+        if _layer(name) not in packages:
+            continue
+        rel = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text(), str(rel))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_class_names_are_unique() -> None:
+    """Two classes of one name (two ``RetryPolicy``, two ``Answer``) make every import and every
+    traceback a question of which one; a name says what a class is, so it names one class."""
+    twice = {name: where for name, where in _classes().items() if len(where) > 1}
+    assert not twice, "class names defined more than once:\n" + "\n".join(
+        f"{name}: {', '.join(where)}" for name, where in sorted(twice.items()))
+
+
+def test_the_class_check_sees_classes() -> None:
+    found = _classes()
+    assert len(found) > 100 and {"PrivacyEngine", "DelegateAgent", "Courier", "AuditLog"} <= set(found)
+    assert _classes(("testkit",)) and not set(_classes(("testkit",))) & {"PrivacyEngine"}

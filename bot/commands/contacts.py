@@ -1,4 +1,4 @@
-"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (DESIGN sec. 8, issue #5).
+"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (docs/DESIGN.md sec. 8, issue #5).
 
 A contact's change is kept in the overlay as an override, never in the policy file, and the
 effective policy is rebuilt at once (every reader asks the policy holder, so the very next
@@ -18,8 +18,9 @@ from epmem.memory import Fact
 from epmem.identity import LOCAL, SCHEMES
 from epmem.policy import OWNER_ID, STRANGER_ID, Contact
 
-from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet
-from bot.commands.schedule import parse_when, schedule_later
+from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet, UsageError
+from bot.commands.parsing import parse_when
+from bot.commands.schedule import schedule_later
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -83,7 +84,7 @@ async def _override(owner: OwnerServices, cid: str, change: Callable[[dict[str, 
 async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2:
-        raise CommandError("usage: /level CONTACT 1-4 | /level FACT 0-4 [from DATE]")
+        raise UsageError("N is 1-4 for a contact, 0-4 for a fact")
     kind, target = await contact_or_fact(owner, words[0])
     if not words[1].isdigit():
         raise CommandError(f"level must be a number, not {words[1]!r}")
@@ -112,7 +113,7 @@ async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2 or words[1] not in _DOMAINS:
-        raise CommandError("usage: /domain CONTACT|FACT work|life|none [from DATE]")
+        raise UsageError()
     kind, target = await contact_or_fact(owner, words[0])
     value = _DOMAINS[words[1]]
     when = parse_when(words[2:], owner.clock())
@@ -139,7 +140,7 @@ _LINK_EXAMPLES = "e.g. " + ", ".join(
 def _identity_args(owner: OwnerServices, rest: str, verb: str) -> tuple[str, str]:
     words = rest.split()
     if len(words) != 2:
-        raise CommandError(f"usage: /{verb} CONTACT IDENTITY ({SCHEMES.examples()})")
+        raise UsageError(f"IDENTITY as {SCHEMES.examples()}")
     cid = owner.directory.find_contact(words[0])
     if cid is None or cid in owner.policy.groups:
         raise CommandError(f"unknown contact {words[0]!r}")

@@ -256,7 +256,7 @@ class RulesExtractor(ReadsPolicy):
         turns: dict[int, _TurnDrafts] = {}
         unread: list[Unread] = []
         last_truth: int | None = None
-        for t, turn in enumerate(session.turns):
+        for t, _turn in enumerate(session.turns):
             td = turns.setdefault(t, _TurnDrafts(t))
             last_truth = self._read_turn(session, t, td, turns, proposals, last_truth, unread)
         self._apply_cues(session, proposals, turns)

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
-from epmem.reply.composite import Held, limit_to_composite
+from epmem.reply.composite import HeldBack, limit_to_composite
 from epmem.reply.guard import Denied
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
@@ -41,7 +41,7 @@ class Answer:
     written: Written | None = None
     #: what the relevance step chose, and what the composite rule held back.
     choice: Choice | None = None
-    held: tuple[Held, ...] = ()
+    held: tuple[HeldBack, ...] = ()
     #: closed facts the owner has not decided about that would answer the question, best first
     #: (chosen as the reply chooses among open facts): what a consultation asks the owner
     #: about. Never part of the reply: it reads the same whether these exist or not.
@@ -134,7 +134,7 @@ class PrivacyEngine(ReadsPolicy):
                       written=written, choice=choice, held=tuple(held), consult=consult)
 
     def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
+                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)

@@ -2,7 +2,7 @@
 
 Whatever composes the reply (the rules composer, or an LLM) receives only a
 :class:`ReplyContext`, which by construction holds nothing but facts the audience may know
-(DESIGN sec. 4): the owner's persona, the recipient's name and relationship, the question, the
+(docs/DESIGN.md sec. 4): the owner's persona, the recipient's name and relationship, the question, the
 recent turns of this chat and the projected facts. The LLM composer spends exactly one call
 per reply and never fails open: a timeout, an HTTP error, a refusal, or an answer that is not
 a reply by the sanity rules (epmem/reply/sanity.py: empty, cut off, too long, prompt markers or
@@ -136,7 +136,7 @@ class LLMResponder:
         try:
             called = await asyncio.wait_for(self.llm.text_call("reply", messages, max_tokens=self.max_tokens),
                                             timeout=self.budget_s)
-        except (asyncio.TimeoutError, LLMError) as exc:
+        except (TimeoutError, LLMError) as exc:
             kind = exc.kind if isinstance(exc, LLMError) else "timeout"
             usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
             return await self._fallback(ctx, kind, usage, prompt, started)

@@ -137,7 +137,7 @@ def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) ->
     db.commit()
     db.close()
     line = one_line(epmem("audit", "verify", data=data), "disclosure ledger")
-    assert f"recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
+    assert "recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
 
 
 def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: Path) -> None:
