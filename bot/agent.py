@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import structlog
 
 from connectors.base import Action, Inbound, Outbound
+from epmem.language import say
 from epmem.policy import Directory, Resolved
 from epmem.reply import Answer, PrivacyEngine
 
@@ -26,9 +27,11 @@ from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
 
-NON_TEXT_NOTE = "I can only read text messages, sorry."
-TOO_LONG_NOTE = "That message is too long for me to read. Could you keep it shorter?"
-RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait a minute."
+#: the notes in English (epmem/language.py says them in the language of the message, or the
+#: contact's when a message has no words: a sticker).
+NON_TEXT_NOTE = say("non_text")
+TOO_LONG_NOTE = say("too_long")
+RATE_LIMIT_NOTE = say("rate_limited")
 #: non-text events that are audited but not answered (edits of answered messages, pins, a
 #: message the owner answered before the delegate could).
 QUIET_NON_TEXT = frozenset({"edited", "service", "owner_answered"})
@@ -130,19 +133,20 @@ class DelegateAgent:
         if mode == "silent":
             rec = await self.audit.append("delegate_silent", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
+        lang = self.engine.language_for(inbound.text[: self.max_message_chars], sender.recipient)
         # the console is the operator at the keyboard (and the benchmark): not rate limited.
         admission = Admission.OK if inbound.platform == "console" else self.guard.admit(inbound.sender)
         if admission is Admission.LIMITED_AGAIN:
             log.info("rate_limited", contact=sender.label)
             return Outbound(None)
         if admission is Admission.LIMITED:
-            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" and not as_owner else None
+            reply = say("rate_limited", lang) if inbound.chat_kind == "direct" and not as_owner else None
             rec = await self.audit.append("rate_limited", {**base, "reply": reply}, contact=sender.label)
             return Outbound(reply, audit_id=rec.id)
         if inbound.non_text and inbound.non_text != "too_long":
             # a sticker deserves a word; an edit (already answered) or a pin does not.
             quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct" or as_owner
-            reply = None if quiet else NON_TEXT_NOTE
+            reply = None if quiet else say("non_text", lang)
             rec = await self.audit.append("non_text", {**base, "non_text": inbound.non_text, "reply": reply},
                                           contact=sender.label)
             return Outbound(reply, audit_id=rec.id)
@@ -151,7 +155,7 @@ class DelegateAgent:
             rec = await self.audit.append("empty", {**base, "reply": None}, contact=sender.label)
             return Outbound(None, audit_id=rec.id)
         if inbound.non_text == "too_long" or len(text) > self.max_message_chars:
-            note = None if as_owner else TOO_LONG_NOTE
+            note = None if as_owner else say("too_long", lang)
             rec = await self.audit.append(
                 "rejected", {**base, "reason": "too_long", "chars": len(inbound.text), "reply": note},
                 contact=sender.label,
