@@ -188,36 +188,36 @@ def _like(sender: Resolved) -> tuple[int, str | None]:
     return (4, None) if r.is_stranger else (r.level, r.domain)
 
 
+#: the consultation note's lines, per language (the question and the facts quoted as written).
+_NOTE: dict[str, dict[str, str]] = {
+    "en": {"stranger": "someone unknown ({sender})", "asked": "{asker} asked ({platform}): \u201c{question}\u201d",
+           "without": "I answered without these, which you have not opened to anyone yet:",
+           "fact": "  {fid}: \u201c{text}\u201d", "cover": "(a story told instead of: \u201c{text}\u201d)",
+           "suggest": "Your policy for {category} would suggest: {who}.",
+           "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
+                  "/reword {fid} THE RIGHT WORDS first."},
+    "zh": {"stranger": "陌生人（{sender}）", "asked": "{asker}（{platform}）问：\u201c{question}\u201d",
+           "without": "我回答时没有用下面这些内容，你还没有对任何人公开过：",
+           "fact": "  {fid}：\u201c{text}\u201d", "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
+           "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
+           "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
+                  "/reword {fid} 正确的说法 改过来。"},
+}
+
+
 def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
     """What the owner reads: who asked what, the facts' words, the suggestion, how to answer
     (in the owner's language; the question and the facts as they were written)."""
-    if owner_language(owner) == "zh":
-        return _note_zh(owner, c, q, sender)
-    asker = sender.recipient.name if not sender.recipient.is_stranger else f"someone unknown ({c.sender})"
-    lines = [f"{asker} asked ({c.platform}): \u201c{_clip(c.question)}\u201d",
-             "I answered without these, which you have not opened to anyone yet:"]
-    texts = [q.text, *q.also_text]
-    for fid, text in zip(c.facts, texts):
-        lines.append(f"  {fid}: \u201c{_clip(text)}\u201d")
-    if q.covers_text:
-        lines.append(f"(a story told instead of: \u201c{_clip(q.covers_text)}\u201d)")
-    lines.append(f"Your policy for {q.suggested.category} would suggest: {_suggested_words(owner, q)}.")
-    lines.append(f"Should I tell them? /consult {c.id} tell | like | who | private. Wrong words? "
-                 f"/reword {q.fact_id} THE RIGHT WORDS first.")
-    return "\n".join(lines)
-
-
-def _note_zh(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
-    asker = sender.recipient.name if not sender.recipient.is_stranger else f"陌生人（{c.sender}）"
-    lines = [f"{asker}（{c.platform}）问：\u201c{_clip(c.question)}\u201d",
-             "我回答时没有用下面这些内容，你还没有对任何人公开过："]
+    words = _NOTE[owner_language(owner)]
+    r = sender.recipient
+    asker = r.name if not r.is_stranger else words["stranger"].format(sender=c.sender)
+    lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question)), words["without"]]
     for fid, text in zip(c.facts, [q.text, *q.also_text]):
-        lines.append(f"  {fid}：\u201c{_clip(text)}\u201d")
+        lines.append(words["fact"].format(fid=fid, text=_clip(text)))
     if q.covers_text:
-        lines.append(f"（这是代替下面这件事对外的说法：\u201c{_clip(q.covers_text)}\u201d）")
-    lines.append(f"按你对\u201c{q.suggested.category}\u201d的设置，建议告诉：{_suggested_words(owner, q)}。")
-    lines.append(f"要告诉对方吗？/consult {c.id} tell | like | who | private。措辞不对？请先用 "
-                 f"/reword {q.fact_id} 正确的说法 改过来。")
+        lines.append(words["cover"].format(text=_clip(q.covers_text)))
+    lines.append(words["suggest"].format(category=q.suggested.category, who=_suggested_words(owner, q)))
+    lines.append(words["how"].format(id=c.id, fid=q.fact_id))
     return "\n".join(lines)
 
 

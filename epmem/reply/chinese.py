@@ -36,7 +36,7 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
 )
 
 #: characters that make a bigram a function word (了吗, 他在, 是不): never informative.
-_STOP_CHARS = frozenset("的了吗呢吧啊呀么他她它你我们是在有和就都也还又很这那个些不没哈嘛啦哦嗯呗咋啥谁哪儿得着")
+_STOP_CHARS = frozenset("的了吗呢吧啊呀么他她它你我们是在有和就都也还又很这那个些不没哈嘛啦哦嗯呗咋啥谁哪儿得着怎")
 #: informative-looking bigrams that every question and fact may hold.
 _STOP_BIGRAMS = frozenset({
     "最近", "知道", "听说", "现在", "时候", "一下", "一直", "真的", "感觉", "今天", "明天", "昨天", "好久",
@@ -64,7 +64,9 @@ def terms(text: str, ignore: Iterable[str] = ()) -> set[str]:
     for name in sorted(ignore, key=len, reverse=True):
         if name:
             text = text.replace(name, " ")
-    out = {b for b in _bigrams(text) if b not in _STOP_BIGRAMS and not (set(b) & _STOP_CHARS)}
+    for word in _STOP_BIGRAMS:  # cut out, so that "最近怎么" leaves no "近怎" either
+        text = text.replace(word, " ")
+    out = {b for b in _bigrams(text) if not (set(b) & _STOP_CHARS)}
     out.update(w.casefold() for w in _LATIN.findall(text) if w.casefold() not in _LATIN_STOP)
     return out
 
