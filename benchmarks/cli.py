@@ -77,9 +77,12 @@ def bench_scenarios(
             err.print(f"  {line}", markup=False, soft_wrap=True)
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
     llm = metrics["llm"]
+    language = metrics.pop("language")
     exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
     budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
     err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
+    # replies to questions in Chinese: how many were not in Chinese, English frame phrases in them
+    err.print(f"language: {json.dumps(language)}", markup=False, soft_wrap=True)
     write_json(exact, json_out)
 
 

@@ -18,6 +18,7 @@ from epmem.audit import (
     AttemptedCommandRecord, DelegateSilentRecord, EmptyRecord, HeldRecord, NonTextRecord, PausedRecord,
     RateLimitedRecord, RecordBody, RejectedRecord, ReplyRecord,
 )
+from epmem.language import say
 from epmem.policy import Directory, Resolved
 from epmem.reply import Answer, PrivacyEngine
 
@@ -31,9 +32,11 @@ from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
 
-NON_TEXT_NOTE = "I can only read text messages, sorry."
-TOO_LONG_NOTE = "That message is too long for me to read. Could you keep it shorter?"
-RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait a minute."
+#: the notes in English (epmem/language.py says them in the language of the message, or the
+#: contact's when a message has no words: a sticker).
+NON_TEXT_NOTE = say("non_text")
+TOO_LONG_NOTE = say("too_long")
+RATE_LIMIT_NOTE = say("rate_limited")
 #: non-text events that are audited but not answered (edits of answered messages, pins, a
 #: message the owner answered before the delegate could).
 QUIET_NON_TEXT = frozenset({"edited", "service", "owner_answered"})
@@ -138,25 +141,26 @@ class DelegateAgent:
             return Outbound(None)
         if mode == "silent":
             return Outbound(None, audit_id=await self._audited(DelegateSilentRecord(reply=None), inbound, sender))
+        lang = self.engine.language_for(inbound.text[: self.max_message_chars], sender.recipient)
         # the local terminal is the operator at the keyboard (and the benchmark): not rate limited.
         admission = Admission.OK if inbound.platform == LOCAL.platform else self.guard.admit(inbound.sender)
         if admission is Admission.LIMITED_AGAIN:
             log.info("rate_limited", contact=sender.label)
             return Outbound(None)
         if admission is Admission.LIMITED:
-            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" and not as_owner else None
+            reply = say("rate_limited", lang) if inbound.chat_kind == "direct" and not as_owner else None
             return Outbound(reply, audit_id=await self._audited(RateLimitedRecord(reply=reply), inbound, sender))
         if inbound.non_text and inbound.non_text != "too_long":
             # a sticker deserves a word; an edit (already answered) or a pin does not.
             quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct" or as_owner
-            reply = None if quiet else NON_TEXT_NOTE
+            reply = None if quiet else say("non_text", lang)
             entry = NonTextRecord(non_text=inbound.non_text, reply=reply)
             return Outbound(reply, audit_id=await self._audited(entry, inbound, sender))
         text = inbound.text.strip()
         if not text:
             return Outbound(None, audit_id=await self._audited(EmptyRecord(reply=None), inbound, sender))
         if inbound.non_text == "too_long" or len(text) > self.max_message_chars:
-            note = None if as_owner else TOO_LONG_NOTE
+            note = None if as_owner else say("too_long", lang)
             rejected = RejectedRecord(reason="too_long", chars=len(inbound.text), reply=note)
             return Outbound(note, audit_id=await self._audited(rejected, inbound, sender))
 

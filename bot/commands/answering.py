@@ -146,6 +146,7 @@ async def reject(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
                            decision="rejected"),
             contact=held.contact)
         return f"Rejected held reply {held.id}; nothing was sent as you (audit {record.id})."
-    text = deflection(owner.policy.owner.name)
+    text = deflection(owner.policy.owner.name,
+                      owner.engine.language_for(held.question, owner.directory.resolve(held.sender).recipient))
     audit_id = await _send(owner, held, text, ctx, {"decision": "rejected"}, disclosed=False)
     return f"Rejected held reply {held.id}; {held.contact} got the usual deflection (audit {audit_id})."

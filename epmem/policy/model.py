@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from epmem.errors import EpmemError
 from epmem.identity import LOCAL, SCHEMES
+from epmem.language import Language
 
 Domain = Literal["work", "life"]
 InfoLevel = Annotated[int, Field(ge=0, le=4, description="0 = nobody by default, 4 = public")]
@@ -51,6 +52,9 @@ class Owner(_Strict):
     name: str = "Owner"
     identities: list[str] = Field(default_factory=lambda: [LOCAL.identity(OWNER_ID)])
     persona: str = ""
+    #: the language of what the delegate tells the owner (consultations), and of replies to a
+    #: message with no letters to tell its language by (epmem/language.py); English if unset.
+    language: Language | None = None
 
     _identities = field_validator("identities")(_check_identities)
 
@@ -62,6 +66,8 @@ class Contact(_Strict):
     level: TrustLevel
     domain: Domain | None = None
     identities: list[str] = Field(default_factory=list)
+    #: the language to answer this contact in when a message does not tell (a sticker, "?").
+    language: Language | None = None
 
     _identities = field_validator("identities")(_check_identities)
 

@@ -56,7 +56,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from epmem.language import is_chinese
 from epmem.memory.recall import Recalled, RecalledEvent, is_catch_up
+from epmem.reply.chinese import SharedWords, chinese_kind, name_forms
 from epmem.reply.projection import FactDecision, Projection
 
 QuestionKind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
@@ -122,7 +124,9 @@ def _fold(text: str) -> str:
 
 def question_kind(question: str) -> QuestionKind:
     """Open (catch-up) first, then how someone is, then the first wh- word, then a yes/no
-    opening, else "what"."""
+    opening, else "what". A question in Chinese: epmem/reply/chinese.py."""
+    if is_chinese(question):
+        return chinese_kind(question)
     if is_catch_up(question):
         return "open"
     if _STATE.search(question):
@@ -196,6 +200,10 @@ class RelevanceConfig:
     #: the late-interaction model reads at most this many facts (the best by recall).
     match_limit: int = 16
     match_kinds: tuple[QuestionKind, ...] = ("open", "state")
+    #: a truth is judged with its covers too (a question in the cover's words is about the
+    #: truth: "why is he never in the lab?" and "he is writing his paper in the dorm"), as a
+    #: cover is always judged with its truth. Off for English (tuned without it).
+    truth_reads_covers: bool = False
 
     def __post_init__(self) -> None:
         if not (0 <= self.open_relative_cut <= 1 and 0 <= self.state_relative_cut <= 1):
@@ -223,18 +231,29 @@ class Choice:
                 "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()]}
 
 
+#: a question in Chinese (epmem/reply/chinese.py): the English models are not asked; the words
+#: a fact shares with the question stand in for the cross-encoder, for every kind of question
+#: (whatever recall scored), over all the facts recall found.
+CHINESE = RelevanceConfig(open_veto=-math.inf, state_veto=-5.0, open_veto_recall=math.inf, rerank_limit=48,
+                          rerank_weight=1.0, event_margin=0.5, match_weight=0.0, truth_reads_covers=True)
+
+
 class Relevance:
     def __init__(self, config: RelevanceConfig | None = None, reranker: Reranker | None = None,
-                 matcher: Reranker | None = None) -> None:
+                 matcher: Reranker | None = None, chinese: RelevanceConfig | None = CHINESE) -> None:
         self.config = config or RelevanceConfig()
         self.reranker = reranker if self.config.rerank_weight > 0 else None
         self.matcher = matcher if self.config.match_weight > 0 else None
+        self.chinese = chinese
 
     def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection,
                owner: str = "") -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
         chosen answer to questions about the secret it stands for); ``projection`` the storyline;
         ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named)."""
+        if self.chinese is not None and is_chinese(question):
+            words = SharedWords(ignore=name_forms(owner))
+            return Relevance(self.chinese, words, chinese=None).choose(question, events, projection, owner)
         started = time.perf_counter()
         kind = question_kind(question)
         asked = addressed_to(question, owner_called(owner, [d.fact.text for d in projection.used]))
@@ -307,7 +326,8 @@ class Relevance:
         better of its own and its truth's: it is read with its truth, as for recall)."""
         if self.reranker is None or self.config.rerank_limit == 0 or not facts:
             return {}, 0
-        return _read_with_truth(self.reranker, question, facts[: self.config.rerank_limit], recalled)
+        return _read_with_truth(self.reranker, question, facts[: self.config.rerank_limit], recalled,
+                                self.config.truth_reads_covers)
 
     def _best_events(self, weighed: list[FactDecision], scores: dict[str, float], sure: set[str],
                      left_out: dict[str, str]) -> list[str]:
@@ -328,19 +348,27 @@ class Relevance:
 
 
 def _read_with_truth(model: Reranker, question: str, read: Sequence[FactDecision],
-                     recalled: dict[str, Recalled]) -> tuple[dict[str, float], int]:
+                     recalled: dict[str, Recalled], covers: bool = False) -> tuple[dict[str, float], int]:
     """``model``'s score of each fact in ``read`` and how many texts it read: a cover is read
     with its truth and scores the better of the two (recall treats it the same way), so a cover
-    answers whatever its truth answers."""
+    answers whatever its truth answers; with ``covers`` (``truth_reads_covers``) a truth is read
+    with its recalled covers the same way."""
     texts = {d.fact.id: d.fact.text for d in read}
     for d in read:
         truth = recalled.get(d.fact.covers or "")
         if d.fact.version == "cover" and truth is not None:
             texts[truth.fact.id] = truth.fact.text
+    told_as: dict[str, list[str]] = {}
+    if covers:
+        for r in recalled.values():
+            if r.fact.version == "cover" and r.fact.covers in {d.fact.id for d in read}:
+                told_as.setdefault(r.fact.covers, []).append(r.fact.id)
+                texts[r.fact.id] = r.fact.text
     ids = list(texts)
     raw = dict(zip(ids, (float(x) for x in model.score(question, [texts[i] for i in ids]))))
     scores = {d.fact.id: max(raw[d.fact.id], raw.get(d.fact.covers or "", -math.inf)
-                             if d.fact.version == "cover" else -math.inf) for d in read}
+                             if d.fact.version == "cover" else -math.inf,
+                             *(raw[c] for c in told_as.get(d.fact.id, ()))) for d in read}
     return scores, len(ids)
 
 
