@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.examples import example_file
 from testkit.runtime import REPO
 
 DOCKER = REPO / "docker"
@@ -122,7 +123,7 @@ def container_env(tmp_path: Path) -> dict[str, str]:
     for key, value in compose()["services"]["bot"]["environment"].items():
         env[key] = str(value)
     env["EPMEM_DATA_DIR"] = str(tmp_path / "data")  # the bot-data volume
-    env["EPMEM_POLICY"] = str(REPO / "policies" / env_example()["EPMEM_POLICY_NAME"])  # the /policy mount
+    env["EPMEM_POLICY"] = str(example_file(env_example()["EPMEM_POLICY_NAME"]))  # the /policy mount
     with __import__("socket").socket() as sock:  # the qdrant service, not started here
         sock.bind(("127.0.0.1", 0))
         env["EPMEM_QDRANT_URL"] = f"http://127.0.0.1:{sock.getsockname()[1]}"
