@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from epmem.embedding.wheels import MODEL_WHEELS, ModelWheel
+from epmem.embedding import MODEL_WHEELS, ModelWheel
 from epmem.errors import EpmemError
 
-from bot.config import ACTIVE_POLICY_NAME, EXAMPLE_POLICY, Settings
+from bot.config import ACTIVE_POLICY_NAME, Settings
 from bot.examples import FACTS, POLICY, example_file, example_text
 
 Say = Callable[[str], None]
@@ -85,11 +85,15 @@ def _pip_install(wheel: ModelWheel, wheels: Path | None) -> None:
 def activate_example(settings: Settings, say: Say) -> Path:
     """Make the example policy the data folder's active one, unless another policy is in use:
     the demo never replaces the owner's own policy."""
-    if settings.policy is not None and settings.policy.resolve() != EXAMPLE_POLICY.resolve():
-        raise SetupError(f"EPMEM_POLICY is {settings.policy}; the demo is the example owner's: unset "
-                         f"EPMEM_POLICY or choose another data folder (EPMEM_DATA_DIR)")
+    example = example_text(POLICY)
+    if settings.policy is not None:  # an explicit policy wins over the data folder's: it must be the example
+        if not settings.policy.is_file() or settings.policy.read_text(encoding="utf-8") != example:
+            raise SetupError(f"EPMEM_POLICY is {settings.policy}, not the example policy the demo's facts are "
+                             f"for: unset EPMEM_POLICY, or set it to the example (epmem policy example)")
+        say(f"ok: EPMEM_POLICY is the example policy (owner Sam Rivera): {settings.policy}")
+        return settings.policy
     target = settings.data_dir / ACTIVE_POLICY_NAME
-    text = DEMO_HEADER + example_text(POLICY)
+    text = DEMO_HEADER + example
     if target.exists():
         if target.read_text(encoding="utf-8") != text:
             raise SetupError(f"{target} is another policy, which the demo would replace; use an empty data "
