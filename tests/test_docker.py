@@ -169,3 +169,19 @@ def test_the_health_check_and_the_audit_command_run_directly(container_env: dict
     assert "audit token" not in audit.stdout
     doctor = run_in_container(["epmem", "doctor"], container_env)
     assert doctor.returncode == 1 and "missing: no platform" in doctor.stdout
+
+
+def test_the_image_installs_the_wheel_its_first_stage_builds() -> None:
+    steps = dockerfile()
+    first, second = (i for i, (instruction, _) in enumerate(steps) if instruction == "FROM")
+    builder, image = steps[first + 1:second], steps[second + 1:]
+    copied = [part.rstrip("/") for instruction, rest in builder if instruction == "COPY" for part in rest.split()[:-1]]
+    allowed = [line[1:].rstrip("/") for line in (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+               if line.startswith("!")]
+    assert sorted(copied) == sorted(allowed) == ["README.md", "bot", "connectors", "epmem", "pyproject.toml"]
+    assert ("RUN", "pip wheel --no-deps --wheel-dir /wheels .") in builder
+    # the image: no source tree, no editable install; the wheel, then the model files, checked
+    assert not any(instruction in ("COPY", "ADD") for instruction, _ in image)
+    [install] = [rest for instruction, rest in image if instruction == "RUN" and "pip install" in rest]
+    assert "from=wheel" in install and "pip install /wheels/*.whl" in install and " -e " not in install
+    assert install.index("pip install /wheels/*.whl") < install.index("epmem setup")

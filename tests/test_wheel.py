@@ -5,7 +5,7 @@ quick start (`epmem setup && epmem demo && epmem chat --as jamie`) in an empty f
 The fresh environment has no pip install of its own dependencies (that would download a
 gigabyte): a ``.pth`` line adds a view of this environment's site-packages, without this
 checkout's own distribution and, for the offline step, without the model wheels, so the wheel's
-code, package data and entry points are the only epmem there is. About 20 s.
+code, package data and entry points are the only epmem there is.
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow  # about 20 s on two idle cores; `-m "not slow"` leaves it out locally
 def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -139,8 +140,7 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
     chat = epmem("chat", "--as", "jamie", stdin="Is Sam looking for a new job?\n")
     assert chat.stdout.strip() == "Here's what I can share: Sam has a final-round interview at Northwind next " \
                                   "Tuesday.", chat
-    assert epmem("bench").returncode != 0  # the research tools are not in the runtime wheel
-    assert epmem("policy", "example").stdout.startswith("# Example EP-Mem policy")
+    assert "warning" not in setup.stderr + chat.stderr  # e.g. a declared plugin that is not installed
 
 
 def test_offline_is_told_apart_from_other_pip_failures() -> None:
