@@ -109,18 +109,7 @@ def activate_example(settings: Settings, say: Say) -> Path:
 
 
 async def load_demo_facts(settings: Settings, policy_file: Path) -> int:
-    """The demo facts, checked against the example policy before anything is written; stored by
-    their ids, so a second run replaces them instead of adding copies."""
-    from epmem.policy import load_policy
+    """The demo facts, checked against the example policy before anything is written."""
+    from bot.facts_file import import_facts_file
 
-    from bot.facts_file import read_facts_file
-    from bot.runtime import Runtime
-
-    policy = load_policy(policy_file)
-    facts = read_facts_file(example_file(FACTS), policy)
-    runtime = await Runtime.open(settings, policy=policy)
-    try:
-        await runtime.memory.add(facts)
-    finally:
-        await runtime.close()
-    return len(facts)
+    return await import_facts_file(settings, policy_file, example_file(FACTS))
