@@ -1,7 +1,7 @@
 """``epmem``: a thin synchronous CLI over the async library, one module per group of commands.
 
-``common`` holds what every command shares; ``first_run`` (setup, demo), ``chat``, ``memory``, ``imports``, ``policy``, ``audit`` and
-``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
+``common`` holds what every command shares; ``first_run`` (setup, demo), ``chat``, ``memory``, ``imports``,
+``policy``, ``audit`` and ``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
 point group (a name and a ``typer.Typer``): that is how ``epmem bench`` arrives from
 ``benchmarks/``, which sits above the bot and which the bot never imports.
 """
