@@ -11,6 +11,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
+from epmem.embedding.bilingual import CJK, has_cjk
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Za-z0-9À-ÿ])")
 #: abbreviations that end with a period but do not end a sentence.
@@ -93,12 +95,41 @@ def content_words(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if t not in STOPWORDS]
 
 
+#: Chinese sentence ends: 。 ! ? ; and "..." (NFKC turned ！？； into ASCII and … into "..."),
+#: no space after them needed.
+_SENTENCE_END_CJK = re.compile(r"(?<=[。!?;])[\"'”’)」』]*|(?<=\.\.\.)|(?<=…)")
+_HAN = re.compile(f"[{CJK}]")
+
+
+def split_sentences_cjk(line: str) -> list[str]:
+    """One line of Chinese (or mixed) chat cut after 。 ! ? ; and "...": Chinese puts no space
+    after a sentence. A piece without Chinese that ends the line ("好的!👍") stays with the
+    sentence before it."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END_CJK.finditer(line):
+        piece = line[start : m.end()].strip()
+        if piece and _HAN.search(piece):
+            out.append(piece)
+            start = m.end()
+    tail = line[start:].strip()
+    if tail:
+        if out and not _HAN.search(tail) and len(tail) <= 3:
+            out[-1] += tail
+        else:
+            out.append(tail)
+    return [p for p in out if p.strip(" .。")]
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of one chat message. Line breaks end sentences too (chat messages use them)."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
         if not line:
+            continue
+        if has_cjk(line):
+            out += split_sentences_cjk(line)
             continue
         start = 0
         for m in _SENTENCE_END.finditer(line):
@@ -237,9 +268,12 @@ def _keep_case(found: str, replacement: str) -> str:
 
 
 def sentence(text: str) -> str:
-    """Capitalized, with a final period."""
+    """Capitalized, with a final period (a Chinese one, 。, after Chinese)."""
     text = text.strip().strip(",;:-— ")
     if not text:
         return text
+    if has_cjk(text):
+        text = re.sub(r"(?:\.\.\.|…)+$", "", text).rstrip(" ,.;:~")
+        return text if text.endswith(("。", "!", "?")) else text + "。"
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
