@@ -145,6 +145,30 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- Chinese names
+
+#: compound surnames (the rest are one character).
+_SURNAMES_2 = ("欧阳", "司马", "诸葛", "上官", "东方", "慕容", "令狐", "皇甫", "尉迟", "长孙", "司徒", "夏侯")
+#: how people address someone by surname: 老王, 小林, 王姐, 王总, 王老师.
+_BY_SURNAME = ("老{s}", "小{s}", "{s}姐", "{s}哥", "{s}总", "{s}老师", "{s}叔", "{s}姨", "{s}工", "{s}生", "{s}太")
+
+
+def chinese_name_forms(name: str) -> list[str]:
+    """The forms of address a Chinese name is called by in chat: the given name (子涵 for
+    王子涵), 阿 + its last character (阿强 for 陈志强, Cantonese), and the surname forms of
+    :data:`_BY_SURNAME`. An ambiguous form (two contacts surnamed 王) names nobody (see
+    :class:`ContactNames`)."""
+    if not re.fullmatch(f"[{CJK}]{{2,4}}", name):
+        return []
+    surname = name[:2] if name.startswith(_SURNAMES_2) else name[0]
+    given = name[len(surname):]
+    forms = [f.format(s=surname) for f in _BY_SURNAME]
+    if len(given) >= 2:
+        forms += [given, "阿" + given[-1]]
+    return forms
+
+
+
 # --------------------------------------------------------------------------- third person
 
 #: past-tense and modal forms that take no "-s" after the subject.

@@ -22,12 +22,13 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
-from epmem.embedding.bilingual import CJK, has_cjk
+from epmem.embedding.bilingual import has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
+from epmem.textnorm import chinese_name_forms
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,27 +302,6 @@ _KIN_ZH = {
     "男朋友": ("男朋友", "男友"), "导师": ("导师",), "老板": ("老板", "上司", "经理", "导师"),
     "领导": ("领导", "上司", "经理"),
 }
-#: compound surnames (the rest are one character).
-_SURNAMES_2 = ("欧阳", "司马", "诸葛", "上官", "东方", "慕容", "令狐", "皇甫", "尉迟", "长孙", "司徒", "夏侯")
-#: how people address someone by surname: 老王, 小林, 王姐, 王总, 王老师.
-_BY_SURNAME = ("老{s}", "小{s}", "{s}姐", "{s}哥", "{s}总", "{s}老师", "{s}叔", "{s}姨", "{s}工", "{s}生", "{s}太")
-
-
-def chinese_name_forms(name: str) -> list[str]:
-    """The forms of address a Chinese name is called by in chat: the given name (子涵 for
-    王子涵), 阿 + its last character (阿强 for 陈志强, Cantonese), and the surname forms of
-    :data:`_BY_SURNAME`. An ambiguous form (two contacts surnamed 王) names nobody (see
-    :class:`ContactNames`)."""
-    if not re.fullmatch(f"[{CJK}]{{2,4}}", name):
-        return []
-    surname = name[:2] if name.startswith(_SURNAMES_2) else name[0]
-    given = name[len(surname):]
-    forms = [f.format(s=surname) for f in _BY_SURNAME]
-    if len(given) >= 2:
-        forms += [given, "阿" + given[-1]]
-    return forms
-
-
 #: plural relationship words: everyone either word names ("my parents" -> mother and father).
 _PLURAL_KIN = {"parents": ("mother", "father"), "folks": ("mother", "father"), "mum and dad": ("mother", "father"),
                "mom and dad": ("mother", "father"), "爸妈": ("妈妈", "爸爸"), "父母": ("妈妈", "爸爸"),

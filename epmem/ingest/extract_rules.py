@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames, chinese_name_forms
+from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.cuesplit import PROMISE as _PROMISE, CueSplitter, filler as _filler
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
@@ -37,7 +37,7 @@ from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTL
 from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.ingest.unread import FILLER, Unread
 from epmem.ingest.zh import cover_zh, has_cjk, rewrite_zh
-from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
+from epmem.textnorm import STOPWORDS, chinese_name_forms, normalise, sentence, third_person, words
 
 _APOS = "['’]"
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
