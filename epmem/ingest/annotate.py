@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
-from epmem.embedding.bilingual import has_cjk
+from epmem.embedding.bilingual import CJK, has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
@@ -47,11 +47,21 @@ class Annotation:
     evidence: tuple[str, ...] = ()
 
 
+#: word boundaries that take a Chinese character for a boundary (Chinese sets no space around an
+#: English word: "HR说offer下周发", "跟Tom说"); on text without Chinese they are \b and \w*.
+_LATIN_START = f"(?<![^\\W{CJK}])"
+_LATIN_END = f"(?![^\\W{CJK}])"
+_LATIN_REST = f"[^\\W{CJK}]*"
+
+
 @lru_cache(maxsize=4096)
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
     if has_cjk(keyword):  # Chinese has no spaces: a keyword is found anywhere in a sentence ("申请转硕")
         return re.compile(re.escape(keyword.casefold()))
-    return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    if not re.match(r"\w", keyword):
+        return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    # a word starts after a non-letter or a Chinese character ("HR说offer下周发")
+    return re.compile(_LATIN_START + re.escape(keyword.casefold()) + _LATIN_REST, re.IGNORECASE)
 
 
 def _keyword_hits(text: str, policy: Policy) -> list[tuple[int, str, tuple[str, ...]]]:
@@ -355,8 +365,8 @@ class ContactNames(ReadsPolicy):
         cjk = "|".join(re.escape(k) for k in longest if has_cjk(k))
         latin = "|".join(re.escape(k) for k in longest if not has_cjk(k))
         self._pattern = (
-            re.compile(r"(?:(?<!\w)(?:(?:my|our|the|his|her)\s+)?(" + (latin or "(?!)") + r")(?!\w)|(" + (cjk or "(?!)")
-                       + "))", re.IGNORECASE)
+            re.compile(_LATIN_START + r"(?:(?:(?:my|our|the|his|her)\s+)?(" + (latin or "(?!)") + ")" + _LATIN_END
+                       + "|(" + (cjk or "(?!)") + "))", re.IGNORECASE)
             if longest else None
         )
 

@@ -154,7 +154,8 @@ def cue_only_zh(clause: str, cue_text: list[str], strip_names: str) -> bool:
     rest = strip_names
     for w in sorted(cue_text, key=len, reverse=True):
         rest = rest.replace(w, "")
-    rest = re.sub(r"别|不要|千万|先|暂时|告诉|跟|和|对|同|让|知道|发现|晓得|说|讲|也|都|还|没|不|这事|这件事|事|件|个|我|你|他|她|们|"
+    rest = re.sub(_ANYONE, "", rest)
+    rest = re.sub(r"别|不要|千万|先|暂时|帮|住|喇|可以|能|也行|没关系|告诉|跟|和|对|同|让|知道|发现|晓得|说|讲|也|都|还|没|不|这事|这件事|事|件|个|我|你|他|她|们|"
                   r"哈|啊|呀|哦|吧|啦|了|的|一下|出去|任何人|别人|谁|就|好|嘛|喔|唔|俾|话|人|尤其是|特别是|连|包括|"
                   r"绝对|一定|千祈|记得|拜托|求你", "", rest)
     return content_chars(rest) < 2
