@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import qdrant_edge as qe
 
@@ -53,26 +55,25 @@ class Bm25Encoder:
         self._model = qe.Bm25(qe.Bm25Config(avg_len=avg_len))
 
     def document(self, text: str) -> SparseVec:
-        terms = cjk_terms(text)
-        if not terms:
-            v = self._model.embed_document(text)
-            return SparseVec(list(v.indices), list(v.values))
-        v = self._model.embed_document(_RUN.sub(" ", text))
-        weights = dict(zip(v.indices, v.values))
-        counts = Counter(terms)
-        norm = _K1 * (1 - _B + _B * (len(terms) + len(weights)) / self.avg_len)
-        for term, tf in counts.items():
-            i = _index(term)
-            weights[i] = weights.get(i, 0.0) + tf * (_K1 + 1) / (tf + norm)
+        weights, terms = self._words(text, self._model.embed_document)
+        if terms:
+            counts = Counter(terms)
+            norm = _K1 * (1 - _B + _B * (len(terms) + len(weights)) / self.avg_len)
+            for term, tf in counts.items():
+                i = _index(term)
+                weights[i] = weights.get(i, 0.0) + tf * (_K1 + 1) / (tf + norm)
         return SparseVec(list(weights), list(weights.values()))
 
     def query(self, text: str) -> SparseVec:
-        terms = cjk_terms(text)
-        if not terms:
-            v = self._model.embed_query(text)
-            return SparseVec(list(v.indices), list(v.values))
-        v = self._model.embed_query(_RUN.sub(" ", text))
-        weights = dict(zip(v.indices, v.values))
+        weights, terms = self._words(text, self._model.embed_query)
         for term in dict.fromkeys(terms):
             weights[_index(term)] = 1.0
         return SparseVec(list(weights), list(weights.values()))
+
+    @staticmethod
+    def _words(text: str, embed: Callable[[str], Any]) -> tuple[dict[int, float], list[str]]:
+        """Qdrant's weights for the words outside CJK runs, and the CJK bigrams. Text without
+        CJK goes to Qdrant's tokenizer exactly as given."""
+        terms = cjk_terms(text)
+        v = embed(_RUN.sub(" ", text) if terms else text)
+        return dict(zip(v.indices, v.values)), terms
