@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.cues import Cue, CueReader
@@ -36,8 +35,8 @@ from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.ingest.unread import FILLER, Unread
-from epmem.ingest.zh import cover_zh, has_cjk, rewrite_zh
-from epmem.textnorm import STOPWORDS, chinese_name_forms, normalise, sentence, third_person, words
+from epmem.ingest.zh import ChineseFacts, has_cjk
+from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
@@ -156,15 +155,7 @@ class RulesExtractor(ReadsPolicy):
         self.splitter = CueSplitter(self.cues, self.names, set(words(self.policy.owner.name)))
         self.owner = owner_first_name(self.policy)
         self._owner_words = set(words(self.policy.owner.name))
-        #: the time of the session being read: Chinese relative dates are resolved against it.
-        self._now: datetime | None = None
-        owner_forms = sorted({self.policy.owner.name, *chinese_name_forms(self.policy.owner.name)}, key=len, reverse=True)
-
-        def opening_names(text: str) -> str:  # a name called out ("子涵,", "李老师,") is no statement
-            for form in owner_forms:
-                text = text.replace(form, "")
-            return self.names.strip(text)
-        self._opening_names = opening_names
+        self.zh = ChineseFacts(self.policy.owner.name, self.names.strip)  # Chinese statements and covers
 
     # ------------------------------------------------------------------ people
 
@@ -218,7 +209,7 @@ class RulesExtractor(ReadsPolicy):
 
     def _rewrite(self, text: str, speaker: str, you: str | None, he_she: str | None = None) -> str:
         if has_cjk(text):
-            return rewrite_zh(text, speaker, you, self._opening_names, self._now)
+            return self.zh.rewrite(text, speaker, you)
         text = _LEAD.sub("", text.strip()).strip()
         if you and " and " not in you:  # "Nora, I'd like to offer you ...": the listener named is no subject
             text = _LEAD.sub("", re.sub(rf"^{re.escape(you)}\s*[,!:]\s*(?=\S)", "", text, flags=re.IGNORECASE))
@@ -236,9 +227,6 @@ class RulesExtractor(ReadsPolicy):
 
     def _cover(self, text: str, speaker_words: set[str]) -> tuple[str, list[str]] | None:
         """(the story, its listeners) when the sentence tells others a story."""
-        if has_cjk(text):
-            story = cover_zh(text)
-            return (story, []) if story is not None else None
         negated = [(n.start(), n.end()) for n in _NEGATED_TELL.finditer(text)]
         for pattern in _COVER:
             m = pattern.search(text)
@@ -268,7 +256,7 @@ class RulesExtractor(ReadsPolicy):
         characters, look-alike letters mapped inside Latin words), so a cue cannot hide behind
         a zero-width space or a Cyrillic "о", and fact texts hold what the owner would read."""
         session = normalised(session)
-        self._now = session.start
+        self.zh.now = session.start
         proposals: list[_Proposal] = []
         turns: dict[int, _TurnDrafts] = {}
         unread: list[Unread] = []
@@ -299,7 +287,7 @@ class RulesExtractor(ReadsPolicy):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
-            cover = self._cover(raw, mine)
+            cover = self.zh.cover(raw) if has_cjk(raw) else self._cover(raw, mine)
             if cover is not None:
                 clause, listeners = cover
                 story = self._rewrite(clause, speaker, you)

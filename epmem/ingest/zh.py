@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from epmem.embedding.bilingual import CJK, has_cjk
-from epmem.textnorm import sentence
+from epmem.textnorm import chinese_name_forms, sentence
 from epmem.timeparse import resolve_dates_zh
 
 __all__ = ["has_cjk"]
@@ -202,20 +202,40 @@ def third_person_zh(text: str, speaker: str, you: str | None = None) -> str:
     return text
 
 
-def rewrite_zh(text: str, speaker: str, you: str | None, strip_names: Callable[[str], str],
-               now: datetime | None) -> str:
-    """A Chinese statement as a fact: the opening words that are no part of it dropped (好,
-    跟你说个事, a name called out: "李老师,最近在宿舍赶论文"; ``strip_names`` takes the names
-    out of a clause), the speaker's 我 as their name, relative dates resolved against the
-    session's time ``now`` (epmem/timeparse.py)."""
-    clauses = text.strip().split(",")
-    while len(clauses) > 1:
-        head = LEAD_ZH.sub("", clauses[0]).strip(" !.~")
-        if head and content_chars(strip_names(head)) >= 2:
-            break
-        clauses.pop(0)
-    text = LEAD_ZH.sub("", ",".join(clauses).strip()).strip()
-    text = third_person_zh(text, speaker, you)
-    if now is not None:
-        text = resolve_dates_zh(text, now)
-    return sentence(text)
+class ChineseFacts:
+    """Chinese statements as facts and cover instructions as stories, for the rules extractor
+    (epmem/ingest/extract_rules.py). ``now``: the time of the session being read, against which
+    relative dates are resolved (set per session)."""
+
+    def __init__(self, owner_name: str, strip_names: Callable[[str], str]) -> None:
+        self._owner_forms = sorted({owner_name, *chinese_name_forms(owner_name)}, key=len, reverse=True)
+        self._strip_names = strip_names
+        self.now: datetime | None = None
+
+    def _names_out(self, text: str) -> str:
+        for form in self._owner_forms:
+            text = text.replace(form, "")
+        return self._strip_names(text)
+
+    def rewrite(self, text: str, speaker: str, you: str | None) -> str:
+        """A Chinese statement as a fact: the opening words that are no part of it dropped (好,
+        跟你说个事, a name called out: "李老师,最近在宿舍赶论文"), the speaker's 我 as their
+        name, relative dates resolved against :attr:`now` (epmem/timeparse.py)."""
+        clauses = text.strip().split(",")
+        while len(clauses) > 1:
+            head = LEAD_ZH.sub("", clauses[0]).strip(" !.~")
+            if head and content_chars(self._names_out(head)) >= 2:
+                break
+            clauses.pop(0)
+        text = LEAD_ZH.sub("", ",".join(clauses).strip()).strip()
+        text = third_person_zh(text, speaker, you)
+        if self.now is not None:
+            text = resolve_dates_zh(text, self.now)
+        return sentence(text)
+
+    @staticmethod
+    def cover(text: str) -> tuple[str, list[str]] | None:
+        """(the story, its listeners) of a Chinese cover instruction (:func:`cover_zh`); who it
+        is told to is not read from Chinese yet (fail closed: nobody is whitelisted on it)."""
+        story = cover_zh(text)
+        return (story, []) if story is not None else None
