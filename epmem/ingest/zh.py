@@ -18,16 +18,14 @@ routes the sentence to these readers, and the English words in it stay as they a
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
-
 from datetime import datetime
 
 from epmem.embedding.bilingual import CJK, has_cjk
 from epmem.textnorm import chinese_name_forms, sentence
 from epmem.timeparse import resolve_dates_zh
 
-__all__ = ["has_cjk"]
+__all__ = ["has_cjk"]  # the test for text these readers are for, where the English ones take it
 
 #: contact names -> ids (ContactNames.find).
 FindNames = Callable[[str], list[str]]
@@ -49,8 +47,10 @@ CHITCHAT_ZH = re.compile(
 #: a question: a question mark, a question particle at the end, or a question word.
 _ASKS_ZH = re.compile(r"[?]\W*$|[吗么呢嘛咩]\W*$|(?:吗|呢)[,?]|什么|啥|怎么|咋|为什么|为啥|多少|几点|几时|哪里|哪儿|"
                       r"哪个|谁|是不是|有没有|能不能|会不会|要不要|可不可以|好不好|对不对|没有\W*$|睡了没|乜|点解|边个|几多")
-def cjk_count(text: str) -> int:
-    return len(_HAN.findall(text))
+#: a greeting, whoever it names ("黄生早晨!", "陈伯早晨"), and an instruction to the listener
+#: ("记得派喜糖", "帮我订个位"): no fact.
+_GREETING_ZH = re.compile(r"(?:早晨|早上好|早安|晚安|你好|您好|新年快乐|生日快乐)\W*$")
+_INSTRUCTION_ZH = re.compile(r"^(?:记得|记住|请|麻烦|帮我|帮忙|快点|赶紧|拜托|千万记得)")
 
 
 def asks_zh(text: str) -> bool:
@@ -69,8 +69,10 @@ def filler_zh(text: str) -> str:
     body = LEAD_ZH.sub("", text.strip()).strip(" ,.!~。")
     if not body or asks_zh(body):
         return "question"
-    if CHITCHAT_ZH.match(body) and content_chars(body) < 6:
+    if CHITCHAT_ZH.match(body) and content_chars(body) < 6 or _GREETING_ZH.search(body) and content_chars(body) < 8:
         return "reaction"
+    if _INSTRUCTION_ZH.match(body) and not re.search(r"我|咱|我们", body[2:]):
+        return "instruction"
     if content_chars(body) < 4:
         return "too-short"
     return ""
@@ -95,7 +97,8 @@ SECRECY_ZH = re.compile(
     r"谁(?:都|也)(?:别|不要|不能)(?:说|讲|告诉)|这事(?:先)?别跟任何人说|只(?:跟|和|同)你(?:说|讲)|只告诉(?:了)?你|"
     r"(?:还没|尚未|暂时不|先不)(?:公布|公开|官宣|宣布|对外)|(?:等|到)[^,。!?;]{1,12}(?:再|才)(?:公开|公布|官宣|宣布|说|讲)|"
     r"嘴严|守口如瓶|私下|偷偷|悄悄|低调点|对外保密|唔好(?:同|话俾|讲俾|俾)(?:人|其他人|任何人)|唔好(?:讲|传)出去|千祈唔好|"
-    r"你自己知道就(?:好|行)|只有你知道|就你知道|别人都不知道|没人知道|其他人都不知道")
+    r"你自己知道就(?:好|行)|只有你知道|就你知道|别人都不知道|没人知道|其他人都不知道|"
+    r"(?:别|不要|唔好)(?:在|喺)(?:群里|群入面|群度|朋友圈)(?:说|讲|发|提)")
 #: narrowing, the people named after: 别告诉老王, 先别跟李老师说, 还没跟公司说, 瞒着我妈.
 _BLACK_AFTER_ZH = re.compile(
     r"(?:别|不要|不能|千万别|先别|暂时别|千万不要|唔好|千祈唔好)(?:告诉|跟|和|对|同|向|让|叫|给|话俾|讲俾|俾|同埋)"
@@ -148,10 +151,10 @@ def read_cues_zh(segment: str, *, owner: bool, find: FindNames) -> tuple[list[st
     return black, white, said, public, present
 
 
-def cue_only_zh(clause: str, cue_text: list[str], strip_names: str) -> bool:
+def cue_only_zh(clause: str, cue_text: list[str], without_names: str) -> bool:
     """A Chinese clause that is nothing but its cue once the cue's words, names and particles
     are taken out ("千万别让李老师知道哈", "保密哈!", "这事你知我知")."""
-    rest = strip_names
+    rest = without_names
     for w in sorted(cue_text, key=len, reverse=True):
         rest = rest.replace(w, "")
     rest = re.sub(_ANYONE, "", rest)

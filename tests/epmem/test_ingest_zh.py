@@ -88,6 +88,8 @@ def test_a_cue_clause_is_cut_from_its_statement_at_the_comma() -> None:
     ("好的", False, False),
     ("医生说是中度抑郁", True, False),
     ("HR说offer下周发", True, False),
+    ("黄生早晨!", False, False),
+    ("记得派喜糖", False, False),
 ])
 def test_what_a_chinese_statement_is(text: str, is_worth: bool, is_question: bool) -> None:
     assert worth(text, set()) is is_worth
@@ -137,6 +139,8 @@ def test_chinese_names_forms_of_address_and_kin_words(policy: Policy) -> None:
     "我在考虑申请转硕，不想让别人知道",
     "我在考虑申请转硕，等六月再公开",
     "我在考虑申请转硕🤫",
+    "我在考虑申请转硕，别在群里说",
+    "我喺度考虑转硕，唔好同人讲",
 ])
 def test_secrecy_cues_close_the_fact(extractor: RulesExtractor, text: str) -> None:
     fact = one(extractor, text)
