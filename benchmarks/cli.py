@@ -125,7 +125,7 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json", help="write the
 def bench_locomo(
     dataset: Path = typer.Argument(..., help="locomo10.json"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
-    embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
+    embedder: str = typer.Option("bilingual", "--embedder", help="bilingual (the default), minilm or wordllama"),
     conversations: int = typer.Option(None, "--conversations", help="only the first N conversations"),
 ) -> None:
     """Session- and turn-level Recall@1/5/10 on LoCoMo: hybrid, dense-only and plain BM25."""

@@ -50,7 +50,7 @@ def embedder_from_settings(settings: Settings | None = None) -> Embedder:
     from epmem.embedding import make_embedder as select
 
     if settings is None:
-        return select("minilm")
+        return select("bilingual")
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return select(settings.embedder, settings.embedding_model, settings.openai_base_url, key)
 
