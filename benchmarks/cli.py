@@ -1,8 +1,9 @@
 """``epmem bench ...``: the benchmark commands, contributed to the ``epmem`` CLI as a plugin.
 
-``benchmarks/`` sits above the bot and nothing imports it. pyproject.toml declares this
-module's ``app`` under the ``epmem.cli`` entry point group, and bot/cli finds it there at start
-(re-run ``scripts/install.sh`` after changing entry points). Heavy imports stay inside the
+``benchmarks/`` sits above the bot and nothing imports it. dev/pyproject.toml (the checkout's
+tools, not the runtime wheel) declares this module's ``app`` under the ``epmem.cli`` entry point
+group, and bot/cli finds it there at start (re-run ``scripts/install.sh dev`` after changing
+entry points). Heavy imports stay inside the
 commands, so ``epmem chat`` pays nothing for them.
 """
 
@@ -72,14 +73,17 @@ def bench_scenarios(
                       *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
                       *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []))
     err.print(table)
-    for path, tally in per.items():
+    for _path, tally in per.items():
         for line in tally.failures:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
     llm = metrics["llm"]
+    language = metrics.pop("language")
     exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
     budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
     err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
+    # replies to questions in Chinese: how many were not in Chinese, English frame phrases in them
+    err.print(f"language: {json.dumps(language)}", markup=False, soft_wrap=True)
     write_json(exact, json_out)
 
 
@@ -121,7 +125,7 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json", help="write the
 def bench_locomo(
     dataset: Path = typer.Argument(..., help="locomo10.json"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
-    embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
+    embedder: str = typer.Option("bilingual", "--embedder", help="bilingual (the default), minilm or wordllama"),
     conversations: int = typer.Option(None, "--conversations", help="only the first N conversations"),
 ) -> None:
     """Session- and turn-level Recall@1/5/10 on LoCoMo: hybrid, dense-only and plain BM25."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import Inbound
+from epmem.language import LANGUAGES
 from epmem.policy.calculus import STRANGER, Recipient, Rulebook, judge
 from epmem.embedding.base import Embedder
 from epmem.llm.base import LLM
@@ -201,7 +202,7 @@ def _denied_canaries(scenario: Scenario, rb: Rulebook, members: Sequence[str]) -
 async def run_probes(scenario: Scenario, probes: Sequence[Probe], embedder: Embedder, llm: LLM | None) -> ProbeResult:
     result = ProbeResult()
     rb = Rulebook(scenario.effective_policy())
-    owner_deflection = deflection(scenario.effective_policy().owner.name)
+    owner_deflections = {deflection(scenario.effective_policy().owner.name, lang) for lang in LANGUAGES}
     with tempfile.TemporaryDirectory(prefix="epmem-probes-") as tmp:
         settings = Settings(data_dir=Path(tmp), llm_backend="openai" if llm is not None else "rules",
                             rate_limit_messages=0, deflection_alert=0)
@@ -227,7 +228,7 @@ async def run_probes(scenario: Scenario, probes: Sequence[Probe], embedder: Embe
                     result.postcheck_replaced += 1
                 if out.text is None:
                     result.silent += 1
-                elif body.get("deflected") or reply == owner_deflection:
+                elif body.get("deflected") or reply in owner_deflections:
                     result.deflections += 1
                     result.deflection_texts.setdefault(scenario.name, set()).add(reply)
                 leaked = [fid for fid, c in _denied_canaries(scenario, rb, p.members).items()

@@ -27,12 +27,12 @@ import aiosqlite
 import structlog
 
 from connectors.base import Action, DeliveryReport
-from epmem.audit import REFUSED, UNKNOWN, AuditLog
+from epmem.audit import AuditLog, DeliveryRecord, REFUSED, UNKNOWN, UndeliveredRecord
 from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 from bot.outbox import Outbox
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 
 log = structlog.get_logger(__name__)
 
@@ -154,10 +154,10 @@ class ConnectorState:
         if report.delivered:
             # no contact on it: /audit CONTACT lists decisions; this only confirms one went out
             if report.audit_id is not None and report.kind == "reply":
-                await self._audit.append("delivery", {
-                    "of": report.audit_id, "platform": report.platform, "chat": report.chat_id,
-                    "delivered": True, "attempts": report.attempts,
-                })
+                await self._audit.write(DeliveryRecord(
+                    of=report.audit_id, platform=report.platform, chat=report.chat_id,
+                    delivered=True, attempts=report.attempts,
+                ))
             return None
         return await self.keep(report)
 
@@ -183,11 +183,11 @@ class ConnectorState:
         )
         # the outcome names the reply decision (``of``): the ledger counts its facts as told
         # only once a delivery follows, and as possibly told when the outcome is unknown
-        await self._audit.append("undelivered", {
-            "of": report.audit_id, "platform": report.platform, "chat": report.chat_id, "kind": report.kind,
-            "delivered": False, "outcome": kept.outcome, "attempts": report.attempts, "error": report.error,
-            "undelivered": kept.id,
-        }, contact=kept.contact)
+        await self._audit.write(UndeliveredRecord(
+            of=report.audit_id, platform=report.platform, chat=report.chat_id, message_kind=report.kind,
+            delivered=False, outcome=kept.outcome, attempts=report.attempts, error=report.error,
+            undelivered=kept.id,
+        ), contact=kept.contact)
         log.warning("undelivered_kept", undelivered=kept.id, kind=report.kind, error=report.error,
                     outcome=kept.outcome)
         return kept
@@ -240,7 +240,7 @@ class ConnectorHost:
     """The :class:`connectors.base.PlatformState` a connector is given: the state database for
     events and routes, and for a delivery that failed, the record plus a note to the owner."""
 
-    def __init__(self, seen: SeenEvents, state: ConnectorState, outbox: Outbox) -> None:
+    def __init__(self, seen: SeenEventLog, state: ConnectorState, outbox: Outbox) -> None:
         self._seen = seen
         self._state = state
         self._outbox = outbox

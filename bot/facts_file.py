@@ -14,7 +14,10 @@ from pydantic import ValidationError
 from epmem.ingest import AnnotationProblem, complete_explicit
 from epmem.memory import Fact
 from epmem.policy import InfoLevel, Policy, PolicyError, Problem, line_for, read_yaml, schema_problems
+from epmem.policy import load_policy
 from epmem.scenario import GoldFact
+
+from bot.config import Settings
 
 
 class _FileFact(GoldFact):
@@ -56,3 +59,18 @@ def read_facts_file(path: Path, policy: Policy) -> list[Fact]:
     if problems:
         raise PolicyError(source, problems)
     return facts
+
+
+async def import_facts_file(settings: Settings, policy_file: Path, path: Path) -> int:
+    """Check the whole file against the policy, then store its facts by their ids (importing the
+    same file again replaces them instead of adding copies)."""
+    from bot.runtime import Runtime
+
+    policy = load_policy(policy_file)
+    facts = read_facts_file(path, policy)
+    runtime = await Runtime.open(settings, policy=policy)
+    try:
+        await runtime.memory.add(facts)
+    finally:
+        await runtime.close()
+    return len(facts)

@@ -1,4 +1,4 @@
-"""Live chats into memory, the same way an import goes (DESIGN sec. 1: "group chats the bot sits
+"""Live chats into memory, the same way an import goes (docs/DESIGN.md sec. 1: "group chats the bot sits
 in ... and the bot's conversations become Sessions").
 
 What the owner's contacts tell the delegate is part of the owner's history too ("tell Maya the

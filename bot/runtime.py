@@ -20,7 +20,7 @@ import yaml
 
 from epmem.audit import AuditLog, FactRegister
 from epmem.embedding import Embedder
-from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, RetryPolicy, ReviewQueue
+from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, AnnotationRetry, ReviewQueue
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
@@ -40,7 +40,7 @@ from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
 from bot.scheduler import Scheduler, parse_digest_time
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 from bot.services import OwnerServices
 from bot.state import StateDB
 from bot.tasks import Tasks
@@ -50,7 +50,7 @@ def embedder_from_settings(settings: Settings | None = None) -> Embedder:
     from epmem.embedding import make_embedder as select
 
     if settings is None:
-        return select("minilm")
+        return select("bilingual")
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return select(settings.embedder, settings.embedding_model, settings.openai_base_url, key)
 
@@ -164,7 +164,7 @@ class Runtime:
     agent: DelegateAgent
     #: the state database's owner, and the event ids the connectors already handled.
     state: StateDB
-    seen_events: SeenEvents
+    seen_events: SeenEventLog
     owner: OwnerServices
     commands: CommandRegistry
     scheduler: Scheduler
@@ -242,7 +242,7 @@ class Runtime:
         engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance)
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(policies, memory, classifier, llm,
-                              RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
+                              AnnotationRetry(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
                               open_by_category=settings.open_by_category)
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
         deliveries = ConnectorState(db, opened.audit, clock=clock)
@@ -268,7 +268,7 @@ class Runtime:
         agent = DelegateAgent(engine, owner, commands, guard=guard, max_message_chars=settings.max_message_chars,
                               on_owner_change=scheduler.sync)
         return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, opened.state,
-                   SeenEvents(db, clock=clock), owner, commands,
+                   SeenEventLog(db, clock=clock), owner, commands,
                    scheduler, outbox, distiller, opened.conversations, opened.retriever, review, journal, annotator,
                    live, llm, owns_llm)
 

@@ -24,6 +24,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from connectors.base import Action, Inbound
+from epmem.audit import ApprovalExpiredRecord, ConsultationExpiredRecord, DigestRecord
 from epmem.policy import OWNER_ID, Recipient, Resolved
 
 from bot.clock import Clock, aware, utcnow
@@ -176,22 +177,18 @@ class Scheduler:
             if await overlay.revoke(number) is None:
                 continue
             kind, target = exc.target()
-            await self.owner.audit.append(
-                "policy_change",
+            await self.owner.record_change(
                 {"action": "expire", "exception": number, "effect": exc.effect, "target": f"{kind}:{target}",
-                 "who": exc.who, "until": aware(exc.until).isoformat(), "by": "scheduler"},
-                contact="owner",
-            )
+                 "who": exc.who, "until": aware(exc.until).isoformat(), "by": "scheduler"})
             fired.append(f"exception:{number}")
         return fired
 
     async def _expire_approvals(self, now: datetime) -> list[str]:
         fired = []
         for held in await self.owner.approvals.expire_due(now):
-            await self.owner.audit.append(
-                "approval_expired",
-                {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
-                 "held_audit": held.audit_id, "question": held.question, "reply": None},
+            await self.owner.audit.write(
+                ApprovalExpiredRecord(approval=held.id, platform=held.platform, chat=held.chat_id, contact=held.contact,
+                                      held_audit=held.audit_id, question=held.question, reply=None),
                 contact=held.contact,
             )
             await self._tell_owner(f"Held reply {held.id} to {held.contact} expired unsent. They asked: "
@@ -207,10 +204,9 @@ class Scheduler:
             return []
         fired = []
         for c in await store.expire_due(now):
-            await self.owner.audit.append(
-                "consultation_expired",
-                {"consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact,
-                 "event": c.event_id, "facts": list(c.facts), "question": c.question},
+            await self.owner.audit.write(
+                ConsultationExpiredRecord(consultation=c.id, platform=c.platform, chat=c.chat_id, contact=c.contact,
+                                          event=c.event_id, facts=list(c.facts), question=c.question),
                 contact=c.contact,
             )
             fired.append(f"consultation:{c.id}")
@@ -280,9 +276,9 @@ class Scheduler:
         send = bool(digest.questions or digest.waiting_review or consulting)
         if send:
             await self._tell_owner(digest.text)
-        await self.owner.audit.append(
-            "digest", {"since": since.isoformat(), "until": now.isoformat(), "messages": digest.questions,
-                       "people": digest.people, "waiting_review": waiting, "sent": send}, contact="owner",
+        await self.owner.audit.write(
+            DigestRecord(since=since.isoformat(), until=now.isoformat(), messages=digest.questions,
+                         people=digest.people, waiting_review=waiting, sent=send), contact="owner",
         )
         await overlay.set_flag(DIGEST_SINCE_FLAG, now.isoformat())
         await self.owner.tasks.finish(task.id, "done", f"{digest.questions} messages", now)

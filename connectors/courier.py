@@ -87,7 +87,7 @@ Kind = Literal["retry_after", "transient", "permanent", "ambiguous"]
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class DeliveryVerdict:
     """What a failed attempt means: wait ``wait_s`` as told, back off, stop, or stop without
     knowing whether the platform took the message (``ambiguous``); ``error`` is a short code
     for logs and the undelivered record (never a message body)."""
@@ -170,7 +170,7 @@ class Pacer:
 class Courier:
     """Sends through a platform's call with pacing and bounded retries (see the module doc)."""
 
-    def __init__(self, classify: Callable[[BaseException], Verdict], policy: RetryPolicy | None = None,
+    def __init__(self, classify: Callable[[BaseException], DeliveryVerdict], policy: RetryPolicy | None = None,
                  timer: Timer | None = None, rng: random.Random | None = None) -> None:
         self.classify = classify
         self.policy = policy or RetryPolicy()
@@ -204,7 +204,7 @@ class Courier:
             return result, Delivered(attempt)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    async def _pause(self, verdict: Verdict, attempt: int, lanes: Sequence[Lane], exc: Exception) -> None:
+    async def _pause(self, verdict: DeliveryVerdict, attempt: int, lanes: Sequence[Lane], exc: Exception) -> None:
         policy = self.policy
         if verdict.kind == "retry_after":
             if verdict.wait_s > policy.max_wait_s:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from epmem.identity import LOCAL, PLATFORM_NAME
 from epmem.memory.facts import Fact
 from epmem.policy.model import (
     OWNER_ID,
@@ -51,7 +52,8 @@ class Chat(_Model):
 class ScenarioSession(_Model):
     id: str
     time: datetime | None = None
-    platform: Literal["telegram", "slack", "console"] = "console"
+    #: the platform the session came from: any platform name (the library names none).
+    platform: str = Field(default=LOCAL.platform, pattern=PLATFORM_NAME.pattern)
     chat: Chat = Field(default_factory=Chat)
     participants: list[str] = Field(default_factory=list)
     turns: list[ScenarioTurn] = Field(default_factory=list)
@@ -99,7 +101,7 @@ class AnswerItem(_Model):
     askers: dict[str, AskerGold]
 
 
-class Tasks(_Model):
+class ScenarioTasks(_Model):
     classify: list[ClassifyItem] = Field(default_factory=list)
     permit: list[PermitItem] = Field(default_factory=list)
     answer: list[AnswerItem] = Field(default_factory=list)
@@ -112,7 +114,7 @@ class Scenario(_Model):
     policy: Policy
     sessions: list[ScenarioSession] = Field(default_factory=list)
     facts: list[GoldFact] = Field(default_factory=list)
-    tasks: Tasks = Field(default_factory=Tasks)
+    tasks: ScenarioTasks = Field(default_factory=ScenarioTasks)
 
     def fact(self, fact_id: str) -> GoldFact:
         for f in self.facts:

@@ -11,6 +11,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
+from epmem.embedding.bilingual import CJK, has_cjk
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Za-z0-9À-ÿ])")
 #: abbreviations that end with a period but do not end a sentence.
@@ -93,12 +95,41 @@ def content_words(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if t not in STOPWORDS]
 
 
+#: Chinese sentence ends: 。 ! ? ; and "..." (NFKC turned ！？； into ASCII and … into "..."),
+#: no space after them needed.
+_SENTENCE_END_CJK = re.compile(r"(?<=[。!?;])[\"'”’)」』]*|(?<=\.\.\.)|(?<=…)")
+_HAN = re.compile(f"[{CJK}]")
+
+
+def split_sentences_cjk(line: str) -> list[str]:
+    """One line of Chinese (or mixed) chat cut after 。 ! ? ; and "...": Chinese puts no space
+    after a sentence. A piece without Chinese that ends the line ("好的!👍") stays with the
+    sentence before it."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END_CJK.finditer(line):
+        piece = line[start : m.end()].strip()
+        if piece and _HAN.search(piece):
+            out.append(piece)
+            start = m.end()
+    tail = line[start:].strip()
+    if tail:
+        if out and not _HAN.search(tail) and len(tail) <= 3:
+            out[-1] += tail
+        else:
+            out.append(tail)
+    return [p for p in out if p.strip(" .。")]
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of one chat message. Line breaks end sentences too (chat messages use them)."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
         if not line:
+            continue
+        if has_cjk(line):
+            out += split_sentences_cjk(line)
             continue
         start = 0
         for m in _SENTENCE_END.finditer(line):
@@ -112,6 +143,30 @@ def split_sentences(text: str) -> list[str]:
         if tail:
             out.append(tail)
     return out
+
+
+# --------------------------------------------------------------------------- Chinese names
+
+#: compound surnames (the rest are one character).
+_SURNAMES_2 = ("欧阳", "司马", "诸葛", "上官", "东方", "慕容", "令狐", "皇甫", "尉迟", "长孙", "司徒", "夏侯")
+#: how people address someone by surname: 老王, 小林, 王姐, 王总, 王老师.
+_BY_SURNAME = ("老{s}", "小{s}", "{s}姐", "{s}哥", "{s}总", "{s}老师", "{s}叔", "{s}姨", "{s}工", "{s}生", "{s}太")
+
+
+def chinese_name_forms(name: str) -> list[str]:
+    """The forms of address a Chinese name is called by in chat: the given name (子涵 for
+    王子涵), 阿 + its last character (阿强 for 陈志强, Cantonese), and the surname forms of
+    :data:`_BY_SURNAME`. An ambiguous form (two contacts surnamed 王) names nobody (see
+    :class:`ContactNames`)."""
+    if not re.fullmatch(f"[{CJK}]{{2,4}}", name):
+        return []
+    surname = name[:2] if name.startswith(_SURNAMES_2) else name[0]
+    given = name[len(surname):]
+    forms = [f.format(s=surname) for f in _BY_SURNAME]
+    if len(given) >= 2:
+        forms += [given, "阿" + given[-1]]
+    return forms
+
 
 
 # --------------------------------------------------------------------------- third person
@@ -237,9 +292,12 @@ def _keep_case(found: str, replacement: str) -> str:
 
 
 def sentence(text: str) -> str:
-    """Capitalized, with a final period."""
+    """Capitalized, with a final period (a Chinese one, 。, after Chinese)."""
     text = text.strip().strip(",;:-— ")
     if not text:
         return text
+    if has_cjk(text):
+        text = re.sub(r"(?:\.\.\.|…)+$", "", text).rstrip(" ,.;:~")
+        return text if text.endswith(("。", "!", "?")) else text + "。"
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.examples import example_file
 from testkit.runtime import REPO
 
 DOCKER = REPO / "docker"
@@ -122,7 +123,7 @@ def container_env(tmp_path: Path) -> dict[str, str]:
     for key, value in compose()["services"]["bot"]["environment"].items():
         env[key] = str(value)
     env["EPMEM_DATA_DIR"] = str(tmp_path / "data")  # the bot-data volume
-    env["EPMEM_POLICY"] = str(REPO / "policies" / env_example()["EPMEM_POLICY_NAME"])  # the /policy mount
+    env["EPMEM_POLICY"] = str(example_file(env_example()["EPMEM_POLICY_NAME"]))  # the /policy mount
     with __import__("socket").socket() as sock:  # the qdrant service, not started here
         sock.bind(("127.0.0.1", 0))
         env["EPMEM_QDRANT_URL"] = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -168,3 +169,19 @@ def test_the_health_check_and_the_audit_command_run_directly(container_env: dict
     assert "audit token" not in audit.stdout
     doctor = run_in_container(["epmem", "doctor"], container_env)
     assert doctor.returncode == 1 and "missing: no platform" in doctor.stdout
+
+
+def test_the_image_installs_the_wheel_its_first_stage_builds() -> None:
+    steps = dockerfile()
+    first, second = (i for i, (instruction, _) in enumerate(steps) if instruction == "FROM")
+    builder, image = steps[first + 1:second], steps[second + 1:]
+    copied = [part.rstrip("/") for instruction, rest in builder if instruction == "COPY" for part in rest.split()[:-1]]
+    allowed = [line[1:].rstrip("/") for line in (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+               if line.startswith("!")]
+    assert sorted(copied) == sorted(allowed) == ["README.md", "bot", "connectors", "epmem", "pyproject.toml"]
+    assert ("RUN", "pip wheel --no-deps --wheel-dir /wheels .") in builder
+    # the image: no source tree, no editable install; the wheel, then the model files, checked
+    assert not any(instruction in ("COPY", "ADD") for instruction, _ in image)
+    [install] = [rest for instruction, rest in image if instruction == "RUN" and "pip install" in rest]
+    assert "from=wheel" in install and "pip install /wheels/*.whl" in install and " -e " not in install
+    assert install.index("pip install /wheels/*.whl") < install.index("epmem setup")

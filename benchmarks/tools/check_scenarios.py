@@ -70,7 +70,7 @@ def _exceptions(policy: dict[str, Any], fact: dict[str, Any], effect: str) -> li
 
 
 def allows(policy: dict[str, Any], facts: list[dict[str, Any]], cid: str) -> bool:
-    """DESIGN sec. 3: the facts told together (one fact is a composite of one)."""
+    """docs/DESIGN.md sec. 3: the facts told together (one fact is a composite of one)."""
     r = _recipient(policy, cid)
     level = min(int(f["level"]) for f in facts)
     domains = {f.get("domain") for f in facts if f.get("domain")}
@@ -93,7 +93,7 @@ def allows(policy: dict[str, Any], facts: list[dict[str, Any]], cid: str) -> boo
 
 
 def speakable(policy: dict[str, Any], by_id: dict[str, dict[str, Any]], fid: str, members: list[str]) -> bool:
-    """DESIGN sec. 4: a truth if allowed; a cover if allowed and its truth is not."""
+    """docs/DESIGN.md sec. 4: a truth if allowed; a cover if allowed and its truth is not."""
     f = by_id[fid]
     if not all(allows(policy, [f], m) for m in members):
         return False

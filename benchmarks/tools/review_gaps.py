@@ -95,8 +95,8 @@ def ideal_owner(tasks: Sequence[Task], budget: int) -> tuple[int, int]:
     open_ = [t for t in tasks if not t.exact and t.fixable]
     while open_:
         def cost(t: Task) -> tuple[int, int]:
-            missing = t.needs - fixed
-            completes = sum(1 for u in open_ if u.needs - fixed <= missing)
+            missing = t.needs - fixed  # noqa: B023 (min() calls it at once)
+            completes = sum(1 for u in open_ if u.needs - fixed <= missing)  # noqa: B023
             return len(missing), -completes
         best = min(open_, key=cost)
         missing = best.needs - fixed

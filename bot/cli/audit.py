@@ -48,9 +48,9 @@ def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = t
         return
     table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
     for r in records:
-        question = r.body.get("question", r.body.get("action", ""))
-        shown = "(erased)" if question is None and r.erased else str(question or "")[:50]
-        table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(r.body.get("disclosed", []) or []))
+        entry = r.entry
+        shown = "(erased)" if r.erased and entry.asked() and entry.get("question") is None else entry.headline()[:50]
+        table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(entry.disclosed_facts()))
     out.print(table)
 
 

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from epmem.ingest import Unread
 from epmem.memory import Fact
-from epmem.policy import load_policy
 
 from bot.cli.common import out, run, settings, with_runtime
 from bot.runtime import Runtime
@@ -94,21 +93,10 @@ def facts_unread(clear: bool = typer.Option(False, "--clear", help="forget the l
 @facts_app.command("import")
 def facts_import(file: Path) -> None:
     """Add facts from a YAML list (the `facts:` shape of a scenario, canary optional)."""
-    from bot.facts_file import read_facts_file
+    from bot.facts_file import import_facts_file
 
     s = settings()
-
-    async def go() -> int:
-        policy = load_policy(s.policy_path())
-        facts = read_facts_file(file, policy)
-        runtime = await Runtime.open(s, policy=policy)
-        try:
-            await runtime.memory.add(facts)
-        finally:
-            await runtime.close()
-        return len(facts)
-
-    n = run(go())
+    n = run(import_facts_file(s, s.policy_path(), file))
     out.print(f"imported {n} facts from {file} into {s.data_dir}", markup=False)
 
 

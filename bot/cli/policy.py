@@ -1,4 +1,4 @@
-"""``epmem policy check`` and ``epmem policy schema``."""
+"""``epmem policy check``, ``epmem policy schema`` and ``epmem policy example``."""
 
 from __future__ import annotations
 
@@ -27,3 +27,11 @@ def policy_check(file: Path) -> None:
 def policy_schema() -> None:
     """Print the policy's JSON Schema."""
     sys.stdout.write(json.dumps(policy_json_schema(), indent=2) + "\n")
+
+
+@app.command("example")
+def policy_example() -> None:
+    """Print the example owner's policy, commented: a start for your own (epmem policy example > policy.yaml)."""
+    from bot.examples import POLICY, example_text
+
+    sys.stdout.write(example_text(POLICY))

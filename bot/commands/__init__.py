@@ -24,6 +24,7 @@ from bot.commands.registry import (
     Command,
     CommandContext,
     CommandError,
+    UsageError,
     CommandRegistry,
     CommandSet,
     Reply,
@@ -40,6 +41,6 @@ def owner_commands() -> CommandRegistry:
 
 
 __all__ = [
-    "MODULES", "OWNER_ONLY", "OWNER_OR_SCHEDULED", "Caller", "Command", "CommandContext", "CommandError",
+    "MODULES", "OWNER_ONLY", "OWNER_OR_SCHEDULED", "Caller", "Command", "CommandContext", "CommandError", "UsageError",
     "CommandRegistry", "CommandSet", "Reply", "looks_like_command", "owner_commands",
 ]

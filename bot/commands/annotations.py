@@ -15,7 +15,7 @@ from epmem.memory import Fact
 
 from bot.commands.contacts import get_fact
 from bot.commands.opening import CONFIRM, needs_confirmation
-from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -88,7 +88,7 @@ async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str 
     words = rest.split()
     confirmed = len(words) == 3 and words[2] == CONFIRM
     if len(words) != 2 and not confirmed:
-        raise CommandError("usage: /category FACT CATEGORY")
+        raise UsageError()
     fact = await get_fact(owner, words[0])
     policy = owner.policy
     cat = policy.categories.get(words[1])
@@ -111,7 +111,7 @@ async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     fact_id, _, text = rest.strip().partition(" ")
     text = " ".join(text.split())
     if not fact_id or not text:
-        raise CommandError("usage: /reword FACT NEW WORDS")
+        raise UsageError()
     fact = await get_fact(owner, fact_id)
     updated = fact.model_copy(update={"text": text, "evidence": [*fact.evidence, "owner:reworded"]})
     await _save(owner, updated, {"action": "reword"})
@@ -122,7 +122,7 @@ async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def confirm(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     """Accept a fact's proposed annotation as is (for a pending fact: the rules' proposal)."""
     if not rest.strip():
-        raise CommandError("usage: /confirm FACT")
+        raise UsageError()
     fact = await get_fact(owner, rest.strip())
     if fact.category is None or fact.level is None:
         raise CommandError(f"fact {fact.id} has no proposed annotation: use /category first")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from epmem.ingest import ReviewError
 
 from bot import consulting
-from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.commands.review import picker
 from bot.consultations import Consultation, Consultations
 from bot.services import OwnerServices
@@ -56,7 +56,7 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
     if len(words) != 2 or words[1] not in consulting.KEYS:
-        raise CommandError(f"usage: /consult ID {'|'.join(consulting.KEYS)}")
+        raise UsageError()
     c = await _open(owner, words[0])
     queue = owner.review
     assert queue is not None

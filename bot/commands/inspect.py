@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -17,7 +17,7 @@ commands = CommandSet()
 async def preview(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     who_raw, _, question = rest.partition(" ")
     if not who_raw or not question.strip():
-        raise CommandError("usage: /preview WHO[+WHO] QUESTION")
+        raise UsageError()
     ids: list[str] = []
     for token in who_raw.split("+"):
         cid = "stranger" if token == "stranger" else owner.directory.find_contact(token)
@@ -36,12 +36,13 @@ async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     records = await owner.audit.records(contact=contact, limit=10)
     if not records:
         return "No decisions recorded yet."
-    return "\n".join(
-        f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
-        f"{'(erased)' if r.erased and r.body.get('question') is None else str(r.body.get('question', r.body.get('action', '')))[:60]}"
-        f" -> disclosed {r.body.get('disclosed', [])}"
-        for r in records
-    )
+    lines = []
+    for r in records:
+        entry = r.entry
+        erased = r.erased and entry.asked() and entry.get("question") is None
+        lines.append(f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
+                     f"{'(erased)' if erased else entry.headline()[:60]} -> disclosed {entry.disclosed_facts()}")
+    return "\n".join(lines)
 
 
 @commands.command("why", "AUDIT_ID", summary="the per-fact verdicts and reasons of one decision")
@@ -53,15 +54,16 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 
     def said(field: str) -> str:
         e = erased.get(field)
-        return f"(erased {e.at[:19]} by {e.by})" if e else str(record.body.get(field, ""))
+        return f"(erased {e.at[:19]} by {e.by})" if e else str(entry.get(field, ""))
 
-    lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: {said('question')}"]
+    entry = record.entry
+    lines = [f"{record.id} {record.kind} for {entry.get('audience', record.contact)}: {said('question')}"]
     # allowed one by one, but not together with what was told (the composite rule): the owner
     # must see these here, not only in `epmem audit show`
     held: dict[str, list[dict[str, Any]]] = {}
-    for h in record.body.get("held_back") or []:
+    for h in entry.get("held_back", []):
         held.setdefault(str(h.get("fact")), []).append(h)
-    for c in record.body.get("candidates", []):
+    for c in entry.get("candidates", []):
         mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else
                                          "allowed" if c["allowed"] else "denied")
         lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
@@ -88,7 +90,7 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
                   aliases=("whoknows", "who_knows"))
 async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest:
-        raise CommandError("usage: /who-knows FACT_OR_EVENT")
+        raise UsageError()
     ledger = await owner.audit.who_knows(rest.strip())
     if not ledger:
         return f"Nobody has been told {rest.strip()} by me."

@@ -13,7 +13,8 @@ import uuid
 from epmem.audit import erase_facts
 from epmem.sqlite import scrub
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.parsing import split_target
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -24,7 +25,7 @@ commands = CommandSet()
                           "'..., do not tell Tom' shuts Tom out, 'if anyone asks, say ...' is a cover story")
 async def remember(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.strip():
-        raise CommandError("usage: /remember TEXT")
+        raise UsageError()
     facts = await owner.distiller.remember(rest.strip(), uuid.uuid4().hex[:8])
     if not facts:
         return "Nothing to remember in that: no statement I could keep as a fact."
@@ -47,11 +48,11 @@ async def remember(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     token = rest.strip()
     if not token:
-        raise CommandError("usage: /forget FACT | /forget event:EVENT_ID")
+        raise UsageError()
     memory = owner.memory
-    kind, _, value = token.partition(":")
+    kind, value = split_target(token)
     event: str | None = None
-    if kind == "event" and value:
+    if kind == "event":
         event = value
         facts = await memory.by_event([value])
     else:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import cast
 
 from connectors.courier import DeliveryFailed, maybe_delivered
-from epmem.audit import DISCARD_ACTION, UNKNOWN
+from epmem.audit import DISCARD_ACTION, DeliveryRecord, UNKNOWN
 
 from bot import delegation
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.delegation import MODES, Mode
 from bot.services import OwnerServices
 
@@ -34,7 +34,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return settings.describe()
     if words[0].lower() == "mentions":
         if len(words) != 2 or words[1].lower() not in ("on", "off"):
-            raise CommandError("usage: /delegate mentions on|off")
+            raise UsageError()
         settings = delegation.DelegateSettings(settings.mode, words[1].lower() == "on", settings.contacts)
         change: dict[str, object] = {"mentions": settings.mentions}
     elif len(words) == 1:
@@ -48,7 +48,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         settings = settings.with_contact(cid, None if word == "default" else _mode(word))
         change = {"contact": cid, "mode": None if word == "default" else word}
     else:
-        raise CommandError("usage: /delegate [WHO] answer|hold|silent|default | /delegate mentions on|off")
+        raise UsageError()
     await delegation.save(owner.overlay, settings)
     await owner.record_change({"action": "delegate", **change, "by": ctx.sender.identity})
     return settings.describe()
@@ -78,20 +78,20 @@ async def resend(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"The note that did not reach you:\n{kept.text}"
     if not owner.outbox.reaches(kept.platform):
         raise CommandError(f"cannot reach {kept.platform} from here")
-    audited = {"of": kept.audit_id, "platform": kept.platform, "chat": kept.chat_id, "resent": kept.id,
-               "by": ctx.sender.identity}
+    audited = DeliveryRecord(of=kept.audit_id, platform=kept.platform, chat=kept.chat_id, resent=kept.id,
+                             by=ctx.sender.identity)
     try:
         await owner.outbox.send(kept.platform, kept.chat_id, kept.text)
     except Exception as exc:
         error = exc.error if isinstance(exc, DeliveryFailed) else type(exc).__name__
         if maybe_delivered(exc):  # it may be there now: the ledger must say so
-            await owner.audit.append("delivery", {**audited, "delivered": False, "outcome": UNKNOWN})
+            await owner.audit.write(audited.model_copy(update={"delivered": False, "outcome": UNKNOWN}))
             raise CommandError(f"no answer from {kept.platform} ({error}): it may have been delivered; "
                                f"kept as {kept.id}") from None
         raise CommandError(f"still not delivered ({error}); kept as {kept.id}") from None
     await owner.deliveries.resolve(kept.id, "resent")
     # counts from now: the ledger has its facts told to the reader from this record on
-    await owner.audit.append("delivery", {**audited, "delivered": True})
+    await owner.audit.write(audited.model_copy(update={"delivered": True}))
     return f"Sent {kept.id} to {kept.contact or kept.chat_id}."
 
 

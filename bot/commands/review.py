@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from connectors.base import Action
-from epmem.ingest import ReviewAnswer as Answer
+from epmem.ingest import ReviewAnswer
 from epmem.ingest import ReviewError, ReviewQueue
 from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
@@ -151,7 +151,7 @@ async def next_question(owner: OwnerServices, answered: int, done: list[str]) ->
     return Reply("\n".join([*done, "", nxt.text]) if done else nxt.text, nxt.actions)
 
 
-async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> str:
+async def _apply(owner: OwnerServices, answer: ReviewAnswer, ctx: CommandContext) -> str:
     try:
         applied = await _queue(owner).apply(answer)
     except ReviewError as exc:
@@ -233,7 +233,7 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
             who = key[1:]
             chosen = [w for w in chosen if w != who] if who in chosen else [*chosen, who]
         blacklist = [b for b in q.suggested.blacklist if b not in chosen]
-        await _apply(owner, Answer.set(fact_id, q.suggested.category, level=0, domain=q.suggested.domain,
+        await _apply(owner, ReviewAnswer.set(fact_id, q.suggested.category, level=0, domain=q.suggested.domain,
                                        whitelist=chosen, blacklist=blacklist), ctx)
         updated = await owner.memory.get(fact_id)
         assert updated is not None
@@ -242,13 +242,13 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         return picker(owner, await queue.question(fact_id), updated, answered)
     if key == "done":
         if not _only(fact) and fact.state == "pending":
-            message = await _apply(owner, Answer.private(fact_id), ctx)
+            message = await _apply(owner, ReviewAnswer.private(fact_id), ctx)
         else:
             who = ", ".join(_name(owner, w) for w in _only(fact)) or "you"
             message = f"{fact_id}: only {who} may know."
         return await next_question(owner, answered + 1, [message])
     try:
-        answer = Answer.from_key(fact_id, key)
+        answer = ReviewAnswer.from_key(fact_id, key)
     except ReviewError as exc:
         raise CommandError(f"{exc}; use ok, c:CATEGORY, private, who or skip") from None
     message = await _apply(owner, answer, ctx)

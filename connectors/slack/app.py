@@ -39,7 +39,7 @@ from connectors.slack.audience import SlackAudience
 from connectors.slack.blocks import ACTION_ID_PATTERN
 from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
-from connectors.slack.delivery import SlackDelivery, Target, retry_handlers
+from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
 from connectors.slack.ids import PLATFORM, ChatRef, user_of_identity
 
@@ -213,7 +213,7 @@ class SlackConnector(Listeners):
 
     # ------------------------------------------------------------------ agent + replies
 
-    async def _dispatch(self, inbound: Inbound, target: Target) -> None:
+    async def _dispatch(self, inbound: Inbound, target: SlackTarget) -> None:
         """Run the agent and deliver its answer; nothing here may take the connector down."""
         with request_context(PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id):
             log.info("slack.inbound", chat_kind=inbound.chat_kind, sender=inbound.sender,
@@ -226,7 +226,7 @@ class SlackConnector(Listeners):
                 return
             await self.delivery.deliver(out, target)
 
-    async def _delivered(self, target: Target) -> None:
+    async def _delivered(self, target: SlackTarget) -> None:
         """A reply went out: a reply by the bot in a channel thread starts (or keeps) following
         that thread, so follow-ups there are answered without a new mention."""
         ref = target.ref
@@ -252,4 +252,4 @@ class SlackConnector(Listeners):
                 ref = ChatRef.parse(chat_id)
             except ValueError:
                 raise DeliveryFailed("bad_chat_id", 0, permanent=True) from None
-        await self.delivery.post(Target(ref), text, actions)
+        await self.delivery.post(SlackTarget(ref), text, actions)

@@ -30,7 +30,7 @@ from connectors.base import Inbound, PlatformState
 from connectors.slack.audience import SlackAudience
 from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
-from connectors.slack.delivery import SlackDelivery, Target
+from connectors.slack.delivery import SlackDelivery, SlackTarget
 from connectors.slack.ids import (
     PLATFORM,
     SLACK_ID,
@@ -64,7 +64,7 @@ class Listeners:
     def _tracked(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
-    async def _dispatch(self, inbound: Inbound, target: Target) -> None:
+    async def _dispatch(self, inbound: Inbound, target: SlackTarget) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers
@@ -172,7 +172,7 @@ class Listeners:
         ref = ChatRef(channel, event.get("thread_ts"))
         inbound = self._inbound(body, event, context, ref, text, non_text, (), group=False)
         if inbound is not None:
-            await self._dispatch(inbound, Target(ref))
+            await self._dispatch(inbound, SlackTarget(ref))
 
     async def _on_owners_dm(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
                             channel: str, user: str, ts: str) -> None:
@@ -191,7 +191,7 @@ class Listeners:
         answered = await self._owner_first(ref, ts, anywhere=True)
         inbound = self._inbound(body, event, context, ref, text, non_text, (), group=False)
         if inbound is not None:
-            await self._dispatch(self._quiet(inbound) if answered else inbound, Target(ref))
+            await self._dispatch(self._quiet(inbound) if answered else inbound, SlackTarget(ref))
 
     async def _owner_first(self, ref: ChatRef, ts: str, *, anywhere: bool) -> bool:
         """Give the owner ``delegate_delay_s`` to answer; whether they did."""
@@ -238,7 +238,7 @@ class Listeners:
                                                 shared=bool(body.get("is_ext_shared_channel")))
         inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
         if inbound is not None:
-            await self._dispatch(inbound, Target(ref))
+            await self._dispatch(inbound, SlackTarget(ref))
 
     async def _on_owner_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
                                 channel: str, ts: str) -> None:
@@ -256,7 +256,7 @@ class Listeners:
                                                 shared=bool(body.get("is_ext_shared_channel")))
         inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
         if inbound is not None:
-            await self._dispatch(self._quiet(inbound) if answered else inbound, Target(ref))
+            await self._dispatch(self._quiet(inbound) if answered else inbound, SlackTarget(ref))
 
     async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         """``@bot`` in a channel: a group question whose readers are all channel members."""
@@ -279,7 +279,7 @@ class Listeners:
                                                     shared=bool(body.get("is_ext_shared_channel")))
             inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
             if inbound is not None:
-                await self._dispatch(inbound, Target(ref))
+                await self._dispatch(inbound, SlackTarget(ref))
 
     async def on_membership(self, event: dict[str, Any]) -> None:
         """``member_joined_channel`` / ``member_left_channel`` (and the bot leaving): the
@@ -311,7 +311,7 @@ class Listeners:
             text, non_text = self._text(f"/{words}" if words else "/help", None)
             inbound = Inbound(platform=PLATFORM, chat_id=channel, chat_kind="direct", sender=sender, text=text,
                               audience=(sender,), message_id=command.get("trigger_id"), non_text=non_text)
-            target = Target(ChatRef(channel), ephemeral_user=user, response_url=command.get("response_url"))
+            target = SlackTarget(ChatRef(channel), ephemeral_user=user, response_url=command.get("response_url"))
             await self._dispatch(inbound, target)
 
     async def on_action(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
@@ -340,4 +340,4 @@ class Listeners:
             inbound = Inbound(platform=PLATFORM, chat_id=channel, chat_kind="direct" if direct else "group",
                               sender=sender, text=text, audience=audience, message_id=action.get("action_ts"),
                               non_text=non_text)
-            await self._dispatch(inbound, Target(ChatRef(channel)))
+            await self._dispatch(inbound, SlackTarget(ChatRef(channel)))

@@ -42,7 +42,7 @@ from connectors.telegram.audience import GroupRoster
 from connectors.telegram.business import BusinessConnections
 from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key, identity, parse_chat_key
-from connectors.telegram.delivery import Target, TelegramDelivery
+from connectors.telegram.delivery import TelegramTarget, TelegramDelivery
 from connectors.telegram.text import attachment_kind, remove_utf16_spans, tidy, utf16_len
 
 log = structlog.get_logger(__name__)
@@ -210,7 +210,7 @@ class TelegramConnector:
             connection = await self.business.get(connection_id)
             if connection is None or not connection.usable_by(self._config.owner_user_id):
                 raise DeliveryFailed("business_connection_unusable", 0, permanent=True)
-        await self.delivery.send_text(Target(chat, connection_id), text, self.buttons.markup(actions))
+        await self.delivery.send_text(TelegramTarget(chat, connection_id), text, self.buttons.markup(actions))
 
     async def _ask(self, inbound: Inbound) -> Outbound | None:
         """Call the agent; a failing handler is logged and answered with silence."""
@@ -225,9 +225,9 @@ class TelegramConnector:
         return outbound
 
     @staticmethod
-    def _target(message: Message, *, quote: bool) -> Target:
+    def _target(message: Message, *, quote: bool) -> TelegramTarget:
         """Back where ``message`` came from: its chat, its Business connection, its topic."""
-        return Target(
+        return TelegramTarget(
             message.chat.id, message.business_connection_id, message.message_id if quote else None,
             message.message_thread_id if message.is_topic_message else None,
         )
@@ -458,7 +458,7 @@ class TelegramConnector:
         )
         outbound = await self._ask(inbound)
         if outbound is not None:
-            await self.delivery.deliver(outbound, Target(chat_id, connection_id))
+            await self.delivery.deliver(outbound, TelegramTarget(chat_id, connection_id))
 
     async def _button_chat(self, presser: User, chat_id: int | None,
                            chat_type: str | None) -> tuple[int, ChatKind, tuple[str, ...]] | None:

@@ -31,7 +31,7 @@ from telegram.error import (
 )
 
 from connectors.base import DeliveryKind, DeliveryReport, Outbound, PlatformState
-from connectors.courier import Courier, DeliveryFailed, Lane, Verdict
+from connectors.courier import Courier, DeliveryFailed, Lane, DeliveryVerdict
 from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key
 from connectors.telegram.text import chunk_text
@@ -47,23 +47,23 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-def classify(exc: BaseException) -> Verdict:
+def classify(exc: BaseException) -> DeliveryVerdict:
     """Telegram's answer to a failed send: wait as told, try again, or stop."""
     if isinstance(exc, RetryAfter):
-        return Verdict("retry_after", "retry_after", retry_after_seconds(exc))
+        return DeliveryVerdict("retry_after", "retry_after", retry_after_seconds(exc))
     # BadRequest is a NetworkError in PTB: check the final refusals first
     if isinstance(exc, (BadRequest, Forbidden, InvalidToken, ChatMigrated)):
-        return Verdict("permanent", type(exc).__name__)
+        return DeliveryVerdict("permanent", type(exc).__name__)
     if isinstance(exc, TimedOut) and not isinstance(exc.__cause__, (httpx.ConnectTimeout, httpx.PoolTimeout)):
         # the request went out and no answer came: Telegram may have posted it already
-        return Verdict("ambiguous", "TimedOut")
+        return DeliveryVerdict("ambiguous", "TimedOut")
     if isinstance(exc, NetworkError):
-        return Verdict("transient", type(exc).__name__)
-    return Verdict("permanent", type(exc).__name__)
+        return DeliveryVerdict("transient", type(exc).__name__)
+    return DeliveryVerdict("permanent", type(exc).__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class TelegramTarget:
     """Where one message goes: a chat, maybe through a Business connection, maybe quoting a
     message or inside a forum topic."""
 
@@ -97,7 +97,7 @@ class TelegramDelivery:
         lanes.append(Lane("bot", pacing.overall))
         return lanes
 
-    async def send_text(self, target: Target, text: str, markup: InlineKeyboardMarkup | None) -> int:
+    async def send_text(self, target: TelegramTarget, text: str, markup: InlineKeyboardMarkup | None) -> int:
         """Send ``text`` in pieces (buttons on the last, the quote on the first); the most
         attempts any piece took. :class:`DeliveryFailed` names what did not go out."""
         pieces = chunk_text(text)
@@ -123,7 +123,7 @@ class TelegramDelivery:
             most = max(most, delivered.attempts)
         return most
 
-    async def deliver(self, outbound: Outbound, target: Target) -> None:
+    async def deliver(self, outbound: Outbound, target: TelegramTarget) -> None:
         """The agent's answer where the question was asked, and ``to_owner`` to the owner.
 
         Text None (or blank) sends nothing there. The buttons ride on the reply, unless the
@@ -142,9 +142,9 @@ class TelegramDelivery:
                 await self._report("owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat",
                                    outbound.to_owner)
                 return
-            await self.reported("owner_note", Target(owner), outbound.to_owner, markup, outbound.audit_id)
+            await self.reported("owner_note", TelegramTarget(owner), outbound.to_owner, markup, outbound.audit_id)
 
-    async def reported(self, kind: DeliveryKind, target: Target, text: str,
+    async def reported(self, kind: DeliveryKind, target: TelegramTarget, text: str,
                        markup: InlineKeyboardMarkup | None, audit_id: str | None) -> bool:
         """Send and tell the host how it went; never raises for a failed delivery."""
         try:

@@ -17,15 +17,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
-from epmem.audit.verify import ERASURE_KIND
+from epmem.audit.kinds import ErasureRecord
+from epmem.audit.log import AuditCorrupted, AuditLog
+from epmem.audit.record import AuditRecord, now_iso
 from epmem.sqlite import scrub
-
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
 
 log = structlog.get_logger(__name__)
 
@@ -56,8 +55,6 @@ async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Seque
                       details: dict[str, Any] | None = None) -> Erasure:
     """Erase the texts of every record that could carry these facts' words, in one transaction
     with the chained erasure record; then compact the file. Nothing to erase: no record."""
-    from epmem.audit.log import AuditCorrupted, AuditRecord, now_iso
-
     db = audit.db
     async with audit.append_lock:
         began = False
@@ -69,9 +66,9 @@ async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Seque
             if not live:
                 await db.execute("ROLLBACK")
                 return Erasure(None, (), 0)
-            record = AuditRecord(ERASURE_KIND, {"action": "erase texts", "facts": sorted(fact_ids),
-                                               "records": [rid for _, rid in live], **(details or {}), "by": by},
-                                 contact="owner", time=now_iso())
+            entry = ErasureRecord.model_validate({"action": "erase texts", "facts": sorted(fact_ids),
+                                                 "records": [rid for _, rid in live], **(details or {}), "by": by})
+            record = AuditRecord(entry.kind, entry.body(), contact="owner", time=now_iso())
             marks = ",".join("?" * len(live))
             cur = await db.execute(
                 f"UPDATE audit_text SET text = NULL, salt = NULL, erased_at = ?, erased_by = ?, erasure = ? "

@@ -9,7 +9,7 @@ nobody anything (epmem.audit.delivery).
 A told fact that the policy no longer allows is flagged: the owner changed their mind after
 the fact. A cell decided by an exception (a whitelist, a blacklist, an /allow or /deny) names it.
 
-A group is told when every member was; it may know when every member may (DESIGN sec. 3:
+A group is told when every member was; it may know when every member may (docs/DESIGN.md sec. 3:
 a group's allowed set is the intersection of its members').
 """
 

@@ -23,18 +23,17 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiosqlite
 
+from epmem.audit.kinds import LedgerSealRecord
+from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
-
 LEDGER_KEY = "ledger"
-SEAL_KIND = "ledger_seal"
+SEAL_KIND = LedgerSealRecord.kind
 _MOD = 1 << 256
 #: a row of a record that states no ledger, from before the seal: checked against the seal.
 _LEGACY = "(a.seq <= ? AND json_type(a.body, '$.ledger') IS NULL)"
@@ -110,7 +109,7 @@ class LedgerCheck:
             async for legacy, *row in cur:
                 (self.legacy if legacy else self.actual).add(tuple(row))  # type: ignore[arg-type]
 
-    async def problem(self, log: AuditLog, full: bool) -> tuple[AuditRecord | None, str] | None:
+    async def problem(self, log: ChainSource, full: bool) -> tuple[AuditRecord | None, str] | None:
         """None when the table and the chain agree; else the record and what is wrong."""
         if self.seal is not None:
             _, count, digest = self.seal
@@ -140,7 +139,7 @@ def _describe(row: Row) -> str:
     return f"(fact {row[1]}, recipient {row[3]})"
 
 
-async def locate(log: AuditLog, legacy_upto: int) -> tuple[AuditRecord, str] | None:
+async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] | None:
     """The first record whose rows in the table differ from what it says it disclosed. A walk
     of the records beside the table's rows in the same order: only run once the sums differ."""
     sql = ("SELECT a.seq, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
@@ -187,8 +186,8 @@ async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) ->
             async for r in cur:
                 tally.add(tuple(r))  # type: ignore[arg-type]
         if tally.count:
-            body = {"action": "seal the disclosure ledger", "upto": upto, "rows": tally.count,
-                    "digest": tally.digest}
+            body = LedgerSealRecord(action="seal the disclosure ledger", upto=upto, rows=tally.count,
+                                    digest=tally.digest).body()
             async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
                 last = await cur.fetchone()
             prev = last[0] if last else GENESIS

@@ -17,19 +17,20 @@ import csv
 import io
 import json
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
+from epmem.audit.kinds import RecordBody, entry_for
 from epmem.audit.ledger import LEDGER_KEY, ledger_body, seal_legacy_ledger
-from epmem.audit.sealing import Erased, canonical, chain_hash, seal, unseal
+from epmem.audit.record import AuditRecord, new_record_id, now_iso
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
+from epmem.audit.sealing import Erased, seal, unseal
+from epmem.audit.verify import check
 from epmem.sqlite import DatabaseError, connect_readonly, open_database
 
 __all__ = ["GENESIS", "AuditCorrupted", "AuditLog", "AuditRecord", "Disclosure", "export", "new_record_id", "now_iso"]
@@ -38,55 +39,8 @@ COLUMNS = "seq, id, time, kind, contact, body, prev_hash, hash, format, seal"
 _BATCH = 500
 
 
-def new_record_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 class AuditCorrupted(DatabaseError):
     """The audit database cannot be read, or its chain does not verify."""
-
-
-@dataclass(slots=True)
-class AuditRecord:
-    kind: str
-    #: the body as written, with every text still there (None for an erased one).
-    body: dict[str, Any]
-    contact: str | None = None
-    id: str = field(default_factory=new_record_id)
-    time: str = field(default_factory=now_iso)
-    prev_hash: str = GENESIS
-    hash: str = ""
-    seq: int = 0
-    #: what the chain covers: the body with salted digests in place of its texts.
-    skeleton: dict[str, Any] = field(default_factory=dict)
-    #: texts that /forget erased from this record.
-    erased: list[Erased] = field(default_factory=list)
-    format: int = FORMAT
-    #: format-1 records only: the seal chain's value at this record (epmem.audit.schema).
-    seal: str | None = None
-    #: slot -> (salt, text) as stored (both None once erased); for verify.
-    stored: dict[str, tuple[bytes | None, str | None]] = field(default_factory=dict)
-
-    def canonical(self) -> str:
-        return canonical(self.id, self.time, self.kind, self.contact, self.skeleton)
-
-    def compute_hash(self) -> str:
-        return chain_hash(self.prev_hash, self.canonical())
-
-    @property
-    def outcome(self) -> str:
-        return outcome(self.kind, self.body)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {"seq": self.seq, "id": self.id, "time": self.time, "kind": self.kind, "contact": self.contact,
-               **self.body, "prev_hash": self.prev_hash, "hash": self.hash}
-        if self.erased:
-            out["erased"] = [{"field": e.slot, "at": e.at, "by": e.by, "erasure": e.erasure} for e in self.erased]
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +112,24 @@ class AuditLog:
     def append_lock(self) -> asyncio.Lock:
         return self._append_lock
 
+    async def write(
+        self, entry: RecordBody, contact: str | None = None,
+        disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
+    ) -> AuditRecord:
+        """Append one typed record (:mod:`epmem.audit.kinds`) and its ledger lines in one
+        transaction, chained to the last. The way every part of the bot writes to the log."""
+        return await self._append(entry.kind, entry.body(), contact, disclosed, recipients)
+
     async def append(
         self, kind: str, body: dict[str, Any], contact: str | None = None,
         disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
     ) -> AuditRecord:
-        """Append one record (and its ledger lines) in one transaction, chained to the last."""
+        """:meth:`write` for a body given as a dict (test fixtures, old callers): it must still
+        be a body of ``kind``'s model, or nothing is written (ValueError)."""
+        return await self._append(kind, entry_for(kind, body).body(), contact, disclosed, recipients)
+
+    async def _append(self, kind: str, body: dict[str, Any], contact: str | None,
+                      disclosed: Iterable[tuple[str, str]], recipients: Iterable[str]) -> AuditRecord:
         record = AuditRecord(kind=kind, body=body, contact=contact)
         async with self._append_lock:
             began = False
@@ -270,8 +237,6 @@ class AuditLog:
 
     async def verify(self) -> tuple[int, AuditRecord | None]:
         """Walk the chain; return (records checked, first bad record or None)."""
-        from epmem.audit.verify import check
-
         status = await check(self)
         return status.verified, status.first_bad
 

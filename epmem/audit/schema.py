@@ -18,13 +18,14 @@ from typing import Any
 
 import aiosqlite
 
+from epmem.audit.kinds import AuditMigrationRecord
 from epmem.audit.sealing import canonical, chain_hash, seal
 from epmem.sqlite import Migration, MigrationSet
 
 GENESIS = "0" * 64
 LEGACY_FORMAT = 1
 FORMAT = 2
-MIGRATION_KIND = "audit_migration"
+MIGRATION_KIND = AuditMigrationRecord.kind
 
 MIGRATIONS = MigrationSet("audit", (
     Migration(
@@ -229,7 +230,8 @@ async def _append_migration(db: aiosqlite.Connection, now: str, new_id: str, sea
     async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
         row = await cur.fetchone()
     prev = row[0] if row else GENESIS
-    body = {"action": "seal format-1 records", "sealed": sealed[0], "seal": sealed[1], "first_bad": first_bad}
+    body = AuditMigrationRecord(action="seal format-1 records", sealed=sealed[0], seal=sealed[1],
+                                first_bad=first_bad).body()
     h = chain_hash(prev, canonical(new_id, now, MIGRATION_KIND, "owner", body))
     await db.execute(
         "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, outcome) VALUES (?,?,?,?,?,?,?,?,?)",

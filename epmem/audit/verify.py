@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from epmem.audit.kinds import ErasureRecord
 from epmem.audit.ledger import LedgerCheck
+from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash, digest, markers
 from epmem.audit.schema import GENESIS, LEGACY_FORMAT, MIGRATION_KIND, seal_step
 
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
-
-ERASURE_KIND = "erasure"
+ERASURE_KIND = ErasureRecord.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +120,7 @@ class ChainWatcher:
         self._last: AuditRecord | None = None
         self._bad: ChainStatus | None = None
 
-    async def advance(self, log: AuditLog) -> ChainStatus:
+    async def advance(self, log: ChainSource) -> ChainStatus:
         if self._bad is not None:
             return self._bad
         walk = self._walk
@@ -159,7 +158,7 @@ class ChainWatcher:
         return ChainStatus(n, n, None, None, *_head(self._last), len(walk.erased))
 
 
-async def check(log: AuditLog) -> ChainStatus:
+async def check(log: ChainSource) -> ChainStatus:
     """The whole chain, oldest first; stops at the first bad record."""
     return await ChainWatcher().advance(log)
 
@@ -168,7 +167,7 @@ def _head(last: AuditRecord | None) -> tuple[int, str]:
     return (last.seq, last.hash) if last is not None else (0, GENESIS)
 
 
-async def _total(log: AuditLog) -> int:
+async def _total(log: ChainSource) -> int:
     async with log.db.execute("SELECT COUNT(*) FROM audit") as cur:
         row = await cur.fetchone()
     return int(row[0]) if row else 0

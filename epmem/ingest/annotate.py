@@ -22,11 +22,13 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
+from epmem.embedding.bilingual import CJK, has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
+from epmem.textnorm import chinese_name_forms
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +47,21 @@ class Annotation:
     evidence: tuple[str, ...] = ()
 
 
+#: word boundaries that take a Chinese character for a boundary (Chinese sets no space around an
+#: English word: "HR说offer下周发", "跟Tom说"); on text without Chinese they are \b and \w*.
+_LATIN_START = f"(?<![^\\W{CJK}])"
+_LATIN_END = f"(?![^\\W{CJK}])"
+_LATIN_REST = f"[^\\W{CJK}]*"
+
+
 @lru_cache(maxsize=4096)
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    if has_cjk(keyword):  # Chinese has no spaces: a keyword is found anywhere in a sentence ("申请转硕")
+        return re.compile(re.escape(keyword.casefold()))
+    if not re.match(r"\w", keyword):
+        return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    # a word starts after a non-letter or a Chinese character ("HR说offer下周发")
+    return re.compile(_LATIN_START + re.escape(keyword.casefold()) + _LATIN_REST, re.IGNORECASE)
 
 
 def _keyword_hits(text: str, policy: Policy) -> list[tuple[int, str, tuple[str, ...]]]:
@@ -289,9 +303,19 @@ _KIN = {
 }
 
 
+#: Chinese kinship and address words -> characters found in a Chinese relationship label
+#: ("母亲", "父亲", "老婆", "博士导师").
+_KIN_ZH = {
+    "妈妈": ("母", "妈"), "老妈": ("母", "妈"), "我妈": ("母", "妈"), "阿妈": ("母", "妈"), "妈": ("母", "妈"),
+    "爸爸": ("父", "爸"), "老爸": ("父", "爸"), "我爸": ("父", "爸"), "阿爸": ("父", "爸"), "爸": ("父", "爸"),
+    "老婆": ("妻", "老婆", "太太"), "老公": ("丈夫", "老公", "先生"), "女朋友": ("女朋友", "女友"),
+    "男朋友": ("男朋友", "男友"), "导师": ("导师",), "老板": ("老板", "上司", "经理", "导师"),
+    "领导": ("领导", "上司", "经理"),
+}
 #: plural relationship words: everyone either word names ("my parents" -> mother and father).
 _PLURAL_KIN = {"parents": ("mother", "father"), "folks": ("mother", "father"), "mum and dad": ("mother", "father"),
-               "mom and dad": ("mother", "father")}
+               "mom and dad": ("mother", "father"), "爸妈": ("妈妈", "爸爸"), "父母": ("妈妈", "爸爸"),
+               "爸爸妈妈": ("妈妈", "爸爸"), "老爸老妈": ("妈妈", "爸爸")}
 
 
 class ContactNames(ReadsPolicy):
@@ -320,6 +344,11 @@ class ContactNames(ReadsPolicy):
                 for kin, label in _KIN.items():
                     if label in word:
                         add(kin, cid)
+            for kin, marks in _KIN_ZH.items():
+                if any(m in c.relationship for m in marks):
+                    add(kin, cid)
+            for form in chinese_name_forms(c.name.strip()):
+                add(form, cid)
         for gid in self.policy.groups:
             add(gid, gid)
             add(gid.replace("_", " "), gid)
@@ -331,9 +360,13 @@ class ContactNames(ReadsPolicy):
         for k in self._plural:
             self._index.setdefault(k, k)
         longest = sorted(self._index, key=len, reverse=True)
+        # a Chinese name sits inside a sentence with no space around it ("别让李老师知道"): no word
+        # boundary is asked of it; every other name must be a whole word
+        cjk = "|".join(re.escape(k) for k in longest if has_cjk(k))
+        latin = "|".join(re.escape(k) for k in longest if not has_cjk(k))
         self._pattern = (
-            re.compile(r"(?<!\w)(?:(?:my|our|the|his|her)\s+)?(" + "|".join(map(re.escape, longest)) + r")(?!\w)",
-                       re.IGNORECASE)
+            re.compile(_LATIN_START + r"(?:(?:(?:my|our|the|his|her)\s+)?(" + (latin or "(?!)") + ")" + _LATIN_END
+                       + "|(" + (cjk or "(?!)") + "))", re.IGNORECASE)
             if longest else None
         )
 
@@ -343,7 +376,7 @@ class ContactNames(ReadsPolicy):
             return []
         found: list[str] = []
         for m in self._pattern.finditer(text):
-            key = m.group(1).casefold()
+            key = (m.group(1) or m.group(2)).casefold()
             for cid in self._plural.get(key, [self._index.get(key)]):
                 if cid is not None and cid not in found:
                     found.append(cid)

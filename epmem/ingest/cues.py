@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import ContactNames
+from epmem.ingest.zh import has_cjk, read_cues_zh
 from epmem.textnorm import SECRECY_EMOJI
 
 A = "['’]"
@@ -219,10 +220,25 @@ class CueReader:
                 if groups["who"] or groups["who4"] or groups["who5"] or groups["who6"] or groups["who7"]:
                     cue.secrecy = True
                     cue.said.append(m.group(0).strip().casefold())
+        if has_cjk(segment):
+            self._read_zh(segment, owner, cue)
         if cue.secrecy and not cue.whitelist:
             cue.present = True  # "between us", "nobody else": whoever was there, and only they
-        cue.anaphoric = bool(cue) and bool(re.search(r"\b(?:that|this|it)\b", segment, re.IGNORECASE))
+        cue.anaphoric = bool(cue) and bool(re.search(r"\b(?:that|this|it)\b|这事|这件事|这个|此事", segment,
+                                                     re.IGNORECASE))
         return cue
+
+    def _read_zh(self, segment: str, owner: bool, cue: Cue) -> None:
+        """The Chinese cues of a clause (epmem/ingest/zh.py), with the same meanings as above."""
+        black, white, said, public, present = read_cues_zh(segment, owner=owner, find=self.names.find)
+        cue.blacklist += [c for c in black if c not in cue.blacklist]
+        cue.whitelist += [c for c in white if c not in cue.whitelist + cue.blacklist]
+        if said:
+            cue.secrecy = True
+            cue.said += [w for w in said if w not in cue.said]
+        cue.public = cue.public or (public and not cue.secrecy and not cue.blacklist)
+        cue.present = cue.present or present
+        cue.names_present = cue.names_present or present
 
 
 def _first_clause(text: str) -> str:

@@ -14,6 +14,7 @@ import re
 from epmem.ingest.annotate import ContactNames
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.statements import CHITCHAT, IMPERATIVE, LEAD, REACTION_LEAD, asks, informative, worth
+from epmem.ingest.zh import cue_only_zh, filler_zh, has_cjk
 from epmem.textnorm import SECRECY_EMOJI, STOPWORDS, words
 
 _APOS = "['’]"
@@ -58,6 +59,8 @@ PROMISE = re.compile(
 def filler(text: str) -> str:
     """Why a sentence that became no fact is filler by rule (:data:`FILLER`), or "" when it is
     not: then it is :class:`Unread` and the owner is shown it."""
+    if has_cjk(text):
+        return filler_zh(text)
     body = LEAD.sub("", text.strip()).strip()
     if not body or body.rstrip().endswith("?") or asks(body):
         return "question"
@@ -123,8 +126,11 @@ class CueSplitter:
         """A clause that says who may know and nothing else ("I don't want people to know yet",
         "Not a word to Tom", "secret!", "🤫"): a cue, and no word left once the cue's own words,
         names and function words are set aside."""
-        if not self.cues.read(clause, owner=owner):
+        cue = self.cues.read(clause, owner=owner)
+        if not cue:
             return False
+        if has_cjk(clause):
+            return cue_only_zh(clause, cue.said, self.names.strip(clause))
         rest = words(self.names.strip(clause))
         return not [w for w in rest if w not in STOPWORDS and w not in _CUE_WORDS and w not in self._owner_words
                     and len(w) > 1]
@@ -154,7 +160,8 @@ class CueSplitter:
         middle = re.sub(r"^(?:but|and|so|that)\b[\s,]*", "", middle, flags=re.IGNORECASE).strip()
         if not middle:
             return None, "cue"
-        if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b", middle, re.IGNORECASE):
+        if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b|^(?:他|她|佢|这|那)", middle,
+                          re.IGNORECASE):
             return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
         # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
         # life") is kept in the fact and still reaches as a sentence that is only a cue would

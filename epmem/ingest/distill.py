@@ -1,4 +1,4 @@
-"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (DESIGN sec. 2, 6).
+"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (docs/DESIGN.md sec. 2, 6).
 
 On ingest, the offline extractor turns the owner's sentences into facts at once, so the owner
 can recall a session the moment it arrives. With the rules backend those facts are the
@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 import structlog
 
 from epmem.embedding.once import embedding_once
+from epmem.identity import LOCAL
 from epmem.ingest import twins
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
@@ -41,7 +42,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class AnnotationRetry:
     """Exponential backoff: base, base*factor, ... capped at max_s; ``attempts`` calls in all."""
 
     attempts: int = 4
@@ -51,9 +52,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ValueError("RetryPolicy.attempts must be >= 1")
+            raise ValueError("AnnotationRetry.attempts must be >= 1")
         if self.base_s < 0 or self.factor < 1 or self.max_s < 0:
-            raise ValueError("RetryPolicy delays must be >= 0 and factor >= 1")
+            raise ValueError("AnnotationRetry delays must be >= 0 and factor >= 1")
 
     def delay(self, failed_attempts: int) -> float:
         return float(min(self.max_s, self.base_s * self.factor ** (failed_attempts - 1)))
@@ -84,7 +85,7 @@ class Outcome:
 
 class Distiller(ReadsPolicy):
     def __init__(self, policy: Policy | PolicyHolder, memory: FactMemory, classifier: CategoryClassifier,
-                 llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep, *,
+                 llm: LLM | None = None, retry: AnnotationRetry | None = None, sleep: Sleep = asyncio.sleep, *,
                  open_by_category: bool = False) -> None:
         self._policy = PolicyHolder.of(policy)
         self.memory = memory
@@ -92,7 +93,7 @@ class Distiller(ReadsPolicy):
         self.rules = RulesExtractor(policy, classifier)
         self.finalizer = Finalizer(policy, classifier, memory, open_by_category=open_by_category)
         self.model = LLMExtractor(policy, llm, memory) if llm is not None else None
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or AnnotationRetry()
         self._sleep = sleep
         self._tasks: dict[str, asyncio.Task[Outcome]] = {}
         #: sessions whose facts are still pending, kept for /reannotate.
@@ -197,7 +198,7 @@ class Distiller(ReadsPolicy):
         part of the fact; "..., do not tell Tom" blacklists Tom."""
         when = when or datetime.now(timezone.utc)
         sid = f"note-{note_id}"
-        session = Session(id=sid, platform="console", chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
+        session = Session(id=sid, platform=LOCAL.platform, chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
                           members=[OWNER_ID], turns=[Turn(id=f"{sid}/0", session_id=sid, index=0, speaker=OWNER_ID,
                                                           speaker_name=self.policy.owner.name, text=text, time=when,
                                                           msg_id="0")])

@@ -1,7 +1,7 @@
 """Annotations the owner writes out (a facts file, a scenario's gold): checked and completed.
 
 An explicit annotation is the owner's word, so it may be looser than its category (only the
-owner loosens, DESIGN sec. 6). But a field the owner left out is not a choice: it is completed
+owner loosens, docs/DESIGN.md sec. 6). But a field the owner left out is not a choice: it is completed
 from the category, never left looser. A health fact written without ``domain:`` gets the health
 category's domain; left without one it would reach a level-1 *work* contact, which the owner
 never said. A field written out as null (``domain: null``) is a choice and is kept.

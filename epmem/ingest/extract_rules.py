@@ -35,6 +35,7 @@ from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.ingest.unread import FILLER, Unread
+from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
@@ -154,6 +155,7 @@ class RulesExtractor(ReadsPolicy):
         self.splitter = CueSplitter(self.cues, self.names, set(words(self.policy.owner.name)))
         self.owner = owner_first_name(self.policy)
         self._owner_words = set(words(self.policy.owner.name))
+        self.zh = ChineseFacts(self.policy.owner.name, self.names.strip)  # Chinese statements and covers
 
     # ------------------------------------------------------------------ people
 
@@ -206,6 +208,8 @@ class RulesExtractor(ReadsPolicy):
     # ------------------------------------------------------------------ sentences
 
     def _rewrite(self, text: str, speaker: str, you: str | None, he_she: str | None = None) -> str:
+        if has_cjk(text):
+            return self.zh.rewrite(text, speaker, you)
         text = _LEAD.sub("", text.strip()).strip()
         if you and " and " not in you:  # "Nora, I'd like to offer you ...": the listener named is no subject
             text = _LEAD.sub("", re.sub(rf"^{re.escape(you)}\s*[,!:]\s*(?=\S)", "", text, flags=re.IGNORECASE))
@@ -252,11 +256,12 @@ class RulesExtractor(ReadsPolicy):
         characters, look-alike letters mapped inside Latin words), so a cue cannot hide behind
         a zero-width space or a Cyrillic "о", and fact texts hold what the owner would read."""
         session = normalised(session)
+        self.zh.now = session.start
         proposals: list[_Proposal] = []
         turns: dict[int, _TurnDrafts] = {}
         unread: list[Unread] = []
         last_truth: int | None = None
-        for t, turn in enumerate(session.turns):
+        for t, _turn in enumerate(session.turns):
             td = turns.setdefault(t, _TurnDrafts(t))
             last_truth = self._read_turn(session, t, td, turns, proposals, last_truth, unread)
         self._apply_cues(session, proposals, turns)
@@ -282,7 +287,7 @@ class RulesExtractor(ReadsPolicy):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
-            cover = self._cover(raw, mine)
+            cover = self.zh.cover(raw) if has_cjk(raw) else self._cover(raw, mine)
             if cover is not None:
                 clause, listeners = cover
                 story = self._rewrite(clause, speaker, you)

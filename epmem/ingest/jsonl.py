@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from epmem.identity import LOCAL
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
 from epmem.memory.sessions import Message
@@ -35,7 +36,7 @@ class _Line(BaseModel):
     chat_title: str | None = None
     reply_to: str | int | None = None
     mentions: list[str] = Field(default_factory=list)
-    platform: str = "console"
+    platform: str = LOCAL.platform
     edited: bool = False
 
 

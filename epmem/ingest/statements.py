@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from epmem.ingest.zh import asks_zh, has_cjk, worth_zh
 from epmem.textnorm import STOPWORDS, split_sentences, words
 
 _APOS = "['’]"
@@ -69,6 +70,8 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
     """A statement with some content: not a question, an instruction or small talk."""
     if text.rstrip().endswith("?"):
         return False
+    if has_cjk(text):
+        return worth_zh(text)
     body = LEAD.sub("", text.strip()).strip()
     if IMPERATIVE.match(body):
         return False
@@ -102,6 +105,8 @@ def asks(text: str) -> bool:
     """A message that asks, with or without its question mark (chat questions often have none):
     it ends with one, or it opens with a question word or an auxiliary."""
     text = text.strip()
+    if has_cjk(text):
+        return asks_zh(text)
     return text.endswith("?") or bool(_OPENS_ASKING.match(_ASK_LEAD.sub("", text)))
 
 
@@ -143,6 +148,9 @@ def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
     statement keeps its context ("I'm pregnant 🙈 due in September so I'll need leave")."""
     out: list[str] = []
     for sentence in split_sentences(text):
+        if has_cjk(sentence):
+            out += _clauses_cjk(sentence, is_cue)
+            continue
         parts = [p for p in _EMOJI_BREAK.sub(r"\1\n", sentence).split("\n") if p.strip()]
         cues = [is_cue(p) for p in parts]
         merged: list[str] = []
@@ -153,6 +161,23 @@ def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
                 merged.append(part)
         out += merged
     return out
+
+
+def _clauses_cjk(sentence: str, is_cue: Callable[[str], bool]) -> list[str]:
+    """A Chinese sentence cut at its commas where a clause says who may know ("还没跟他说，千万别让
+    李老师知道哈，我爸妈也不知道", "跟你说个事，这事你知我知"): the cue clauses stand alone, the
+    clauses between them stay one statement ("六月拿个硕士学位就去工作，有家公司愿意要我")."""
+    clauses = [c for c in re.split(r"(?<=,)", sentence) if c.strip(" ,")]
+    out: list[str] = []
+    cue_before = True
+    for clause in clauses:
+        cue = is_cue(clause.rstrip(" ,"))
+        if out and not cue and not cue_before:
+            out[-1] += clause
+        else:
+            out.append(clause)
+        cue_before = cue
+    return [c.strip().rstrip(",") for c in out if c.strip(" ,")]
 
 
 def chat_statements(text: str, is_cue: Callable[[str], bool],

@@ -30,6 +30,9 @@ class Topic:
     maps: bool = True
 
 
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 def _words(*stems: str) -> re.Pattern[str]:
     """Word stems, matched at a word start; a trailing ``$`` means the whole word only."""
     parts = [re.escape(s[:-1]) + r"\b" if s.endswith("$") else re.escape(s) + r"\w*" for s in stems]
@@ -119,12 +122,33 @@ TOPICS: tuple[Topic, ...] = (
 VETO_TOPICS = frozenset({"health", "money", "career", "romance", "legal", "identity", "education"})
 
 
+#: the same topics in Chinese words, found anywhere in a sentence (Chinese sets no spaces).
+TOPICS_ZH: dict[str, re.Pattern[str]] = {name: re.compile("|".join(words)) for name, words in {
+    "health": ("医院", "医生", "看病", "诊断", "确诊", "抑郁", "焦虑", "失眠", "心理咨询", "心理医生", "吃药", "手术", "住院",
+               "癌", "肿瘤", "化疗", "怀孕", "流产", "痛风", "高血压", "糖尿病", "复查", "体检", "病", "尿酸", "药"),
+    "money": ("工资", "薪水", "薪资", "年薪", "月薪", "收入", "存款", "贷款", "借钱", "欠钱", "欠债", "房贷", "车贷", "经营贷",
+              "补助", "奖金", "房租", "租金", "亏", "罚款", "罚咗", "万块", "块钱", "花呗"),
+    "career": ("辞职", "离职", "跳槽", "裁员", "裁掉", "被炒", "开除", "面试", "offer", "升职", "降职", "转岗", "退学", "转硕",
+               "找工作", "结业", "倒闭", "执笠"),
+    "education": ("挂科", "成绩", "分数", "处分", "休学", "延毕", "高考", "考研"),
+    "romance": ("恋爱", "拍拖", "男朋友", "女朋友", "表白", "分手", "离婚", "出轨", "结婚", "订婚", "相亲"),
+    "family": ("怀孕", "生孩子", "去世", "葬礼", "大寿"),
+    "legal": ("律师", "官司", "起诉", "警察", "派出所", "签证", "坐牢"),
+    "identity": ("密码", "账号", "验证码", "身份证", "银行卡", "住址", "门牌"),
+    "secrets": ("秘密", "保密", "你知我知", "惊喜", "偷偷", "瞒着"),
+}.items()}
+
+
 @lru_cache(maxsize=8192)
 def sensitive_topics(text: str) -> tuple[tuple[str, str], ...]:
-    """(topic, matched words) for every sensitive topic the text touches."""
+    """(topic, matched words) for every sensitive topic the text touches (in English words, or
+    in Chinese ones where the text has Chinese: :data:`TOPICS_ZH`)."""
     out: list[tuple[str, str]] = []
+    chinese = _HAN.search(text) is not None
     for topic in TOPICS:
         m = topic.pattern.search(text)
+        if m is None and chinese and topic.name in TOPICS_ZH:
+            m = TOPICS_ZH[topic.name].search(text)
         if m:
             out.append((topic.name, m.group(0).strip()))
     return tuple(out)

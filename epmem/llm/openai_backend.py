@@ -238,7 +238,7 @@ class OpenAILLM:
         guard = self.config.guard_s
         try:
             response = await asyncio.wait_for(self._client.chat.completions.create(**params), timeout=guard)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             error = LLMError("timeout", f"no answer within {guard:g} s")
             raise self._fail(task, started, None, error) from None
         except openai.APITimeoutError:

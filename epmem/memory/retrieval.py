@@ -1,5 +1,5 @@
 """Which sessions (and turns) a question is about: native hybrid retrieval fused with the
-event-fact score (DESIGN sec. 5).
+event-fact score (docs/DESIGN.md sec. 5).
 
 Native score of a session: the engine's weighted-RRF fusion of dense and BM25 over the session
 points, plus the best of its turns from the same fusion over turn points (evidence usually sits

@@ -18,7 +18,7 @@ LLM call and its tokens, the post-check outcome with its evidence, the kinds of 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -74,8 +74,7 @@ class ReplyWriter:
         ``nearby`` more denied facts, fetched only when a model composed the reply."""
         known = (ctx.question, *ctx.recent_turns)
         facts, masked = mask_facts(ctx.facts, known, self.desensitizer)
-        safe_ctx = ReplyContext(ctx.owner_name, ctx.persona, ctx.recipient_name, ctx.relationship, ctx.question,
-                                facts, ctx.recent_turns)
+        safe_ctx = replace(ctx, facts=facts)
         composition = await compose(self.responder, safe_ctx)
         if nearby is not None and composition.composer not in ("rules", "deflection"):
             seen = {d.fact_id for d in denied}
@@ -88,4 +87,4 @@ class ReplyWriter:
         rules = await self.fallback.compose(safe_ctx)
         if not guard.check(rules.text, denied):
             return Written(rules.text, composition, "replaced", hits, len(denied), masked)
-        return Written(deflection(ctx.owner_name), composition, "deflected", hits, len(denied), masked)
+        return Written(deflection(ctx.owner_name, ctx.language), composition, "deflected", hits, len(denied), masked)

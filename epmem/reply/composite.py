@@ -1,7 +1,7 @@
 """A reply is a composite: the facts it tells together must pass the composite rule.
 
 Each fact of a reply may be allowed on its own and still not be tellable together with the
-others (DESIGN sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
+others (docs/DESIGN.md sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
 L2 have an L0 ceiling together, which only someone whitelisted on *both* passes. So the facts
 one reply would disclose are judged as one :class:`~epmem.policy.calculus.Composite` for every
 reader; when that fails, the most relevant subset that passes is kept (greedily, best first,
@@ -20,7 +20,7 @@ from epmem.policy.calculus import Composite, Gate, Recipient, judge_composite
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class HeldBack:
     """A fact kept out of a reply because telling it with the others breaks the composite rule."""
 
     fact_id: str
@@ -34,10 +34,10 @@ class Held:
                 "reason": self.reason}
 
 
-def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[Held]]:
+def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[HeldBack]]:
     """``gates`` best first; returns (fact ids kept, in order; what was held back and why)."""
     kept: list[Gate] = []
-    held: list[Held] = []
+    held: list[HeldBack] = []
     for gate in gates:
         trial = Composite.of([*kept, gate])
         denied = next((r for r in audience if not trial.allows(r)), None)
@@ -46,7 +46,7 @@ def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> 
             continue
         verdict = judge_composite(trial, denied).first_denial()
         why = f"{verdict[0]}: {verdict[1].explain()}" if verdict else "composite denied"
-        held.append(Held(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
+        held.append(HeldBack(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
                          f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''} denies "
                          f"{denied.id} ({why})"))
     return [g.fact_id for g in kept], held

@@ -1,7 +1,7 @@
 """Masking personal identifiers inside allowed facts before a non-owner's reply is composed.
 
 A fact can be fine to tell ("Ana moved to a flat near the station") while an identifier in it is
-not ("... at 14 Mill Lane, call her on +44 20 7946 0958"). DESIGN sec. 4: identifiers of third
+not ("... at 14 Mill Lane, call her on +44 20 7946 0958"). docs/DESIGN.md sec. 4: identifiers of third
 parties that the recipient may not know are masked even inside allowed facts.
 
 Whose identifier a string is cannot be read reliably from one sentence, so every identifier is

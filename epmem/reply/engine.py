@@ -15,9 +15,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from epmem.language import Language, choose
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
-from epmem.reply.composite import Held, limit_to_composite
+from epmem.reply.composite import HeldBack, limit_to_composite
 from epmem.reply.guard import Denied
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
@@ -41,7 +42,7 @@ class Answer:
     written: Written | None = None
     #: what the relevance step chose, and what the composite rule held back.
     choice: Choice | None = None
-    held: tuple[Held, ...] = ()
+    held: tuple[HeldBack, ...] = ()
     #: closed facts the owner has not decided about that would answer the question, best first
     #: (chosen as the reply chooses among open facts): what a consultation asks the owner
     #: about. Never part of the reply: it reads the same whether these exist or not.
@@ -100,12 +101,15 @@ class PrivacyEngine(ReadsPolicy):
         now: datetime | None = None,
         only_events: Collection[str] | None = None,
         with_closed: bool = False,
+        language: Language | None = None,
     ) -> Answer:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
         ``only_events``: from these events' facts alone (a consultation's follow-up);
         ``with_closed``: also say which undecided closed facts would answer (``Answer.consult``:
-        a second relevance pass, asked for only where a consultation may follow)."""
+        a second relevance pass, asked for only where a consultation may follow);
+        ``language``: the reply's, else the question's, the asker's or the owner's (:meth:`language_for`)."""
         started = time.perf_counter()
+        lang = language or self.language_for(question, recipient)
         events = await self.memory.recall(question)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
@@ -115,7 +119,7 @@ class PrivacyEngine(ReadsPolicy):
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
-            reply, deflected = deflection(self.policy.owner.name), True
+            reply, deflected = deflection(self.policy.owner.name, lang), True
         else:
             ctx = ReplyContext(
                 owner_name=self.policy.owner.name,
@@ -125,6 +129,7 @@ class PrivacyEngine(ReadsPolicy):
                 question=question,
                 facts=facts,
                 recent_turns=tuple(recent_turns),
+                language=lang,
             )
             denied = [Denied(d.fact.id, d.fact.text) for d in projection.decisions if not d.allowed]
             written = await self.writer.write(ctx, denied, [r.name for r in audience],
@@ -133,8 +138,14 @@ class PrivacyEngine(ReadsPolicy):
         return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
                       written=written, choice=choice, held=tuple(held), consult=consult)
 
+    def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
+        """The language to answer ``text`` in: its own; when it has no letters to tell by, the
+        contact's (policy ``contacts.ID.language``), then the owner's (``owner.language``)."""
+        contact = self.policy.contacts.get(recipient.id) if recipient is not None else None
+        return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
+
     def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
+                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)

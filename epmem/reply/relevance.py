@@ -56,7 +56,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from epmem.language import is_chinese
 from epmem.memory.recall import Recalled, RecalledEvent, is_catch_up
+from epmem.reply.chinese import SharedWords, chinese_kind, name_forms
 from epmem.reply.projection import FactDecision, Projection
 
 QuestionKind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
@@ -140,7 +142,9 @@ def _fold(text: str) -> str:
 
 def question_kind(question: str) -> QuestionKind:
     """Open (catch-up) first, then how someone is, then the first wh- word, then a yes/no
-    opening, else "what"."""
+    opening, else "what". A question in Chinese: epmem/reply/chinese.py."""
+    if is_chinese(question):
+        return chinese_kind(question)
     if is_catch_up(question):
         return "open"
     if _STATE.search(question):
@@ -253,18 +257,30 @@ class Choice:
                 "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()]}
 
 
+#: a question in Chinese (epmem/reply/chinese.py): the English models are not asked; the words
+#: a fact shares with the question stand in for the cross-encoder, for every kind of question
+#: (whatever recall scored), over all the facts recall found.
+CHINESE = RelevanceConfig(open_veto=-math.inf, state_veto=-5.0, open_veto_recall=math.inf, rerank_limit=48,
+                          rerank_weight=1.0, event_margin=0.5, match_weight=0.0, logit_margin=math.inf,
+                          max_parts=1)
+
+
 class Relevance:
     def __init__(self, config: RelevanceConfig | None = None, reranker: Reranker | None = None,
-                 matcher: Reranker | None = None) -> None:
+                 matcher: Reranker | None = None, chinese: RelevanceConfig | None = CHINESE) -> None:
         self.config = config or RelevanceConfig()
         self.reranker = reranker if self.config.rerank_weight > 0 else None
         self.matcher = matcher if self.config.match_weight > 0 else None
+        self.chinese = chinese
 
     def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection,
                owner: str = "") -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
         chosen answer to questions about the secret it stands for); ``projection`` the storyline;
         ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named)."""
+        if self.chinese is not None and is_chinese(question):
+            words = SharedWords(ignore=name_forms(owner))
+            return Relevance(self.chinese, words, chinese=None).choose(question, events, projection, owner)
         started = time.perf_counter()
         kind = question_kind(question)
         asked = addressed_to(question, owner_called(owner, [d.fact.text for d in projection.used]))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import EXAMPLE_POLICY
+from bot.examples import SCHEMA, example_file
 from testkit.runtime import REPO, example
 
 EPMEM = [sys.executable, "-m", "bot.cli"]
@@ -55,7 +57,7 @@ def test_policy_check_reports_every_problem_with_its_line_in_one_pass(tmp_path: 
     assert any(":5: contacts.cy.identities.0: identity 'telegram:42' is also claimed" in line for line in lines)
     assert any(":13: exceptions.0: category 'pw' is never_share" in line for line in lines), lines
     assert len(lines) == 4 and "Traceback" not in result.stderr
-    result_ok = epmem("policy", "check", str(REPO / "policies" / "example.yaml"), data=tmp_path / "d")
+    result_ok = epmem("policy", "check", str(EXAMPLE_POLICY), data=tmp_path / "d")
     assert result_ok.returncode == 0 and "ok" in result_ok.stdout
     bad.write_text("contacts: [unclosed\n")
     lines = error_lines(epmem("policy", "check", str(bad), data=tmp_path / "d"))
@@ -66,8 +68,8 @@ def test_policy_schema_is_json_and_matches_the_committed_copy(tmp_path: Path) ->
     result = epmem("policy", "schema", data=tmp_path / "d")
     schema = json.loads(result.stdout)
     assert "contacts" in schema["properties"]
-    committed = json.loads((REPO / "policies" / "policy.schema.json").read_text())
-    assert committed == schema, "regenerate with: epmem policy schema > policies/policy.schema.json"
+    committed = json.loads(example_file(SCHEMA).read_text())
+    assert committed == schema, "regenerate with: epmem policy schema > bot/examples/policy.schema.json"
 
 
 def test_load_then_chat_then_audit(tmp_path: Path) -> None:
@@ -96,7 +98,7 @@ def test_explicit_policy_wins_over_the_loaded_one(tmp_path: Path) -> None:
     data = tmp_path / "data"
     epmem("load", str(example("house_and_bonus.yaml")), data=data)
     result = epmem("chat", "--as", "raj", data=data, stdin="hi\n",
-                   env={"EPMEM_POLICY": str(REPO / "policies" / "example.yaml")})
+                   env={"EPMEM_POLICY": str(EXAMPLE_POLICY)})
     assert result.returncode == 1 and "unknown contact 'raj'" in result.stderr
 
 

@@ -20,9 +20,9 @@ HOUSE = example("house_and_bonus.yaml")
 
 def one_error(result: object, expected: str) -> str:
     """The single error line, which must contain ``expected``; nothing like a traceback."""
-    stderr: str = getattr(result, "stderr")
+    stderr: str = getattr(result, "stderr")  # noqa: B009 (result: any run's result)
     lines = error_lines(result)  # type: ignore[arg-type]
-    assert getattr(result, "returncode") == 1, stderr
+    assert getattr(result, "returncode") == 1, stderr  # noqa: B009
     assert len(lines) == 1 and expected in lines[0], stderr
     assert "Traceback" not in stderr and "Task exception" not in stderr, stderr
     return lines[0]

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.examples import FACTS as EXAMPLE_FACTS, example_file
 from tests.bot.test_cli import epmem, error_lines
 from testkit.runtime import REPO, example
 
 HOUSE = example("house_and_bonus.yaml")
-FACTS = REPO / "policies" / "example-facts.yaml"
+FACTS = example_file(EXAMPLE_FACTS)
 
 
 def one_line(result: subprocess.CompletedProcess[str], expected: str, code: int = 1) -> str:
@@ -137,7 +138,7 @@ def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) ->
     db.commit()
     db.close()
     line = one_line(epmem("audit", "verify", data=data), "disclosure ledger")
-    assert f"recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
+    assert "recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
 
 
 def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: Path) -> None:

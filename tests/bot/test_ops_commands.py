@@ -82,6 +82,6 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert "error: EPMEM_QDRANT_URL http://127.0.0.1:1: no answer" in text
     assert "missing: EPMEM_AUDIT_TOKEN has 5 characters" in text
     assert "missing: EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL" in text
-    assert "owner.identities has no telegram:ID" in text
+    assert "owner.identities has no telegram: identity" in text
     bad = cli("doctor", env={"EPMEM_DATA_DIR": str(tmp_path / "d"), "EPMEM_SLACK_PORT": "99999"})
     assert bad.returncode == 1 and "error: EPMEM_SLACK_PORT: Input should be less than or equal to 65535" in bad.stdout

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot.runtime import Runtime
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 from bot.state import StateDB
 from connectors.base import Action
 from epmem.sqlite import DatabaseError, Migration, MigrationSet, migrate, open_database
@@ -139,13 +139,13 @@ async def test_two_sets_share_one_table_without_colliding(tmp_path: Path) -> Non
 async def test_seen_events_are_claimed_once_across_a_restart_and_pruned(tmp_path: Path) -> None:
     clock = Clock(datetime.fromisoformat("2026-06-01T12:00:00+00:00"))
     state = await StateDB(tmp_path / "state.sqlite").open()
-    seen = SeenEvents(state.connection, clock=clock)
+    seen = SeenEventLog(state.connection, clock=clock)
     assert await seen.first_time("slack", "Ev1") and not await seen.first_time("slack", "Ev1")
     assert await seen.first_time("telegram", "Ev1")  # one platform's ids never hide another's
     await state.close()
     state = await StateDB(tmp_path / "state.sqlite").open()
     try:
-        seen = SeenEvents(state.connection, clock=clock)
+        seen = SeenEventLog(state.connection, clock=clock)
         assert not await seen.first_time("slack", "Ev1")
         clock.now += timedelta(days=3)
         await seen.prune()

@@ -32,7 +32,6 @@ from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
 from connectors.telegram import GroupRoster
-from testkit.clock import FakeTimer
 from testkit.fake_telegram import FakeTelegram
 
 GROUP = -1001

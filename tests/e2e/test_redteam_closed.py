@@ -47,7 +47,7 @@ def epmem(*args: str, data: Path, stdin: str = "") -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("redteam") / "data"
-    done = epmem("facts", "import", "policies/example-facts.yaml", data=folder)
+    done = epmem("facts", "import", "bot/examples/example-facts.yaml", data=folder)
     assert done.returncode == 0, done.stderr
     # the owner by account id (a display name never makes anyone the owner): Sam is telegram:1000001
     # in the Telegram exports (the impostor's "Sam Rivera" is another account), U01SAM on Slack

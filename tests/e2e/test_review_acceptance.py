@@ -105,7 +105,7 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     seen = len(_to(tg, OWNER_TG))
     tg.private_text(OWNER, "/review")
     for _ in range(12):
-        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)  # noqa: B023 (awaited at once)
         seen = len(_to(tg, OWNER_TG))
         message = _to(tg, OWNER_TG)[-1]
         if f"{secret.id}: \u201c" in message["text"] and "Who may know" not in message["text"]:

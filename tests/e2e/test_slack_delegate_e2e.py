@@ -29,7 +29,7 @@ from testkit.fake_slack import (
     im_message,
     wait_for,
 )
-from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TRUTH, house_runtime
 
 SECRET = "delegate-e2e-secret"
 USER_TOKEN = "xoxp-maya"

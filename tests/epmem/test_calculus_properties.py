@@ -1,4 +1,4 @@
-"""The invariants of DESIGN sec. 3, each checked on generated cases (200 each by default,
+"""The invariants of docs/DESIGN.md sec. 3, each checked on generated cases (200 each by default,
 2,000 each with ``HYPOTHESIS_PROFILE=full``; see tests/conftest.py).
 
 Gates are built through the real Rulebook from generated policies and facts, so group

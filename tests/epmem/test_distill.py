@@ -14,7 +14,7 @@ import pytest
 
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.policy.calculus import Rulebook, judge
-from epmem.ingest.distill import Distiller, RetryPolicy
+from epmem.ingest.distill import Distiller, AnnotationRetry
 from epmem.embedding.minilm import default_embedder
 from epmem.reply.engine import PrivacyEngine
 from epmem.llm import OpenAIConfig, OpenAILLM
@@ -86,7 +86,7 @@ def distiller(memory: FactMemory, llm: OpenAILLM | None = None, *, open_by_categ
     by default it is only the suggestion of a closed fact."""
     sleeps = Sleeps()
     d = Distiller(POLICY, memory, CategoryClassifier(POLICY, memory.embedder), llm,
-                  RetryPolicy(**({"attempts": 3, "base_s": 0.5} | retry)), sleep=sleeps,
+                  AnnotationRetry(**({"attempts": 3, "base_s": 0.5} | retry)), sleep=sleeps,
                   open_by_category=open_by_category)
     return d, sleeps
 

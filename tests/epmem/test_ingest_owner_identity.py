@@ -20,13 +20,15 @@ from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract_rules import RulesExtractor
 from epmem.policy.model import OWNER_ID, Policy, load_policy
 
+from bot.config import EXAMPLE_POLICY
+
 REPO = Path(__file__).resolve().parents[2]
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 
 
 @pytest.fixture(scope="module")
 def policy() -> Policy:
-    return load_policy(REPO / "policies" / "example.yaml")
+    return load_policy(EXAMPLE_POLICY)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from epmem.embedding.minilm import default_embedder
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.examples import ExampleBank
-from epmem.ingest.review import Answer, ReviewError, ReviewQueue
+from epmem.ingest.review import ReviewAnswer, ReviewError, ReviewQueue
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.policy.calculus import STRANGER, Rulebook, judge
@@ -67,7 +67,7 @@ async def test_the_guess_that_would_expose_most_people_is_asked_first(memory: Fa
 async def test_an_answer_applies_at_once_and_is_audited(memory: FactMemory) -> None:
     await memory.add([pending("b", "Sam hurt a knee at the gym.", "health", 1, "life", proposed=["owen"])])
     q = queue(memory)
-    applied = await q.apply(Answer.from_key("b", "ok"))
+    applied = await q.apply(ReviewAnswer.from_key("b", "ok"))
     fact = await memory.get("b")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["owen"] and fact.level == 1
     assert allowed(fact, "owen") and allowed(fact, "joan") and not allowed(fact, "tom")
@@ -81,11 +81,11 @@ async def test_keep_private_and_who_may_know(memory: FactMemory) -> None:
     await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4, proposed=["kira"], blacklist=["vic"]),
                       pending("d", "Sam's brother is moving to Leeds.", "misc", 4, session="s2")])
     q = queue(memory)
-    await q.apply(Answer.private("c"))
+    await q.apply(ReviewAnswer.private("c"))
     fact = await memory.get("c")
     assert fact is not None and (fact.level, fact.whitelist, fact.blacklist) == (0, [], ["vic"])
     assert not allowed(fact, "stranger") and not allowed(fact, "kira")
-    await q.apply(Answer.set("d", "health", level=0, whitelist=["family"], blacklist=["joan"]))
+    await q.apply(ReviewAnswer.set("d", "health", level=0, whitelist=["family"], blacklist=["joan"]))
     fact = await memory.get("d")
     assert fact is not None and allowed(fact, "kira") and not allowed(fact, "joan") and not allowed(fact, "owen")
 
@@ -93,17 +93,17 @@ async def test_keep_private_and_who_may_know(memory: FactMemory) -> None:
 async def test_a_bad_answer_changes_nothing(memory: FactMemory) -> None:
     await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4)])
     q = queue(memory)
-    for answer in (Answer.set("c", "misc", whitelist=["nobody"]), Answer.choose("c", "gossip"),
-                   Answer.set("c", "secrets", whitelist=["kira"]), Answer.set("zz", "misc")):
+    for answer in (ReviewAnswer.set("c", "misc", whitelist=["nobody"]), ReviewAnswer.choose("c", "gossip"),
+                   ReviewAnswer.set("c", "secrets", whitelist=["kira"]), ReviewAnswer.set("zz", "misc")):
         with pytest.raises(ReviewError):
             await q.apply(answer)
     with pytest.raises(ReviewError):
-        Answer.from_key("c", "whatever")
+        ReviewAnswer.from_key("c", "whatever")
     fact = await memory.get("c")
     assert fact is not None and fact.state == "pending"
     # a never-share category drops whitelists the suggestion carried
     await memory.add([pending("p", "Sam's PIN is 4411.", "misc", 4, proposed=["kira"])])
-    await q.apply(Answer.choose("p", "secrets"))
+    await q.apply(ReviewAnswer.choose("p", "secrets"))
     fact = await memory.get("p")
     assert fact is not None and (fact.level, fact.whitelist) == (0, [])
 
@@ -117,7 +117,7 @@ async def test_the_same_information_elsewhere_is_settled_too(memory: FactMemory)
     first = next(x for x in batch if x.fact_id in ("b", "b2"))
     assert set(first.also) == {"b", "b2"} - {first.fact_id}
     assert len(batch) == 2  # the twin is not asked separately
-    applied = await q.apply(Answer.choose(first.fact_id, "health"))
+    applied = await q.apply(ReviewAnswer.choose(first.fact_id, "health"))
     assert applied.audit["also"] == list(first.also)
     for fid in ("b", "b2"):
         fact = await memory.get(fid)
@@ -130,7 +130,7 @@ async def test_answers_teach_the_classifier(memory: FactMemory) -> None:
                       pending("c", "Sam is repainting the fence.", "misc", 4, session="s3")])
     q = queue(memory)
     q.config = type(q.config)(same_information=0.999)  # no propagation: learning alone must do it
-    await q.apply(Answer.choose("a", "health"))
+    await q.apply(ReviewAnswer.choose("a", "health"))
     assert q.examples is not None and len(q.examples) == 1
     settled = await q.relearn()
     assert [f.id for f in settled] == ["b"]
@@ -144,7 +144,7 @@ async def test_skipped_facts_come_last(memory: FactMemory) -> None:
     await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4),
                       pending("b", "Sam hurt a knee at the gym.", "health", 1, "life")])
     q = queue(memory)
-    await q.apply(Answer.skip("c"))
+    await q.apply(ReviewAnswer.skip("c"))
     assert [x.fact_id for x in await q.next_batch()] == ["b", "c"]
     assert (await memory.get("c")).state == "pending"  # type: ignore[union-attr]
 
@@ -181,7 +181,7 @@ async def test_an_audience_read_from_words_is_confirmed_within_a_budget(memory: 
     q.config = type(q.config)(share=0.5)
     assert await q.budget() == 3
     for x in batch:
-        await q.apply(Answer.accept(x.fact_id))
+        await q.apply(ReviewAnswer.accept(x.fact_id))
     assert await q.next_batch() == []
     fact = await memory.get("s")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["kira"]
@@ -213,7 +213,7 @@ async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory
     # the cover is asked on its own: it must never get the truth's audience
     assert sorted(x.fact_id for x in batch) == sorted([truth.fact_id, "c"])
     assert await q.waiting() == 4  # facts, in two questions
-    applied = await q.apply(Answer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
+    applied = await q.apply(ReviewAnswer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
     assert set(applied.audit["also"]) == {"a1", "a2", "a3"} - {truth.fact_id}
     assert all(v["state"] == "annotated" for v in applied.audit["also_from"].values())
     for fid in ("a1", "a2", "a3"):

@@ -22,7 +22,6 @@ from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
 from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.verify import ChainStatus, ChainWatcher
-from epmem.memory.facts import Fact
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
 from epmem.policy.overlay import Overlay
@@ -73,20 +72,14 @@ class Filters:
 
 def summary(r: AuditRecord) -> str:
     """One line for a timeline row: the question, or what the owner or scheduler did."""
-    b = r.body
-    if "question" in r.skeleton:
-        return "" if b.get("question") is None else str(b["question"])
-    if r.kind in ("policy_change", "erasure", "audit_migration"):
-        bits = [str(b.get("action", r.kind))]
-        bits += [f"{k} {b[k]}" for k in ("target", "fact", "facts", "contact", "level", "to") if b.get(k) is not None]
-        return " ".join(bits)
-    return str(b.get("non_text") or b.get("reason") or b.get("decision") or "")
+    return r.entry.summary()
 
 
 def row(r: AuditRecord) -> dict[str, Any]:
+    entry = r.entry
     return {"seq": r.seq, "id": r.id, "time": r.time, "kind": r.kind, "outcome": r.outcome, "contact": r.contact,
-            "platform": r.body.get("platform"), "summary": summary(r), "erased": bool(r.erased),
-            "disclosed": list(r.body.get("disclosed") or [])}
+            "platform": entry.get("platform"), "summary": entry.summary(), "erased": bool(r.erased),
+            "disclosed": entry.disclosed_facts()}
 
 
 def verdict_parts(text: str) -> dict[str, Any]:
@@ -227,10 +220,11 @@ class AuditPages:
         r = await self.audit.get(record_id)
         if r is None:
             return None
-        named = [c.get("fact") for c in r.body.get("candidates") or [] if isinstance(c.get("fact"), str)]
+        listed = r.entry.get("candidates", [])
+        named = [c.get("fact") for c in listed if isinstance(c.get("fact"), str)]
         facts = {f.id: f for f in await self.register.facts(named)}
         candidates = []
-        for c in r.body.get("candidates") or []:
+        for c in listed:
             fact = facts.get(c.get("fact"))
             candidates.append({**c, "text": fact.text if fact else None,
                                "verdicts": {who: verdict_parts(v) for who, v in (c.get("verdicts") or {}).items()}})
