@@ -107,16 +107,15 @@ _CLAUSE = re.compile(r",?\s+(?:and|or|but|plus)\s+(?=(?:what|when|where|who|whom
                      r"are|was|were|do|does|did|has|have|had|will|would|can|could|should|any)\b)", re.I)
 
 
-def question_parts(question: str, limit: int = 4) -> list[str]:
+def question_parts(question: str, limit: int = 6) -> list[str]:
     """The whole question, then its sentences and the clauses that ask something of their own,
     at most ``limit`` in all: the cross-encoder judges one need at a time, and scores a fact
     that answers the second half of "Did they sign for the flat, and what is the new pay like?"
     as unrelated to the whole."""
     parts = [question.strip()]
     for sentence in _SENTENCE_END.split(question.strip()):
-        if sentence.strip():
-            parts.append(sentence.strip())
-            parts.extend(p.strip() for p in _CLAUSE.split(sentence) if p.strip())
+        clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
+        parts.extend(clauses if len(clauses) > 1 else [sentence.strip()])
     return list(dict.fromkeys(p for p in parts if p))[: max(1, limit)]
 
 
@@ -217,7 +216,7 @@ class RelevanceConfig:
     #: by "and"/"or" that ask something of their own), at most this many parts, and a fact
     #: scores its best part: "Did she sign for the flat, and what is the new pay like?" asks two
     #: things, and "Hi, this is Jess's phone. What time is his appointment?" one, after a greeting.
-    max_parts: int = 4
+    max_parts: int = 6
 
     #: open and state questions: weight of the late-interaction model's MaxSim
     #: (epmem/embedding/late_interaction.py) in a fact's recall score,
