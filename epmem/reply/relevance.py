@@ -205,12 +205,12 @@ class RelevanceConfig:
     #: the question (logit at least ``answers``).
     floor: float = 0.6
     answers: float = 0.0
-    #: every kind: once the cross-encoder is fairly sure some chosen event answers (its best
+    #: other questions: once the cross-encoder is fairly sure some chosen event answers (its best
     #: logit at least ``margin_from``), an event whose best logit is more than ``logit_margin``
     #: below that one is left out ("Is Marcus working on Fridays?" is answered by his phased
     #: return, not by his knee operation, which recall finds as near). Picked with one scenario
     #: set left out in turn (benchmarks/tools/loso_relevance.py).
-    logit_margin: float = 3.0
+    logit_margin: float = 2.0
     margin_from: float = -1.0
     #: a question is read by the cross-encoder part by part (its sentences, and clauses joined
     #: by "and"/"or" that ask something of their own), at most this many parts, and a fact
@@ -330,7 +330,8 @@ class Relevance:
                                                    if d.fact.id in logit else 0.0) for d in ranked}
             sure = {f for f, x in logit.items() if x >= c.answers}
             chosen = self._best_events(ranked, scores, sure, left_out)
-        chosen = self._within_logit_margin(chosen, {d.fact.id: d.fact.event_id for d in pool}, logit, left_out)
+        if kind not in ("open", "state"):  # there the cross-encoder only vetoes (see above)
+            chosen = self._within_logit_margin(chosen, {d.fact.id: d.fact.event_id for d in pool}, logit, left_out)
         return Choice(kind, tuple(chosen[: c.max_facts]), scores, reranked,
                       (time.perf_counter() - started) * 1000, left_out)
 

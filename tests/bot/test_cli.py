@@ -191,7 +191,7 @@ def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_d
                for line in lines)
     from benchmarks.tools.check_replies import main as check_replies
     assert check_replies([str(replies), str(path)]) == 0
-    assert set(metrics) == {"classify", "permit", "answer", "llm"}
+    assert set(metrics) == {"classify", "permit", "answer", "answer_plain", "answer_injection", "llm"}
     assert set(metrics["llm"]) == {"calls", "prompt_tokens", "completion_tokens"}
     assert set(metrics["answer"]) == {"n", "leak_rate", "any_fact_leaks", "completeness", "precision",
                                       "differentiation"}
