@@ -15,8 +15,16 @@ import structlog
 from connectors.base import Action, Inbound, Outbound
 from epmem.identity import LOCAL
 from epmem.audit import (
-    AttemptedCommandRecord, DelegateSilentRecord, EmptyRecord, HeldRecord, NonTextRecord, PausedRecord,
-    RateLimitedRecord, RecordBody, RejectedRecord, ReplyRecord,
+    AttemptedCommandRecord,
+    DelegateSilentRecord,
+    EmptyRecord,
+    HeldRecord,
+    NonTextRecord,
+    PausedRecord,
+    RateLimitedRecord,
+    RecordBody,
+    RejectedRecord,
+    ReplyRecord,
 )
 from epmem.language import say
 from epmem.policy import Directory, Resolved
@@ -52,9 +60,17 @@ async def _nothing() -> None:
 class DelegateAgent:
     """Built by bot/runtime.py, which hands it every part it uses; it owns none of them."""
 
-    def __init__(self, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, *,
-                 guard: AbuseGuard | None = None, max_message_chars: int = 4000, recent_turns: int = 6,
-                 on_owner_change: OwnerChanged = _nothing) -> None:
+    def __init__(
+        self,
+        engine: PrivacyEngine,
+        owner: OwnerServices,
+        commands: CommandRegistry,
+        *,
+        guard: AbuseGuard | None = None,
+        max_message_chars: int = 4000,
+        recent_turns: int = 6,
+        on_owner_change: OwnerChanged = _nothing,
+    ) -> None:
         self.engine = engine
         self.owner = owner
         self.commands = commands
@@ -115,18 +131,30 @@ class DelegateAgent:
         readers = [self.directory.resolve(i) for i in dict.fromkeys(inbound.readers())]
         return [r for r in readers if not r.is_owner]
 
-    async def _audited(self, entry: RecordBody, inbound: Inbound, sender: Resolved,
-                       audience: list[Resolved] | None = None, disclosed: list[tuple[str, str]] | None = None) -> str:
+    async def _audited(
+        self,
+        entry: RecordBody,
+        inbound: Inbound,
+        sender: Resolved,
+        audience: list[Resolved] | None = None,
+        disclosed: list[tuple[str, str]] | None = None,
+    ) -> str:
         """The one way the agent writes to the log: ``entry`` with where the message came from
         (and, as the owner, how the reply would go out); the facts in ``disclosed`` go into the
         ledger for everyone in ``audience``. Returns the record's id."""
-        chat = {"platform": inbound.platform, "chat": inbound.chat_id, "chat_kind": inbound.chat_kind,
-                "sender": inbound.sender, "contact": sender.label}
+        chat = {
+            "platform": inbound.platform,
+            "chat": inbound.chat_id,
+            "chat_kind": inbound.chat_kind,
+            "sender": inbound.sender,
+            "contact": sender.label,
+        }
         if inbound.delegation is not None:
             chat["delegation"] = inbound.delegation
         typed = type(entry).model_validate({**chat, **entry.body()})
-        record = await self.audit.write(typed, contact=sender.label, disclosed=disclosed or (),
-                                        recipients=[r.label for r in audience or ()])
+        record = await self.audit.write(
+            typed, contact=sender.label, disclosed=disclosed or (), recipients=[r.label for r in audience or ()]
+        )
         return record.id
 
     async def _handle_other(self, inbound: Inbound, sender: Resolved) -> Outbound:
@@ -174,28 +202,38 @@ class DelegateAgent:
         body = {"audience": [r.label for r in audience], "question": text, **answer.audit_body()}
         if unsent:
             body.update(reply=None, unsent="deflection as the owner")
-        audit_id = await self._audited(model.model_validate(body), inbound, sender, audience,
-                                       [(d.fact.id, d.fact.event_id) for d in answer.used])
-        log.info("replied", audit_id=audit_id, kind=model.kind, disclosed=len(answer.used), deflected=answer.deflected,
-                 latency_ms=round(answer.latency_ms, 1))
+        audit_id = await self._audited(
+            model.model_validate(body), inbound, sender, audience, [(d.fact.id, d.fact.event_id) for d in answer.used]
+        )
+        log.info(
+            "replied",
+            audit_id=audit_id,
+            kind=model.kind,
+            disclosed=len(answer.used),
+            deflected=answer.deflected,
+            latency_ms=round(answer.latency_ms, 1),
+        )
         reply = None if unsent else answer.reply
         ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, audit_id)
         notes = [n for n in (learned, ask, self._probe_note(inbound, sender, text, answer)) if n]
         return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None, actions=actions)
 
-    async def _answer(self, inbound: Inbound, sender: Resolved, audience: list[Resolved],
-                      text: str) -> tuple[Answer, str | None]:
+    async def _answer(
+        self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str
+    ) -> tuple[Answer, str | None]:
         """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
         opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
         closed = may_consult(self.owner, inbound, sender, audience)
-        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
-                                          with_closed=closed)
+        answer = await self.engine.answer(
+            text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
+        )
         learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
         if learned is not None:
-            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
-                                              with_closed=closed)
+            answer = await self.engine.answer(
+                text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
+            )
         recent.append(f"{sender.recipient.name}: {text}")
         return answer, learned
 
@@ -219,8 +257,10 @@ class DelegateAgent:
             return None
         log.warning("probing", contact=sender.label, deflections=count)
         minutes = round(self.guard.deflection_window / 60)
-        return (f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
-                f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}")
+        return (
+            f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
+            f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}"
+        )
 
     async def _needs_approval(self, answer: Answer) -> bool:
         """Approval mode holds a reply that would disclose a fact at the set level or deeper."""
@@ -231,21 +271,38 @@ class DelegateAgent:
             return False
         return any(d.fact.effective_level() <= level for d in answer.used)
 
-    async def _hold(self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str,
-                    answer: Answer) -> Outbound:
+    async def _hold(
+        self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str, answer: Answer
+    ) -> Outbound:
         """Store the draft for the owner; the asker hears nothing until the owner decides.
         Nothing enters the disclosure ledger until the reply is actually sent."""
         approval_id = new_id()
         disclosed = [(d.fact.id, d.fact.event_id) for d in answer.used]
         entry = HeldRecord.model_validate(
-            {"audience": [r.label for r in audience], "question": text, **answer.audit_body(),
-             "disclosed": [], "would_disclose": [f for f, _ in disclosed], "reply": None, "draft": answer.reply,
-             "approval": approval_id})
+            {
+                "audience": [r.label for r in audience],
+                "question": text,
+                **answer.audit_body(),
+                "disclosed": [],
+                "would_disclose": [f for f, _ in disclosed],
+                "reply": None,
+                "draft": answer.reply,
+                "approval": approval_id,
+            }
+        )
         audit_id = await self._audited(entry, inbound, sender)
         held = await self.owner.approvals.hold(
-            platform=inbound.platform, chat_id=inbound.chat_id, chat_kind=inbound.chat_kind, sender=inbound.sender,
-            contact=sender.label, question=text, draft=answer.reply, disclosed=disclosed,
-            recipients=[r.label for r in audience], audit_id=audit_id, approval_id=approval_id,
+            platform=inbound.platform,
+            chat_id=inbound.chat_id,
+            chat_kind=inbound.chat_kind,
+            sender=inbound.sender,
+            contact=sender.label,
+            question=text,
+            draft=answer.reply,
+            disclosed=disclosed,
+            recipients=[r.label for r in audience],
+            audit_id=audit_id,
+            approval_id=approval_id,
             delegation=inbound.delegation,
         )
         log.info("held", audit_id=audit_id, approval=held.id, facts=len(disclosed))

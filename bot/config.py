@@ -29,10 +29,12 @@ class Settings(BaseSettings):
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
     #: the openai backend: any OpenAI-compatible endpoint (OpenAI, DeepSeek, vLLM, Ollama...).
-    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL",
-                                                                                    "openai_base_url"))
-    openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY",
-                                                                                        "openai_api_key"))
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
+    )
     llm_model: str | None = None
     #: per HTTP request; the client retries ``llm_max_retries`` times on 429/5xx/timeouts. The
     #: defaults leave room for a model served on CPU (llama.cpp: a few to ~40 tokens/s).

@@ -37,22 +37,38 @@ def read_facts_file(path: Path, policy: Policy) -> list[Fact]:
         try:
             gold = _FileFact.model_validate(item)
         except ValidationError as exc:
-            problems.extend(Problem(p.path, p.message, line_for(lines, p.path))
-                            for p in schema_problems(exc, (i,)))
+            problems.extend(Problem(p.path, p.message, line_for(lines, p.path)) for p in schema_problems(exc, (i,)))
             continue
         try:
-            ann = complete_explicit(policy, gold.category, level=gold.level, domain=gold.domain,
-                                    domain_given="domain" in gold.model_fields_set, whitelist=gold.whitelist,
-                                    blacklist=gold.blacklist)
+            ann = complete_explicit(
+                policy,
+                gold.category,
+                level=gold.level,
+                domain=gold.domain,
+                domain_given="domain" in gold.model_fields_set,
+                whitelist=gold.whitelist,
+                blacklist=gold.blacklist,
+            )
         except AnnotationProblem as exc:
             problems.append(Problem((i, exc.field), str(exc), line_for(lines, (i, exc.field))))
             continue
-        facts.append(Fact(
-            id=gold.id, text=gold.text, event_id=gold.event, session_id=gold.session, version=gold.version,
-            covers=gold.covers, category=ann.category, level=ann.level, domain=ann.domain,
-            whitelist=list(ann.whitelist), blacklist=list(ann.blacklist), state="owner-set",
-            evidence=[f"owner:file:{path.name}"],
-        ))
+        facts.append(
+            Fact(
+                id=gold.id,
+                text=gold.text,
+                event_id=gold.event,
+                session_id=gold.session,
+                version=gold.version,
+                covers=gold.covers,
+                category=ann.category,
+                level=ann.level,
+                domain=ann.domain,
+                whitelist=list(ann.whitelist),
+                blacklist=list(ann.blacklist),
+                state="owner-set",
+                evidence=[f"owner:file:{path.name}"],
+            )
+        )
     ids = [f.id for f in facts]
     if len(set(ids)) != len(ids):
         problems.append(Problem((), "duplicate fact ids", 1))

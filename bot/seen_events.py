@@ -16,11 +16,13 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 
-MIGRATIONS = MigrationSet("seen_events", (
-    Migration(
-        1,
-        "platform event ids already handled",
-        """
+MIGRATIONS = MigrationSet(
+    "seen_events",
+    (
+        Migration(
+            1,
+            "platform event ids already handled",
+            """
         CREATE TABLE seen_events (
             platform TEXT NOT NULL,
             event_id TEXT NOT NULL,
@@ -29,8 +31,9 @@ MIGRATIONS = MigrationSet("seen_events", (
         );
         CREATE INDEX seen_events_time ON seen_events(seen_at)
         """,
+        ),
     ),
-))
+)
 
 #: Slack retries for minutes; two days is a wide margin.
 RETENTION = timedelta(days=2)

@@ -56,8 +56,14 @@ class StartError(EpmemError, RuntimeError):
 
 
 class Service:
-    def __init__(self, runtime: Runtime, platforms: PlatformSettings, *,
-                 console_identity: str = LOCAL.identity(OWNER_ID), console_stdin: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        platforms: PlatformSettings,
+        *,
+        console_identity: str = LOCAL.identity(OWNER_ID),
+        console_stdin: TextIO | None = None,
+    ) -> None:
         self.runtime = runtime
         settings = runtime.settings
         self.connectors: list[Connector] = []
@@ -67,13 +73,19 @@ class Service:
         for platform in platforms.configured():
             owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
             context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars)
-            self._add(platform.connect(platforms.of(platform.name), context),
-                      platform.owner_chat(owner) if owner is not None else None)
+            self._add(
+                platform.connect(platforms.of(platform.name), context),
+                platform.owner_chat(owner) if owner is not None else None,
+            )
         self.console: ConsoleConnector | None = None
         if not self.connectors:
-            self.console = ConsoleConnector(console_identity, self._handler(LOCAL.platform), stdin=console_stdin,
-                                            max_chars=settings.max_message_chars,
-                                            prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
+            self.console = ConsoleConnector(
+                console_identity,
+                self._handler(LOCAL.platform),
+                stdin=console_stdin,
+                max_chars=settings.max_message_chars,
+                prompt="> " if sys.stdin.isatty() and console_stdin is None else "",
+            )
             # as a contact, the console is that contact's chat: the owner's notes are kept
             owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
             self._add(self.console, owner_chat)
@@ -87,8 +99,11 @@ class Service:
         self.connectors.append(connector)
         self._owner_chats[connector.platform] = owner_chat
         if owner_chat is None and connector.platform != LOCAL.platform:
-            log.warning("owner_unreachable", platform=connector.platform,
-                        hint=f"add a {connector.platform}: identity to the policy's owner.identities")
+            log.warning(
+                "owner_unreachable",
+                platform=connector.platform,
+                hint=f"add a {connector.platform}: identity to the policy's owner.identities",
+            )
 
     @property
     def platforms(self) -> list[str]:
@@ -153,14 +168,16 @@ class Service:
                     try:
                         await connector.start()
                     except Exception as exc:
-                        raise StartError(f"{connector.platform} did not start: {type(exc).__name__}: "
-                                         f"{self._redact(str(exc))}") from None
+                        raise StartError(
+                            f"{connector.platform} did not start: {type(exc).__name__}: {self._redact(str(exc))}"
+                        ) from None
                 self._started.append(connector)
             await self.scheduler.start()
             self.runtime.annotator.start()
             self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")
-            self._health_task = asyncio.create_task(health.keep_reporting(self.probes(), self.health_path),
-                                                    name="health")
+            self._health_task = asyncio.create_task(
+                health.keep_reporting(self.probes(), self.health_path), name="health"
+            )
             await self._prompt_review()
         except BaseException:
             await self.stop()
@@ -176,7 +193,8 @@ class Service:
             return
         waiting = await self.runtime.review.waiting()
         if waiting and await self.runtime.outbox.tell_owner(
-                f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"):
+            f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"
+        ):
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
         elif not waiting:
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
@@ -246,8 +264,13 @@ class Service:
             stopped.cancel()
 
 
-async def serve(runtime_factory: Callable[[], Awaitable[Runtime]], platforms: PlatformSettings, *,
-                console_identity: str = LOCAL.identity(OWNER_ID), stop: asyncio.Event | None = None) -> int:
+async def serve(
+    runtime_factory: Callable[[], Awaitable[Runtime]],
+    platforms: PlatformSettings,
+    *,
+    console_identity: str = LOCAL.identity(OWNER_ID),
+    stop: asyncio.Event | None = None,
+) -> int:
     """Run until SIGINT/SIGTERM (or ``stop``); exit status 0 on a clean stop."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -79,8 +79,13 @@ class OwnerServices:
         answer = await self.engine.answer(question, audience, audience[0])
         record = await self.audit.write(
             PreviewRecord.model_validate(
-                {"audience": [r.label for r in resolved], "question": question, **answer.audit_body(),
-                 "preview_ms": round((time.perf_counter() - started) * 1000, 2)}),
+                {
+                    "audience": [r.label for r in resolved],
+                    "question": question,
+                    **answer.audit_body(),
+                    "preview_ms": round((time.perf_counter() - started) * 1000, 2),
+                }
+            ),
             contact="owner",
         )
         return answer.reply, record.id, audience

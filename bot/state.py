@@ -70,8 +70,10 @@ class StateDB:
                 async with db.execute("SELECT 1 FROM legacy.sqlite_master WHERE name = 'slack_events'") as cur:
                     has_table = await cur.fetchone() is not None
                 if has_table:
-                    await db.execute("INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) "
-                                     "SELECT 'slack', event_id, seen_at FROM legacy.slack_events")
+                    await db.execute(
+                        "INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) "
+                        "SELECT 'slack', event_id, seen_at FROM legacy.slack_events"
+                    )
             finally:
                 await db.execute("DETACH DATABASE legacy")
         except sqlite3.DatabaseError as exc:

@@ -106,8 +106,9 @@ class DeliveryFailed(Exception):
     so whoever reads the audit must count it as possibly delivered.
     """
 
-    def __init__(self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None,
-                 unknown: bool = False) -> None:
+    def __init__(
+        self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None, unknown: bool = False
+    ) -> None:
         super().__init__(f"{'maybe ' if unknown else ''}not delivered after {attempts} attempt(s): {error}")
         self.error = error
         self.attempts = attempts
@@ -170,8 +171,13 @@ class Pacer:
 class Courier:
     """Sends through a platform's call with pacing and bounded retries (see the module doc)."""
 
-    def __init__(self, classify: Callable[[BaseException], DeliveryVerdict], policy: RetryPolicy | None = None,
-                 timer: Timer | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        classify: Callable[[BaseException], DeliveryVerdict],
+        policy: RetryPolicy | None = None,
+        timer: Timer | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.classify = classify
         self.policy = policy or RetryPolicy()
         self.timer = timer or Timer()
@@ -208,8 +214,9 @@ class Courier:
         policy = self.policy
         if verdict.kind == "retry_after":
             if verdict.wait_s > policy.max_wait_s:
-                raise DeliveryFailed(f"{verdict.error} (asked to wait {verdict.wait_s:g} s)", attempt,
-                                     permanent=False) from exc
+                raise DeliveryFailed(
+                    f"{verdict.error} (asked to wait {verdict.wait_s:g} s)", attempt, permanent=False
+                ) from exc
             # never sooner than told; a little later, at random, so retries do not stampede
             wait = verdict.wait_s + self._rng.uniform(0.0, policy.jitter * max(verdict.wait_s, 1.0))
             until = self.timer.now() + wait

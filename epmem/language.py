@@ -118,7 +118,9 @@ def say(key: str, lang: Language = "en", **values: str) -> str:
 #: (the facts themselves may hold English words: "NeurIPS", "offer").
 ENGLISH_FRAME = re.compile(
     r"Here's what I can share|Sorry, I can't help|I'll let .{1,60} know you asked|can only read text"
-    r"|too long for me|faster than I can answer", re.I)
+    r"|too long for me|faster than I can answer",
+    re.I,
+)
 
 
 def frame_words(reply: str) -> list[str]:

@@ -75,9 +75,18 @@ class GoldFact(_Model):
 
     def to_fact(self) -> Fact:
         return Fact(
-            id=self.id, text=self.text, event_id=self.event, session_id=self.session, version=self.version,
-            covers=self.covers, category=self.category, level=self.level, domain=self.domain,
-            whitelist=list(self.whitelist), blacklist=list(self.blacklist), state="owner-set",
+            id=self.id,
+            text=self.text,
+            event_id=self.event,
+            session_id=self.session,
+            version=self.version,
+            covers=self.covers,
+            category=self.category,
+            level=self.level,
+            domain=self.domain,
+            whitelist=list(self.whitelist),
+            blacklist=list(self.blacklist),
+            state="owner-set",
         )
 
 

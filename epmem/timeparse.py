@@ -10,9 +10,25 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-_MONTHS = {m: i + 1 for i, m in enumerate((
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december"))}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 _MON = "|".join(_MONTHS)
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? ({_MON}),? (\d{{4}})\b")
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MON}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
@@ -48,14 +64,41 @@ def question_window(text: str) -> tuple[datetime, datetime] | None:
 
 # --------------------------------------------------------------------------- Chinese, relative
 
-_ZH_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
-              "十一": 11, "十二": 12, "日": 7, "天": 7}
+_ZH_DIGITS = {
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+    "十一": 11,
+    "十二": 12,
+    "日": 7,
+    "天": 7,
+}
 _ZH_NUM = "十一|十二|[一二两三四五六七八九十]|1[0-2]|[1-9]"
 _ZH_WEEK = re.compile(r"(?P<which>下下|下个?|这个?|本|上个?)(?:周|星期|礼拜)(?P<day>[一二三四五六日天1-7])")
-_ZH_MONTH_PART = re.compile(rf"(?<![\d年])(?P<m>{_ZH_NUM})月(?P<part>底|末|初|中|中旬|上旬|下旬)?(?!\d|[一二三四五六七八九十]+[日号])")
+_ZH_MONTH_PART = re.compile(
+    rf"(?<![\d年])(?P<m>{_ZH_NUM})月(?P<part>底|末|初|中|中旬|上旬|下旬)?(?!\d|[一二三四五六七八九十]+[日号])"
+)
 _ZH_MONTH_DAY = re.compile(rf"(?<![\d年])(?P<m>{_ZH_NUM})月(?P<d>[0-3]?\d)[日号]")
-_ZH_REL_DAY = {"今天": 0, "今日": 0, "明天": 1, "听日": 1, "聽日": 1, "后天": 2, "大后天": 3, "昨天": -1, "琴日": -1,
-               "前天": -2}
+_ZH_REL_DAY = {
+    "今天": 0,
+    "今日": 0,
+    "明天": 1,
+    "听日": 1,
+    "聽日": 1,
+    "后天": 2,
+    "大后天": 3,
+    "昨天": -1,
+    "琴日": -1,
+    "前天": -2,
+}
 _ZH_NEXT_MONTH = re.compile(r"下个?月(?P<part>底|末|初|中)?")
 
 
@@ -73,6 +116,7 @@ def resolve_dates_zh(text: str, now: datetime) -> str:
     them in brackets: "下周三" -> "下周三(2026年3月11日)", "六月底" -> "六月底(2026年6月底)",
     "明天" -> "明天(2026年3月2日)". The words said stay (the canary, the tone); the date makes
     the fact mean the same thing when it is read months later."""
+
     def day(d: datetime) -> str:
         return f"{d.year}年{d.month}月{d.day}日"
 
@@ -104,6 +148,7 @@ def resolve_dates_zh(text: str, now: datetime) -> str:
     text = _ZH_NEXT_MONTH.sub(next_month, text)
     for word in sorted(_ZH_REL_DAY, key=len, reverse=True):
         if word in text and f"{word}(" not in text:
-            text = re.sub(rf"(?<!大){word}(?!\()", f"{word}({day(now + timedelta(days=_ZH_REL_DAY[word]))})", text,
-                          count=1)
+            text = re.sub(
+                rf"(?<!大){word}(?!\()", f"{word}({day(now + timedelta(days=_ZH_REL_DAY[word]))})", text, count=1
+            )
     return text

@@ -19,6 +19,8 @@ a package's ``__init__`` gathering its own modules is its public surface, not a 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("epmem", "connectors", "bot", "testkit", "benchmarks", "tests")
 #: the code the size limits hold for (tests are held to them by review, not by this test).
 SHIPPED = ("epmem", "connectors", "bot", "testkit", "benchmarks")
-MAX_MODULE_LINES = 500
+#: counted in logical lines (statements and comments; a call the formatter spreads over ten
+#: physical lines is one), so that the limits judge the code, not ``ruff format``'s line breaks.
+MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
 #: what each layer may not import.
@@ -40,6 +44,7 @@ FORBIDDEN = {
 }
 #: layers that may use only epmem's public surface.
 PUBLIC_EPMEM_ONLY = ("connectors", "bot")
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -170,8 +175,7 @@ def _cycles() -> list[list[str]]:
 def test_no_import_cycles() -> None:
     described = []
     for component in _cycles():
-        edges = [f"{a} -> {b} (line {WHERE[(a, b)]})" for a in component for b in sorted(GRAPH[a])
-                 if b in component]
+        edges = [f"{a} -> {b} (line {WHERE[(a, b)]})" for a in component for b in sorted(GRAPH[a]) if b in component]
         described.append("; ".join(edges))
     assert not described, "import cycles:\n" + "\n".join(described)
 
@@ -179,7 +183,8 @@ def test_no_import_cycles() -> None:
 def test_no_import_goes_up_a_layer() -> None:
     wrong = [
         f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}"
-        for a, targets in GRAPH.items() for b in sorted(targets)
+        for a, targets in GRAPH.items()
+        for b in sorted(targets)
         if _layer(b) in FORBIDDEN.get(_layer(a), ())
     ]
     assert not wrong, "imports from a lower layer up:\n" + "\n".join(wrong)
@@ -194,8 +199,10 @@ def test_bot_and_connectors_use_only_epmems_public_surface() -> None:
     wrong = [
         f"{SOURCES[a].relative_to(ROOT)}:{WHERE[(a, b)]} imports {b}: import it from "
         f"{'.'.join(b.split('.')[:2])} (add it to that sub-package's __all__ if it is missing)"
-        for a, targets in GRAPH.items() if _layer(a) in PUBLIC_EPMEM_ONLY
-        for b in sorted(targets) if _layer(b) == "epmem" and not _public(b)
+        for a, targets in GRAPH.items()
+        if _layer(a) in PUBLIC_EPMEM_ONLY
+        for b in sorted(targets)
+        if _layer(b) == "epmem" and not _public(b)
     ]
     assert not wrong, "\n".join(wrong)
 
@@ -206,8 +213,15 @@ def _shipped() -> Iterator[tuple[str, Path]]:
             yield str(path.relative_to(ROOT)), path
 
 
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines())
+def _lines(path: Path, start: int = 1, end: int | None = None) -> int:
+    """Logical lines of ``path`` (between ``start`` and ``end``): NEWLINE and COMMENT tokens."""
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return sum(
+        1
+        for t in tokens
+        if t.type in (tokenize.NEWLINE, tokenize.COMMENT)
+        and start <= t.start[0] <= (end if end is not None else t.start[0])
+    )
 
 
 def test_no_module_over_the_limit() -> None:
@@ -220,7 +234,7 @@ def test_no_function_over_the_limit() -> None:
     for rel, path in _shipped():
         for node in ast.walk(ast.parse(path.read_text(), rel)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                length = _lines(path, node.lineno, node.end_lineno or node.lineno)
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
@@ -257,9 +271,14 @@ def _named_platforms(source: str, platforms: list[str]) -> list[str]:
     """``line: word`` for each platform named in code: identifiers, imports and string values
     (docstrings and comments may explain a platform; code may not depend on one)."""
     tree = ast.parse(source)
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     found = []
     for node in ast.walk(tree):
         texts: list[str] = []
@@ -298,8 +317,10 @@ def test_only_a_platforms_package_and_its_registration_name_it() -> None:
     """Adding a platform is one package plus one registration: nothing else may need an edit."""
     named = _platform_naming_modules()
     wrong = [f"{rel}:{hit}" for rel, hits in sorted(named.items()) if rel not in NAMES_A_PLATFORM for hit in hits]
-    assert not wrong, ("a platform named outside connectors/<platform>/ and " + REGISTRATION + " (ask the "
-                       "registry, connectors/registry.py, instead):\n" + "\n".join(wrong))
+    assert not wrong, (
+        "a platform named outside connectors/<platform>/ and " + REGISTRATION + " (ask the "
+        "registry, connectors/registry.py, instead):\n" + "\n".join(wrong)
+    )
     stale = sorted(set(NAMES_A_PLATFORM) - set(named))
     assert not stale, f"no longer name a platform, drop them from NAMES_A_PLATFORM: {stale}"
 
@@ -356,7 +377,8 @@ def test_class_names_are_unique() -> None:
     traceback a question of which one; a name says what a class is, so it names one class."""
     twice = {name: where for name, where in _classes().items() if len(where) > 1}
     assert not twice, "class names defined more than once:\n" + "\n".join(
-        f"{name}: {', '.join(where)}" for name, where in sorted(twice.items()))
+        f"{name}: {', '.join(where)}" for name, where in sorted(twice.items())
+    )
 
 
 def test_the_class_check_sees_classes() -> None:

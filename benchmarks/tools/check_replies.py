@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         problem = check_line(line, scenarios)
         if problem:
             problems += 1
-            print(f"{args.replies}:{n}: {line.get('scenario')} {line.get('askers')} {line.get('question')!r}: "
-                  f"{problem}")
+            print(
+                f"{args.replies}:{n}: {line.get('scenario')} {line.get('askers')} {line.get('question')!r}: {problem}"
+            )
     summary = {"replies": len(lines), "multi_fact_replies": composites, "violations": problems}
     print(json.dumps(summary))
     return 1 if problems else 0

@@ -94,14 +94,19 @@ def main(argv: list[str] | None = None) -> int:
         left_out[name] = {**shown(per[name]), "picked": point}
     best, per_all = max(points, key=lambda p: objective(p[1], names))
     default = Relevance(RelevanceConfig(), reranker, matcher)
-    print(json.dumps({
-        "cases": {n: len(c) for n, c in sets.items()},
-        "grid": {k: list(v) for k, v in GRID.items()},
-        "left_out": left_out,
-        "fit_on_all": {"picked": best, "per_set": {n: shown(f) for n, f in per_all.items()}},
-        "default": {n: shown(figures(c, default)) for n, c in sets.items()},
-        "injection_default": {n: shown(figures(c, default)) for n, c in injections.items() if c},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "cases": {n: len(c) for n, c in sets.items()},
+                "grid": {k: list(v) for k, v in GRID.items()},
+                "left_out": left_out,
+                "fit_on_all": {"picked": best, "per_set": {n: shown(f) for n, f in per_all.items()}},
+                "default": {n: shown(figures(c, default)) for n, c in sets.items()},
+                "injection_default": {n: shown(figures(c, default)) for n, c in injections.items() if c},
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

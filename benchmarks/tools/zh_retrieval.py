@@ -49,6 +49,7 @@ def dense(embedder: Embedder) -> Ranker:
     def rank(question: str, texts: Sequence[str]) -> list[int]:
         sims = embedder.embed(list(texts)) @ embedder.embed([question])[0]
         return [int(i) for i in np.argsort(-sims, kind="stable")]
+
     return rank
 
 
@@ -66,6 +67,7 @@ def bm25(tokenize: Callable[[str], list[str]]) -> Ranker:
                     score += idf * tf[w] * 2.2 / (tf[w] + 1.2 * (0.25 + 0.75 * len(d) / avg))
             scores.append(score)
         return sorted(range(len(texts)), key=lambda i: -scores[i])
+
     return rank
 
 
@@ -90,9 +92,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     from epmem.embedding.bilingual import UseEmbedder
     from epmem.embedding.select import make_embedder
 
-    rankers: dict[str, Ranker] = {"dense minilm": dense(make_embedder("minilm")),
-                                  "dense use-m3": dense(UseEmbedder()),
-                                  "dense wordllama": dense(make_embedder("wordllama"))}
+    rankers: dict[str, Ranker] = {
+        "dense minilm": dense(make_embedder("minilm")),
+        "dense use-m3": dense(UseEmbedder()),
+        "dense wordllama": dense(make_embedder("wordllama")),
+    }
     rankers |= {f"bm25 {name}": bm25(tok) for name, tok in tokenizers().items()}
     for name, rank in rankers.items():
         print(f"{name:24s} R@1/3/5 {recall_at(scenarios, rank)}")

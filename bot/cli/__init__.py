@@ -17,8 +17,9 @@ from bot.cli.common import EpmemGroup, err
 
 PLUGINS = "epmem.cli"
 
-app = typer.Typer(cls=EpmemGroup, no_args_is_help=True, add_completion=False,
-                  help="EP-Mem Delegate: a privacy-aware delegate.")
+app = typer.Typer(
+    cls=EpmemGroup, no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate."
+)
 first_run.register(app)
 chat.register(app)
 memory.register(app)
@@ -34,8 +35,11 @@ def _add_plugins(root: typer.Typer) -> None:
         try:
             group = point.load()
         except Exception as exc:  # a broken plugin must not take the bot's own commands down
-            err.print(f"warning: epmem {point.name} is unavailable ({type(exc).__name__}: {exc})",
-                      markup=False, soft_wrap=True)
+            err.print(
+                f"warning: epmem {point.name} is unavailable ({type(exc).__name__}: {exc})",
+                markup=False,
+                soft_wrap=True,
+            )
             continue
         root.add_typer(group, name=point.name)
 

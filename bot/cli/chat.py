@@ -44,8 +44,13 @@ def chat(
         # a contact's session is that contact's chat: the owner's notes are kept for the owner
         # (/undelivered), not shown to whoever is typing as the contact
         notes = None if owner else runtime.outbox.tell_owner
-        console = ConsoleConnector(identity, runtime.agent.handle, max_chars=s.max_message_chars,
-                                   prompt="> " if interactive else "", owner_notes=notes)
+        console = ConsoleConnector(
+            identity,
+            runtime.agent.handle,
+            max_chars=s.max_message_chars,
+            prompt="> " if interactive else "",
+            owner_notes=notes,
+        )
         await console.start()
         return console.rejected
 
@@ -63,8 +68,9 @@ def _local(contact: str) -> str:
 
 def run_service(
     as_: str = typer.Option(None, "--as", help="console fallback only: speak as this contact (default: the owner)"),
-    console: bool = typer.Option(False, "--console",
-                                 help="serve the console even when input is not a terminal (piped lines)"),
+    console: bool = typer.Option(
+        False, "--console", help="serve the console even when input is not a terminal (piped lines)"
+    ),
 ) -> None:
     """Serve every platform whose credentials are set (`epmem doctor` lists them; else the console, on a
     terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
@@ -77,12 +83,15 @@ def run_service(
     if not connected and not console and not sys.stdin.isatty():
         # a service with no credentials and no terminal (Docker with env.example's empty
         # tokens) would read an empty stdin and exit 0: a silent restart loop. Say why instead.
-        fail(f"no platform to serve: {nothing_to_serve_hint()} (docker/.env under Docker); `epmem doctor` "
-             "checks the settings (for a console chat: epmem chat, or epmem run --console)")
+        fail(
+            f"no platform to serve: {nothing_to_serve_hint()} (docker/.env under Docker); `epmem doctor` "
+            "checks the settings (for a console chat: epmem chat, or epmem run --console)"
+        )
     # with platforms, stdout is the log stream; on the console fallback it is the chat, and
     # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
-    level = (s.log_level if connected or "log_level" in s.model_fields_set
-             else "ERROR" if as_ is not None else "WARNING")  # as a contact: as `epmem chat --as`
+    level = (
+        s.log_level if connected or "log_level" in s.model_fields_set else "ERROR" if as_ is not None else "WARNING"
+    )  # as a contact: as `epmem chat --as`
     configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
     identity = _local(OWNER_ID if as_ is None else UNKNOWN_STRANGER if as_ == STRANGER_ID else as_)
     run(serve(lambda: Runtime.open(s), platforms, console_identity=identity))

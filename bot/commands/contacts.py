@@ -78,9 +78,13 @@ async def _override(owner: OwnerServices, cid: str, change: Callable[[dict[str, 
         raise CommandError(f"cannot change {cid}: {problem}")
 
 
-@commands.command("level", "WHO|FACT N [from DATE | in 7d]", who=OWNER_OR_SCHEDULED,
-                  summary="a contact's trust level (1-4) or a fact's level (0-4)",
-                  details="with `from`, an embargo that lifts on that date")
+@commands.command(
+    "level",
+    "WHO|FACT N [from DATE | in 7d]",
+    who=OWNER_OR_SCHEDULED,
+    summary="a contact's trust level (1-4) or a fact's level (0-4)",
+    details="with `from`, an embargo that lifts on that date",
+)
 async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2:
@@ -103,13 +107,15 @@ async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"{target} is now level {value} (was {old_level})."
     fact = await get_fact(owner, target)
     await _set_fact(owner, fact, level=value)
-    await owner.record_change({"action": "level", "fact": target, "from": fact.effective_level(), "to": value,
-                               "by": by})
+    await owner.record_change(
+        {"action": "level", "fact": target, "from": fact.effective_level(), "to": value, "by": by}
+    )
     return f"Fact {target} is now level {value} (was L{fact.effective_level()}), set by you."
 
 
-@commands.command("domain", "WHO|FACT work|life|none [from DATE]", who=OWNER_OR_SCHEDULED,
-                  summary="a contact's or a fact's domain")
+@commands.command(
+    "domain", "WHO|FACT work|life|none [from DATE]", who=OWNER_OR_SCHEDULED, summary="a contact's or a fact's domain"
+)
 async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2 or words[1] not in _DOMAINS:
@@ -134,7 +140,8 @@ async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 #: ``e.g. `/link ana telegram:123456789`, `slack:T0123/U0456```, from the platforms registered
 #: when the commands are declared (bot/__init__.py registers the built-in ones first).
 _LINK_EXAMPLES = "e.g. " + ", ".join(
-    f"`/link ana {e}`" if i == 0 else f"`{e}`" for i, e in enumerate(SCHEMES.platform_examples() or [LOCAL.example]))
+    f"`/link ana {e}`" if i == 0 else f"`{e}`" for i, e in enumerate(SCHEMES.platform_examples() or [LOCAL.example])
+)
 
 
 def _identity_args(owner: OwnerServices, rest: str, verb: str) -> tuple[str, str]:
@@ -151,8 +158,7 @@ def _identity_args(owner: OwnerServices, rest: str, verb: str) -> tuple[str, str
     return cid, words[1]
 
 
-@commands.command("link", "WHO IDENTITY", summary="answer this identity as that contact",
-                  details=_LINK_EXAMPLES)
+@commands.command("link", "WHO IDENTITY", summary="answer this identity as that contact", details=_LINK_EXAMPLES)
 async def link(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     cid, identity = _identity_args(owner, rest, "link")
     holder = owner.directory.resolve(identity).contact_id

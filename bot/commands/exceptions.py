@@ -15,6 +15,7 @@ from bot.services import OwnerServices
 
 commands = CommandSet()
 
+
 async def _target(owner: OwnerServices, token: str, effect: str) -> tuple[str, str]:
     policy = owner.policy
     kind, token = split_target(token)
@@ -54,28 +55,40 @@ async def _exception(owner: OwnerServices, effect: str, rest: str, ctx: CommandC
     until = parse_expiry(tail, now)
     if until is not None and until <= now:
         # accepted, it would be listed as if it meant something and never apply once
-        raise CommandError(f"{' '.join(tail[1:])} is already past ({until:%Y-%m-%d %H:%M} UTC): an exception "
-                           f"until then would never apply; give a later date or 'for 7d'")
+        raise CommandError(
+            f"{' '.join(tail[1:])} is already past ({until:%Y-%m-%d %H:%M} UTC): an exception "
+            f"until then would never apply; give a later date or 'for 7d'"
+        )
     kind, target = await _target(owner, target_word, effect)
     exc = PolicyException(effect=effect, who=who, until=until, **{kind: target})  # type: ignore[arg-type]
     number = await owner.overlay.add_exception(exc)
     await owner.record_change(
-        {"action": effect, "exception": number, "target": f"{kind}:{target}", "who": who,
-         "until": until.isoformat() if until else None, "by": ctx.sender.identity},
+        {
+            "action": effect,
+            "exception": number,
+            "target": f"{kind}:{target}",
+            "who": who,
+            "until": until.isoformat() if until else None,
+            "by": ctx.sender.identity,
+        },
     )
     expiry = f" until {until:%Y-%m-%d %H:%M} UTC" if until else ""
     return f"Exception {number}: {effect} {', '.join(who)} on {kind} {target}{expiry}."
 
 
-@commands.command("allow", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
-                  summary="open a fact, event:ID or category:NAME to contacts or groups",
-                  example="allow f3 to ana for 7d")
+@commands.command(
+    "allow",
+    "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
+    summary="open a fact, event:ID or category:NAME to contacts or groups",
+    example="allow f3 to ana for 7d",
+)
 async def allow(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return await _exception(owner, "allow", rest, ctx)
 
 
-@commands.command("deny", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
-                  summary="close it (a deny beats every whitelist)")
+@commands.command(
+    "deny", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]", summary="close it (a deny beats every whitelist)"
+)
 async def deny(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return await _exception(owner, "deny", rest, ctx)
 
@@ -87,8 +100,14 @@ async def revoke(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     removed = await owner.overlay.revoke(int(rest))
     if removed is None:
         raise CommandError(f"no exception {rest}")
-    await owner.record_change({"action": "revoke", "exception": int(rest), "removed": removed.model_dump(mode="json"),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {
+            "action": "revoke",
+            "exception": int(rest),
+            "removed": removed.model_dump(mode="json"),
+            "by": ctx.sender.identity,
+        }
+    )
     return f"Revoked exception {rest}."
 
 

@@ -40,8 +40,10 @@ async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     for r in records:
         entry = r.entry
         erased = r.erased and entry.asked() and entry.get("question") is None
-        lines.append(f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
-                     f"{'(erased)' if erased else entry.headline()[:60]} -> disclosed {entry.disclosed_facts()}")
+        lines.append(
+            f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
+            f"{'(erased)' if erased else entry.headline()[:60]} -> disclosed {entry.disclosed_facts()}"
+        )
     return "\n".join(lines)
 
 
@@ -64,8 +66,7 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     for h in entry.get("held_back", []):
         held.setdefault(str(h.get("fact")), []).append(h)
     for c in entry.get("candidates", []):
-        mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else
-                                         "allowed" if c["allowed"] else "denied")
+        mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else "allowed" if c["allowed"] else "denied")
         lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
         for rid, text in c["verdicts"].items():
             lines.append(f"      {rid}: {text}")
@@ -81,13 +82,16 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for h in rows:
         together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"
-        out.append(f"      held back (composite rule): not told to {h.get('recipient')} together with "
-                   f"{together}: {h.get('reason')}")
+        out.append(
+            f"      held back (composite rule): not told to {h.get('recipient')} together with "
+            f"{together}: {h.get('reason')}"
+        )
     return out
 
 
-@commands.command("who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when",
-                  aliases=("whoknows", "who_knows"))
+@commands.command(
+    "who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when", aliases=("whoknows", "who_knows")
+)
 async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest:
         raise UsageError()
@@ -106,15 +110,18 @@ async def facts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return "No facts."
     return "\n".join(
         f"{f.id} [{f.event_id}] {f.version} {f.category} L{f.effective_level()}"
-        f"{' ' + f.domain if f.domain else ''} {f.state}: {f.text}" for f in shown[:50]
+        f"{' ' + f.domain if f.domain else ''} {f.state}: {f.text}"
+        for f in shown[:50]
     )
 
 
 @commands.command("contacts", summary="list contacts and groups, with levels and identities")
 async def contacts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     policy = owner.policy
-    lines = [f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
-             f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
-             for cid, c in policy.contacts.items()]
+    lines = [
+        f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
+        f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
+        for cid, c in policy.contacts.items()
+    ]
     lines += [f"group {gid}: {', '.join(members)}" for gid, members in policy.groups.items()]
     return "\n".join(lines) or "No contacts."

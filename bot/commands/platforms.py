@@ -22,11 +22,14 @@ from bot.services import OwnerServices
 commands = CommandSet()
 
 
-@commands.command("delegate", "[WHO] answer|hold|silent|default | mentions on|off",
-                  summary="how replies sent as you behave: at once, held for you, or not sent",
-                  details="applies where the delegate writes from your own account (Telegram Business, "
-                          "Slack with `SLACK_USER_TOKEN`); with WHO, for that contact only",
-                  example="delegate hold")
+@commands.command(
+    "delegate",
+    "[WHO] answer|hold|silent|default | mentions on|off",
+    summary="how replies sent as you behave: at once, held for you, or not sent",
+    details="applies where the delegate writes from your own account (Telegram Business, "
+    "Slack with `SLACK_USER_TOKEN`); with WHO, for that contact only",
+    example="delegate hold",
+)
 async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     settings = await delegation.load(owner.overlay)
     words = rest.split()
@@ -78,16 +81,18 @@ async def resend(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"The note that did not reach you:\n{kept.text}"
     if not owner.outbox.reaches(kept.platform):
         raise CommandError(f"cannot reach {kept.platform} from here")
-    audited = DeliveryRecord(of=kept.audit_id, platform=kept.platform, chat=kept.chat_id, resent=kept.id,
-                             by=ctx.sender.identity)
+    audited = DeliveryRecord(
+        of=kept.audit_id, platform=kept.platform, chat=kept.chat_id, resent=kept.id, by=ctx.sender.identity
+    )
     try:
         await owner.outbox.send(kept.platform, kept.chat_id, kept.text)
     except Exception as exc:
         error = exc.error if isinstance(exc, DeliveryFailed) else type(exc).__name__
         if maybe_delivered(exc):  # it may be there now: the ledger must say so
             await owner.audit.write(audited.model_copy(update={"delivered": False, "outcome": UNKNOWN}))
-            raise CommandError(f"no answer from {kept.platform} ({error}): it may have been delivered; "
-                               f"kept as {kept.id}") from None
+            raise CommandError(
+                f"no answer from {kept.platform} ({error}): it may have been delivered; kept as {kept.id}"
+            ) from None
         raise CommandError(f"still not delivered ({error}); kept as {kept.id}") from None
     await owner.deliveries.resolve(kept.id, "resent")
     # counts from now: the ledger has its facts told to the reader from this record on
@@ -103,8 +108,9 @@ async def discard(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         raise CommandError(f"no undelivered message {undelivered_id!r} waiting (see /undelivered)")
     # names the reply decision: its facts never reached the reader (unless its delivery was
     # unknown: then they stay possibly known, whatever the owner drops now)
-    await owner.record_change({"action": DISCARD_ACTION, "undelivered": undelivered_id, "of": kept.audit_id,
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": DISCARD_ACTION, "undelivered": undelivered_id, "of": kept.audit_id, "by": ctx.sender.identity}
+    )
     if kept.unknown:
         return f"Discarded {undelivered_id}; it may have been delivered, so the audit still counts it as possibly read."
     return f"Discarded {undelivered_id}."

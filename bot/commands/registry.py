@@ -95,9 +95,17 @@ class CommandSet:
     def __init__(self) -> None:
         self.commands: list[Command] = []
 
-    def command(self, name: str, usage: str = "", *, summary: str, aliases: tuple[str, ...] = (),
-                who: frozenset[Caller] = OWNER_ONLY, details: str = "",
-                example: str | None = None) -> Callable[[Handler], Handler]:
+    def command(
+        self,
+        name: str,
+        usage: str = "",
+        *,
+        summary: str,
+        aliases: tuple[str, ...] = (),
+        who: frozenset[Caller] = OWNER_ONLY,
+        details: str = "",
+        example: str | None = None,
+    ) -> Callable[[Handler], Handler]:
         def declare(handler: Handler) -> Handler:
             self.commands.append(Command(name, usage, summary, handler, aliases, who, details, example))
             return handler

@@ -14,12 +14,14 @@ from bot.services import OwnerServices
 
 commands = CommandSet()
 
+
 async def schedule_later(owner: OwnerServices, verb: str, args: str, when: datetime, ctx: CommandContext) -> str:
     """Keep ``/verb args`` to run at ``when``; durable at once, audited."""
     text = f"/{verb} {args}"
     number = await owner.tasks.add("command", when, {"text": text, "by": ctx.sender.identity})
-    await owner.record_change({"action": "schedule", "task": number, "command": text, "due": when.isoformat(),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": "schedule", "task": number, "command": text, "due": when.isoformat(), "by": ctx.sender.identity}
+    )
     return f"Scheduled {number}: {text} at {when:%Y-%m-%d %H:%M} UTC. Cancel with /unschedule {number}."
 
 
@@ -41,6 +43,7 @@ async def unschedule(owner: OwnerServices, rest: str, ctx: CommandContext) -> st
         raise CommandError(f"no scheduled change {number}")
     if not await owner.tasks.finish(number, "cancelled", "cancelled by owner", owner.clock()):
         raise CommandError(f"scheduled change {number} is already {task.state}")
-    await owner.record_change({"action": "unschedule", "task": number, "command": task.payload.get("text"),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": "unschedule", "task": number, "command": task.payload.get("text"), "by": ctx.sender.identity}
+    )
     return f"Cancelled scheduled change {number}."

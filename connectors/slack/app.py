@@ -68,11 +68,24 @@ class SlackConnector(Listeners):
         # every client logs through a logger that withholds request and response bodies
         # slack_sdk takes whole seconds; a timed-out post is not retried by anyone (it may be there)
         timeout = max(1, math.ceil(config.send_timeout_s))
-        self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url, logger=sdk_logger(),
-                                     timeout=timeout, retry_handlers=retry_handlers())
-        self.user_client = (AsyncWebClient(token=config.user_token, base_url=config.api_url, logger=sdk_logger(),
-                                           timeout=timeout, retry_handlers=retry_handlers())
-                            if config.user_token else None)
+        self.client = AsyncWebClient(
+            token=config.bot_token,
+            base_url=config.api_url,
+            logger=sdk_logger(),
+            timeout=timeout,
+            retry_handlers=retry_handlers(),
+        )
+        self.user_client = (
+            AsyncWebClient(
+                token=config.user_token,
+                base_url=config.api_url,
+                logger=sdk_logger(),
+                timeout=timeout,
+                retry_handlers=retry_handlers(),
+            )
+            if config.user_token
+            else None
+        )
         guard_loggers("slack_sdk", "slack_sdk.socket_mode", "aiohttp.access", "aiohttp.server", "aiohttp.web")
         socket_mode = config.app_token is not None
 
@@ -125,15 +138,21 @@ class SlackConnector(Listeners):
         auth = await self.client.auth_test()
         self.bot_user_id = auth.get("user_id")
         self.audience.bot_user_id = self.bot_user_id
-        self._auth = AuthorizeResult(enterprise_id=auth.get("enterprise_id"), team_id=auth.get("team_id"),
-                                     bot_user_id=self.bot_user_id, bot_id=auth.get("bot_id"),
-                                     bot_token=self.config.bot_token)
+        self._auth = AuthorizeResult(
+            enterprise_id=auth.get("enterprise_id"),
+            team_id=auth.get("team_id"),
+            bot_user_id=self.bot_user_id,
+            bot_id=auth.get("bot_id"),
+            bot_token=self.config.bot_token,
+        )
         if self.user_client is None:
             return
         user_auth = await self.user_client.auth_test()
         if self.watch.owner_user is None or user_auth.get("user_id") != self.watch.owner_user:
-            raise SlackStartError("SLACK_USER_TOKEN does not belong to the policy's Slack owner identity "
-                                  "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token")
+            raise SlackStartError(
+                "SLACK_USER_TOKEN does not belong to the policy's Slack owner identity "
+                "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token"
+            )
         log.info("slack.delegate_mode", delay_s=self.config.delegate_delay_s)
 
     async def start(self) -> None:
@@ -216,9 +235,14 @@ class SlackConnector(Listeners):
     async def _dispatch(self, inbound: Inbound, target: SlackTarget) -> None:
         """Run the agent and deliver its answer; nothing here may take the connector down."""
         with request_context(PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id):
-            log.info("slack.inbound", chat_kind=inbound.chat_kind, sender=inbound.sender,
-                     audience_size=len(inbound.readers()), non_text=inbound.non_text,
-                     delegation=inbound.delegation)
+            log.info(
+                "slack.inbound",
+                chat_kind=inbound.chat_kind,
+                sender=inbound.sender,
+                audience_size=len(inbound.readers()),
+                non_text=inbound.non_text,
+                delegation=inbound.delegation,
+            )
             try:
                 out = await self._handler(inbound)
             except Exception:

@@ -61,8 +61,11 @@ def retry_handlers() -> list[AsyncRetryHandler]:
     """slack_sdk's own retry on connection errors, less a read timeout: its default retries
     every ``ServerConnectionError``, and a read timeout is one, so a post that Slack took but
     answered late would be posted twice. A connect timeout (nothing was sent) is still retried."""
-    return [AsyncConnectionErrorRetryHandler(error_types=[
-        aiohttp.ConnectionTimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError])]
+    return [
+        AsyncConnectionErrorRetryHandler(
+            error_types=[aiohttp.ConnectionTimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError]
+        )
+    ]
 
 
 def classify(exc: BaseException) -> DeliveryVerdict:
@@ -102,8 +105,14 @@ class SlackTarget:
 class SlackDelivery:
     """Posts with the bot's (or the owner's) token and reports each outcome to the host."""
 
-    def __init__(self, bot: AsyncWebClient, user: AsyncWebClient | None, config: SlackConfig,
-                 state: PlatformState, on_delivered: Callable[[SlackTarget], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        bot: AsyncWebClient,
+        user: AsyncWebClient | None,
+        config: SlackConfig,
+        state: PlatformState,
+        on_delivered: Callable[[SlackTarget], Awaitable[None]] | None = None,
+    ) -> None:
         self.bot = bot
         self.user = user
         self._config = config
@@ -126,8 +135,10 @@ class SlackDelivery:
         client = self.user if ref.as_owner else self.bot
         if client is None:
             raise DeliveryFailed("no_user_token", 0, permanent=True)
-        response, delivered = await self.courier.send(self.lanes(ref.channel), lambda: client.chat_postMessage(
-            channel=ref.channel, text=fallback, thread_ts=ref.thread_ts, blocks=blocks))
+        response, delivered = await self.courier.send(
+            self.lanes(ref.channel),
+            lambda: client.chat_postMessage(channel=ref.channel, text=fallback, thread_ts=ref.thread_ts, blocks=blocks),
+        )
         ts = response.get("ts")
         if isinstance(ts, str):
             self.own_posts.append(ts)
@@ -138,8 +149,12 @@ class SlackDelivery:
         user = target.ephemeral_user
         assert user is not None
         try:
-            _, delivered = await self.courier.send(self.lanes(target.ref.channel), lambda: self.bot.chat_postEphemeral(
-                channel=target.ref.channel, user=user, text=fallback, blocks=blocks))
+            _, delivered = await self.courier.send(
+                self.lanes(target.ref.channel),
+                lambda: self.bot.chat_postEphemeral(
+                    channel=target.ref.channel, user=user, text=fallback, blocks=blocks
+                ),
+            )
             return delivered.attempts
         except DeliveryFailed:
             if not target.response_url:
@@ -192,24 +207,43 @@ class SlackDelivery:
                 return
             await self.reported("owner_note", owner_target, out.to_owner, out.actions, out.audit_id)
 
-    async def reported(self, kind: DeliveryKind, target: SlackTarget, text: str, actions: tuple[Action, ...],
-                       audit_id: str | None) -> bool:
+    async def reported(
+        self, kind: DeliveryKind, target: SlackTarget, text: str, actions: tuple[Action, ...], audit_id: str | None
+    ) -> bool:
         """Post and tell the host how it went; never raises for a failed delivery."""
         try:
             attempts = await self.post(target, text, actions)
         except DeliveryFailed as exc:
-            log.error("slack.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
-                      unknown=exc.unknown)
-            await self._report(kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text,
-                               unknown=exc.unknown)
+            log.error(
+                "slack.undelivered",
+                kind=kind,
+                error=exc.error,
+                attempts=exc.attempts,
+                audit_id=audit_id,
+                unknown=exc.unknown,
+            )
+            await self._report(
+                kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text, unknown=exc.unknown
+            )
             return False
         await self._report(kind, str(target.ref), True, attempts, audit_id)
         return True
 
-    async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
+    async def _report(
+        self,
+        kind: DeliveryKind,
+        chat: str,
+        delivered: bool,
+        attempts: int,
+        audit_id: str | None,
+        error: str | None = None,
+        text: str | None = None,
+        *,
+        unknown: bool = False,
+    ) -> None:
         try:
-            await self._state.report(DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text,
-                                                    unknown))
+            await self._state.report(
+                DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text, unknown)
+            )
         except Exception as exc:
             log.error("slack.report_failed", kind=kind, delivered=delivered, error=type(exc).__name__)

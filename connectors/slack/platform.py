@@ -18,8 +18,10 @@ from connectors.slack.ids import PLATFORM
 from epmem.identity import IdentityScheme
 
 API_URL = "https://slack.com/api/"
-NO_OWNER = ("SLACK_USER_TOKEN is set but the policy names no Slack owner identity (owner.identities: "
-            "slack:TEAM/USER): whose messages would the delegate answer?")
+NO_OWNER = (
+    "SLACK_USER_TOKEN is set but the policy names no Slack owner identity (owner.identities: "
+    "slack:TEAM/USER): whose messages would the delegate answer?"
+)
 
 
 class SlackSettings(BaseSettings):
@@ -49,8 +51,9 @@ def configured(s: SlackSettings) -> bool:
             raise PlatformError("SLACK_APP_TOKEN / SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN is not")
         return False
     if not _value(s.signing_secret) and not _value(s.app_token):
-        raise PlatformError("SLACK_BOT_TOKEN is set but neither SLACK_SIGNING_SECRET (HTTP events) nor "
-                            "SLACK_APP_TOKEN (Socket Mode) is")
+        raise PlatformError(
+            "SLACK_BOT_TOKEN is set but neither SLACK_SIGNING_SECRET (HTTP events) nor SLACK_APP_TOKEN (Socket Mode) is"
+        )
     return True
 
 

@@ -80,8 +80,7 @@ class TelegramTarget:
 class TelegramDelivery:
     """Sends texts (split to Telegram's limit) and reports each outcome to the host."""
 
-    def __init__(self, bot: Callable[[], Bot], config: TelegramConfig, state: PlatformState,
-                 buttons: Buttons) -> None:
+    def __init__(self, bot: Callable[[], Bot], config: TelegramConfig, state: PlatformState, buttons: Buttons) -> None:
         self._bot = bot
         self._config = config
         self._state = state
@@ -104,15 +103,23 @@ class TelegramDelivery:
         lanes = self.lanes(target.chat_id)
         most = 0
         for i, piece in enumerate(pieces):
-            quote = ReplyParameters(target.reply_to, allow_sending_without_reply=True) \
-                if target.reply_to is not None and i == 0 else None
+            quote = (
+                ReplyParameters(target.reply_to, allow_sending_without_reply=True)
+                if target.reply_to is not None and i == 0
+                else None
+            )
 
-            def call(piece: str = piece, last: bool = i == len(pieces) - 1,
-                     quote: ReplyParameters | None = quote) -> Awaitable[object]:
+            def call(
+                piece: str = piece, last: bool = i == len(pieces) - 1, quote: ReplyParameters | None = quote
+            ) -> Awaitable[object]:
                 return self._bot().send_message(
-                    chat_id=target.chat_id, text=piece, reply_markup=markup if last else None,
-                    business_connection_id=target.business_connection_id, reply_parameters=quote,
-                    message_thread_id=target.thread_id)
+                    chat_id=target.chat_id,
+                    text=piece,
+                    reply_markup=markup if last else None,
+                    business_connection_id=target.business_connection_id,
+                    reply_parameters=quote,
+                    message_thread_id=target.thread_id,
+                )
 
             try:
                 _, delivered = await self.courier.send(lanes, call)
@@ -133,27 +140,42 @@ class TelegramDelivery:
         markup = self.buttons.markup(outbound.actions)
         has_text = outbound.text is not None and bool(outbound.text.strip())
         if outbound.text is not None and has_text:
-            await self.reported("reply", target, outbound.text, None if outbound.to_owner else markup,
-                                outbound.audit_id)
+            await self.reported(
+                "reply", target, outbound.text, None if outbound.to_owner else markup, outbound.audit_id
+            )
         if outbound.to_owner:
             owner = self._config.owner_user_id
             if owner is None:
                 log.warning("telegram.to_owner_unroutable", reason="owner_user_id not configured")
-                await self._report("owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat",
-                                   outbound.to_owner)
+                await self._report(
+                    "owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat", outbound.to_owner
+                )
                 return
             await self.reported("owner_note", TelegramTarget(owner), outbound.to_owner, markup, outbound.audit_id)
 
-    async def reported(self, kind: DeliveryKind, target: TelegramTarget, text: str,
-                       markup: InlineKeyboardMarkup | None, audit_id: str | None) -> bool:
+    async def reported(
+        self,
+        kind: DeliveryKind,
+        target: TelegramTarget,
+        text: str,
+        markup: InlineKeyboardMarkup | None,
+        audit_id: str | None,
+    ) -> bool:
         """Send and tell the host how it went; never raises for a failed delivery."""
         try:
             attempts = await self.send_text(target, text, markup)
         except DeliveryFailed as exc:
-            log.error("telegram.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
-                      unknown=exc.unknown)
-            await self._report(kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text,
-                               unknown=exc.unknown)
+            log.error(
+                "telegram.undelivered",
+                kind=kind,
+                error=exc.error,
+                attempts=exc.attempts,
+                audit_id=audit_id,
+                unknown=exc.unknown,
+            )
+            await self._report(
+                kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text, unknown=exc.unknown
+            )
             return False
         except TelegramError as exc:  # pragma: no cover - the courier turns these into DeliveryFailed
             await self._report(kind, target.key, False, 1, audit_id, type(exc).__name__, text)
@@ -161,8 +183,18 @@ class TelegramDelivery:
         await self._report(kind, target.key, True, attempts, audit_id)
         return True
 
-    async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
+    async def _report(
+        self,
+        kind: DeliveryKind,
+        chat: str,
+        delivered: bool,
+        attempts: int,
+        audit_id: str | None,
+        error: str | None = None,
+        text: str | None = None,
+        *,
+        unknown: bool = False,
+    ) -> None:
         report = DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text, unknown)
         try:
             await self._state.report(report)

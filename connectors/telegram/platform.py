@@ -32,11 +32,13 @@ class TelegramSettings(BaseSettings):
     #: set to receive updates by webhook at this public HTTPS URL instead of long polling.
     webhook_url: str | None = Field(default=None, validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_URL"))
     webhook_listen: str = Field(default="0.0.0.0", validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_LISTEN"))
-    webhook_port: int = Field(default=8443, ge=0, le=65535,
-                              validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_PORT"))
+    webhook_port: int = Field(
+        default=8443, ge=0, le=65535, validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_PORT")
+    )
     #: checked on every webhook request; a random one is made at start when unset.
-    webhook_secret: SecretStr | None = Field(default=None,
-                                             validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_SECRET"))
+    webhook_secret: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("EPMEM_TELEGRAM_WEBHOOK_SECRET")
+    )
     poll_timeout: float = Field(default=30.0, ge=0, validation_alias=AliasChoices("EPMEM_TELEGRAM_POLL_TIMEOUT"))
 
 

@@ -56,8 +56,11 @@ class RecordBody(BaseModel):
             return str(self.get("question", ""))
         if self.owner_action:
             bits = [str(self.get("action", self.kind))]
-            bits += [f"{k} {self.get(k)}" for k in ("target", "fact", "facts", "contact", "level", "to")
-                     if self.get(k) is not None]
+            bits += [
+                f"{k} {self.get(k)}"
+                for k in ("target", "fact", "facts", "contact", "level", "to")
+                if self.get(k) is not None
+            ]
             return " ".join(bits)
         return str(self.get("non_text") or self.get("reason") or self.get("decision") or "")
 
@@ -228,8 +231,9 @@ class UndeliveredRecord(ChatRecord):
     kind: ClassVar[Literal["undelivered"]] = "undelivered"
     of: str | None = None
     #: the kind of message ("reply", "owner_note", ...), stored under the body's own ``kind``.
-    message_kind: str = Field("reply", validation_alias=AliasChoices("kind", "message_kind"),
-                              serialization_alias="kind")
+    message_kind: str = Field(
+        "reply", validation_alias=AliasChoices("kind", "message_kind"), serialization_alias="kind"
+    )
     delivered: bool = False
     outcome: str | None = None
     attempts: int | None = None
@@ -308,12 +312,34 @@ class UnreadRecord(RecordBody):
     problem: str = Field("", exclude=True)
 
 
-MODELS: dict[str, type[RecordBody]] = {m.kind: m for m in (
-    PausedRecord, DelegateSilentRecord, RateLimitedRecord, NonTextRecord, EmptyRecord, RejectedRecord,
-    ReplyRecord, AttemptedCommandRecord, HeldRecord, FollowupRecord, PreviewRecord, ApprovalRecord,
-    ApprovalExpiredRecord, ConsultationRecord, ConsultationExpiredRecord, DeliveryRecord, UndeliveredRecord,
-    DeliveryFailedRecord, PolicyChangeRecord, DigestRecord, ErasureRecord, AuditMigrationRecord, LedgerSealRecord,
-)}
+MODELS: dict[str, type[RecordBody]] = {
+    m.kind: m
+    for m in (
+        PausedRecord,
+        DelegateSilentRecord,
+        RateLimitedRecord,
+        NonTextRecord,
+        EmptyRecord,
+        RejectedRecord,
+        ReplyRecord,
+        AttemptedCommandRecord,
+        HeldRecord,
+        FollowupRecord,
+        PreviewRecord,
+        ApprovalRecord,
+        ApprovalExpiredRecord,
+        ConsultationRecord,
+        ConsultationExpiredRecord,
+        DeliveryRecord,
+        UndeliveredRecord,
+        DeliveryFailedRecord,
+        PolicyChangeRecord,
+        DigestRecord,
+        ErasureRecord,
+        AuditMigrationRecord,
+        LedgerSealRecord,
+    )
+}
 #: what a record's kind may be.
 KINDS = tuple(MODELS)
 

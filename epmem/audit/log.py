@@ -113,23 +113,36 @@ class AuditLog:
         return self._append_lock
 
     async def write(
-        self, entry: RecordBody, contact: str | None = None,
-        disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
+        self,
+        entry: RecordBody,
+        contact: str | None = None,
+        disclosed: Iterable[tuple[str, str]] = (),
+        recipients: Iterable[str] = (),
     ) -> AuditRecord:
         """Append one typed record (:mod:`epmem.audit.kinds`) and its ledger lines in one
         transaction, chained to the last. The way every part of the bot writes to the log."""
         return await self._append(entry.kind, entry.body(), contact, disclosed, recipients)
 
     async def append(
-        self, kind: str, body: dict[str, Any], contact: str | None = None,
-        disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
+        self,
+        kind: str,
+        body: dict[str, Any],
+        contact: str | None = None,
+        disclosed: Iterable[tuple[str, str]] = (),
+        recipients: Iterable[str] = (),
     ) -> AuditRecord:
         """:meth:`write` for a body given as a dict (test fixtures, old callers): it must still
         be a body of ``kind``'s model, or nothing is written (ValueError)."""
         return await self._append(kind, entry_for(kind, body).body(), contact, disclosed, recipients)
 
-    async def _append(self, kind: str, body: dict[str, Any], contact: str | None,
-                      disclosed: Iterable[tuple[str, str]], recipients: Iterable[str]) -> AuditRecord:
+    async def _append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        contact: str | None,
+        disclosed: Iterable[tuple[str, str]],
+        recipients: Iterable[str],
+    ) -> AuditRecord:
         record = AuditRecord(kind=kind, body=body, contact=contact)
         async with self._append_lock:
             began = False
@@ -144,8 +157,9 @@ class AuditLog:
                 raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
         return record
 
-    async def append_in_transaction(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (),
-                                    recipients: Sequence[str] = ()) -> None:
+    async def append_in_transaction(
+        self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (), recipients: Sequence[str] = ()
+    ) -> None:
         """Chain ``record`` to the last one; the caller holds the lock and the transaction.
         What it discloses to whom goes into its chained body too (epmem.audit.ledger), so the
         ledger's rows can be checked against the chain."""
@@ -163,8 +177,18 @@ class AuditLog:
         cur2 = await self.db.execute(
             "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, platform, outcome) "
             "VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (record.id, record.time, record.kind, record.contact, json.dumps(record.skeleton, ensure_ascii=False),
-             record.prev_hash, record.hash, FORMAT, _platform(record.body), outcome(record.kind, record.body)),
+            (
+                record.id,
+                record.time,
+                record.kind,
+                record.contact,
+                json.dumps(record.skeleton, ensure_ascii=False),
+                record.prev_hash,
+                record.hash,
+                FORMAT,
+                _platform(record.body),
+                outcome(record.kind, record.body),
+            ),
         )
         record.seq = cur2.lastrowid or 0
         await index_record(self.db, record.seq, record.body, texts)
@@ -176,8 +200,9 @@ class AuditLog:
 
     # ------------------------------------------------------------------ reading
 
-    async def records(self, contact: str | None = None, kind: str | None = None,
-                      limit: int | None = None) -> list[AuditRecord]:
+    async def records(
+        self, contact: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> list[AuditRecord]:
         """Oldest first; ``limit`` keeps the newest ones."""
         where, args = [], []
         if contact is not None:
@@ -244,8 +269,10 @@ class AuditLog:
         """The ledger: every recipient told this fact (or any fact of this event), or possibly
         told it, oldest first; a reply that never reached its reader tells nobody anything
         (epmem.audit.delivery says how each delivery outcome counts)."""
-        sql = ("SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
-               "WHERE fact_id = ? OR event_id = ? ORDER BY time")
+        sql = (
+            "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
+            "WHERE fact_id = ? OR event_id = ? ORDER BY time"
+        )
         try:
             async with self.db.execute(sql, (fact_or_event, fact_or_event)) as cur:
                 lines = [tuple(row) async for row in cur]
@@ -268,8 +295,10 @@ async def _connect_readonly(path: Path) -> aiosqlite.Connection:
         async with db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_text'") as cur:
             row = await cur.fetchone()
         if not row or not row[0]:
-            raise sqlite3.DatabaseError("the audit database is in the first format: start the bot or run "
-                                        "`epmem audit verify` once to carry it forward")
+            raise sqlite3.DatabaseError(
+                "the audit database is in the first format: start the bot or run "
+                "`epmem audit verify` once to carry it forward"
+            )
     except BaseException:
         await db.close()
         raise
@@ -285,10 +314,21 @@ def _record(row: Any, texts: dict[str, Any]) -> AuditRecord:
     seq, rid, time, kind, contact, raw, prev, h, fmt, seal_value = row
     skeleton = json.loads(raw)
     words = {slot: t[1] for slot, t in texts.items()}
-    rec = AuditRecord(kind=kind, body=unseal(skeleton, words), contact=contact, id=rid, time=time,
-                      prev_hash=prev, hash=h, seq=seq, skeleton=skeleton,
-                      erased=[t[2] for t in texts.values() if t[2] is not None], format=fmt or LEGACY_FORMAT,
-                      seal=seal_value, stored={slot: (t[0], t[1]) for slot, t in texts.items()})
+    rec = AuditRecord(
+        kind=kind,
+        body=unseal(skeleton, words),
+        contact=contact,
+        id=rid,
+        time=time,
+        prev_hash=prev,
+        hash=h,
+        seq=seq,
+        skeleton=skeleton,
+        erased=[t[2] for t in texts.values() if t[2] is not None],
+        format=fmt or LEGACY_FORMAT,
+        seal=seal_value,
+        stored={slot: (t[0], t[1]) for slot, t in texts.items()},
+    )
     return rec
 
 
@@ -302,7 +342,17 @@ def export(records: list[AuditRecord], fmt: str) -> str:
         writer = csv.writer(out)
         writer.writerow(columns)
         for r in records:
-            writer.writerow([r.seq, r.id, r.time, r.kind, r.contact or "",
-                             json.dumps(r.body, ensure_ascii=False, sort_keys=True), r.prev_hash, r.hash])
+            writer.writerow(
+                [
+                    r.seq,
+                    r.id,
+                    r.time,
+                    r.kind,
+                    r.contact or "",
+                    json.dumps(r.body, ensure_ascii=False, sort_keys=True),
+                    r.prev_hash,
+                    r.hash,
+                ]
+            )
         return out.getvalue()
     raise ValueError(f"unknown export format {fmt!r}: use jsonl or csv")

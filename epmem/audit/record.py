@@ -19,6 +19,7 @@ from epmem.audit.kinds import RecordBody, read_entry
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 from epmem.audit.sealing import Erased, canonical, chain_hash
 
+
 def new_record_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -66,11 +67,20 @@ class AuditRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """The record for JSON (``epmem audit show``, the JSONL export): its body as its model reads it."""
-        out = {"seq": self.seq, "id": self.id, "time": self.time, "kind": self.kind, "contact": self.contact,
-               **self.entry.body(), "prev_hash": self.prev_hash, "hash": self.hash}
+        out = {
+            "seq": self.seq,
+            "id": self.id,
+            "time": self.time,
+            "kind": self.kind,
+            "contact": self.contact,
+            **self.entry.body(),
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
         if self.erased:
             out["erased"] = [{"field": e.slot, "at": e.at, "by": e.by, "erasure": e.erasure} for e in self.erased]
         return out
+
 
 class ChainSource(Protocol):
     """What walking the chain reads: :class:`epmem.audit.AuditLog` is one."""

@@ -8,8 +8,18 @@ from .select import make_embedder
 from .wheels import MODEL_WHEELS, ModelWheel
 
 __all__ = [
-    "CrossEncoder", "CrossEncoderUnavailable", "shared_cross_encoder",
-    "LateInteraction", "LateInteractionUnavailable", "shared_late_interaction",
-    "default_embedder", "Embedder", "EmbedderUnavailable", "make_embedder", "MiniLMEmbedder", "Vectors",
-    "MODEL_WHEELS", "ModelWheel",
+    "CrossEncoder",
+    "CrossEncoderUnavailable",
+    "shared_cross_encoder",
+    "LateInteraction",
+    "LateInteractionUnavailable",
+    "shared_late_interaction",
+    "default_embedder",
+    "Embedder",
+    "EmbedderUnavailable",
+    "make_embedder",
+    "MiniLMEmbedder",
+    "Vectors",
+    "MODEL_WHEELS",
+    "ModelWheel",
 ]

@@ -93,6 +93,8 @@ class BilingualEmbedder:
         if rest:
             out[rest, : self.english.dim] = self.english.embed([texts[i] for i in rest])
         if cjk:
-            out[cjk, self.english.dim : -1] = self.cjk.embed([texts[i] for i in cjk]) * np.float32(np.sqrt(1 - self.cjk_lift))
+            out[cjk, self.english.dim : -1] = self.cjk.embed([texts[i] for i in cjk]) * np.float32(
+                np.sqrt(1 - self.cjk_lift)
+            )
             out[cjk, -1] = np.float32(np.sqrt(self.cjk_lift))
         return out

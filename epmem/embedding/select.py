@@ -8,8 +8,9 @@ from .minilm import EmbedderUnavailable
 EMBEDDERS = ("bilingual", "minilm", "wordllama", "openai")
 
 
-def make_embedder(kind: str, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None) -> Embedder:
+def make_embedder(
+    kind: str, model: str | None = None, base_url: str | None = None, api_key: str | None = None
+) -> Embedder:
     """Name -> embedder: ``bilingual`` (default: MiniLM, and USE multilingual for text with Chinese,
     Japanese or Korean: epmem/embedding/bilingual.py), ``minilm``, ``wordllama``, or ``openai``
     (needs a model)."""

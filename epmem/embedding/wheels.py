@@ -50,8 +50,11 @@ def _minilm_files() -> list[Path]:
 def _reranker_files() -> list[Path]:
     from epmem.embedding import cross_encoder, late_interaction
 
-    return [folder / name for folder in (cross_encoder.model_dir(), late_interaction.model_dir())
-            for name in ("model.onnx", "tokenizer.json")]
+    return [
+        folder / name
+        for folder in (cross_encoder.model_dir(), late_interaction.model_dir())
+        for name in ("model.onnx", "tokenizer.json")
+    ]
 
 
 MODEL_WHEELS = (

@@ -84,9 +84,17 @@ class Outcome:
 
 
 class Distiller(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, memory: FactMemory, classifier: CategoryClassifier,
-                 llm: LLM | None = None, retry: AnnotationRetry | None = None, sleep: Sleep = asyncio.sleep, *,
-                 open_by_category: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        memory: FactMemory,
+        classifier: CategoryClassifier,
+        llm: LLM | None = None,
+        retry: AnnotationRetry | None = None,
+        sleep: Sleep = asyncio.sleep,
+        *,
+        open_by_category: bool = False,
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         self.memory = memory
         self.classifier = classifier
@@ -180,8 +188,9 @@ class Distiller(ReadsPolicy):
         outcome.add_usage(proposal.usage)
         with embedding_once():
             near = NearestOnce(self.memory)
-            facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
-                                                         known_events=proposal.known_events, near=near)
+            facts, notes = await self.finalizer.finalize(
+                session, proposal.drafts, prefix="m", state="annotated", known_events=proposal.known_events, near=near
+            )
             async with self._lock:
                 stored = await self._replace(session.id, facts, near)
         outcome.state, outcome.backend = "annotated", self.backend
@@ -198,10 +207,26 @@ class Distiller(ReadsPolicy):
         part of the fact; "..., do not tell Tom" blacklists Tom."""
         when = when or datetime.now(timezone.utc)
         sid = f"note-{note_id}"
-        session = Session(id=sid, platform=LOCAL.platform, chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
-                          members=[OWNER_ID], turns=[Turn(id=f"{sid}/0", session_id=sid, index=0, speaker=OWNER_ID,
-                                                          speaker_name=self.policy.owner.name, text=text, time=when,
-                                                          msg_id="0")])
+        session = Session(
+            id=sid,
+            platform=LOCAL.platform,
+            chat_id=sid,
+            chat_kind="direct",
+            participants=[OWNER_ID],
+            members=[OWNER_ID],
+            turns=[
+                Turn(
+                    id=f"{sid}/0",
+                    session_id=sid,
+                    index=0,
+                    speaker=OWNER_ID,
+                    speaker_name=self.policy.owner.name,
+                    text=text,
+                    time=when,
+                    msg_id="0",
+                )
+            ],
+        )
         outcome = await self.ingest(session, background=True)
         stored = {f.id: f for f in await self.memory.of_session(sid)}
         return [stored[fid] for fid in outcome.facts if fid in stored]
@@ -229,8 +254,9 @@ class Distiller(ReadsPolicy):
             await self.memory.add([*fresh, *merged])
         return [*kept, *fresh]
 
-    async def _twin_news(self, session_id: str, facts: Sequence[Fact],
-                         near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
+    async def _twin_news(
+        self, session_id: str, facts: Sequence[Fact], near: FindsSimilar
+    ) -> tuple[list[Fact], list[Fact]]:
         """The same news stored from another conversation narrows these facts and is narrowed by
         them (epmem/ingest/twins.py): returns the facts and the stored twins that changed."""
         truths = [f for f in facts if f.version == "truth"]
@@ -250,8 +276,9 @@ class Distiller(ReadsPolicy):
                     changed[g.id] = g2
         return [out[f.id] for f in facts], list(changed.values())
 
-    async def _dedupe(self, session_id: str, facts: Sequence[Fact],
-                      near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
+    async def _dedupe(
+        self, session_id: str, facts: Sequence[Fact], near: FindsSimilar
+    ) -> tuple[list[Fact], list[Fact]]:
         """Annotated facts that say, word for word, what a fact of another session says are
         merged into it (the same information: the stricter annotation wins).
 

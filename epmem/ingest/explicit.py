@@ -35,9 +35,17 @@ class Explicit:
     blacklist: tuple[str, ...]
 
 
-def complete_explicit(policy: Policy, category: str, *, level: int | None, domain: Domain | None,
-                      domain_given: bool, whitelist: Sequence[str] = (), blacklist: Sequence[str] = (),
-                      known: Collection[str] | None = None) -> Explicit:
+def complete_explicit(
+    policy: Policy,
+    category: str,
+    *,
+    level: int | None,
+    domain: Domain | None,
+    domain_given: bool,
+    whitelist: Sequence[str] = (),
+    blacklist: Sequence[str] = (),
+    known: Collection[str] | None = None,
+) -> Explicit:
     """The owner's annotation with what they left out taken from the category.
 
     Raises :class:`AnnotationProblem` for an unknown category, contact or group, or a whitelist
@@ -45,7 +53,9 @@ def complete_explicit(policy: Policy, category: str, *, level: int | None, domai
     """
     cat = policy.categories.get(category)
     if cat is None:
-        raise AnnotationProblem("category", f"unknown category {category!r}; categories: {', '.join(policy.categories)}")
+        raise AnnotationProblem(
+            "category", f"unknown category {category!r}; categories: {', '.join(policy.categories)}"
+        )
     names = set(policy.contacts) | set(policy.groups) if known is None else set(known)
     for key, people in (("whitelist", whitelist), ("blacklist", blacklist)):
         for who in people:

@@ -60,12 +60,21 @@ def parse_jsonl(path: Path, people: People) -> list[Message]:
         if not line.text.strip():
             continue
         when = line.time.replace(tzinfo=UTC) if line.time and line.time.tzinfo is None else line.time
-        out.append(Message(
-            platform=line.platform, chat_id=line.chat, chat_kind=line.chat_kind, msg_id=str(line.id),
-            speaker=people.sender(line.sender, line.sender_name),
-            speaker_name=line.sender_name or line.sender, text=line.text.strip(), time=when,
-            chat_title=line.chat_title, reply_to=None if line.reply_to is None else str(line.reply_to),
-            mentions=tuple(people.resolve(m if ":" in m else None, m) for m in line.mentions),
-            edited=line.edited, source=str(path),
-        ))
+        out.append(
+            Message(
+                platform=line.platform,
+                chat_id=line.chat,
+                chat_kind=line.chat_kind,
+                msg_id=str(line.id),
+                speaker=people.sender(line.sender, line.sender_name),
+                speaker_name=line.sender_name or line.sender,
+                text=line.text.strip(),
+                time=when,
+                chat_title=line.chat_title,
+                reply_to=None if line.reply_to is None else str(line.reply_to),
+                mentions=tuple(people.resolve(m if ":" in m else None, m) for m in line.mentions),
+                edited=line.edited,
+                source=str(path),
+            )
+        )
     return out

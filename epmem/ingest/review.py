@@ -194,12 +194,25 @@ class ReviewAnswer:
         return cls(fact_id, "skip")
 
     @classmethod
-    def set(cls, fact_id: str, category: str, level: int | None = None, domain: Domain | None = None,
-            whitelist: Sequence[str] | None = None, blacklist: Sequence[str] | None = None) -> ReviewAnswer:
+    def set(
+        cls,
+        fact_id: str,
+        category: str,
+        level: int | None = None,
+        domain: Domain | None = None,
+        whitelist: Sequence[str] | None = None,
+        blacklist: Sequence[str] | None = None,
+    ) -> ReviewAnswer:
         """Everything explicit; ``level``/``domain`` default to the category's."""
-        return cls(fact_id, "set", category, level, domain,
-                   tuple(whitelist) if whitelist is not None else None,
-                   tuple(blacklist) if blacklist is not None else None)
+        return cls(
+            fact_id,
+            "set",
+            category,
+            level,
+            domain,
+            tuple(whitelist) if whitelist is not None else None,
+            tuple(blacklist) if blacklist is not None else None,
+        )
 
     @classmethod
     def from_key(cls, fact_id: str, key: str) -> ReviewAnswer:
@@ -236,8 +249,14 @@ def _group_of(facts: Sequence[Fact]) -> dict[str, list[Fact]]:
 
 
 def _annotation(f: Fact) -> dict[str, Any]:
-    return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
-            "blacklist": list(f.blacklist), "state": f.state}
+    return {
+        "category": f.category,
+        "level": f.level,
+        "domain": f.domain,
+        "whitelist": list(f.whitelist),
+        "blacklist": list(f.blacklist),
+        "state": f.state,
+    }
 
 
 @dataclass
@@ -306,7 +325,9 @@ class ReviewQueue:
         per conversation they came from, whichever is fewer, at most the events worth asking
         about (see :meth:`next_batch`)."""
         facts = await self.memory.all()
-        wanted = min(self.config.share * len(counted(events(facts))), self.config.per_conversation * conversations(facts))
+        wanted = min(
+            self.config.share * len(counted(events(facts))), self.config.per_conversation * conversations(facts)
+        )
         return min(int(wanted + 0.5), len(self._askable(facts)))
 
     async def question(self, fact_id: str) -> Question:
@@ -325,32 +346,54 @@ class ReviewQueue:
         return ReviewChoice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
 
     def _exposure(self, rulebook: Rulebook, choice: ReviewChoice) -> int:
-        probe = Fact(id="probe", text="probe", event_id="probe", category=choice.category, level=choice.level,
-                     domain=choice.domain, whitelist=list(choice.whitelist), blacklist=list(choice.blacklist),
-                     state="annotated")
+        probe = Fact(
+            id="probe",
+            text="probe",
+            event_id="probe",
+            category=choice.category,
+            level=choice.level,
+            domain=choice.domain,
+            whitelist=list(choice.whitelist),
+            blacklist=list(choice.blacklist),
+            state="annotated",
+        )
         gate = rulebook.gate(probe)
         from epmem.policy.calculus import judge
 
         people = sum(1 for cid in self.policy.contacts if judge(gate, rulebook.recipient(cid)).allowed)
         return people + (self.config.stranger_weight if judge(gate, STRANGER).allowed else 0)
 
-    async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook,
-                        grouped: dict[str, list[Fact]] | None = None) -> Question:
+    async def _question(
+        self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook, grouped: dict[str, list[Fact]] | None = None
+    ) -> Question:
         suggested = self._suggested(f)
         alternatives = self._alternatives(f, suggested)
         others = await self._event_of(f, list(by_id.values()), grouped)
         also = tuple(x.id for x in others)
         options = [Option("ok", "accept", f"Yes: {suggested.describe()}", suggested)]
         options += [Option(f"c:{c.category}", "category", c.describe(), c) for c in alternatives]
-        options += [Option("private", "private", "Keep private"), Option("who", "who", "Who may know…"),
-                    Option("skip", "skip", "Ask me later")]
+        options += [
+            Option("private", "private", "Keep private"),
+            Option("who", "who", "Who may know…"),
+            Option("skip", "skip", "Ask me later"),
+        ]
         covers = by_id.get(f.covers) if f.covers else None
         return Question(
-            fact_id=f.id, text=f.text, version=f.version, covers_text=covers.text if covers else None,
-            state=f.state, suggested=suggested, confidence=f.confidence, reasons=tuple(f.evidence),
-            alternatives=tuple(alternatives), people=self._people(f, suggested),
-            exposure=self._exposure(rulebook, suggested), also=also, options=tuple(options),
-            also_text=tuple(x.text for x in others), stakes=stakes(f, self.policy),
+            fact_id=f.id,
+            text=f.text,
+            version=f.version,
+            covers_text=covers.text if covers else None,
+            state=f.state,
+            suggested=suggested,
+            confidence=f.confidence,
+            reasons=tuple(f.evidence),
+            alternatives=tuple(alternatives),
+            people=self._people(f, suggested),
+            exposure=self._exposure(rulebook, suggested),
+            also=also,
+            options=tuple(options),
+            also_text=tuple(x.text for x in others),
+            stakes=stakes(f, self.policy),
         )
 
     def _alternatives(self, f: Fact, suggested: ReviewChoice) -> list[ReviewChoice]:
@@ -374,8 +417,9 @@ class ReviewQueue:
         order = [*suggested.whitelist, *suggested.blacklist, *named, *self.policy.groups, *contacts]
         return tuple(dict.fromkeys(order))
 
-    async def _event_of(self, f: Fact, facts: Sequence[Fact],
-                        grouped: dict[str, list[Fact]] | None = None) -> list[Fact]:
+    async def _event_of(
+        self, f: Fact, facts: Sequence[Fact], grouped: dict[str, list[Fact]] | None = None
+    ) -> list[Fact]:
         """The other facts one answer about ``f`` settles, none set by the owner: the facts of
         its event and of its message (epmem/ingest/review_rank.py), and facts elsewhere that say
         nearly the same thing (``ReviewConfig.same_information``), each of ``f``'s version.
@@ -389,8 +433,12 @@ class ReviewQueue:
         out = {x.id: x for x in members if x.id != f.id}
         for row in rows:
             for g, score in row:
-                if (g.id != f.id and score >= self.config.same_information and g.version == f.version
-                        and g.state != "owner-set"):
+                if (
+                    g.id != f.id
+                    and score >= self.config.same_information
+                    and g.version == f.version
+                    and g.state != "owner-set"
+                ):
                     out.setdefault(g.id, g)
         return sorted(out.values(), key=lambda x: x.id)
 
@@ -404,8 +452,11 @@ class ReviewQueue:
             raise ReviewError(f"no fact {answer.fact_id!r}")
         if answer.kind == "skip":
             self._skipped.add(fact.id)
-            return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
-                           f"Skipped {fact.id}: I will ask again later.")
+            return Applied(
+                (fact,),
+                {"action": "review", "fact": fact.id, "answer": "skip"},
+                f"Skipped {fact.id}: I will ask again later.",
+            )
         choice = self._resolve(fact, answer)
         also = await self._event_of(fact, await self.memory.all())
         closed = answer.kind == "private"
@@ -415,9 +466,15 @@ class ReviewQueue:
         if self.examples is not None:
             label = Label(choice.category, choice.level, choice.domain, choice.level == 0 and not choice.whitelist)
             self.examples.add(fact.id, fact.text, label)
-        audit = {"action": "review", "fact": fact.id, "answer": answer.kind, "from": _annotation(fact),
-                 "to": _annotation(updated[0]), "also": [g.id for g in also],
-                 "also_from": {g.id: _annotation(g) for g in also}}
+        audit = {
+            "action": "review",
+            "fact": fact.id,
+            "answer": answer.kind,
+            "from": _annotation(fact),
+            "to": _annotation(updated[0]),
+            "also": [g.id for g in also],
+            "also_from": {g.id: _annotation(g) for g in also},
+        }
         more = f" (and {len(also)} more fact{'s' * (len(also) != 1)} of the same event)" if also else ""
         return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.")
 
@@ -458,11 +515,20 @@ class ReviewQueue:
         """The owner's answer: the fact is open to what the owner chose (``closed``: "keep
         private", which no category-wide exception opens either)."""
         evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}", *([tag] if tag else [])]
-        return fact.model_copy(update={
-            "category": choice.category, "level": choice.level, "domain": choice.domain,
-            "whitelist": list(choice.whitelist), "blacklist": list(choice.blacklist), "state": "owner-set",
-            "confidence": None, "evidence": evidence, "proposed_whitelist": [], "closed": closed,
-        })
+        return fact.model_copy(
+            update={
+                "category": choice.category,
+                "level": choice.level,
+                "domain": choice.domain,
+                "whitelist": list(choice.whitelist),
+                "blacklist": list(choice.blacklist),
+                "state": "owner-set",
+                "confidence": None,
+                "evidence": evidence,
+                "proposed_whitelist": [],
+                "closed": closed,
+            }
+        )
 
     # ------------------------------------------------------------------ learning
 
@@ -480,11 +546,20 @@ class ReviewQueue:
                 continue
             cued = any(e.startswith("cue:") for e in f.evidence) and f.level is not None
             level = min(ann.level, f.level) if cued and f.level is not None else ann.level
-            settled.append(f.model_copy(update={
-                "category": ann.category, "level": level, "domain": ann.domain,
-                "whitelist": list(f.proposed_whitelist), "state": "annotated", "confidence": ann.confidence,
-                "proposed_whitelist": [], "evidence": [*f.evidence, *ann.evidence],
-            }))
+            settled.append(
+                f.model_copy(
+                    update={
+                        "category": ann.category,
+                        "level": level,
+                        "domain": ann.domain,
+                        "whitelist": list(f.proposed_whitelist),
+                        "state": "annotated",
+                        "confidence": ann.confidence,
+                        "proposed_whitelist": [],
+                        "evidence": [*f.evidence, *ann.evidence],
+                    }
+                )
+            )
         if settled:
             await self.memory.update(settled)
         return settled

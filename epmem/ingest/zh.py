@@ -39,14 +39,18 @@ LEAD_ZH = re.compile(
     r"^(?:(?:对了|那个|其实|说真的|话说|老实说|(?:跟|和|同)你(?:说|讲|坦白)(?:个事|件事|声|个秘密|一下)?|告诉你(?:个事|件事)?|"
     r"有(?:个|件)事(?:想)?(?:跟|和|同)你(?:说|讲|坦白)(?:一下)?|同你讲(?:声|个秘密|个事)?)[\s,.!~:。]*"
     r"|(?:好的?|好呀|好啊|好吧|嗯+|哦+|噢+|哈+|呵+|对+|是的|还行|还好|ok|OK|okay|卧槽|天哪|我去|哇+|诶|欸|唉|哎|啊这|"
-    r"放心|收到|谢谢|多谢|唔该)(?:[\s,.!~。]+|$))+")
+    r"放心|收到|谢谢|多谢|唔该)(?:[\s,.!~。]+|$))+"
+)
 #: politeness and reactions: no fact unless much more is said.
 CHITCHAT_ZH = re.compile(
     r"^(?:谢谢|多谢|感谢|收到|好的|好滴|好嘞|没问题|放心|加油|辛苦了|抱抱|哈哈|嘿嘿|呵呵|恭喜|厉害|牛|可以啊|客气啥|"
-    r"不客气|没事|没关系|晚安|早安|早晨|拜拜|再见|OK|ok|行|嗯嗯|对|是啊|真的吗|太好了|那就好|好呀|好啊|好吧)")
+    r"不客气|没事|没关系|晚安|早安|早晨|拜拜|再见|OK|ok|行|嗯嗯|对|是啊|真的吗|太好了|那就好|好呀|好啊|好吧)"
+)
 #: a question: a question mark, a question particle at the end, or a question word.
-_ASKS_ZH = re.compile(r"[?]\W*$|[吗么呢嘛咩]\W*$|(?:吗|呢)[,?]|什么|啥|怎么|咋|为什么|为啥|多少|几点|几时|哪里|哪儿|"
-                      r"哪个|谁|是不是|有没有|能不能|会不会|要不要|可不可以|好不好|对不对|没有\W*$|睡了没|乜|点解|边个|几多")
+_ASKS_ZH = re.compile(
+    r"[?]\W*$|[吗么呢嘛咩]\W*$|(?:吗|呢)[,?]|什么|啥|怎么|咋|为什么|为啥|多少|几点|几时|哪里|哪儿|"
+    r"哪个|谁|是不是|有没有|能不能|会不会|要不要|可不可以|好不好|对不对|没有\W*$|睡了没|乜|点解|边个|几多"
+)
 #: a greeting, whoever it names ("黄生早晨!", "陈伯早晨"), and an instruction to the listener
 #: ("记得派喜糖", "帮我订个位"): no fact.
 _GREETING_ZH = re.compile(r"(?:早晨|早上好|早安|晚安|你好|您好|新年快乐|生日快乐)\W*$")
@@ -98,21 +102,26 @@ SECRECY_ZH = re.compile(
     r"(?:还没|尚未|暂时不|先不)(?:公布|公开|官宣|宣布|对外)|(?:等|到)[^,。!?;]{1,12}(?:再|才)(?:公开|公布|官宣|宣布|说|讲)|"
     r"嘴严|守口如瓶|私下|偷偷|悄悄|低调点|对外保密|唔好(?:同|话俾|讲俾|俾)(?:人|其他人|任何人)|唔好(?:讲|传)出去|千祈唔好|"
     r"你自己知道就(?:好|行)|只有你知道|就你知道|别人都不知道|没人知道|其他人都不知道|"
-    r"(?:别|不要|唔好)(?:在|喺)(?:群里|群入面|群度|朋友圈)(?:说|讲|发|提)")
+    r"(?:别|不要|唔好)(?:在|喺)(?:群里|群入面|群度|朋友圈)(?:说|讲|发|提)"
+)
 #: narrowing, the people named after: 别告诉老王, 先别跟李老师说, 还没跟公司说, 瞒着我妈.
 _BLACK_AFTER_ZH = re.compile(
     r"(?:别|不要|不能|千万别|先别|暂时别|千万不要|唔好|千祈唔好)(?:告诉|跟|和|对|同|向|让|叫|给|话俾|讲俾|俾|同埋)"
-    r"|(?:还没|还没有|没|没有|未|仲未|都未)(?:跟|和|对|同|向|告诉)|瞒着|瞒住|尤其是|特别是|尤其|特别|连|包括")
+    r"|(?:还没|还没有|没|没有|未|仲未|都未)(?:跟|和|对|同|向|告诉)|瞒着|瞒住|尤其是|特别是|尤其|特别|连|包括"
+)
 #: narrowing, the people named before: 李老师还不知道, 我爸妈也不知道, 阿妈仲唔知.
 _BLACK_BEFORE_ZH = re.compile(r"(?:还|也|都|仲|并)?(?:不知道|唔知|唔知道|毫不知情|蒙在鼓里|不晓得)")
 #: widening (owner only): 老王可以知道, 可以告诉小林, 告诉小林也没关系.
 _WHITE_ZH = re.compile(
     r"(?P<who>[^,。!?;]{1,12}?)(?:可以知道|知道也没关系|知道也无所谓|知道没事|知道也行)"
     r"|(?<![不别])(?:可以|能|也可以)(?:告诉|跟|和|同)(?P<who2>[^,。!?;]{1,12}?)(?:说|讲|$|[,。!?;])"
-    r"|只有(?:你)?(?:和|跟|同)?(?P<who3>[^,。!?;]{1,12}?)(?:知道|晓得)")
+    r"|只有(?:你)?(?:和|跟|同)?(?P<who3>[^,。!?;]{1,12}?)(?:知道|晓得)"
+)
 #: the owner opening to anyone: 可以告诉大家, 不是秘密, 随便说.
-_PUBLIC_ZH = re.compile(r"(?<![不别])(?:可以|能)(?:告诉|跟|和)(?:大家|别人|任何人|所有人)|不是(?:什么)?秘密|不用保密|随便说|"
-                        r"(?<![不别])可以(?:说|讲)出去|大家都可以知道|已经公开了|(?:已经)?官宣了")
+_PUBLIC_ZH = re.compile(
+    r"(?<![不别])(?:可以|能)(?:告诉|跟|和)(?:大家|别人|任何人|所有人)|不是(?:什么)?秘密|不用保密|随便说|"
+    r"(?<![不别])可以(?:说|讲)出去|大家都可以知道|已经公开了|(?:已经)?官宣了"
+)
 #: a clause boundary for the windows a cue reads names in.
 _CLAUSE = re.compile(r"[,。!?;:、]|但是|不过|因为|所以")
 
@@ -132,7 +141,7 @@ def read_cues_zh(segment: str, *, owner: bool, find: FindNames) -> tuple[list[st
     white: list[str] = []
     said: list[str] = []
     for m in _BLACK_AFTER_ZH.finditer(segment):
-        black += [c for c in find(_after(segment[m.end():])) if c not in black]
+        black += [c for c in find(_after(segment[m.end() :])) if c not in black]
     for m in _BLACK_BEFORE_ZH.finditer(segment):
         black += [c for c in find(_before(segment[: m.start()])) if c not in black]
     said += [m.group(0) for m in SECRECY_ZH.finditer(segment)]
@@ -158,9 +167,13 @@ def cue_only_zh(clause: str, cue_text: list[str], without_names: str) -> bool:
     for w in sorted(cue_text, key=len, reverse=True):
         rest = rest.replace(w, "")
     rest = re.sub(_ANYONE, "", rest)
-    rest = re.sub(r"别|不要|千万|先|暂时|帮|住|喇|可以|能|也行|没关系|告诉|跟|和|对|同|让|知道|发现|晓得|说|讲|也|都|还|没|不|这事|这件事|事|件|个|我|你|他|她|们|"
-                  r"哈|啊|呀|哦|吧|啦|了|的|一下|出去|任何人|别人|谁|就|好|嘛|喔|唔|俾|话|人|尤其是|特别是|连|包括|"
-                  r"绝对|一定|千祈|记得|拜托|求你", "", rest)
+    rest = re.sub(
+        r"别|不要|千万|先|暂时|帮|住|喇|可以|能|也行|没关系|告诉|跟|和|对|同|让|知道|发现|晓得|说|讲|也|都|还|没|不|这事|这件事|事|件|个|我|你|他|她|们|"
+        r"哈|啊|呀|哦|吧|啦|了|的|一下|出去|任何人|别人|谁|就|好|嘛|喔|唔|俾|话|人|尤其是|特别是|连|包括|"
+        r"绝对|一定|千祈|记得|拜托|求你",
+        "",
+        rest,
+    )
     return content_chars(rest) < 2
 
 
@@ -168,10 +181,14 @@ def cue_only_zh(clause: str, cue_text: list[str], without_names: str) -> bool:
 
 #: "要是有人问，就说我最近失眠", "对外就说……", "有人问起就话我返乡下" (Cantonese 话 = say).
 COVER_ZH = (
-    re.compile(r"(?:要是|如果|若是|若|万一|假如|如有|有人|谁|别人|他们|她|他|佢|人哋)[^,。!?;]{0,10}?问(?:起|到|你)?[^,。!?;]{0,6}?"
-               r"[,:]?\s*(?:你)?(?:就)?(?:说|讲|话|讲话|回)(?:是)?\s*(?P<clause>.+)"),
-    re.compile(r"(?:对外|对组里|对公司|对家里|对他们|对她|对他|对其他人|跟其他人|跟他们|同其他人)(?:就|先|统一)?(?:说|讲|话|宣称|宣布)"
-               r"(?:是)?\s*(?P<clause>.+)"),
+    re.compile(
+        r"(?:要是|如果|若是|若|万一|假如|如有|有人|谁|别人|他们|她|他|佢|人哋)[^,。!?;]{0,10}?问(?:起|到|你)?[^,。!?;]{0,6}?"
+        r"[,:]?\s*(?:你)?(?:就)?(?:说|讲|话|讲话|回)(?:是)?\s*(?P<clause>.+)"
+    ),
+    re.compile(
+        r"(?:对外|对组里|对公司|对家里|对他们|对她|对他|对其他人|跟其他人|跟他们|同其他人)(?:就|先|统一)?(?:说|讲|话|宣称|宣布)"
+        r"(?:是)?\s*(?P<clause>.+)"
+    ),
     re.compile(r"(?:就|你就|你们就)(?:说|讲|话)(?:是)?(?P<clause>我.+)"),
 )
 #: a telling that is negated is a cue, never a cover ("别说我…").
@@ -184,7 +201,7 @@ def cover_zh(text: str) -> str | None:
         m = pattern.search(text)
         if m is None:
             continue
-        if _NEGATED_ZH.search(text[max(0, m.start() - 4): m.start("clause")]):
+        if _NEGATED_ZH.search(text[max(0, m.start() - 4) : m.start("clause")]):
             continue
         clause = m.group("clause").strip(" ,:。")
         if worth_zh(clause):
@@ -193,6 +210,7 @@ def cover_zh(text: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- third person
+
 
 def third_person_zh(text: str, speaker: str, you: str | None = None) -> str:
     """The speaker's 我 / 我们 as their name ("我们五一来北京" -> "妈妈他们五一来北京"); 你 as the

@@ -184,7 +184,9 @@ def _identity_problems(data: Mapping[str, Any], contacts: dict[Any, Any]) -> lis
     """One identity, one person: the owner's and each contact's identities never overlap."""
     owner = data.get("owner", {})
     owner_ids = _mapping(owner).get("identities", [LOCAL.identity(OWNER_ID)]) if isinstance(owner, dict) else []
-    owned = [("owner", _items(owner_ids))] + [(cid, _items(_mapping(c).get("identities"))) for cid, c in contacts.items()]
+    owned = [("owner", _items(owner_ids))] + [
+        (cid, _items(_mapping(c).get("identities"))) for cid, c in contacts.items()
+    ]
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for who, identities in owned:
@@ -198,8 +200,9 @@ def _identity_problems(data: Mapping[str, Any], contacts: dict[Any, Any]) -> lis
     return problems
 
 
-def _exception_problems(i: int, exc: dict[str, Any], contacts: dict[Any, Any], groups: dict[Any, Any],
-                        categories: dict[Any, Any]) -> list[Problem]:
+def _exception_problems(
+    i: int, exc: dict[str, Any], contacts: dict[Any, Any], groups: dict[Any, Any], categories: dict[Any, Any]
+) -> list[Problem]:
     problems: list[Problem] = []
     targets = [k for k in ("fact", "event", "category") if exc.get(k) is not None]
     if len(targets) != 1:
@@ -255,8 +258,9 @@ def schema_problems(error: ValidationError, prefix: tuple[str | int, ...]) -> It
         yield Problem(prefix + loc, err["msg"])
 
 
-def parse_policy(data: Any, source: str, lines: dict[tuple[str | int, ...], int] | None = None,
-                 prefix: tuple[str | int, ...] = ()) -> Policy:
+def parse_policy(
+    data: Any, source: str, lines: dict[tuple[str | int, ...], int] | None = None, prefix: tuple[str | int, ...] = ()
+) -> Policy:
     """Validate already-parsed YAML data; ``prefix`` locates it inside a larger document."""
     lines = lines or {}
     if not isinstance(data, dict):

@@ -10,5 +10,15 @@ from epmem.reply.relevance import Relevance, RelevanceConfig
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
 from epmem.reply.sanity import SanityConfig
 
-__all__ = ["Answer", "LLMResponder", "PrivacyEngine", "ReplyContext", "Relevance", "RelevanceConfig", "Responder", "RulesResponder", "SanityConfig",
-           "deflection"]
+__all__ = [
+    "Answer",
+    "LLMResponder",
+    "PrivacyEngine",
+    "ReplyContext",
+    "Relevance",
+    "RelevanceConfig",
+    "Responder",
+    "RulesResponder",
+    "SanityConfig",
+    "deflection",
+]

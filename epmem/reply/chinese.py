@@ -26,24 +26,76 @@ import numpy as np
 Kind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
 
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
-    ("open", re.compile(r"最近(?:怎么样|咋样|如何|还好|过得|点[啊呀样]|忙(?:什么|啥|些什么)|在忙|在干|干(?:嘛|啥|什么))"
-                        r"|近况|(?:有|有没有)(?:什么|啥)(?:新鲜事|新消息|新闻|动静)|忙(?:什么|啥)呢")),
+    (
+        "open",
+        re.compile(
+            r"最近(?:怎么样|咋样|如何|还好|过得|点[啊呀样]|忙(?:什么|啥|些什么)|在忙|在干|干(?:嘛|啥|什么))"
+            r"|近况|(?:有|有没有)(?:什么|啥)(?:新鲜事|新消息|新闻|动静)|忙(?:什么|啥)呢"
+        ),
+    ),
     ("state", re.compile(r"(?:怎么样|咋样|如何|还好吗|好吗|还行吗|顺利吗|好点了?吗|好些了?吗|怎么了)")),
     ("when", re.compile(r"什么时候|啥时候|几点|哪天|哪一天|几号|几月|多久|何时|哪年")),
     ("where", re.compile(r"哪里|哪儿|在哪|去哪|什么地方|啥地方|哪个城市|哪个国家")),
     ("who", re.compile(r"谁|哪位|跟谁|和谁")),
-    ("yesno", re.compile(r"[吗嘛][？?！!。~～]*\s*$|是不是|有没有|会不会|能不能|要不要|是否|对不对|[了过]没[？?]*\s*$")),
+    (
+        "yesno",
+        re.compile(r"[吗嘛][？?！!。~～]*\s*$|是不是|有没有|会不会|能不能|要不要|是否|对不对|[了过]没[？?]*\s*$"),
+    ),
 )
 
 #: characters that make a bigram a function word (了吗, 他在, 是不): never informative.
 _STOP_CHARS = frozenset("的了吗呢吧啊呀么他她它你我们是在有和就都也还又很这那个些不没哈嘛啦哦嗯呗咋啥谁哪儿得着怎")
 #: informative-looking bigrams that every question and fact may hold.
-_STOP_BIGRAMS = frozenset({
-    "最近", "知道", "听说", "现在", "时候", "一下", "一直", "真的", "感觉", "今天", "明天", "昨天", "好久",
-    "怎样", "如何", "为什", "什么", "一个", "可以", "应该", "打算", "已经", "还是", "就是", "但是", "因为",
-    "所以", "如果", "觉得", "告诉", "问问", "事情", "情况", "一些", "一点", "怎么", "这样", "那样", "近况",
-    "听讲", "是否", "到底", "真是", "准备", "安排", "出来",
-})
+_STOP_BIGRAMS = frozenset(
+    {
+        "最近",
+        "知道",
+        "听说",
+        "现在",
+        "时候",
+        "一下",
+        "一直",
+        "真的",
+        "感觉",
+        "今天",
+        "明天",
+        "昨天",
+        "好久",
+        "怎样",
+        "如何",
+        "为什",
+        "什么",
+        "一个",
+        "可以",
+        "应该",
+        "打算",
+        "已经",
+        "还是",
+        "就是",
+        "但是",
+        "因为",
+        "所以",
+        "如果",
+        "觉得",
+        "告诉",
+        "问问",
+        "事情",
+        "情况",
+        "一些",
+        "一点",
+        "怎么",
+        "这样",
+        "那样",
+        "近况",
+        "听讲",
+        "是否",
+        "到底",
+        "真是",
+        "准备",
+        "安排",
+        "出来",
+    }
+)
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]*[A-Za-z0-9+#]|[A-Za-z]{2,}")
 _LATIN_STOP = frozenset({"ok", "okay", "hi", "hey", "hh", "lol"})
@@ -80,7 +132,7 @@ def _weight(term: str) -> float:
 
 
 def _bigrams(text: str) -> set[str]:
-    return {run[i:i + 2] for run in _HAN_RUN.findall(text) for i in range(len(run) - 1)}
+    return {run[i : i + 2] for run in _HAN_RUN.findall(text) for i in range(len(run) - 1)}
 
 
 def name_forms(name: str) -> list[str]:
@@ -93,8 +145,16 @@ def name_forms(name: str) -> list[str]:
         if len(han) >= 3:
             forms.append(han[1:])
         # forms of address: 老黄, 小黄, 黄哥, 阿强, 强哥, 强姐
-        forms += [f"老{surname}", f"小{surname}", f"{surname}哥", f"{surname}姐", f"{surname}总",
-                  f"阿{given}", f"{given}哥", f"{given}姐"]
+        forms += [
+            f"老{surname}",
+            f"小{surname}",
+            f"{surname}哥",
+            f"{surname}姐",
+            f"{surname}总",
+            f"阿{given}",
+            f"{given}哥",
+            f"{given}姐",
+        ]
     return [f for f in dict.fromkeys(forms) if f]
 
 
@@ -108,8 +168,15 @@ class SharedWords:
 
     name = "shared-words"
 
-    def __init__(self, ignore: Iterable[str] = (), none: float = -6.0, one: float = 2.0, step: float = 1.5,
-                 neutral: float = -1.0, least: float = 0.75) -> None:
+    def __init__(
+        self,
+        ignore: Iterable[str] = (),
+        none: float = -6.0,
+        one: float = 2.0,
+        step: float = 1.5,
+        neutral: float = -1.0,
+        least: float = 0.75,
+    ) -> None:
         self.ignore = tuple(ignore)
         self.none, self.one, self.step, self.neutral, self.least = none, one, step, neutral, least
 
@@ -120,5 +187,6 @@ class SharedWords:
         held = [asked & terms(t, self.ignore) for t in texts]
         df = Counter(w for h in held for w in h)
         weight = [sum(_weight(w) / df[w] for w in h) for h in held]
-        return np.array([self.none if w < self.least else self.one + self.step * (w - 1) for w in weight],
-                        dtype=np.float32)
+        return np.array(
+            [self.none if w < self.least else self.one + self.step * (w - 1) for w in weight], dtype=np.float32
+        )

@@ -52,23 +52,37 @@ class Written:
         c = self.composition
         return {
             "composer": self.composer,
-            "llm": {"calls": c.llm_calls, **{k: v for k, v in c.usage.as_dict().items() if k != "calls"},
-                    "error": c.llm_error, "prompt": c.prompt, "ms": round(c.llm_ms, 1)},
-            "postcheck": {"outcome": self.postcheck, "checked": self.checked,
-                          "hits": [{"fact": h.fact_id, "evidence": list(h.evidence)} for h in self.hits]},
+            "llm": {
+                "calls": c.llm_calls,
+                **{k: v for k, v in c.usage.as_dict().items() if k != "calls"},
+                "error": c.llm_error,
+                "prompt": c.prompt,
+                "ms": round(c.llm_ms, 1),
+            },
+            "postcheck": {
+                "outcome": self.postcheck,
+                "checked": self.checked,
+                "hits": [{"fact": h.fact_id, "evidence": list(h.evidence)} for h in self.hits],
+            },
             "masked": list(self.masked),
         }
 
 
 class ReplyWriter:
-    def __init__(self, responder: Responder, fallback: RulesResponder | None = None,
-                 desensitizer: Desensitizer | None = None) -> None:
+    def __init__(
+        self, responder: Responder, fallback: RulesResponder | None = None, desensitizer: Desensitizer | None = None
+    ) -> None:
         self.responder = responder
         self.fallback = fallback or RulesResponder()
         self.desensitizer = desensitizer or Desensitizer()
 
-    async def write(self, ctx: ReplyContext, denied: Sequence[Denied], names: Iterable[str],
-                    nearby: Callable[[], Awaitable[Sequence[Denied]]] | None = None) -> Written:
+    async def write(
+        self,
+        ctx: ReplyContext,
+        denied: Sequence[Denied],
+        names: Iterable[str],
+        nearby: Callable[[], Awaitable[Sequence[Denied]]] | None = None,
+    ) -> Written:
         """``ctx.facts`` are the projected facts as stored; ``denied`` the candidates the
         audience may not know; ``names`` the people in the conversation (not evidence);
         ``nearby`` more denied facts, fetched only when a model composed the reply."""

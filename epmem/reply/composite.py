@@ -30,8 +30,7 @@ class HeldBack:
     reason: str
 
     def as_dict(self) -> dict[str, object]:
-        return {"fact": self.fact_id, "with": list(self.with_facts), "recipient": self.recipient,
-                "reason": self.reason}
+        return {"fact": self.fact_id, "with": list(self.with_facts), "recipient": self.recipient, "reason": self.reason}
 
 
 def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> tuple[list[str], list[HeldBack]]:
@@ -46,7 +45,12 @@ def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient]) -> 
             continue
         verdict = judge_composite(trial, denied).first_denial()
         why = f"{verdict[0]}: {verdict[1].explain()}" if verdict else "composite denied"
-        held.append(HeldBack(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
-                         f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''} denies "
-                         f"{denied.id} ({why})"))
+        held.append(
+            HeldBack(
+                gate.fact_id,
+                tuple(g.fact_id for g in kept),
+                denied.id,
+                f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''} denies {denied.id} ({why})",
+            )
+        )
     return [g.fact_id for g in kept], held

@@ -79,8 +79,14 @@ class Answer:
 
 
 class PrivacyEngine(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder,
-                 relevance: Relevance | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        overlay: Overlay,
+        memory: FactMemory,
+        responder: Responder,
+        relevance: Relevance | None = None,
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         self.overlay = overlay
         self.memory = memory
@@ -132,11 +138,21 @@ class PrivacyEngine(ReadsPolicy):
                 language=lang,
             )
             denied = [Denied(d.fact.id, d.fact.text) for d in projection.decisions if not d.allowed]
-            written = await self.writer.write(ctx, denied, [r.name for r in audience],
-                                              lambda: self._nearby_denied(question, audience, rulebook))
+            written = await self.writer.write(
+                ctx, denied, [r.name for r in audience], lambda: self._nearby_denied(question, audience, rulebook)
+            )
             reply, deflected = written.text, written.postcheck == "deflected"
-        return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
-                      written=written, choice=choice, held=tuple(held), consult=consult)
+        return Answer(
+            reply,
+            deflected,
+            projection,
+            self.responder.name,
+            (time.perf_counter() - started) * 1000,
+            written=written,
+            choice=choice,
+            held=tuple(held),
+            consult=consult,
+        )
 
     def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
         """The language to answer ``text`` in: its own; when it has no letters to tell by, the
@@ -144,8 +160,9 @@ class PrivacyEngine(ReadsPolicy):
         contact = self.policy.contacts.get(recipient.id) if recipient is not None else None
         return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
 
-    def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[HeldBack]]:
+    def _choose(
+        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+    ) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
@@ -155,8 +172,9 @@ class PrivacyEngine(ReadsPolicy):
         near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)
         return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
 
-    def _closed_would_answer(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                             audience: Sequence[Recipient]) -> tuple[str, ...]:
+    def _closed_would_answer(
+        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+    ) -> tuple[str, ...]:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
         never-share category still shuts them: the owner is not asked about what they already
@@ -164,16 +182,21 @@ class PrivacyEngine(ReadsPolicy):
         undecided = {r.fact.id for ev in events for r in ev.facts if r.fact.undecided}
         if not undecided:
             return ()
-        opened = [replace(ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r
-                                          for r in ev.facts)) for ev in events]
+        opened = [
+            replace(
+                ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r for r in ev.facts)
+            )
+            for ev in events
+        ]
         storyline = project(opened, rulebook, audience)
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ()
         choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
         return tuple(f for f in choice.chosen if f in undecided)
 
-    async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
-                             limit: int = 16) -> list[Denied]:
+    async def _nearby_denied(
+        self, question: str, audience: Sequence[Recipient], rulebook: Rulebook, limit: int = 16
+    ) -> list[Denied]:
         """Facts near the question that someone in the audience may not know, relevant or not
         (for the post-check of a model's reply only; see epmem/reply/compose.py)."""
         rows = await self.memory.similar([question], limit)
@@ -187,9 +210,7 @@ class PrivacyEngine(ReadsPolicy):
         recalled = await self.memory.recall(question)
         near = _near_events(question, recalled, set(), self.relevance.config.min_recall)
         events = [ev for ev in recalled if ev.event_id in near]
-        decisions = tuple(
-            FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts
-        )
+        decisions = tuple(FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts)
         if decisions:
             lines = [
                 f"[{d.fact.id}] {d.fact.text} ({d.fact.version}, {d.fact.category}, "
@@ -199,8 +220,9 @@ class PrivacyEngine(ReadsPolicy):
             reply = "From your memory:\n" + "\n".join(lines)
         else:
             reply = "Nothing in your memory matches that."
-        return Answer(reply, not decisions, Projection(decisions), "owner-recall",
-                      (time.perf_counter() - started) * 1000)
+        return Answer(
+            reply, not decisions, Projection(decisions), "owner-recall", (time.perf_counter() - started) * 1000
+        )
 
 
 def _opened(fact: Fact) -> Fact:

@@ -97,9 +97,16 @@ class LLMResponder:
     ``max_tokens`` bounds the answer's length at the model; ``sanity`` the text that comes back.
     """
 
-    def __init__(self, llm: LLM, budget_s: float = 45.0, fallback: RulesResponder | None = None,
-                 style: str = "", template: str = "reply", max_tokens: int = 300,
-                 sanity: SanityConfig | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        budget_s: float = 45.0,
+        fallback: RulesResponder | None = None,
+        style: str = "",
+        template: str = "reply",
+        max_tokens: int = 300,
+        sanity: SanityConfig | None = None,
+    ) -> None:
         if budget_s <= 0:
             raise ValueError("budget_s must be > 0")
         if max_tokens <= 0:
@@ -134,25 +141,32 @@ class LLMResponder:
         prompt = f"{self.template.key}@{self.template.digest}"
         started = time.perf_counter()
         try:
-            called = await asyncio.wait_for(self.llm.text_call("reply", messages, max_tokens=self.max_tokens),
-                                            timeout=self.budget_s)
+            called = await asyncio.wait_for(
+                self.llm.text_call("reply", messages, max_tokens=self.max_tokens), timeout=self.budget_s
+            )
         except (TimeoutError, LLMError) as exc:
             kind = exc.kind if isinstance(exc, LLMError) else "timeout"
             usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
             return await self._fallback(ctx, kind, usage, prompt, started)
-        broken = check_reply(called.value, question=ctx.question, prompt=self._prompt_text,
-                             finish_reason=called.finish_reason, config=self.sanity)
+        broken = check_reply(
+            called.value,
+            question=ctx.question,
+            prompt=self._prompt_text,
+            finish_reason=called.finish_reason,
+            config=self.sanity,
+        )
         if broken is not None:
             return await self._fallback(ctx, f"sanity:{broken}", called.usage, prompt, started)
-        return Composition(called.value, self.name, 1, called.usage, None, prompt,
-                           (time.perf_counter() - started) * 1000)
+        return Composition(
+            called.value, self.name, 1, called.usage, None, prompt, (time.perf_counter() - started) * 1000
+        )
 
-    async def _fallback(self, ctx: ReplyContext, reason: str, usage: CallUsage, prompt: str,
-                        started: float) -> Composition:
+    async def _fallback(
+        self, ctx: ReplyContext, reason: str, usage: CallUsage, prompt: str, started: float
+    ) -> Composition:
         log.warning("reply.fallback", reason=reason)
         rules = await self.fallback.compose(ctx)
-        return Composition(rules.text, rules.composer, 1, usage, reason, prompt,
-                           (time.perf_counter() - started) * 1000)
+        return Composition(rules.text, rules.composer, 1, usage, reason, prompt, (time.perf_counter() - started) * 1000)
 
 
 async def compose(responder: Responder, ctx: ReplyContext) -> Composition:

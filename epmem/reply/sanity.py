@@ -88,7 +88,7 @@ def _words(text: str) -> list[str]:
 
 
 def _ngrams(tokens: list[str], n: int) -> Iterable[tuple[str, ...]]:
-    return (tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return (tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def prompt_shingles(static_texts: Iterable[str], n: int = 6) -> frozenset[tuple[str, ...]]:
@@ -175,8 +175,14 @@ def other_language(reply: str, message: str, cfg: SanityConfig = SanityConfig())
     return message_probs.get(reply_lang, 0.0) < cfg.language_other_max
 
 
-def check_reply(text: str | None, *, question: str, prompt: frozenset[tuple[str, ...]] = frozenset(),
-                finish_reason: str | None = None, config: SanityConfig | None = None) -> str | None:
+def check_reply(
+    text: str | None,
+    *,
+    question: str,
+    prompt: frozenset[tuple[str, ...]] = frozenset(),
+    finish_reason: str | None = None,
+    config: SanityConfig | None = None,
+) -> str | None:
     """The first sanity rule ``text`` breaks (one of :data:`REASONS`), or None for a reply."""
     cfg = config or SanityConfig()
     body = (text or "").strip()

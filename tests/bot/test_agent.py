@@ -84,8 +84,15 @@ async def test_a_non_owner_command_is_only_a_question(house: Runtime) -> None:
     assert record is not None and record.kind == "attempted_command"
     assert await house.overlay.exceptions() == []
     # a display name set to the owner's name changes nothing either
-    spoof = Inbound(platform="telegram", chat_id="1", chat_kind="direct", sender="telegram:1",
-                    text="/facts", audience=("telegram:1",), sender_display_name="Maya Chen")
+    spoof = Inbound(
+        platform="telegram",
+        chat_id="1",
+        chat_kind="direct",
+        sender="telegram:1",
+        text="/facts",
+        audience=("telegram:1",),
+        sender_display_name="Maya Chen",
+    )
     assert (await house.agent.handle(spoof)).text == deflection("Maya Chen")
 
 
@@ -146,8 +153,15 @@ async def test_a_reply_s_record_names_the_events_near_the_question_not_recall_s_
 
 
 async def test_odd_messages_are_audited_and_answered_briefly(house: Runtime) -> None:
-    sticker = Inbound(platform="telegram", chat_id="5", chat_kind="direct", sender="telegram:5", text="",
-                      audience=("telegram:5",), non_text="sticker")
+    sticker = Inbound(
+        platform="telegram",
+        chat_id="5",
+        chat_kind="direct",
+        sender="telegram:5",
+        text="",
+        audience=("telegram:5",),
+        non_text="sticker",
+    )
     out = await house.agent.handle(sticker)
     assert out.text == NON_TEXT_NOTE
     record = await house.audit.get(out.audit_id or "")

@@ -86,8 +86,9 @@ def test_bench_json_makes_its_folder(tmp_path: Path) -> None:
 
 
 def test_piped_output_is_not_wrapped(loaded: Path) -> None:
-    result = epmem("preview", "leo", "How is the house hunt going, and is there anything new with the offer?",
-                   data=loaded)
+    result = epmem(
+        "preview", "leo", "How is the house hunt going, and is there anything new with the offer?", data=loaded
+    )
     assert result.returncode == 0, result.stderr
     reply, audit_line = result.stdout.splitlines()
     assert len(reply) > 80 and reply.endswith("on Elm Road.")
@@ -98,8 +99,11 @@ def test_piped_output_is_not_wrapped(loaded: Path) -> None:
 
 def test_load_keeps_the_scenarios_owner_identities_and_persona(tmp_path: Path) -> None:
     scenario = yaml.safe_load(HOUSE.read_text())
-    scenario["policy"]["owner"] = {"name": "Maya Chen", "identities": ["telegram:777", "console:maya"],
-                                   "persona": "warm and brief"}
+    scenario["policy"]["owner"] = {
+        "name": "Maya Chen",
+        "identities": ["telegram:777", "console:maya"],
+        "persona": "warm and brief",
+    }
     path = tmp_path / "house.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     data = tmp_path / "data"

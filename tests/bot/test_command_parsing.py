@@ -12,8 +12,15 @@ from bot.commands.parsing import duration, moment, parse_expiry, parse_when, spl
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("word", "want"), [("30m", timedelta(minutes=30)), ("12h", timedelta(hours=12)),
-                                            ("7d", timedelta(days=7)), ("2w", timedelta(weeks=2))])
+@pytest.mark.parametrize(
+    ("word", "want"),
+    [
+        ("30m", timedelta(minutes=30)),
+        ("12h", timedelta(hours=12)),
+        ("7d", timedelta(days=7)),
+        ("2w", timedelta(weeks=2)),
+    ],
+)
 def test_durations(word: str, want: timedelta) -> None:
     assert duration(word) == want
 
@@ -45,8 +52,16 @@ def test_expiry_and_when_read_the_same_durations_and_dates() -> None:
         parse_when(["for", "7d"], NOW)
 
 
-@pytest.mark.parametrize(("token", "want"), [("event:e12", ("event", "e12")), ("fact:f3", ("fact", "f3")),
-                                             ("category:health", ("category", "health")), ("f3", ("", "f3")),
-                                             ("slack:U1", ("", "slack:U1")), ("event:", ("", "event:"))])
+@pytest.mark.parametrize(
+    ("token", "want"),
+    [
+        ("event:e12", ("event", "e12")),
+        ("fact:f3", ("fact", "f3")),
+        ("category:health", ("category", "health")),
+        ("f3", ("", "f3")),
+        ("slack:U1", ("", "slack:U1")),
+        ("event:", ("", "event:")),
+    ],
+)
 def test_targets(token: str, want: tuple[str, str]) -> None:
     assert split_target(token) == want

@@ -95,14 +95,18 @@ async def test_the_scheduler_runs_only_what_declares_it(house: Runtime) -> None:
     assert level == "raj is now level 2 (was 4)."
 
 
-@pytest.mark.parametrize(("line", "command", "hint"), [
-    ("/domain ana sideways", "domain", ""),
-    ("/level ana", "level", "N is 1-4 for a contact, 0-4 for a fact"),
-    ("/whoknows", "who-knows", ""),
-    ("/unschedule soon", "unschedule", "N as /scheduled shows it"),
-])
-async def test_a_mistyped_command_is_answered_with_its_declared_usage(house: Runtime, line: str, command: str,
-                                                                      hint: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "command", "hint"),
+    [
+        ("/domain ana sideways", "domain", ""),
+        ("/level ana", "level", "N is 1-4 for a contact, 0-4 for a fact"),
+        ("/whoknows", "who-knows", ""),
+        ("/unschedule soon", "unschedule", "N as /scheduled shows it"),
+    ],
+)
+async def test_a_mistyped_command_is_answered_with_its_declared_usage(
+    house: Runtime, line: str, command: str, hint: str
+) -> None:
     found = REGISTRY.find(command)
     assert found is not None
     typed = line.split()[0]
@@ -112,7 +116,10 @@ async def test_a_mistyped_command_is_answered_with_its_declared_usage(house: Run
 
 def test_no_command_types_its_own_usage() -> None:
     """Usage lines are rendered from the declaration (UsageError); a hand-typed copy drifts."""
-    typed = [f"{path.relative_to(REPO)}:{n}" for path in sorted((REPO / "bot").rglob("*.py"))
-             for n, text in enumerate(path.read_text().splitlines(), 1)
-             if re.search(r"""["']usage: /[a-z]""", text)]
+    typed = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "bot").rglob("*.py"))
+        for n, text in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"""["']usage: /[a-z]""", text)
+    ]
     assert not typed, "raise UsageError(hint) instead of typing the usage:\n" + "\n".join(typed)

@@ -26,7 +26,8 @@ def test_the_demo_refuses_a_data_folder_with_another_policy(tmp_path: Path) -> N
     [line] = error_lines(refused)
     assert refused.returncode == 1 and f"{data / 'policy.yaml'} is another policy" in line
     assert (data / "policy.yaml").read_text() == "owner: {name: Kai}\n" and sorted(p.name for p in data.iterdir()) == [
-        "policy.yaml"]
+        "policy.yaml"
+    ]
     mine = tmp_path / "mine.yaml"
     mine.write_text("owner: {name: Kai}\n")
     explicit = epmem("demo", data=tmp_path / "other", env={"EPMEM_POLICY": str(mine)})

@@ -55,8 +55,12 @@ def test_nothing_configured_means_console(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_telegram_token_and_urls(monkeypatch: pytest.MonkeyPatch) -> None:
-    p = settings(monkeypatch, TELEGRAM_BOT_TOKEN="123:abc", EPMEM_TELEGRAM_API_URL="http://127.0.0.1:9/bot",
-                 EPMEM_TELEGRAM_WEBHOOK_URL="https://bot.example.org/tg/hook")
+    p = settings(
+        monkeypatch,
+        TELEGRAM_BOT_TOKEN="123:abc",
+        EPMEM_TELEGRAM_API_URL="http://127.0.0.1:9/bot",
+        EPMEM_TELEGRAM_WEBHOOK_URL="https://bot.example.org/tg/hook",
+    )
     assert p.configured() == [TELEGRAM]
     assert "123:abc" not in repr(p) and "123:abc" not in repr(p.of("telegram"))
     config = telegram_config(tg(p), context(p, "telegram"))
@@ -66,11 +70,14 @@ def test_telegram_token_and_urls(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "123:abc" not in repr(config) and config.secret_token not in repr(config)
 
 
-@pytest.mark.parametrize("env", [
-    {"SLACK_BOT_TOKEN": "xoxb-1"},
-    {"SLACK_SIGNING_SECRET": "s"},
-    {"SLACK_APP_TOKEN": "xapp-1"},
-])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"SLACK_BOT_TOKEN": "xoxb-1"},
+        {"SLACK_SIGNING_SECRET": "s"},
+        {"SLACK_APP_TOKEN": "xapp-1"},
+    ],
+)
 def test_half_configured_slack_is_an_error(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
     with pytest.raises(PlatformError):
         settings(monkeypatch, **env).configured()
@@ -87,8 +94,14 @@ def test_slack_http_or_socket_mode(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_slack_delegate_mode_needs_an_owner_on_slack(monkeypatch: pytest.MonkeyPatch) -> None:
-    p = settings(monkeypatch, SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="sig", SLACK_USER_TOKEN="xoxp-owner",
-                 EPMEM_SLACK_DELEGATE_DELAY_S="5", EPMEM_SEND_PACING="0")
+    p = settings(
+        monkeypatch,
+        SLACK_BOT_TOKEN="xoxb-1",
+        SLACK_SIGNING_SECRET="sig",
+        SLACK_USER_TOKEN="xoxp-owner",
+        EPMEM_SLACK_DELEGATE_DELAY_S="5",
+        EPMEM_SEND_PACING="0",
+    )
     config = slack_config(sl(p), context(p, "slack"))
     assert config.user_token == "xoxp-owner" and "xoxp-owner" not in repr(config)
     assert config.delegate_delay_s == 5 and config.pacing.channel.per_s == 0

@@ -58,9 +58,16 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
     clock = Clock(datetime.fromisoformat(made["made_at"]) + timedelta(hours=1))
     runtime = await house_runtime(data, clock=clock)
     try:
-        assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 2, "tasks": 1, "seen_events": 1,
-                                                   "connector_state": 2, "fact_register": 1,
-                                                   "ingest_journal": 2, "consultations": 1}
+        assert recorded(data / "state.sqlite") == {
+            "overlay": 2,
+            "approvals": 2,
+            "tasks": 1,
+            "seen_events": 1,
+            "connector_state": 2,
+            "fact_register": 1,
+            "ingest_journal": 2,
+            "consultations": 1,
+        }
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
         assert recorded(data / "audit.sqlite") == {"audit": 4} and "migrations" not in tables(data / "audit.sqlite")
         # the first-format records keep their hashes; one chained record seals them (epmem.audit.schema)
@@ -105,8 +112,9 @@ async def test_a_garbage_state_database_is_one_clear_error_and_is_left_alone(tmp
 
 async def test_a_schema_newer_than_the_program_is_refused(tmp_path: Path) -> None:
     state = await StateDB(tmp_path / "state.sqlite").open()
-    await state.connection.execute("INSERT INTO schema_migrations(migration_set, version, name) "
-                                   "VALUES ('tasks', 9, 'from the future')")
+    await state.connection.execute(
+        "INSERT INTO schema_migrations(migration_set, version, name) VALUES ('tasks', 9, 'from the future')"
+    )
     await state.close()
     with pytest.raises(DatabaseError, match=r"tasks tables are at version 9, newer than this program knows \(1\)"):
         await StateDB(tmp_path / "state.sqlite").open()

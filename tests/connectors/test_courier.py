@@ -113,10 +113,14 @@ async def test_a_told_wait_holds_the_chat_for_the_next_message_too() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(plan=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 3)), min_size=1, max_size=40),
-       a=st.tuples(st.integers(1, 5), st.floats(0.1, 10)), b=st.tuples(st.integers(1, 5), st.floats(0.1, 10)))
-def test_no_lane_ever_exceeds_its_rate(plan: list[tuple[str, float]], a: tuple[int, float],
-                                       b: tuple[int, float]) -> None:
+@given(
+    plan=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 3)), min_size=1, max_size=40),
+    a=st.tuples(st.integers(1, 5), st.floats(0.1, 10)),
+    b=st.tuples(st.integers(1, 5), st.floats(0.1, 10)),
+)
+def test_no_lane_ever_exceeds_its_rate(
+    plan: list[tuple[str, float]], a: tuple[int, float], b: tuple[int, float]
+) -> None:
     clock = FakeTimer()
     pacer = Pacer(clock.timer)
     rates = {"a": Rate(*a), "b": Rate(*b)}
@@ -143,6 +147,7 @@ class Late(Exception):
 async def test_an_ambiguous_failure_is_never_retried() -> None:
     """A post is not idempotent: after a timeout it may be there already, so it is not sent
     again; the caller learns the outcome is unknown (and keeps it as maybe delivered)."""
+
     def ambiguous(exc: BaseException) -> DeliveryVerdict:
         return DeliveryVerdict("ambiguous", "timeout") if isinstance(exc, Late) else classify(exc)
 

@@ -35,14 +35,29 @@ def policy(path: Path, owner_language: str | None) -> Path:
     owner: dict[str, Any] = {"name": "王子涵", "identities": [f"telegram:{OWNER_TG}"]}
     if owner_language is not None:
         owner["language"] = owner_language
-    path.write_text(yaml.safe_dump({
-        "owner": owner,
-        "contacts": {"xiaoyu": {"name": "林小雨", "relationship": "女朋友", "level": 1, "domain": "life",
-                                "identities": [f"telegram:{XIAOYU_TG}"]}},
-        "categories": {"health": {"level": 1, "domain": "life", "keywords": ["抑郁", "咨询"]},
-                       "hobbies": {"level": 4, "keywords": ["吉他"]}},
-        "default_category": "hobbies",
-    }, allow_unicode=True, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "owner": owner,
+                "contacts": {
+                    "xiaoyu": {
+                        "name": "林小雨",
+                        "relationship": "女朋友",
+                        "level": 1,
+                        "domain": "life",
+                        "identities": [f"telegram:{XIAOYU_TG}"],
+                    }
+                },
+                "categories": {
+                    "health": {"level": 1, "domain": "life", "keywords": ["抑郁", "咨询"]},
+                    "hobbies": {"level": 4, "keywords": ["吉他"]},
+                },
+                "default_category": "hobbies",
+            },
+            allow_unicode=True,
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -57,11 +72,21 @@ async def telegram(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegra
 async def serve(tmp_path: Path, owner_language: str | None) -> tuple[Runtime, Service]:
     settings = Settings(data_dir=tmp_path / "data", policy=policy(tmp_path / "policy.yaml", owner_language))
     runtime = await Runtime.open(settings, embedder=shared_embedder())
-    await runtime.memory.replace_all([
-        Fact(id="f1", text=GUITAR, event_id="e1", category="hobbies", level=4, state="annotated"),
-        Fact(id="f2", text=THERAPY, event_id="e2", category="health", level=1, domain="life", state="annotated",
-             closed=True),
-    ])
+    await runtime.memory.replace_all(
+        [
+            Fact(id="f1", text=GUITAR, event_id="e1", category="hobbies", level=4, state="annotated"),
+            Fact(
+                id="f2",
+                text=THERAPY,
+                event_id="e2",
+                category="health",
+                level=1,
+                domain="life",
+                state="annotated",
+                closed=True,
+            ),
+        ]
+    )
     service = Service(runtime, PlatformSettings())
     await service.start()
     return runtime, service
@@ -80,7 +105,8 @@ async def ask(tg: FakeTelegram, text: str) -> str:
 
 @pytest.mark.parametrize("owner_language", ["zh", None])
 async def test_a_chinese_question_gets_a_chinese_answer_and_the_owner_is_asked_in_her_language(
-        telegram: FakeTelegram, tmp_path: Path, owner_language: str | None) -> None:
+    telegram: FakeTelegram, tmp_path: Path, owner_language: str | None
+) -> None:
     runtime, service = await serve(tmp_path, owner_language)
     try:
         reply = await ask(telegram, QUESTION)

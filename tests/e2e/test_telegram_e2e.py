@@ -75,7 +75,10 @@ async def test_stranger_is_deflected_and_a_close_contact_hears_the_truth(bot: Bo
     assert COVER in cover and TRUTH not in cover
     records = await bot.runtime.audit.records(kind="reply")
     assert [(r.body["sender"], r.body["disclosed"]) for r in records] == [
-        ("telegram:4242", []), (f"telegram:{TG['leo']}", ["f1"]), (f"telegram:{TG['raj']}", ["f2"])]
+        ("telegram:4242", []),
+        (f"telegram:{TG['leo']}", ["f1"]),
+        (f"telegram:{TG['raj']}", ["f2"]),
+    ]
 
 
 async def test_group_with_a_low_level_member_hears_only_what_all_may_know(bot: Bot) -> None:
@@ -172,8 +175,9 @@ async def test_stickers_photos_edits_and_service_messages_are_audited(bot: Bot) 
     bot.tg.sticker(LEO)
     bot.tg.photo(LEO, caption="look")
     bot.tg.edited_message(LEO, "changed", message_id=7)  # silence: the original was answered
-    bot.tg.private_text(LEO, "", pinned_message={"message_id": 5, "date": 0, "chat": {"id": TG["leo"],
-                                                                                   "type": "private"}})
+    bot.tg.private_text(
+        LEO, "", pinned_message={"message_id": 5, "date": 0, "chat": {"id": TG["leo"], "type": "private"}}
+    )
     bot.tg.private_text(LEO, HOUSE_Q)
     replies = await bot.said_to(TG["leo"], 3)
     assert replies[:2] == [NON_TEXT_NOTE] * 2 and TRUTH in replies[2]

@@ -82,8 +82,9 @@ class ToyConnector:
         while True:
             user, text = await self.network.inbox.get()
             sender = f"{NAME}:{user}"
-            out = await self.ctx.handler(Inbound(platform=NAME, chat_id=sender, chat_kind="direct",
-                                                 sender=sender, text=text, audience=(sender,)))
+            out = await self.ctx.handler(
+                Inbound(platform=NAME, chat_id=sender, chat_kind="direct", sender=sender, text=text, audience=(sender,))
+            )
             if out.text is not None:
                 await self.send(sender, out.text, out.actions)
 

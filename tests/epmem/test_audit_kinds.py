@@ -10,8 +10,17 @@ from pathlib import Path
 import pytest
 
 from epmem.audit import (
-    KINDS, ApprovalRecord, AuditLog, ConsultationRecord, DeliveryRecord, HeldRecord, PolicyChangeRecord,
-    ReplyRecord, UndeliveredRecord, UnreadRecord, export,
+    KINDS,
+    ApprovalRecord,
+    AuditLog,
+    ConsultationRecord,
+    DeliveryRecord,
+    HeldRecord,
+    PolicyChangeRecord,
+    ReplyRecord,
+    UndeliveredRecord,
+    UnreadRecord,
+    export,
 )
 from epmem.audit.kinds import MODELS
 from epmem.audit.sealing import canonical, chain_hash
@@ -26,8 +35,15 @@ def test_every_kind_has_one_model_naming_it() -> None:
 
 async def test_what_is_written_is_read_back_as_its_model(tmp_path: Path) -> None:
     entries = [
-        ReplyRecord(platform="console", chat="c1", contact="leo", question="Is Sam moving?", disclosed=["f1"],
-                    deflected=False, reply="Sam is moving to Leeds."),
+        ReplyRecord(
+            platform="console",
+            chat="c1",
+            contact="leo",
+            question="Is Sam moving?",
+            disclosed=["f1"],
+            deflected=False,
+            reply="Sam is moving to Leeds.",
+        ),
         HeldRecord(question="q", would_disclose=["f2"], draft="d", approval="a1", reply=None),
         ApprovalRecord(approval="a1", decision="rejected", reply=None, by="console:owner"),
         ConsultationRecord(consultation="c9", facts=["f3"], question="Why?"),
@@ -69,8 +85,10 @@ async def test_records_written_before_the_models_still_verify_and_read(tmp_path:
     prev = db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()[0]
     for rid, kind, body in old:
         h = chain_hash(prev, canonical(rid, "2026-01-01T00:00:00.000+00:00", kind, None, body))
-        db.execute("INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format) VALUES (?,?,?,?,?,?,?,2)",
-                   (rid, "2026-01-01T00:00:00.000+00:00", kind, None, json.dumps(body), prev, h))
+        db.execute(
+            "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format) VALUES (?,?,?,?,?,?,?,2)",
+            (rid, "2026-01-01T00:00:00.000+00:00", kind, None, json.dumps(body), prev, h),
+        )
         prev = h
     db.commit()
     db.close()

@@ -30,25 +30,33 @@ CST = timezone(timedelta(hours=8))
 
 @pytest.fixture(scope="module")
 def policy() -> Policy:
-    return parse_policy({
-        "owner": {"name": "王子涵"},
-        "contacts": {
-            "xiaoyu": {"name": "林小雨", "relationship": "女朋友", "level": 1, "domain": "life"},
-            "laowang": {"name": "王建国", "relationship": "同事", "level": 3, "domain": "work"},
-            "daoshi": {"name": "李卫东", "relationship": "博士导师", "level": 2, "domain": "work",
-                       "aliases": ["李老师"]},
-            "mama": {"name": "妈妈", "relationship": "母亲", "level": 2, "domain": "life"},
-            "baba": {"name": "爸爸", "relationship": "父亲", "level": 2, "domain": "life"},
-            "zhou": {"name": "周晓", "relationship": "同门师妹", "level": 3, "domain": "work"},
+    return parse_policy(
+        {
+            "owner": {"name": "王子涵"},
+            "contacts": {
+                "xiaoyu": {"name": "林小雨", "relationship": "女朋友", "level": 1, "domain": "life"},
+                "laowang": {"name": "王建国", "relationship": "同事", "level": 3, "domain": "work"},
+                "daoshi": {
+                    "name": "李卫东",
+                    "relationship": "博士导师",
+                    "level": 2,
+                    "domain": "work",
+                    "aliases": ["李老师"],
+                },
+                "mama": {"name": "妈妈", "relationship": "母亲", "level": 2, "domain": "life"},
+                "baba": {"name": "爸爸", "relationship": "父亲", "level": 2, "domain": "life"},
+                "zhou": {"name": "周晓", "relationship": "同门师妹", "level": 3, "domain": "work"},
+            },
+            "groups": {"family": ["mama", "baba"]},
+            "categories": {
+                "career_plans": {"level": 2, "domain": "life", "keywords": ["转硕", "找工作", "offer", "面试"]},
+                "health": {"level": 1, "domain": "life", "keywords": ["抑郁", "失眠", "医院"]},
+                "daily_life": {"level": 4, "keywords": ["吉他", "羽毛球"]},
+            },
+            "default_category": "daily_life",
         },
-        "groups": {"family": ["mama", "baba"]},
-        "categories": {
-            "career_plans": {"level": 2, "domain": "life", "keywords": ["转硕", "找工作", "offer", "面试"]},
-            "health": {"level": 1, "domain": "life", "keywords": ["抑郁", "失眠", "医院"]},
-            "daily_life": {"level": 4, "keywords": ["吉他", "羽毛球"]},
-        },
-        "default_category": "daily_life",
-    }, "test")
+        "test",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +76,18 @@ def one(extractor: RulesExtractor, text: str, other: str = "xiaoyu", speaker: st
 
 # --------------------------------------------------------------------------- sentences and clauses
 
+
 def test_sentences_end_at_chinese_punctuation_without_a_space() -> None:
     text = normalise("先别，他们会担心死的。要是有人问，就说我最近失眠！真的吗？好的；明天见…再说吧\n第二行")
-    assert split_sentences(text) == ["先别,他们会担心死的。", "要是有人问,就说我最近失眠!", "真的吗?", "好的;",
-                                     "明天见...", "再说吧", "第二行"]
+    assert split_sentences(text) == [
+        "先别,他们会担心死的。",
+        "要是有人问,就说我最近失眠!",
+        "真的吗?",
+        "好的;",
+        "明天见...",
+        "再说吧",
+        "第二行",
+    ]
 
 
 def test_a_cue_clause_is_cut_from_its_statement_at_the_comma() -> None:
@@ -79,24 +95,28 @@ def test_a_cue_clause_is_cut_from_its_statement_at_the_comma() -> None:
     assert pieces == ["我拿到offer了", "先别说出去", "下个月入职"]
 
 
-@pytest.mark.parametrize(("text", "is_worth", "is_question"), [
-    ("我在考虑申请转硕", True, False),
-    ("你最近咋样", False, True),
-    ("子涵今天来实验室吗", False, True),
-    ("哈哈哈", False, False),
-    ("谢谢", False, False),
-    ("好的", False, False),
-    ("医生说是中度抑郁", True, False),
-    ("HR说offer下周发", True, False),
-    ("黄生早晨!", False, False),
-    ("记得派喜糖", False, False),
-])
+@pytest.mark.parametrize(
+    ("text", "is_worth", "is_question"),
+    [
+        ("我在考虑申请转硕", True, False),
+        ("你最近咋样", False, True),
+        ("子涵今天来实验室吗", False, True),
+        ("哈哈哈", False, False),
+        ("谢谢", False, False),
+        ("好的", False, False),
+        ("医生说是中度抑郁", True, False),
+        ("HR说offer下周发", True, False),
+        ("黄生早晨!", False, False),
+        ("记得派喜糖", False, False),
+    ],
+)
 def test_what_a_chinese_statement_is(text: str, is_worth: bool, is_question: bool) -> None:
     assert worth(text, set()) is is_worth
     assert asks(text) is is_question
 
 
 # --------------------------------------------------------------------------- the speaker's 我
+
 
 def test_the_owners_first_person_is_the_owners_name(extractor: RulesExtractor) -> None:
     fact = one(extractor, "好，我在考虑申请转硕，我们组里还没人知道")
@@ -116,6 +136,7 @@ def test_a_name_called_out_opens_no_statement(extractor: RulesExtractor) -> None
 
 # --------------------------------------------------------------------------- people
 
+
 def test_chinese_names_forms_of_address_and_kin_words(policy: Policy) -> None:
     names = ContactNames(policy)
     assert names.find("别告诉老王") == ["laowang"]
@@ -130,18 +151,22 @@ def test_chinese_names_forms_of_address_and_kin_words(policy: Policy) -> None:
 
 # --------------------------------------------------------------------------- cues
 
-@pytest.mark.parametrize("text", [
-    "这事你知我知，我在考虑申请转硕",
-    "我在考虑申请转硕，保密哈",
-    "我在考虑申请转硕，先别说出去",
-    "我在考虑申请转硕，别跟任何人说",
-    "我在考虑申请转硕，还没跟公司说",
-    "我在考虑申请转硕，不想让别人知道",
-    "我在考虑申请转硕，等六月再公开",
-    "我在考虑申请转硕🤫",
-    "我在考虑申请转硕，别在群里说",
-    "我喺度考虑转硕，唔好同人讲",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "这事你知我知，我在考虑申请转硕",
+        "我在考虑申请转硕，保密哈",
+        "我在考虑申请转硕，先别说出去",
+        "我在考虑申请转硕，别跟任何人说",
+        "我在考虑申请转硕，还没跟公司说",
+        "我在考虑申请转硕，不想让别人知道",
+        "我在考虑申请转硕，等六月再公开",
+        "我在考虑申请转硕🤫",
+        "我在考虑申请转硕，别在群里说",
+        "我喺度考虑转硕，唔好同人讲",
+    ],
+)
 def test_secrecy_cues_close_the_fact(extractor: RulesExtractor, text: str) -> None:
     fact = one(extractor, text)
     assert "转硕" in fact.text and fact.level == 0, fact
@@ -154,13 +179,16 @@ def test_someone_else_not_wanting_others_to_know_is_a_secret(extractor: RulesExt
     assert "谈恋爱" in fact.text and fact.level == 0 and "cue:secret:不想让别人知道" in fact.evidence
 
 
-@pytest.mark.parametrize(("text", "who"), [
-    ("我在考虑申请转硕，别告诉老王", ["laowang"]),
-    ("我在考虑申请转硕，千万别让李老师知道哈", ["daoshi"]),
-    ("我在考虑申请转硕，我爸妈也不知道", ["mama", "baba"]),
-    ("我在考虑申请转硕，还没跟李老师说", ["daoshi"]),
-    ("我在考虑申请转硕，尤其是周晓", ["zhou"]),
-])
+@pytest.mark.parametrize(
+    ("text", "who"),
+    [
+        ("我在考虑申请转硕，别告诉老王", ["laowang"]),
+        ("我在考虑申请转硕，千万别让李老师知道哈", ["daoshi"]),
+        ("我在考虑申请转硕，我爸妈也不知道", ["mama", "baba"]),
+        ("我在考虑申请转硕，还没跟李老师说", ["daoshi"]),
+        ("我在考虑申请转硕，尤其是周晓", ["zhou"]),
+    ],
+)
 def test_narrowing_cues_blacklist_the_people_named(extractor: RulesExtractor, text: str, who: list[str]) -> None:
     fact = one(extractor, text)
     assert "转硕" in fact.text and set(who) <= set(fact.blacklist), fact
@@ -181,8 +209,12 @@ def test_you_can_tell_everyone_opens_to_the_category(extractor: RulesExtractor) 
 
 
 def test_a_cover_instruction_is_a_cover_holding_only_the_story(extractor: RulesExtractor) -> None:
-    drafts = extractor.drafts(session([("owner", "医生说我是中度抑郁。要是有人问，就说我最近失眠"),
-                                       ("xiaoyu", "好")], participants=["owner", "xiaoyu"]))
+    drafts = extractor.drafts(
+        session(
+            [("owner", "医生说我是中度抑郁。要是有人问，就说我最近失眠"), ("xiaoyu", "好")],
+            participants=["owner", "xiaoyu"],
+        )
+    )
     [truth] = truths(drafts)
     [cover] = [d for d in drafts if d.version == "cover"]
     assert "抑郁" in truth.text and cover.text == "王子涵最近失眠。"
@@ -195,6 +227,7 @@ def test_a_negated_telling_is_no_cover(extractor: RulesExtractor) -> None:
 
 
 # --------------------------------------------------------------------------- categories and dates
+
 
 def test_chinese_keywords_match_inside_a_sentence(policy: Policy) -> None:
     assert classify("王子涵在考虑申请转硕", policy).category == "career_plans"
@@ -221,6 +254,7 @@ def test_a_facts_dates_come_from_its_session(extractor: RulesExtractor) -> None:
 
 
 # --------------------------------------------------------------------------- retrieval
+
 
 def test_cjk_text_is_indexed_by_character_bigrams() -> None:
     assert cjk_terms("申请转硕 offer") == ["申请", "请转", "转硕"]

@@ -27,8 +27,13 @@ class PerPart:
 
     def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
         self.questions.append(question)
-        return np.array([max((v for (q, t), v in self.logits.items() if q in question and t in text), default=-8.0)
-                         for text in texts], dtype=np.float32)
+        return np.array(
+            [
+                max((v for (q, t), v in self.logits.items() if q in question and t in text), default=-8.0)
+                for text in texts
+            ],
+            dtype=np.float32,
+        )
 
 
 def test_a_question_splits_into_its_sentences_and_the_clauses_that_ask_on_their_own() -> None:
@@ -41,21 +46,27 @@ def test_a_question_splits_into_its_sentences_and_the_clauses_that_ask_on_their_
 
 
 def test_the_second_half_of_a_two_part_question_is_answered_too() -> None:
-    events, proj = storyline(("f1", "e1", "Nadia and Owen signed for a flat on Douglas Street.", 0.64),
-                             ("f2", "e2", "Nadia's base salary from September will be 118,000.", 0.53))
+    events, proj = storyline(
+        ("f1", "e1", "Nadia and Owen signed for a flat on Douglas Street.", 0.64),
+        ("f2", "e2", "Nadia's base salary from September will be 118,000.", 0.53),
+    )
     model = PerPart({("flat", "flat"): 6.0, ("pay", "salary"): 5.0})
     choice = Relevance(RelevanceConfig(), model).choose(
-        "Did she and Owen sign for the flat, and what is the new pay like?", events, proj)
+        "Did she and Owen sign for the flat, and what is the new pay like?", events, proj
+    )
     assert set(choice.chosen) == {"f1", "f2"}
     assert "what is the new pay like?" in model.questions
     whole = Relevance(RelevanceConfig(max_parts=1), PerPart({("flat", "flat"): 6.0}))
-    assert whole.choose("Did she and Owen sign for the flat, and what is the new pay like?",
-                        events, proj).chosen == ("f1",)
+    assert whole.choose("Did she and Owen sign for the flat, and what is the new pay like?", events, proj).chosen == (
+        "f1",
+    )
 
 
 def test_an_event_far_below_the_best_is_left_out_and_the_audit_says_why() -> None:
-    events, proj = storyline(("f1", "e1", "Helen agreed Fridays off for Marcus until the summer.", 0.73),
-                             ("f2", "e2", "Marcus is having a knee operation on 22 May.", 0.64))
+    events, proj = storyline(
+        ("f1", "e1", "Helen agreed Fridays off for Marcus until the summer.", 0.73),
+        ("f2", "e2", "Marcus is having a knee operation on 22 May.", 0.64),
+    )
     model = PerPart({("Fridays", "Fridays"): 6.9, ("Fridays", "knee"): -3.8})
     choice = Relevance(RelevanceConfig(), model).choose("Is Marcus working on Fridays this term?", events, proj)
     assert choice.chosen == ("f1",)
@@ -65,14 +76,36 @@ def test_an_event_far_below_the_best_is_left_out_and_the_audit_says_why() -> Non
 
 
 def _truth_and_cover() -> tuple[list[RecalledEvent], Fact, Fact]:
-    truth = Fact(id="t", text="Elena owes HMRC 14,200 in unpaid tax.", event_id="e1", category="finances",
-                 level=0, state="owner-set")
-    cover = Fact(id="c", text="Elena is cutting back to save for a new kitchen.", event_id="e1", category="finances",
-                 level=3, state="owner-set", version="cover", covers="t")
-    other = Fact(id="o", text="Elena gave up her car and cycles to work.", event_id="e2", category="daily_life",
-                 level=4, state="owner-set")
-    events = [RecalledEvent("e1", 0.53, (Recalled(truth, 0.3), Recalled(cover, 0.53))),
-              RecalledEvent("e2", 0.54, (Recalled(other, 0.54),))]
+    truth = Fact(
+        id="t",
+        text="Elena owes HMRC 14,200 in unpaid tax.",
+        event_id="e1",
+        category="finances",
+        level=0,
+        state="owner-set",
+    )
+    cover = Fact(
+        id="c",
+        text="Elena is cutting back to save for a new kitchen.",
+        event_id="e1",
+        category="finances",
+        level=3,
+        state="owner-set",
+        version="cover",
+        covers="t",
+    )
+    other = Fact(
+        id="o",
+        text="Elena gave up her car and cycles to work.",
+        event_id="e2",
+        category="daily_life",
+        level=4,
+        state="owner-set",
+    )
+    events = [
+        RecalledEvent("e1", 0.53, (Recalled(truth, 0.3), Recalled(cover, 0.53))),
+        RecalledEvent("e2", 0.54, (Recalled(other, 0.54),)),
+    ]
     return events, truth, other
 
 
