@@ -156,7 +156,7 @@ async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime
                 level=0,
                 domain="life",
                 evidence=["topic:health:biopsy", "context:told-by:leo"],
-                **message,
+                **message,  # type: ignore[arg-type]
             ),  # type: ignore[arg-type]
             Fact(
                 id="m2",
@@ -166,7 +166,7 @@ async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime
                 level=3,
                 domain="work",
                 evidence=["keyword:work_projects:work"],
-                **message,
+                **message,  # type: ignore[arg-type]
             ),  # type: ignore[arg-type]
         ]
     )

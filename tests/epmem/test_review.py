@@ -271,10 +271,10 @@ def told(
         category="health",
         level=0,
         domain="life",
-        state=state,
+        state=state,  # type: ignore[arg-type]
         confidence=0.7,
         source_turns=[turn],  # type: ignore[arg-type]
-        version=version,
+        version=version,  # type: ignore[arg-type]
         evidence=evidence or ["topic:health:x", "context:told-by:kira"],
     )  # type: ignore[arg-type]
 
@@ -357,7 +357,7 @@ async def test_what_is_at_stake_orders_the_questions_and_bounds_them(memory: Fac
             category=category,
             level=0 if state == "pending" else 1,
             domain="life",
-            state=state,
+            state=state,  # type: ignore[arg-type]
             confidence=0.5,
             evidence=evidence,
         )  # type: ignore[arg-type]

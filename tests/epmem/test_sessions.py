@@ -19,8 +19,8 @@ def _m(i: int, speaker: str, text: str, minutes: int, **kw: object) -> Message:
         speaker_name={"owner": "Sam", "a": "Ana Li", "b": "Bo Chen"}.get(speaker, speaker),
         text=text,
         time=T0 + timedelta(minutes=minutes),
-        **kw,
-    )  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
 
 
 def test_group_split_by_reply_mention_name_and_adjacency() -> None:
