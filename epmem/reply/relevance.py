@@ -332,7 +332,9 @@ class Relevance:
             return Choice(kind, ())
         left_out: dict[str, str] = {}
         if kind in ("open", "state"):
-            logit, reranked = self._logits(parts, pool, recalled)
+            logit, reranked = self._logits(
+                parts, [d for d in pool if embedded[d.fact.id] < c.open_veto_recall], recalled
+            )
             veto = c.open_veto if kind == "open" else c.state_veto
             left_out = {
                 f: f"cross-encoder {x:.1f} < {veto}: not about the question"
