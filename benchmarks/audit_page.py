@@ -63,8 +63,9 @@ def _disclosed(r: AuditRecord) -> list[tuple[str, str]]:
     return [(f, events.get(f, f)) for f in r.body.get("disclosed", [])]
 
 
-async def fill(path: Path, templates: list[tuple[str, dict[str, Any], list[tuple[str, str]]]], n: int,
-               seed: int = 7) -> float:
+async def fill(
+    path: Path, templates: list[tuple[str, dict[str, Any], list[tuple[str, str]]]], n: int, seed: int = 7
+) -> float:
     """Append ``n`` records through AuditLog.append_in_transaction, 2000 per transaction."""
     rng = random.Random(seed)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -78,11 +79,15 @@ async def fill(path: Path, templates: list[tuple[str, dict[str, Any], list[tuple
                     kind, body, disclosed = rng.choice(templates)
                     contact = rng.choice(CONTACTS)
                     b = copy.deepcopy(body)
-                    b.update({"platform": rng.choice(PLATFORMS), "contact": contact,
-                              "question": f"{rng.choice(QUESTIONS)} (#{i})"})
+                    b.update(
+                        {
+                            "platform": rng.choice(PLATFORMS),
+                            "contact": contact,
+                            "question": f"{rng.choice(QUESTIONS)} (#{i})",
+                        }
+                    )
                     moment = start + timedelta(seconds=i * 90)
-                    rec = AuditRecord(kind, b, contact=contact,
-                                      time=moment.isoformat(timespec="milliseconds"))
+                    rec = AuditRecord(kind, b, contact=contact, time=moment.isoformat(timespec="milliseconds"))
                     await log.append_in_transaction(rec, disclosed, [contact])
                 await log.db.execute("COMMIT")
             done = min(n, done + 2000)
@@ -101,9 +106,18 @@ async def more_facts(state_db: Path, n: int, seed: int = 11) -> None:
     try:
         register = FactRegister(state.connection)
         facts = await register.all()
-        facts += [Fact(id=f"x{i}", text=f"Synthetic fact number {i} about event {i // 3}.", event_id=f"ev-x{i // 3}",
-                       category=rng.choice(("home", "finances", "hobbies", "work_projects")), level=rng.randint(0, 4),
-                       domain=rng.choice((None, "work", "life")), state="annotated") for i in range(n)]
+        facts += [
+            Fact(
+                id=f"x{i}",
+                text=f"Synthetic fact number {i} about event {i // 3}.",
+                event_id=f"ev-x{i // 3}",
+                category=rng.choice(("home", "finances", "hobbies", "work_projects")),
+                level=rng.randint(0, 4),
+                domain=rng.choice((None, "work", "life")),
+                state="annotated",
+            )
+            for i in range(n)
+        ]
         await register.sync(facts)
     finally:
         await state.close()
@@ -111,8 +125,14 @@ async def more_facts(state_db: Path, n: int, seed: int = 11) -> None:
 
 def _serve(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     full = {**os.environ, **env, "EPMEM_AUDIT_TOKEN": TOKEN, "EPMEM_LOG_LEVEL": "WARNING"}
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "audit", "serve", "--port", "0"], cwd=REPO, env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "audit", "serve", "--port", "0"],
+        cwd=REPO,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("audit page: "):
@@ -129,8 +149,11 @@ def _time(client: httpx.Client, url: str, requests: int, headers: dict[str, str]
         client.get(url, headers=headers).raise_for_status()
         ms.append((time.perf_counter() - began) * 1000)
     ms.sort()
-    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 2),
-            "max_ms": round(ms[-1], 2)}
+    return {
+        "p50_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 2),
+        "max_ms": round(ms[-1], 2),
+    }
 
 
 def measure(base: str, requests: int, n: int) -> dict[str, Any]:
@@ -180,11 +203,19 @@ def main() -> None:
             proc.wait(timeout=30)
         size = sum(p.stat().st_size for p in audit_db.parent.glob("audit.sqlite*"))
     chain = {k: pages.pop(k) for k in ("chain_check_s", "chain_ok")}
-    result = {"benchmark": "audit_page", "records": args.records + len(templates), "facts": args.facts + 7,
-              "requests": args.requests,
-              "fill_s": round(fill_s, 1), "audit_bytes": size, **chain, "pages": pages,
-              "target_ms": 200, "timeline_p50_under_target": pages["timeline"]["p50_ms"] < 200,
-              "host": {"python": platform.python_version(), "cpus": os.cpu_count()}}
+    result = {
+        "benchmark": "audit_page",
+        "records": args.records + len(templates),
+        "facts": args.facts + 7,
+        "requests": args.requests,
+        "fill_s": round(fill_s, 1),
+        "audit_bytes": size,
+        **chain,
+        "pages": pages,
+        "target_ms": 200,
+        "timeline_p50_under_target": pages["timeline"]["p50_ms"] < 200,
+        "host": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    }
     write_json(result, args.json)
 
 

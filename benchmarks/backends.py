@@ -57,9 +57,10 @@ async def bench_llm(backend: str, timeout_s: float = 10.0) -> AsyncIterator[LLM 
         else:
             fake.set_echo()
         fake.keep_requests = False
-        model = OpenAILLM(OpenAIConfig(base_url=fake.base_url, api_key=None, model="echo",
-                                       timeout_s=timeout_s, max_retries=0))
-        setattr(model, "echo_server", fake)
+        model = OpenAILLM(
+            OpenAIConfig(base_url=fake.base_url, api_key=None, model="echo", timeout_s=timeout_s, max_retries=0)
+        )
+        setattr(model, "echo_server", fake)  # noqa: B010 (a tag mypy does not know of)
         try:
             yield model
         finally:

@@ -27,9 +27,7 @@ def synthetic_policy(n_contacts: int = 50, seed: int = 7) -> Policy:
     }
     ids = list(contacts)
     groups = {f"g{j}": rng.sample(ids, 6) for j in range(8)}
-    categories = {
-        f"cat{k}": Category(level=k % 5, domain=rng.choice(["work", "life", None])) for k in range(10)
-    }
+    categories = {f"cat{k}": Category(level=k % 5, domain=rng.choice(["work", "life", None])) for k in range(10)}
     categories["credentials"] = Category(level=0, never_share=True)
     return Policy(contacts=contacts, groups=groups, categories=categories, default_category="cat4")
 
@@ -41,11 +39,19 @@ def synthetic_facts(policy: Policy, n: int = 200, seed: int = 11) -> list[Fact]:
     facts = []
     for i in range(n):
         cat = rng.choice(cats)
-        facts.append(Fact(
-            id=f"f{i}", text=f"fact {i}", event_id=f"e{i // 2}", category=cat,
-            level=policy.categories[cat].level, domain=policy.categories[cat].domain, state="annotated",
-            whitelist=rng.sample(lists, rng.randint(0, 3)), blacklist=rng.sample(lists, rng.randint(0, 2)),
-        ))
+        facts.append(
+            Fact(
+                id=f"f{i}",
+                text=f"fact {i}",
+                event_id=f"e{i // 2}",
+                category=cat,
+                level=policy.categories[cat].level,
+                domain=policy.categories[cat].domain,
+                state="annotated",
+                whitelist=rng.sample(lists, rng.randint(0, 3)),
+                blacklist=rng.sample(lists, rng.randint(0, 2)),
+            )
+        )
     return facts
 
 

@@ -1,8 +1,9 @@
 """``epmem bench ...``: the benchmark commands, contributed to the ``epmem`` CLI as a plugin.
 
-``benchmarks/`` sits above the bot and nothing imports it. pyproject.toml declares this
-module's ``app`` under the ``epmem.cli`` entry point group, and bot/cli finds it there at start
-(re-run ``scripts/install.sh`` after changing entry points). Heavy imports stay inside the
+``benchmarks/`` sits above the bot and nothing imports it. dev/pyproject.toml (the checkout's
+tools, not the runtime wheel) declares this module's ``app`` under the ``epmem.cli`` entry point
+group, and bot/cli finds it there at start (re-run ``scripts/install.sh dev`` after changing
+entry points). Heavy imports stay inside the
 commands, so ``epmem chat`` pays nothing for them.
 """
 
@@ -39,12 +40,22 @@ def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
 def bench_scenarios(
     paths: list[Path],
     mode: str = typer.Option("gold", "--mode", help="gold or pipeline"),
-    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model), "
-                                "misbehave:KIND (a broken loopback model) or openai"),
-    review: bool = typer.Option(False, "--review", help="pipeline mode: an oracle owner answers the "
-                                "delegate's review questions from the gold annotations"),
-    consult: bool = typer.Option(False, "--consult", help="pipeline mode: an oracle owner answers each "
-                                 "consultation (the delegate asking about closed facts) from the gold annotations"),
+    backend: str = typer.Option(
+        "rules",
+        "--backend",
+        help="rules, echo (loopback echo model), misbehave:KIND (a broken loopback model) or openai",
+    ),
+    review: bool = typer.Option(
+        False,
+        "--review",
+        help="pipeline mode: an oracle owner answers the delegate's review questions from the gold annotations",
+    ),
+    consult: bool = typer.Option(
+        False,
+        "--consult",
+        help="pipeline mode: an oracle owner answers each "
+        "consultation (the delegate asking about closed facts) from the gold annotations",
+    ),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
     replies_out: Path = typer.Option(None, "--replies", help="write every reply here (JSON lines)"),
 ) -> None:
@@ -58,28 +69,51 @@ def bench_scenarios(
     if (review or consult) and mode != "pipeline":
         fail("--review and --consult need --mode pipeline", 2)
     replies: list[dict[str, object]] | None = [] if replies_out else None
-    metrics, per = run(run_scenarios(files, embedder_from_settings(), mode, backend=backend, review=review,
-                                     replies=replies, consult=consult))
+    metrics, per = run(
+        run_scenarios(
+            files, embedder_from_settings(), mode, backend=backend, review=review, replies=replies, consult=consult
+        )
+    )
     if replies_out and replies is not None:
         replies_out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in replies))
-    table = Table("scenario", "permit exact", "safe", "leak rate", "completeness", "precision", "differentiation",
-                  "any-fact leaks", *(["questions"] if review else []), *(["consulted"] if consult else []))
+    table = Table(
+        "scenario",
+        "permit exact",
+        "safe",
+        "leak rate",
+        "completeness",
+        "precision",
+        "differentiation",
+        "any-fact leaks",
+        *(["questions"] if review else []),
+        *(["consulted"] if consult else []),
+    )
     for path, tally in per.items():
         m = tally.metrics(review, consult)
-        table.add_row(Path(path).name, str(m["permit"]["exact"]), str(m["permit"]["safe"]),
-                      str(m["answer"]["leak_rate"]), str(m["answer"]["completeness"]), str(m["answer"]["precision"]),
-                      str(m["answer"]["differentiation"]), str(m["answer"]["any_fact_leaks"]),
-                      *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
-                      *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []))
+        table.add_row(
+            Path(path).name,
+            str(m["permit"]["exact"]),
+            str(m["permit"]["safe"]),
+            str(m["answer"]["leak_rate"]),
+            str(m["answer"]["completeness"]),
+            str(m["answer"]["precision"]),
+            str(m["answer"]["differentiation"]),
+            str(m["answer"]["any_fact_leaks"]),
+            *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
+            *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []),
+        )
     err.print(table)
-    for path, tally in per.items():
+    for _path, tally in per.items():
         for line in tally.failures:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
     llm = metrics["llm"]
+    language = metrics.pop("language")
     exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
     budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
     err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
+    # replies to questions in Chinese: how many were not in Chinese, English frame phrases in them
+    err.print(f"language: {json.dumps(language)}", markup=False, soft_wrap=True)
     write_json(exact, json_out)
 
 
@@ -98,8 +132,14 @@ def bench_probes(
     metrics, per = run(run_probe_suite(files, embedder_from_settings(), backend, limit))
     table = Table("scenario", "probes", "leaks", "deflections", "llm calls", "post-check")
     for path, result in per.items():
-        table.add_row(Path(path).name, str(result.probes), str(result.leaks), str(result.deflections),
-                      str(result.llm_calls), str(result.postcheck_replaced))
+        table.add_row(
+            Path(path).name,
+            str(result.probes),
+            str(result.leaks),
+            str(result.deflections),
+            str(result.llm_calls),
+            str(result.postcheck_replaced),
+        )
     err.print(table)
     for line in metrics["leak_examples"]:
         err.print(f"  LEAK {line}", markup=False, soft_wrap=True)
@@ -109,8 +149,10 @@ def bench_probes(
 
 
 @app.command("calculus")
-def bench_calculus(json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
-                   seconds: float = typer.Option(1.0, "--seconds", help="time per measurement")) -> None:
+def bench_calculus(
+    json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
+    seconds: float = typer.Option(1.0, "--seconds", help="time per measurement"),
+) -> None:
     """Verdicts per second, single facts and 3-fact composites, 50-contact policy, one core."""
     from benchmarks.calculus_bench import run_calculus_bench
 
@@ -121,7 +163,7 @@ def bench_calculus(json_out: Path = typer.Option(None, "--json", help="write the
 def bench_locomo(
     dataset: Path = typer.Argument(..., help="locomo10.json"),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
-    embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
+    embedder: str = typer.Option("bilingual", "--embedder", help="bilingual (the default), minilm or wordllama"),
     conversations: int = typer.Option(None, "--conversations", help="only the first N conversations"),
 ) -> None:
     """Session- and turn-level Recall@1/5/10 on LoCoMo: hybrid, dense-only and plain BM25."""
@@ -149,9 +191,21 @@ def bench_memory(
     from epmem.policy import load_policy
 
     configure_logging("WARNING")
-    write_json(run(run_memory_bench(make_embedder("minilm"), sessions, turns_per_session, facts, questions,
-                                    policy=load_policy(EXAMPLE_POLICY), reranker=shared_cross_encoder(),
-                                    matcher=shared_late_interaction())), json_out)
+    write_json(
+        run(
+            run_memory_bench(
+                make_embedder("minilm"),
+                sessions,
+                turns_per_session,
+                facts,
+                questions,
+                policy=load_policy(EXAMPLE_POLICY),
+                reranker=shared_cross_encoder(),
+                matcher=shared_late_interaction(),
+            )
+        ),
+        json_out,
+    )
 
 
 @app.command("import")
@@ -159,8 +213,9 @@ def bench_import(
     json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
     size_mb: float = typer.Option(50.0, "--size-mb", help="size of the generated Telegram export"),
     embedder: str = typer.Option("minilm", "--embedder", help="minilm or wordllama"),
-    interrupt: float = typer.Option(None, "--interrupt", help="Ctrl-C at this fraction of the facts stage, then "
-                                    "re-run to finish"),
+    interrupt: float = typer.Option(
+        None, "--interrupt", help="Ctrl-C at this fraction of the facts stage, then re-run to finish"
+    ),
 ) -> None:
     """`epmem ingest` of a generated ~50 MB single-chat Telegram export: turns/s and peak RSS."""
     from benchmarks.import_bench import run_import_bench

@@ -25,8 +25,9 @@ class Conversation:
         self.canaries = {f.id: f.canary.casefold() for f in scenario.facts}
         matters = Matters.of((link[0], e) for link in scenario.links for e in link[1:])
         self.matter = {f.id: matters.matter(f.event) for f in scenario.facts}
-        self.readers = {m: STRANGER if m == STRANGER_ID else rulebook.recipient(m)
-                        for m in [*scenario.policy.contacts, STRANGER_ID]}
+        self.readers = {
+            m: STRANGER if m == STRANGER_ID else rulebook.recipient(m) for m in [*scenario.policy.contacts, STRANGER_ID]
+        }
         self.told: dict[str, set[str]] = {}
         self.n = 0
         self.violations = 0

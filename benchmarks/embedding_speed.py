@@ -55,20 +55,25 @@ def main() -> None:
     t, cpu = time.perf_counter(), time.process_time()
     vectors = embedder.embed(turns)
     batch_s, batch_cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(json.dumps({
-        "embedder": embedder.name,
-        "cpus": os.cpu_count(),
-        "load_s_incl_sha256": round(load_s, 3),
-        "read_and_sha256_s": round(hash_s, 3),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-        "single_sentence_median_ms": round(statistics.median(single) * 1000, 2),
-        "batched_turns": len(turns),
-        "batched_seconds": round(batch_s, 3),
-        "batched_sentences_per_s": round(len(turns) / batch_s, 1),
-        # wall time is meaningless on a busy shared box; CPU seconds are not
-        "batched_cpu_seconds": round(batch_cpu, 3),
-        "output_shape": list(vectors.shape),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "embedder": embedder.name,
+                "cpus": os.cpu_count(),
+                "load_s_incl_sha256": round(load_s, 3),
+                "read_and_sha256_s": round(hash_s, 3),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+                "single_sentence_median_ms": round(statistics.median(single) * 1000, 2),
+                "batched_turns": len(turns),
+                "batched_seconds": round(batch_s, 3),
+                "batched_sentences_per_s": round(len(turns) / batch_s, 1),
+                # wall time is meaningless on a busy shared box; CPU seconds are not
+                "batched_cpu_seconds": round(batch_cpu, 3),
+                "output_shape": list(vectors.shape),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

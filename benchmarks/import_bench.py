@@ -45,8 +45,14 @@ def messages_for(size_mb: float, folder: Path) -> int:
 
 def _ingest(export: Path, env: dict[str, str], interrupt: float | None) -> dict[str, Any]:
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "ingest", str(export)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "ingest", str(export)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     assert proc.stderr is not None and proc.stdout is not None
     marks: dict[str, float] = {}
     signalled: float | None = None
@@ -88,15 +94,16 @@ def _sessions(env: dict[str, str]) -> tuple[int, int, int, int]:
         "                          await rt.memory.count(), sum(int(h.payload['turns']) for h in heads)]))\n"
         "    finally:\n"
         "        await rt.close()\n"
-        "asyncio.run(main())\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO,
-                          check=True)
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
     sessions, longest, facts, turns = json.loads(done.stdout.strip().splitlines()[-1])
     return int(sessions), int(longest), int(facts), int(turns)
 
 
-def run_import_bench(size_mb: float = 50.0, embedder: str = "minilm", interrupt: float | None = None,
-                     keep: Path | None = None) -> dict[str, Any]:
+def run_import_bench(
+    size_mb: float = 50.0, embedder: str = "minilm", interrupt: float | None = None, keep: Path | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="epmem-import-bench-") as tmp:
         folder = keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -105,19 +112,36 @@ def run_import_bench(size_mb: float = 50.0, embedder: str = "minilm", interrupt:
         policy = folder / "policy.yaml"
         policy.write_text(policy_yaml(contacts=1))
         data = folder / "data"
-        env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING",
-               "EPMEM_EMBEDDER": embedder}
+        env = {
+            **os.environ,
+            "EPMEM_DATA_DIR": str(data),
+            "EPMEM_POLICY": str(policy),
+            "EPMEM_LOG_LEVEL": "WARNING",
+            "EPMEM_EMBEDDER": embedder,
+        }
         first = _ingest(export, env, interrupt)
-        out: dict[str, Any] = {"export_mb": round(export.stat().st_size / 1e6, 2), "messages": n,
-                               "embedder": embedder, "import": first}
+        out: dict[str, Any] = {
+            "export_mb": round(export.stat().st_size / 1e6, 2),
+            "messages": n,
+            "embedder": embedder,
+            "import": first,
+        }
         if interrupt is not None:
             out["rerun"] = _ingest(export, env, None)
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest import process
         sessions, longest, facts, turns = _sessions(env)
         total_s = first["seconds"] + (out["rerun"]["seconds"] if interrupt is not None else 0.0)
-        out.update({"sessions": sessions, "turns": turns, "max_session_turns": longest, "facts": facts,
-                    "turns_per_s": round(turns / total_s, 1), "peak_rss_mb": round(peak_kb / 1024, 1),
-                    "cpus": os.cpu_count()})
+        out.update(
+            {
+                "sessions": sessions,
+                "turns": turns,
+                "max_session_turns": longest,
+                "facts": facts,
+                "turns_per_s": round(turns / total_s, 1),
+                "peak_rss_mb": round(peak_kb / 1024, 1),
+                "cpus": os.cpu_count(),
+            }
+        )
         return out
 
 

@@ -39,8 +39,25 @@ KS = (1, 5, 10)
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm) on (\d{1,2}) (\w+),? (\d{4})", re.IGNORECASE)
-_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
-                                           "august", "september", "october", "november", "december"))}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+}
 
 
 def evidence_pairs(evidence: Sequence[str]) -> list[tuple[int, int]]:
@@ -52,8 +69,7 @@ def session_time(text: str) -> datetime | None:
     if not m:
         return None
     hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0)
-    return datetime(int(m.group(6)), _MONTHS[m.group(5).lower()], int(m.group(4)), hour, int(m.group(2)),
-                    tzinfo=UTC)
+    return datetime(int(m.group(6)), _MONTHS[m.group(5).lower()], int(m.group(4)), hour, int(m.group(2)), tzinfo=UTC)
 
 
 def turn_body(turn: dict[str, Any]) -> str:
@@ -78,9 +94,19 @@ def conversation_sessions(sample: dict[str, Any]) -> list[Session]:
         start = session_time(str(conv.get(f"{key}_date_time", "")))
         for turn in turns:
             who = OWNER_ID if turn["speaker"] == speaker_a else f"person:{turn['speaker']}"
-            messages.append(Message(platform="locomo", chat_id=chat, chat_kind="direct", msg_id=str(turn["dia_id"]),
-                                    speaker=who, speaker_name=str(turn["speaker"]), text=turn_body(turn),
-                                    time=start, source="locomo"))
+            messages.append(
+                Message(
+                    platform="locomo",
+                    chat_id=chat,
+                    chat_kind="direct",
+                    msg_id=str(turn["dia_id"]),
+                    speaker=who,
+                    speaker_name=str(turn["speaker"]),
+                    text=turn_body(turn),
+                    time=start,
+                    source="locomo",
+                )
+            )
     return build_sessions(messages, session_ids=ids)
 
 
@@ -119,8 +145,9 @@ class Scores:
         self.turn = dict.fromkeys(KS, 0.0)
         self.cat: dict[int, Scores] = {}
 
-    def add(self, category: int | None, sessions: list[str], turns: list[str], gold_s: set[str],
-            gold_t: set[str]) -> None:
+    def add(
+        self, category: int | None, sessions: list[str], turns: list[str], gold_s: set[str], gold_t: set[str]
+    ) -> None:
         self.n += 1
         for k in KS:
             self.session[k] += len(gold_s & set(sessions[:k])) / len(gold_s)
@@ -144,8 +171,9 @@ def dense_only(config: RetrievalConfig) -> RetrievalConfig:
     return replace(config, turn_sparse_weight=0.0, session_sparse_weight=0.0, date_weight=0.0)
 
 
-async def run_locomo(path: Path, embedder: Embedder, config: RetrievalConfig | None = None,
-                     conversations: int | None = None) -> dict[str, Any]:
+async def run_locomo(
+    path: Path, embedder: Embedder, config: RetrievalConfig | None = None, conversations: int | None = None
+) -> dict[str, Any]:
     import json
 
     data = json.loads(path.read_text(encoding="utf-8"))[:conversations]
@@ -155,8 +183,9 @@ async def run_locomo(path: Path, embedder: Embedder, config: RetrievalConfig | N
     timing = {"ingest_s": 0.0, "embed_questions_s": 0.0, "query_s": 0.0, "turns": 0, "sessions": 0}
     for sample in data:
         sessions = conversation_sessions(sample)
-        questions = [q for q in sample["qa"]
-                     if q.get("category") in CATEGORIES and evidence_pairs(q.get("evidence", []))]
+        questions = [
+            q for q in sample["qa"] if q.get("category") in CATEGORIES and evidence_pairs(q.get("evidence", []))
+        ]
         with tempfile.TemporaryDirectory(prefix="epmem-locomo-") as tmp:
             store = EdgeStore(Path(tmp) / "qdrant", str(sample.get("sample_id", "owner")))
             try:
@@ -183,8 +212,13 @@ async def run_locomo(path: Path, embedder: Embedder, config: RetrievalConfig | N
                         got = await retriever.retrieve(str(q["question"]), limit=10, dense=vec)
                         if name == "hybrid":
                             timing["query_s"] += time.perf_counter() - t0
-                        totals[name].add(int(q["category"]), [s.session_id for s in got.sessions],
-                                         [turn_ids[t.turn_id] for t in got.turns], gold_s, gold_t)
+                        totals[name].add(
+                            int(q["category"]),
+                            [s.session_id for s in got.sessions],
+                            [turn_ids[t.turn_id] for t in got.turns],
+                            gold_s,
+                            gold_t,
+                        )
                     s_rank = [sessions[i].id for i in plain_sessions.rank(str(q["question"]))]
                     t_rank = [flat[i].msg_id for i in plain_turns.rank(str(q["question"]))]
                     totals["bm25_plain"].add(int(q["category"]), s_rank, t_rank, gold_s, gold_t)
@@ -206,10 +240,14 @@ async def run_locomo(path: Path, embedder: Embedder, config: RetrievalConfig | N
         "n": default["n"],
         "retrievers": reports,
         "ratios": {
-            f"hybrid_vs_{other}": {"session_recall": ratio(default["session_recall"], reports[other]["session_recall"]),
-                                   "turn_recall": ratio(default["turn_recall"], reports[other]["turn_recall"])}
+            f"hybrid_vs_{other}": {
+                "session_recall": ratio(default["session_recall"], reports[other]["session_recall"]),
+                "turn_recall": ratio(default["turn_recall"], reports[other]["turn_recall"]),
+            }
             for other in ("bm25_plain", "dense")
         },
-        "timing": {**{k: round(v, 2) if isinstance(v, float) else v for k, v in timing.items()},
-                   "query_ms_mean": round(1000 * timing["query_s"] / max(default["n"], 1), 2)},
+        "timing": {
+            **{k: round(v, 2) if isinstance(v, float) else v for k, v in timing.items()},
+            "query_ms_mean": round(1000 * timing["query_s"] / max(default["n"], 1), 2),
+        },
     }

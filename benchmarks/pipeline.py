@@ -85,8 +85,9 @@ def best_match(gold: GoldFact, facts: Sequence[Fact]) -> Fact | None:
     return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None
 
 
-def task_allowed(rulebook: Rulebook, scenario: Scenario, facts: Sequence[str], candidates: Sequence[str],
-                 extracted: Sequence[Fact]) -> frozenset[str]:
+def task_allowed(
+    rulebook: Rulebook, scenario: Scenario, facts: Sequence[str], candidates: Sequence[str], extracted: Sequence[Fact]
+) -> frozenset[str]:
     """Who of ``candidates`` the extracted memory lets be told the gold ``facts`` together."""
     chosen = [carriers(scenario.fact(f), extracted) for f in facts]
     return frozenset(predicted_allowed(rulebook, chosen, candidates))

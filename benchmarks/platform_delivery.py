@@ -70,8 +70,11 @@ def pacing(times: list[float], documented: str, per_minute: int | None = None) -
     gaps = [b - a for a, b in zip(times, times[1:])]
     span = times[-1] - times[0]
     out: dict[str, Any] = {
-        "replies": len(times), "documented": documented, "span_s": round(span, 3),
-        "min_gap_s": round(min(gaps), 3), "observed_per_s": round((len(times) - 1) / span, 3),
+        "replies": len(times),
+        "documented": documented,
+        "span_s": round(span, 3),
+        "min_gap_s": round(min(gaps), 3),
+        "observed_per_s": round((len(times) - 1) / span, 3),
     }
     if per_minute is not None:
         out["max_in_any_minute"] = max(sum(1 for t in times if s <= t < s + 60.0) for s in times)
@@ -83,23 +86,28 @@ async def outcome(st: OpenState, attempts: list[float]) -> dict[str, Any]:
     undelivered = await st.audit.records(kind="undelivered")
     delivered = await st.audit.records(kind="delivery")
     return {
-        "attempts": len(attempts), "waits_s": [round(b - a, 3) for a, b in zip(attempts, attempts[1:])],
-        "delivered": bool(delivered), "kept_undelivered": [k.error for k in kept],
-        "audited": [r.kind for r in (*delivered, *undelivered)], "owner_told": len(st.owner_notes),
+        "attempts": len(attempts),
+        "waits_s": [round(b - a, 3) for a, b in zip(attempts, attempts[1:])],
+        "delivered": bool(delivered),
+        "kept_undelivered": [k.error for k in kept],
+        "audited": [r.kind for r in (*delivered, *undelivered)],
+        "owner_told": len(st.owner_notes),
     }
 
 
 # ------------------------------------------------------------------ Telegram
 
 
-async def telegram_case(folder: Path, setup: Callable[[FakeTelegram], None],
-                        drive: Callable[[FakeTelegram, OpenState], Awaitable[None]]) -> tuple[FakeTelegram, Any]:
+async def telegram_case(
+    folder: Path, setup: Callable[[FakeTelegram], None], drive: Callable[[FakeTelegram, OpenState], Awaitable[None]]
+) -> tuple[FakeTelegram, Any]:
     clock = FakeTimer()
     async with FakeTelegram() as tg, connector_state(folder) as st:
         tg.clock = clock.now
         setup(tg)
-        config = TelegramConfig(token=tg.token, base_url=tg.base_url, owner_user_id=777, poll_timeout=1,
-                                timer=clock.timer)
+        config = TelegramConfig(
+            token=tg.token, base_url=tg.base_url, owner_user_id=777, poll_timeout=1, timer=clock.timer
+        )
         conn = TelegramConnector(config, Audited(st), state=st.state)
         await conn.start()
         try:
@@ -134,18 +142,22 @@ async def telegram(folder: Path) -> dict[str, Any]:
         await until(lambda: len(tg.sent) == 30, timeout=60)
 
     tg, _ = await telegram_case(folder / "tg-pace", lambda tg: None, thirty)
-    results["thirty_replies_one_group"] = pacing([t for m, t in tg.call_times if m == "sendMessage"],
-                                                 "about 1 message per second per chat; at most 20 per minute "
-                                                 "in a group", per_minute=20)
+    results["thirty_replies_one_group"] = pacing(
+        [t for m, t in tg.call_times if m == "sendMessage"],
+        "about 1 message per second per chat; at most 20 per minute in a group",
+        per_minute=20,
+    )
     return results
 
 
 # ------------------------------------------------------------------ Slack
 
 
-async def slack_case(folder: Path, setup: Callable[[FakeSlackApi], None],
-                     drive: Callable[[FakeSlackApi, SlackSender, OpenState], Awaitable[None]]
-                     ) -> tuple[FakeSlackApi, Any]:
+async def slack_case(
+    folder: Path,
+    setup: Callable[[FakeSlackApi], None],
+    drive: Callable[[FakeSlackApi, SlackSender, OpenState], Awaitable[None]],
+) -> tuple[FakeSlackApi, Any]:
     clock = FakeTimer()
     api = FakeSlackApi(members={"C1": ["U1", "U2", BOT_USER]}, page_size=50)
     api.clock = clock.now
@@ -153,15 +165,25 @@ async def slack_case(folder: Path, setup: Callable[[FakeSlackApi], None],
     try:
         async with connector_state(folder) as st:
             setup(api)
-            config = SlackConfig("xoxb-bench", signing_secret=SECRET, api_url=api.api_url, host="127.0.0.1", port=0,
-                                 owner_identity=f"slack:{TEAM}/UOWNER", timer=clock.timer)
+            config = SlackConfig(
+                "xoxb-bench",
+                signing_secret=SECRET,
+                api_url=api.api_url,
+                host="127.0.0.1",
+                port=0,
+                owner_identity=f"slack:{TEAM}/UOWNER",
+                timer=clock.timer,
+            )
             conn = SlackConnector(config, Audited(st), state=st.state)
             await conn.start()
             try:
                 await drive(api, SlackSender(SECRET, lambda: conn.port), st)
                 await conn.drain()
-                posts = [t for (m, t), c in zip(api.call_times, api.calls)
-                         if m == "chat.postMessage" and c.params.get("channel") in ("DU1", "C1")]
+                posts = [
+                    t
+                    for (m, t), c in zip(api.call_times, api.calls)
+                    if m == "chat.postMessage" and c.params.get("channel") in ("DU1", "C1")
+                ]
                 result = await outcome(st, posts)
             finally:
                 await conn.stop()
@@ -195,15 +217,20 @@ async def slack(folder: Path) -> dict[str, Any]:
     api, _ = await slack_case(folder / "sl-pace", lambda api: None, thirty)
     results["thirty_replies_one_channel"] = pacing(
         [t for (m, t), c in zip(api.call_times, api.calls) if m == "chat.postMessage"],
-        "about 1 message per second per channel")
+        "about 1 message per second per channel",
+    )
     results["thirty_replies_one_channel"]["member_listings"] = len(api.calls_to("conversations.members"))
     return results
 
 
 async def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="epmem-delivery-bench-") as tmp:
-        return {"benchmark": "platform_delivery", "clock": "virtual (FakeTimer)",
-                "telegram": await telegram(Path(tmp)), "slack": await slack(Path(tmp))}
+        return {
+            "benchmark": "platform_delivery",
+            "clock": "virtual (FakeTimer)",
+            "telegram": await telegram(Path(tmp)),
+            "slack": await slack(Path(tmp)),
+        }
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from epmem.ingest.review import Answer, Question, ReviewQueue
+from epmem.ingest.review import ReviewAnswer, Question, ReviewQueue
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Recipient, Rulebook, judge
 from epmem.policy.model import STRANGER_ID
@@ -74,16 +74,16 @@ def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
     return base.model_copy(update={"level": 0, "whitelist": white, "blacklist": black})
 
 
-def answer_for(fact: Fact, scenario: Scenario, shown: Sequence[Fact] = ()) -> Answer:
+def answer_for(fact: Fact, scenario: Scenario, shown: Sequence[Fact] = ()) -> ReviewAnswer:
     """The answer about ``fact`` and the other facts the question shows with it."""
     golds = {g.id: g for f in (fact, *shown) for g in [counterpart(f, scenario)] if g is not None}
     if not golds:
-        return Answer.private(fact.id)
+        return ReviewAnswer.private(fact.id)
     gold = strictest(sorted(golds.values(), key=lambda g: g.id), scenario)
-    return Answer.set(fact.id, gold.category, gold.level, gold.domain, gold.whitelist, gold.blacklist)
+    return ReviewAnswer.set(fact.id, gold.category, gold.level, gold.domain, gold.whitelist, gold.blacklist)
 
 
-async def answer_question(queue: ReviewQueue, q: Question, scenario: Scenario) -> Answer | None:
+async def answer_question(queue: ReviewQueue, q: Question, scenario: Scenario) -> ReviewAnswer | None:
     fact = await queue.memory.get(q.fact_id)
     if fact is None:
         return None

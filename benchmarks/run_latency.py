@@ -98,29 +98,47 @@ SLACK_SECRET = "bench-signing-secret"
 
 def telegram_env(fake: FakeTelegram) -> dict[str, str]:
     """What points ``epmem run`` at the fake Bot API."""
-    return {"TELEGRAM_BOT_TOKEN": fake.token, "EPMEM_TELEGRAM_API_URL": fake.base_url,
-            "EPMEM_TELEGRAM_POLL_TIMEOUT": "10"}
+    return {
+        "TELEGRAM_BOT_TOKEN": fake.token,
+        "EPMEM_TELEGRAM_API_URL": fake.base_url,
+        "EPMEM_TELEGRAM_POLL_TIMEOUT": "10",
+    }
 
 
 def slack_env(api: FakeSlackApi, secret: str = SLACK_SECRET) -> dict[str, str]:
     """What points ``epmem run`` at the fake Web API, serving HTTP events on a free loopback port."""
-    return {"SLACK_BOT_TOKEN": "xoxb-bench", "SLACK_SIGNING_SECRET": secret, "EPMEM_SLACK_API_URL": api.api_url,
-            "EPMEM_SLACK_PORT": "0", "EPMEM_SLACK_HOST": "127.0.0.1"}
+    return {
+        "SLACK_BOT_TOKEN": "xoxb-bench",
+        "SLACK_SIGNING_SECRET": secret,
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+    }
 
 
 @asynccontextmanager
 async def bot_process(fake: FakeTelegram | None, env: dict[str, str]) -> AsyncIterator[BotProcess]:
     """``epmem run`` against ``fake`` (or whatever ``env`` points at); killed on the way out if
     still running."""
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("EPMEM_", "TELEGRAM_", "SLACK_", "OPENAI_")) and "PROXY" not in k.upper()}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("EPMEM_", "TELEGRAM_", "SLACK_", "OPENAI_")) and "PROXY" not in k.upper()
+    }
     full_env.update({"EPMEM_LOG_FORMAT": "json", "EPMEM_LOG_LEVEL": "INFO", "EPMEM_SEND_PACING": "0"})
     full_env.update(telegram_env(fake) if fake is not None else {})
     full_env.update(env)
     full_env.update({"PYTHONUNBUFFERED": "1", "NO_PROXY": "127.0.0.1,localhost"})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "run", cwd=REPO, env=full_env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "run",
+        cwd=REPO,
+        env=full_env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
     bot = BotProcess(proc)
     bot.reader = asyncio.create_task(bot._read())
@@ -165,8 +183,9 @@ async def wait_slack(bot: BotProcess, timeout: float) -> int:
         await asyncio.sleep(0.05)
 
 
-async def ask_slack(api: FakeSlackApi, sender: SlackSender, user: str, text: str, event_id: str,
-                    timeout: float = 10.0) -> tuple[float, str]:
+async def ask_slack(
+    api: FakeSlackApi, sender: SlackSender, user: str, text: str, event_id: str, timeout: float = 10.0
+) -> tuple[float, str]:
     """Post one signed DM event from ``user``; seconds until the bot's post to that DM, and the post."""
     channel = f"D{user}"
     before = len(api.posts(channel))
@@ -190,8 +209,9 @@ def question(i: int) -> str:
     return QUESTIONS[(i // len(ASKERS)) % len(QUESTIONS)]
 
 
-async def measure_telegram(folder: Path, env: dict[str, str], updates: int,
-                           warmup: int) -> tuple[list[float], BotProcess, float, tuple[int, float]]:
+async def measure_telegram(
+    folder: Path, env: dict[str, str], updates: int, warmup: int
+) -> tuple[list[float], BotProcess, float, tuple[int, float]]:
     async with FakeTelegram() as fake:
         started = time.perf_counter()
         async with bot_process(fake, env) as bot:
@@ -206,8 +226,9 @@ async def measure_telegram(folder: Path, env: dict[str, str], updates: int,
     return latencies, bot, startup, stopped
 
 
-async def measure_slack(folder: Path, env: dict[str, str], updates: int,
-                        warmup: int) -> tuple[list[float], BotProcess, float, tuple[int, float]]:
+async def measure_slack(
+    folder: Path, env: dict[str, str], updates: int, warmup: int
+) -> tuple[list[float], BotProcess, float, tuple[int, float]]:
     api = FakeSlackApi()
     await api.start()
     try:

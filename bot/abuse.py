@@ -45,9 +45,15 @@ class _Window:
 class AbuseGuard:
     """Sliding-window counters per sender; ``clock`` is injectable so tests need not sleep."""
 
-    def __init__(self, max_messages: int = 20, window: float = 60.0, deflections: int = 5,
-                 deflection_window: float = 600.0, clock: Monotonic = time.monotonic,
-                 max_senders: int = 10_000) -> None:
+    def __init__(
+        self,
+        max_messages: int = 20,
+        window: float = 60.0,
+        deflections: int = 5,
+        deflection_window: float = 600.0,
+        clock: Monotonic = time.monotonic,
+        max_senders: int = 10_000,
+    ) -> None:
         self.max_messages = max_messages
         self.window = window
         self.deflections = deflections

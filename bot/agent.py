@@ -8,11 +8,25 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 
 import structlog
 
 from connectors.base import Action, Inbound, Outbound
+from epmem.identity import LOCAL
+from epmem.audit import (
+    AttemptedCommandRecord,
+    DelegateSilentRecord,
+    EmptyRecord,
+    HeldRecord,
+    NonTextRecord,
+    PausedRecord,
+    RateLimitedRecord,
+    RecordBody,
+    RejectedRecord,
+    ReplyRecord,
+)
+from epmem.language import say
 from epmem.policy import Directory, Resolved
 from epmem.reply import Answer, PrivacyEngine
 
@@ -26,9 +40,11 @@ from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
 
-NON_TEXT_NOTE = "I can only read text messages, sorry."
-TOO_LONG_NOTE = "That message is too long for me to read. Could you keep it shorter?"
-RATE_LIMIT_NOTE = "You're sending messages faster than I can answer. Please wait a minute."
+#: the notes in English (epmem/language.py says them in the language of the message, or the
+#: contact's when a message has no words: a sticker).
+NON_TEXT_NOTE = say("non_text")
+TOO_LONG_NOTE = say("too_long")
+RATE_LIMIT_NOTE = say("rate_limited")
 #: non-text events that are audited but not answered (edits of answered messages, pins, a
 #: message the owner answered before the delegate could).
 QUIET_NON_TEXT = frozenset({"edited", "service", "owner_answered"})
@@ -44,9 +60,17 @@ async def _nothing() -> None:
 class DelegateAgent:
     """Built by bot/runtime.py, which hands it every part it uses; it owns none of them."""
 
-    def __init__(self, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, *,
-                 guard: AbuseGuard | None = None, max_message_chars: int = 4000, recent_turns: int = 6,
-                 on_owner_change: OwnerChanged = _nothing) -> None:
+    def __init__(
+        self,
+        engine: PrivacyEngine,
+        owner: OwnerServices,
+        commands: CommandRegistry,
+        *,
+        guard: AbuseGuard | None = None,
+        max_message_chars: int = 4000,
+        recent_turns: int = 6,
+        on_owner_change: OwnerChanged = _nothing,
+    ) -> None:
         self.engine = engine
         self.owner = owner
         self.commands = commands
@@ -107,92 +131,109 @@ class DelegateAgent:
         readers = [self.directory.resolve(i) for i in dict.fromkeys(inbound.readers())]
         return [r for r in readers if not r.is_owner]
 
-    async def _handle_other(self, inbound: Inbound, sender: Resolved) -> Outbound:
-        base: dict[str, object] = {
+    async def _audited(
+        self,
+        entry: RecordBody,
+        inbound: Inbound,
+        sender: Resolved,
+        audience: list[Resolved] | None = None,
+        disclosed: list[tuple[str, str]] | None = None,
+    ) -> str:
+        """The one way the agent writes to the log: ``entry`` with where the message came from
+        (and, as the owner, how the reply would go out); the facts in ``disclosed`` go into the
+        ledger for everyone in ``audience``. Returns the record's id."""
+        chat = {
             "platform": inbound.platform,
             "chat": inbound.chat_id,
             "chat_kind": inbound.chat_kind,
             "sender": inbound.sender,
             "contact": sender.label,
         }
+        if inbound.delegation is not None:
+            chat["delegation"] = inbound.delegation
+        typed = type(entry).model_validate({**chat, **entry.body()})
+        record = await self.audit.write(
+            typed, contact=sender.label, disclosed=disclosed or (), recipients=[r.label for r in audience or ()]
+        )
+        return record.id
+
+    async def _handle_other(self, inbound: Inbound, sender: Resolved) -> Outbound:
         # as the owner (Business chats, the owner's Slack DMs): the notes below are the bot's
         # voice, so they are not sent there; what is, follows the owner's /delegate choice.
         as_owner = inbound.delegation is not None
-        if as_owner:
-            base["delegation"] = inbound.delegation
         # paused first: a paused delegate says nothing at all, not even a note about stickers.
         if await self.owner.overlay.get_flag(PAUSED_FLAG, False):
-            rec = await self.audit.append("paused", {**base, "reply": None}, contact=sender.label)
-            return Outbound(None, audit_id=rec.id)
+            return Outbound(None, audit_id=await self._audited(PausedRecord(reply=None), inbound, sender))
         mode = await self._delegate_mode(inbound, sender)
         if mode is None:
             return Outbound(None)
         if mode == "silent":
-            rec = await self.audit.append("delegate_silent", {**base, "reply": None}, contact=sender.label)
-            return Outbound(None, audit_id=rec.id)
-        # the console is the operator at the keyboard (and the benchmark): not rate limited.
-        admission = Admission.OK if inbound.platform == "console" else self.guard.admit(inbound.sender)
+            return Outbound(None, audit_id=await self._audited(DelegateSilentRecord(reply=None), inbound, sender))
+        lang = self.engine.language_for(inbound.text[: self.max_message_chars], sender.recipient)
+        # the local terminal is the operator at the keyboard (and the benchmark): not rate limited.
+        admission = Admission.OK if inbound.platform == LOCAL.platform else self.guard.admit(inbound.sender)
         if admission is Admission.LIMITED_AGAIN:
             log.info("rate_limited", contact=sender.label)
             return Outbound(None)
         if admission is Admission.LIMITED:
-            reply = RATE_LIMIT_NOTE if inbound.chat_kind == "direct" and not as_owner else None
-            rec = await self.audit.append("rate_limited", {**base, "reply": reply}, contact=sender.label)
-            return Outbound(reply, audit_id=rec.id)
+            reply = say("rate_limited", lang) if inbound.chat_kind == "direct" and not as_owner else None
+            return Outbound(reply, audit_id=await self._audited(RateLimitedRecord(reply=reply), inbound, sender))
         if inbound.non_text and inbound.non_text != "too_long":
             # a sticker deserves a word; an edit (already answered) or a pin does not.
             quiet = inbound.non_text in QUIET_NON_TEXT or inbound.chat_kind != "direct" or as_owner
-            reply = None if quiet else NON_TEXT_NOTE
-            rec = await self.audit.append("non_text", {**base, "non_text": inbound.non_text, "reply": reply},
-                                          contact=sender.label)
-            return Outbound(reply, audit_id=rec.id)
+            reply = None if quiet else say("non_text", lang)
+            entry = NonTextRecord(non_text=inbound.non_text, reply=reply)
+            return Outbound(reply, audit_id=await self._audited(entry, inbound, sender))
         text = inbound.text.strip()
         if not text:
-            rec = await self.audit.append("empty", {**base, "reply": None}, contact=sender.label)
-            return Outbound(None, audit_id=rec.id)
+            return Outbound(None, audit_id=await self._audited(EmptyRecord(reply=None), inbound, sender))
         if inbound.non_text == "too_long" or len(text) > self.max_message_chars:
-            note = None if as_owner else TOO_LONG_NOTE
-            rec = await self.audit.append(
-                "rejected", {**base, "reason": "too_long", "chars": len(inbound.text), "reply": note},
-                contact=sender.label,
-            )
-            return Outbound(note, audit_id=rec.id)
+            note = None if as_owner else say("too_long", lang)
+            rejected = RejectedRecord(reason="too_long", chars=len(inbound.text), reply=note)
+            return Outbound(note, audit_id=await self._audited(rejected, inbound, sender))
 
         audience = self.audience(inbound)
         answer, learned = await self._answer(inbound, sender, audience, text)
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
         if not unsent and (mode == "hold" or await self._needs_approval(answer)):
-            return await self._hold(inbound, sender, audience, text, answer, base)
-        kind = "attempted_command" if looks_like_command(text) else "reply"
-        body = {**base, "audience": [r.label for r in audience], "question": text, **answer.audit_body()}
+            return await self._hold(inbound, sender, audience, text, answer)
+        model = AttemptedCommandRecord if looks_like_command(text) else ReplyRecord
+        body = {"audience": [r.label for r in audience], "question": text, **answer.audit_body()}
         if unsent:
             body.update(reply=None, unsent="deflection as the owner")
-        record = await self.audit.append(
-            kind, body, contact=sender.label,
-            disclosed=[(d.fact.id, d.fact.event_id) for d in answer.used],
-            recipients=[r.label for r in audience],
+        audit_id = await self._audited(
+            model.model_validate(body), inbound, sender, audience, [(d.fact.id, d.fact.event_id) for d in answer.used]
         )
-        log.info("replied", audit_id=record.id, kind=kind, disclosed=len(answer.used), deflected=answer.deflected,
-                 latency_ms=round(answer.latency_ms, 1))
+        log.info(
+            "replied",
+            audit_id=audit_id,
+            kind=model.kind,
+            disclosed=len(answer.used),
+            deflected=answer.deflected,
+            latency_ms=round(answer.latency_ms, 1),
+        )
         reply = None if unsent else answer.reply
-        ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, record.id)
+        ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, audit_id)
         notes = [n for n in (learned, ask, self._probe_note(inbound, sender, text, answer)) if n]
-        return Outbound(reply, audit_id=record.id, to_owner="\n\n".join(notes) or None, actions=actions)
+        return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None, actions=actions)
 
-    async def _answer(self, inbound: Inbound, sender: Resolved, audience: list[Resolved],
-                      text: str) -> tuple[Answer, str | None]:
+    async def _answer(
+        self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str
+    ) -> tuple[Answer, str | None]:
         """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
         opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
         closed = may_consult(self.owner, inbound, sender, audience)
-        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
-                                          with_closed=closed)
+        answer = await self.engine.answer(
+            text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
+        )
         learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
         if learned is not None:
-            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent),
-                                              with_closed=closed)
+            answer = await self.engine.answer(
+                text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
+            )
         recent.append(f"{sender.recipient.name}: {text}")
         return answer, learned
 
@@ -216,8 +257,10 @@ class DelegateAgent:
             return None
         log.warning("probing", contact=sender.label, deflections=count)
         minutes = round(self.guard.deflection_window / 60)
-        return (f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
-                f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}")
+        return (
+            f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
+            f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}"
+        )
 
     async def _needs_approval(self, answer: Answer) -> bool:
         """Approval mode holds a reply that would disclose a fact at the set level or deeper."""
@@ -228,24 +271,39 @@ class DelegateAgent:
             return False
         return any(d.fact.effective_level() <= level for d in answer.used)
 
-    async def _hold(self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str,
-                    answer: Answer, base: Mapping[str, object]) -> Outbound:
+    async def _hold(
+        self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str, answer: Answer
+    ) -> Outbound:
         """Store the draft for the owner; the asker hears nothing until the owner decides.
         Nothing enters the disclosure ledger until the reply is actually sent."""
         approval_id = new_id()
         disclosed = [(d.fact.id, d.fact.event_id) for d in answer.used]
-        record = await self.audit.append(
-            "held",
-            {**base, "audience": [r.label for r in audience], "question": text, **answer.audit_body(),
-             "disclosed": [], "would_disclose": [f for f, _ in disclosed], "reply": None, "draft": answer.reply,
-             "approval": approval_id},
-            contact=sender.label,
+        entry = HeldRecord.model_validate(
+            {
+                "audience": [r.label for r in audience],
+                "question": text,
+                **answer.audit_body(),
+                "disclosed": [],
+                "would_disclose": [f for f, _ in disclosed],
+                "reply": None,
+                "draft": answer.reply,
+                "approval": approval_id,
+            }
         )
+        audit_id = await self._audited(entry, inbound, sender)
         held = await self.owner.approvals.hold(
-            platform=inbound.platform, chat_id=inbound.chat_id, chat_kind=inbound.chat_kind, sender=inbound.sender,
-            contact=sender.label, question=text, draft=answer.reply, disclosed=disclosed,
-            recipients=[r.label for r in audience], audit_id=record.id, approval_id=approval_id,
+            platform=inbound.platform,
+            chat_id=inbound.chat_id,
+            chat_kind=inbound.chat_kind,
+            sender=inbound.sender,
+            contact=sender.label,
+            question=text,
+            draft=answer.reply,
+            disclosed=disclosed,
+            recipients=[r.label for r in audience],
+            audit_id=audit_id,
+            approval_id=approval_id,
             delegation=inbound.delegation,
         )
-        log.info("held", audit_id=record.id, approval=held.id, facts=len(disclosed))
-        return Outbound(None, audit_id=record.id, to_owner=held.note(), actions=held.actions())
+        log.info("held", audit_id=audit_id, approval=held.id, facts=len(disclosed))
+        return Outbound(None, audit_id=audit_id, to_owner=held.note(), actions=held.actions())

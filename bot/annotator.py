@@ -38,13 +38,18 @@ class Progress:
 
     def line(self) -> str:
         now = f", now {self.current}" if self.current else ""
-        return (f"model annotation: {self.done} of {self.queued} sessions done, {self.failed} failed"
-                f"{now}")
+        return f"model annotation: {self.done} of {self.queued} sessions done, {self.failed} failed{now}"
 
 
 class BackgroundAnnotator:
-    def __init__(self, distiller: Distiller, conversations: Conversations, journal: ImportJournal,
-                 review: ReviewQueue | None = None, prompt: Prompt | None = None) -> None:
+    def __init__(
+        self,
+        distiller: Distiller,
+        conversations: Conversations,
+        journal: ImportJournal,
+        review: ReviewQueue | None = None,
+        prompt: Prompt | None = None,
+    ) -> None:
         self.distiller = distiller
         self.conversations = conversations
         self.journal = journal
@@ -84,8 +89,9 @@ class BackgroundAnnotator:
         self._wake.set()
         return chosen
 
-    async def run(self, stop: Callable[[], bool] = lambda: False,
-                  on_session: Callable[[Progress], None] | None = None) -> Progress:
+    async def run(
+        self, stop: Callable[[], bool] = lambda: False, on_session: Callable[[Progress], None] | None = None
+    ) -> Progress:
         """Annotate every queued session now (``epmem annotate``); stops between sessions."""
         queue = await self.journal.with_model("queued")
         self.progress.queued += len(queue)

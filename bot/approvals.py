@@ -28,11 +28,13 @@ from bot.clock import Clock, iso, utcnow
 #: overlay flag holding the approval level (None: approval mode off).
 APPROVAL_FLAG = "approval_level"
 
-MIGRATIONS = MigrationSet("approvals", (
-    Migration(
-        1,
-        "held replies",
-        """
+MIGRATIONS = MigrationSet(
+    "approvals",
+    (
+        Migration(
+            1,
+            "held replies",
+            """
         CREATE TABLE approvals (
             id TEXT PRIMARY KEY,
             state TEXT NOT NULL DEFAULT 'pending',
@@ -53,14 +55,16 @@ MIGRATIONS = MigrationSet("approvals", (
         );
         CREATE INDEX approvals_pending ON approvals(state, expires_at)
         """,
+        ),
+        Migration(
+            2,
+            "held replies sent as the owner",
+            # 'dm' or 'mention' when the reply would go out from the owner's own account
+            "ALTER TABLE approvals ADD COLUMN delegation TEXT",
+        ),
     ),
-    Migration(
-        2,
-        "held replies sent as the owner",
-        # 'dm' or 'mention' when the reply would go out from the owner's own account
-        "ALTER TABLE approvals ADD COLUMN delegation TEXT",
-    ),
-), legacy_table="approval_migrations")
+    legacy_table="approval_migrations",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,44 +111,95 @@ class Held:
         )
 
 
-_COLUMNS = ("id, state, created_at, expires_at, platform, chat_id, chat_kind, sender, contact, question, "
-            "draft, disclosed, recipients, audit_id, final, delegation")
+_COLUMNS = (
+    "id, state, created_at, expires_at, platform, chat_id, chat_kind, sender, contact, question, "
+    "draft, disclosed, recipients, audit_id, final, delegation"
+)
 
 
 def _row(row: Sequence[Any]) -> Held:
     return Held(
-        id=row[0], state=row[1], created_at=datetime.fromisoformat(row[2]),
-        expires_at=datetime.fromisoformat(row[3]), platform=row[4], chat_id=row[5], chat_kind=row[6],
-        sender=row[7], contact=row[8], question=row[9], draft=row[10],
-        disclosed=tuple((f, e) for f, e in json.loads(row[11])), recipients=tuple(json.loads(row[12])),
-        audit_id=row[13], final=row[14], delegation=row[15],
+        id=row[0],
+        state=row[1],
+        created_at=datetime.fromisoformat(row[2]),
+        expires_at=datetime.fromisoformat(row[3]),
+        platform=row[4],
+        chat_id=row[5],
+        chat_kind=row[6],
+        sender=row[7],
+        contact=row[8],
+        question=row[9],
+        draft=row[10],
+        disclosed=tuple((f, e) for f, e in json.loads(row[11])),
+        recipients=tuple(json.loads(row[12])),
+        audit_id=row[13],
+        final=row[14],
+        delegation=row[15],
     )
 
 
 class Approvals:
     """The held-reply table, in the state database (bot/state.py owns the connection)."""
 
-    def __init__(self, db: aiosqlite.Connection, ttl: timedelta = timedelta(hours=24),
-                 clock: Clock = utcnow) -> None:
+    def __init__(self, db: aiosqlite.Connection, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow) -> None:
         self._db = db
         self.ttl = ttl
         self.clock = clock
 
-    async def hold(self, *, platform: str, chat_id: str, chat_kind: str, sender: str, contact: str,
-                   question: str, draft: str, disclosed: Sequence[tuple[str, str]], recipients: Sequence[str],
-                   audit_id: str, approval_id: str | None = None, delegation: str | None = None) -> Held:
+    async def hold(
+        self,
+        *,
+        platform: str,
+        chat_id: str,
+        chat_kind: str,
+        sender: str,
+        contact: str,
+        question: str,
+        draft: str,
+        disclosed: Sequence[tuple[str, str]],
+        recipients: Sequence[str],
+        audit_id: str,
+        approval_id: str | None = None,
+        delegation: str | None = None,
+    ) -> Held:
         now = self.clock()
         held = Held(
-            id=approval_id or new_id(), state="pending", created_at=now, expires_at=now + self.ttl,
-            platform=platform, chat_id=chat_id, chat_kind=chat_kind, sender=sender, contact=contact,
-            question=question, draft=draft, disclosed=tuple((f, e) for f, e in disclosed),
-            recipients=tuple(recipients), audit_id=audit_id, delegation=delegation,
+            id=approval_id or new_id(),
+            state="pending",
+            created_at=now,
+            expires_at=now + self.ttl,
+            platform=platform,
+            chat_id=chat_id,
+            chat_kind=chat_kind,
+            sender=sender,
+            contact=contact,
+            question=question,
+            draft=draft,
+            disclosed=tuple((f, e) for f, e in disclosed),
+            recipients=tuple(recipients),
+            audit_id=audit_id,
+            delegation=delegation,
         )
         await self._db.execute(
             f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
-            (held.id, held.state, iso(held.created_at), iso(held.expires_at), platform, chat_id,
-             chat_kind, sender, contact, question, draft, json.dumps([list(d) for d in held.disclosed]),
-             json.dumps(list(held.recipients)), audit_id, None, delegation),
+            (
+                held.id,
+                held.state,
+                iso(held.created_at),
+                iso(held.expires_at),
+                platform,
+                chat_id,
+                chat_kind,
+                sender,
+                contact,
+                question,
+                draft,
+                json.dumps([list(d) for d in held.disclosed]),
+                json.dumps(list(held.recipients)),
+                audit_id,
+                None,
+                delegation,
+            ),
         )
         return held
 
@@ -159,8 +214,9 @@ class Approvals:
         ) as cur:
             return [_row(r) async for r in cur]
 
-    async def claim(self, approval_id: str, state: str, final: str | None = None,
-                    now: datetime | None = None) -> Held | None:
+    async def claim(
+        self, approval_id: str, state: str, final: str | None = None, now: datetime | None = None
+    ) -> Held | None:
         """Move a pending, unexpired reply to ``state``; None if it was not pending (any more)."""
         now = now or self.clock()
         cur = await self._db.execute(
@@ -203,7 +259,6 @@ class Approvals:
                 if await self.claim(held.id, "withdrawn", now=now) is not None:
                     dropped.append(held.id)
         return dropped
-
 
     async def erase_texts(self, fact_ids: Sequence[str], sentences: Sequence[str]) -> int:
         """/forget: blank the question, draft and final text of every held reply, in any state,

@@ -10,8 +10,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from epmem.errors import EpmemError
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_POLICY = PACKAGE_ROOT / "policies" / "example.yaml"
+from bot.examples import POLICY, example_file
+
+#: the example owner's policy, shipped as package data (bot/examples/).
+EXAMPLE_POLICY = example_file(POLICY)
 ACTIVE_POLICY_NAME = "policy.yaml"
 
 
@@ -27,10 +29,12 @@ class Settings(BaseSettings):
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
     #: the openai backend: any OpenAI-compatible endpoint (OpenAI, DeepSeek, vLLM, Ollama...).
-    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL",
-                                                                                    "openai_base_url"))
-    openai_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY",
-                                                                                        "openai_api_key"))
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "openai_base_url")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "openai_api_key")
+    )
     llm_model: str | None = None
     #: per HTTP request; the client retries ``llm_max_retries`` times on 429/5xx/timeouts. The
     #: defaults leave room for a model served on CPU (llama.cpp: a few to ~40 tokens/s).
@@ -55,8 +59,9 @@ class Settings(BaseSettings):
     #: a Qdrant server or cluster (with its API key); unset: embedded Qdrant Edge in data_dir.
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
-    #: dense embedder: minilm (offline default), wordllama (offline, fast, weaker) or openai.
-    embedder: Literal["minilm", "wordllama", "openai"] = "minilm"
+    #: dense embedder: bilingual (offline default: MiniLM, and USE multilingual v3 for text with
+    #: Chinese, Japanese or Korean), minilm (English only), wordllama (offline, fast, weaker) or openai.
+    embedder: Literal["bilingual", "minilm", "wordllama", "openai"] = "bilingual"
     #: the openai embedder's model (served at openai_base_url).
     embedding_model: str | None = None
     #: session score = alpha * native hybrid + beta * event-fact score (alpha + beta = 1).

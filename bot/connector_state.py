@@ -27,20 +27,22 @@ import aiosqlite
 import structlog
 
 from connectors.base import Action, DeliveryReport
-from epmem.audit import REFUSED, UNKNOWN, AuditLog
+from epmem.audit import AuditLog, DeliveryRecord, REFUSED, UNKNOWN, UndeliveredRecord
 from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 from bot.outbox import Outbox
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 
 log = structlog.get_logger(__name__)
 
-MIGRATIONS = MigrationSet("connector_state", (
-    Migration(
-        1,
-        "connector routes and undelivered messages",
-        """
+MIGRATIONS = MigrationSet(
+    "connector_state",
+    (
+        Migration(
+            1,
+            "connector routes and undelivered messages",
+            """
         CREATE TABLE platform_routes (
             platform TEXT NOT NULL,
             key TEXT NOT NULL,
@@ -65,13 +67,14 @@ MIGRATIONS = MigrationSet("connector_state", (
         );
         CREATE INDEX undelivered_state ON undelivered(state, created_at)
         """,
+        ),
+        Migration(
+            2,
+            "undelivered messages that may have been delivered all the same",
+            "ALTER TABLE undelivered ADD COLUMN outcome TEXT NOT NULL DEFAULT 'refused'",
+        ),
     ),
-    Migration(
-        2,
-        "undelivered messages that may have been delivered all the same",
-        "ALTER TABLE undelivered ADD COLUMN outcome TEXT NOT NULL DEFAULT 'refused'",
-    ),
-))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +104,32 @@ class Undelivered:
     def line(self) -> str:
         who = self.contact or self.chat_id
         maybe = "; it may have been delivered all the same" if self.unknown else ""
-        return (f"{self.id}: {self.kind} to {who} ({self.platform}, {self.created_at:%Y-%m-%d %H:%M} UTC, "
-                f"{self.error or 'failed'} after {self.attempts} attempt{'s' * (self.attempts != 1)}{maybe})\n"
-                f"  {self.text}")
+        return (
+            f"{self.id}: {self.kind} to {who} ({self.platform}, {self.created_at:%Y-%m-%d %H:%M} UTC, "
+            f"{self.error or 'failed'} after {self.attempts} attempt{'s' * (self.attempts != 1)}{maybe})\n"
+            f"  {self.text}"
+        )
 
 
 _COLUMNS = "id, state, created_at, platform, chat_id, kind, contact, audit_id, error, attempts, text, facts, outcome"
 
 
 def _row(row: Sequence[Any]) -> Undelivered:
-    return Undelivered(row[0], row[1], datetime.fromisoformat(row[2]), row[3], row[4], row[5], row[6], row[7],
-                       row[8], int(row[9]), row[10], tuple(json.loads(row[11])), row[12])
+    return Undelivered(
+        row[0],
+        row[1],
+        datetime.fromisoformat(row[2]),
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        int(row[9]),
+        row[10],
+        tuple(json.loads(row[11])),
+        row[12],
+    )
 
 
 class ConnectorState:
@@ -154,10 +172,15 @@ class ConnectorState:
         if report.delivered:
             # no contact on it: /audit CONTACT lists decisions; this only confirms one went out
             if report.audit_id is not None and report.kind == "reply":
-                await self._audit.append("delivery", {
-                    "of": report.audit_id, "platform": report.platform, "chat": report.chat_id,
-                    "delivered": True, "attempts": report.attempts,
-                })
+                await self._audit.write(
+                    DeliveryRecord(
+                        of=report.audit_id,
+                        platform=report.platform,
+                        chat=report.chat_id,
+                        delivered=True,
+                        attempts=report.attempts,
+                    )
+                )
             return None
         return await self.keep(report)
 
@@ -171,25 +194,55 @@ class ConnectorState:
         reply = await self._audit.get(report.audit_id) if report.audit_id else None
         facts = tuple(str(f) for f in (reply.body.get("disclosed") or [])) if reply else ()
         kept = Undelivered(
-            id=secrets.token_hex(4), state="pending", created_at=self._clock(), platform=report.platform,
-            chat_id=report.chat_id, kind=report.kind, contact=reply.contact if reply else None,
-            audit_id=report.audit_id, error=report.error, attempts=report.attempts, text=report.text or "",
-            facts=facts, outcome=UNKNOWN if report.unknown else REFUSED,
+            id=secrets.token_hex(4),
+            state="pending",
+            created_at=self._clock(),
+            platform=report.platform,
+            chat_id=report.chat_id,
+            kind=report.kind,
+            contact=reply.contact if reply else None,
+            audit_id=report.audit_id,
+            error=report.error,
+            attempts=report.attempts,
+            text=report.text or "",
+            facts=facts,
+            outcome=UNKNOWN if report.unknown else REFUSED,
         )
         await self._db().execute(
             f"INSERT INTO undelivered({_COLUMNS}) VALUES ({', '.join('?' * 13)})",
-            (kept.id, kept.state, iso(kept.created_at), kept.platform, kept.chat_id, kept.kind, kept.contact,
-             kept.audit_id, kept.error, kept.attempts, kept.text, json.dumps(list(facts)), kept.outcome),
+            (
+                kept.id,
+                kept.state,
+                iso(kept.created_at),
+                kept.platform,
+                kept.chat_id,
+                kept.kind,
+                kept.contact,
+                kept.audit_id,
+                kept.error,
+                kept.attempts,
+                kept.text,
+                json.dumps(list(facts)),
+                kept.outcome,
+            ),
         )
         # the outcome names the reply decision (``of``): the ledger counts its facts as told
         # only once a delivery follows, and as possibly told when the outcome is unknown
-        await self._audit.append("undelivered", {
-            "of": report.audit_id, "platform": report.platform, "chat": report.chat_id, "kind": report.kind,
-            "delivered": False, "outcome": kept.outcome, "attempts": report.attempts, "error": report.error,
-            "undelivered": kept.id,
-        }, contact=kept.contact)
-        log.warning("undelivered_kept", undelivered=kept.id, kind=report.kind, error=report.error,
-                    outcome=kept.outcome)
+        await self._audit.write(
+            UndeliveredRecord(
+                of=report.audit_id,
+                platform=report.platform,
+                chat=report.chat_id,
+                message_kind=report.kind,
+                delivered=False,
+                outcome=kept.outcome,
+                attempts=report.attempts,
+                error=report.error,
+                undelivered=kept.id,
+            ),
+            contact=kept.contact,
+        )
+        log.warning("undelivered_kept", undelivered=kept.id, kind=report.kind, error=report.error, outcome=kept.outcome)
         return kept
 
     async def pending(self) -> list[Undelivered]:
@@ -225,14 +278,18 @@ def undelivered_note(kept: Undelivered) -> tuple[str, tuple[Action, ...]]:
     """What the owner is told about a message that did not go out, with a button to retry."""
     attempts = f"{kept.attempts} attempt{'s' * (kept.attempts != 1)}"
     if kept.unknown:
-        text = (f"A {kept.kind} to {kept.contact or kept.chat_id} on {kept.platform} may or may not have been "
-                f"delivered ({kept.error}, {attempts}); it was not sent again, so it cannot arrive twice. "
-                f"It is kept as {kept.id}: /resend {kept.id} if it did not arrive (it may then show twice), "
-                f"/discard {kept.id} if it did. The audit counts it as possibly read.")
+        text = (
+            f"A {kept.kind} to {kept.contact or kept.chat_id} on {kept.platform} may or may not have been "
+            f"delivered ({kept.error}, {attempts}); it was not sent again, so it cannot arrive twice. "
+            f"It is kept as {kept.id}: /resend {kept.id} if it did not arrive (it may then show twice), "
+            f"/discard {kept.id} if it did. The audit counts it as possibly read."
+        )
     else:
-        text = (f"A {kept.kind} to {kept.contact or kept.chat_id} on {kept.platform} could not be delivered "
-                f"({kept.error}, {attempts}). It is kept as {kept.id}: /resend {kept.id} to try again, "
-                f"/undelivered to see it.")
+        text = (
+            f"A {kept.kind} to {kept.contact or kept.chat_id} on {kept.platform} could not be delivered "
+            f"({kept.error}, {attempts}). It is kept as {kept.id}: /resend {kept.id} to try again, "
+            f"/undelivered to see it."
+        )
     return text, (Action("Resend", f"/resend {kept.id}"),)
 
 
@@ -240,7 +297,7 @@ class ConnectorHost:
     """The :class:`connectors.base.PlatformState` a connector is given: the state database for
     events and routes, and for a delivery that failed, the record plus a note to the owner."""
 
-    def __init__(self, seen: SeenEvents, state: ConnectorState, outbox: Outbox) -> None:
+    def __init__(self, seen: SeenEventLog, state: ConnectorState, outbox: Outbox) -> None:
         self._seen = seen
         self._state = state
         self._outbox = outbox

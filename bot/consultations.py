@@ -28,11 +28,13 @@ from epmem.sqlite import Migration, MigrationSet
 from bot.approvals import new_id
 from bot.clock import Clock, iso, utcnow
 
-MIGRATIONS = MigrationSet("consultations", (
-    Migration(
-        1,
-        "consultations: the owner asked about closed facts when someone's question needed them",
-        """
+MIGRATIONS = MigrationSet(
+    "consultations",
+    (
+        Migration(
+            1,
+            "consultations: the owner asked about closed facts when someone's question needed them",
+            """
         CREATE TABLE consultations (
             id TEXT PRIMARY KEY,
             state TEXT NOT NULL DEFAULT 'open',
@@ -58,8 +60,9 @@ MIGRATIONS = MigrationSet("consultations", (
         CREATE INDEX consultations_open ON consultations(state, event_id);
         CREATE INDEX consultations_sender ON consultations(state, sender)
         """,
+        ),
     ),
-))
+)
 
 State = Literal["open", "answered", "expired", "withdrawn"]
 
@@ -98,17 +101,34 @@ class Consultation:
         return self.lead is None
 
 
-_COLUMNS = ("id, state, created_at, expires_at, decided_at, event_id, facts, platform, chat_id, chat_kind, sender, "
-            "contact, contact_id, audience, question, audit_id, lead, answer, followup_audit, delegation")
+_COLUMNS = (
+    "id, state, created_at, expires_at, decided_at, event_id, facts, platform, chat_id, chat_kind, sender, "
+    "contact, contact_id, audience, question, audit_id, lead, answer, followup_audit, delegation"
+)
 
 
 def _row(row: Sequence[Any]) -> Consultation:
     return Consultation(
-        id=row[0], state=row[1], created_at=datetime.fromisoformat(row[2]), expires_at=datetime.fromisoformat(row[3]),
-        decided_at=datetime.fromisoformat(row[4]) if row[4] else None, event_id=row[5],
-        facts=tuple(json.loads(row[6])), platform=row[7], chat_id=row[8], chat_kind=row[9], sender=row[10],
-        contact=row[11], contact_id=row[12], audience=tuple(json.loads(row[13])), question=row[14],
-        audit_id=row[15], lead=row[16], answer=row[17], followup_audit=row[18], delegation=row[19],
+        id=row[0],
+        state=row[1],
+        created_at=datetime.fromisoformat(row[2]),
+        expires_at=datetime.fromisoformat(row[3]),
+        decided_at=datetime.fromisoformat(row[4]) if row[4] else None,
+        event_id=row[5],
+        facts=tuple(json.loads(row[6])),
+        platform=row[7],
+        chat_id=row[8],
+        chat_kind=row[9],
+        sender=row[10],
+        contact=row[11],
+        contact_id=row[12],
+        audience=tuple(json.loads(row[13])),
+        question=row[14],
+        audit_id=row[15],
+        lead=row[16],
+        answer=row[17],
+        followup_audit=row[18],
+        delegation=row[19],
     )
 
 
@@ -134,9 +154,22 @@ class Consultations:
         self.config = config or ConsultConfig()
         self.clock = clock
 
-    async def open(self, *, event_id: str, facts: Sequence[str], platform: str, chat_id: str, chat_kind: str,
-                   sender: str, contact: str, contact_id: str | None, audience: Sequence[str], question: str,
-                   audit_id: str, delegation: str | None = None) -> Consultation | None:
+    async def open(
+        self,
+        *,
+        event_id: str,
+        facts: Sequence[str],
+        platform: str,
+        chat_id: str,
+        chat_kind: str,
+        sender: str,
+        contact: str,
+        contact_id: str | None,
+        audience: Sequence[str],
+        question: str,
+        audit_id: str,
+        delegation: str | None = None,
+    ) -> Consultation | None:
         """A new consultation, or None when the bounds say no (too many open for this asker,
         or this asker already waits on this event). When the event already has an open
         consultation, the new one joins it (``lead`` set): the owner is not asked twice."""
@@ -147,23 +180,56 @@ class Consultations:
         leads = [c for c in await self._open_rows("event_id = ?", (event_id,), now) if c.asked_owner]
         lead = leads[0].id if leads else None
         c = Consultation(
-            id=new_id(), state="open", created_at=now, expires_at=now + self.config.ttl, event_id=event_id,
-            facts=tuple(facts), platform=platform, chat_id=chat_id, chat_kind=chat_kind, sender=sender,
-            contact=contact, contact_id=contact_id, audience=tuple(audience), question=question, audit_id=audit_id,
-            lead=lead, delegation=delegation,
+            id=new_id(),
+            state="open",
+            created_at=now,
+            expires_at=now + self.config.ttl,
+            event_id=event_id,
+            facts=tuple(facts),
+            platform=platform,
+            chat_id=chat_id,
+            chat_kind=chat_kind,
+            sender=sender,
+            contact=contact,
+            contact_id=contact_id,
+            audience=tuple(audience),
+            question=question,
+            audit_id=audit_id,
+            lead=lead,
+            delegation=delegation,
         )
         await self._db.execute(
             f"INSERT INTO consultations({_COLUMNS}) VALUES ({', '.join('?' * 20)})",
-            (c.id, c.state, iso(c.created_at), iso(c.expires_at), None, c.event_id, json.dumps(list(c.facts)),
-             platform, chat_id, chat_kind, sender, contact, contact_id, json.dumps(list(c.audience)), question,
-             audit_id, lead, None, None, delegation),
+            (
+                c.id,
+                c.state,
+                iso(c.created_at),
+                iso(c.expires_at),
+                None,
+                c.event_id,
+                json.dumps(list(c.facts)),
+                platform,
+                chat_id,
+                chat_kind,
+                sender,
+                contact,
+                contact_id,
+                json.dumps(list(c.audience)),
+                question,
+                audit_id,
+                lead,
+                None,
+                None,
+                delegation,
+            ),
         )
         return c
 
     async def _open_rows(self, where: str, args: tuple[Any, ...], now: datetime) -> list[Consultation]:
         async with self._db.execute(
             f"SELECT {_COLUMNS} FROM consultations WHERE state = 'open' AND expires_at > ? AND {where} "
-            "ORDER BY created_at, id", (iso(now), *args),
+            "ORDER BY created_at, id",
+            (iso(now), *args),
         ) as cur:
             return [_row(r) async for r in cur]
 
@@ -191,8 +257,7 @@ class Consultations:
         return cur.rowcount == 1
 
     async def followed_up(self, consultation_id: str, audit_id: str) -> None:
-        await self._db.execute("UPDATE consultations SET followup_audit = ? WHERE id = ?",
-                               (audit_id, consultation_id))
+        await self._db.execute("UPDATE consultations SET followup_audit = ? WHERE id = ?", (audit_id, consultation_id))
 
     async def expire_due(self, now: datetime) -> list[Consultation]:
         """Every open consultation whose time is up, marked expired (each returned once)."""
@@ -221,5 +286,7 @@ class Consultations:
         for cid in hit:
             await self._db.execute(
                 "UPDATE consultations SET state = CASE state WHEN 'open' THEN 'withdrawn' ELSE state END, "
-                "question = '' WHERE id = ?", (cid,))
+                "question = '' WHERE id = ?",
+                (cid,),
+            )
         return hit

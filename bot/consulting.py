@@ -23,9 +23,10 @@ import structlog
 
 from connectors.base import Action, Inbound
 from connectors.courier import maybe_delivered
-from epmem.audit import REFUSED, UNKNOWN
+from epmem.audit import ConsultationRecord, DeliveryFailedRecord, FollowupRecord, REFUSED, UNKNOWN
 from epmem.ingest import ReviewAnswer, ReviewError
 from epmem.ingest import ReviewQuestion as Question
+from epmem.language import Language
 from epmem.memory import Fact
 from epmem.policy import Resolved
 from epmem.reply import Answer
@@ -49,8 +50,15 @@ def _name(owner: OwnerServices, who: str) -> str:
     return contact.name if contact is not None else who
 
 
-async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
-                    question: str, answer: Answer, audit_id: str) -> tuple[str | None, tuple[Action, ...]]:
+async def ask_owner(
+    owner: OwnerServices,
+    inbound: Inbound,
+    sender: Resolved,
+    audience: Sequence[Resolved],
+    question: str,
+    answer: Answer,
+    audit_id: str,
+) -> tuple[str | None, tuple[Action, ...]]:
     """Open a consultation for the best closed fact that would answer; the owner's note and
     buttons when the owner is to be asked now (None when the bounds say no, or another asker's
     consultation of the same event already asked)."""
@@ -65,17 +73,34 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     if fact is None:
         return None, ()
     c = await store.open(
-        event_id=fact.event_id, facts=[q.fact_id, *q.also], platform=inbound.platform, chat_id=inbound.chat_id,
-        chat_kind=inbound.chat_kind, sender=inbound.sender, contact=sender.label,
+        event_id=fact.event_id,
+        facts=[q.fact_id, *q.also],
+        platform=inbound.platform,
+        chat_id=inbound.chat_id,
+        chat_kind=inbound.chat_kind,
+        sender=inbound.sender,
+        contact=sender.label,
         contact_id=None if sender.recipient.is_stranger else sender.contact_id,
-        audience=[r.identity for r in audience], question=question, audit_id=audit_id,
+        audience=[r.identity for r in audience],
+        question=question,
+        audit_id=audit_id,
     )
     if c is None:
         return None, ()
-    await owner.audit.append("consultation", {
-        "consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact, "question": question,
-        "event": c.event_id, "facts": list(c.facts), "reply_audit": audit_id, "joined": c.lead,
-    }, contact=c.contact)
+    await owner.audit.write(
+        ConsultationRecord(
+            consultation=c.id,
+            platform=c.platform,
+            chat=c.chat_id,
+            contact=c.contact,
+            question=question,
+            event=c.event_id,
+            facts=list(c.facts),
+            reply_audit=audit_id,
+            joined=c.lead,
+        ),
+        contact=c.contact,
+    )
     log.info("consultation_opened", consultation=c.id, contact=c.contact, facts=len(c.facts), joined=c.lead)
     if not c.asked_owner:
         return None, ()
@@ -84,8 +109,16 @@ async def ask_owner(owner: OwnerServices, inbound: Inbound, sender: Resolved, au
     return note(owner, c, q, sender), actions(owner, c, q, sender, first if first in KEYS else None)
 
 
+def owner_language(owner: OwnerServices) -> Language:
+    """What the delegate tells the owner is in the owner's language (policy ``owner.language``),
+    whatever the language of the question it is about; English when unset."""
+    return owner.policy.owner.language or "en"
+
+
 def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitelist: Sequence[str] = ()) -> str:
     """An audience in words ("contacts at trust level 1 or closer in life"), not as a code."""
+    if owner_language(owner) == "zh":
+        return _audience_words_zh(owner, level, domain, whitelist)
     if level == 0:
         who = "nobody"
     elif level == 4 and domain is None:
@@ -95,6 +128,20 @@ def _audience_words(owner: OwnerServices, level: int, domain: str | None, whitel
     extra = [_name(owner, w) for w in whitelist]
     if extra:
         who = ", ".join(extra) if level == 0 else f"{who}, and {', '.join(extra)}"
+    return who
+
+
+def _audience_words_zh(owner: OwnerServices, level: int, domain: str | None, whitelist: Sequence[str]) -> str:
+    if level == 0:
+        who = "谁都不告诉"
+    elif level == 4 and domain is None:
+        who = "任何问起的人"
+    else:
+        circle = {"work": "工作", "life": "生活"}.get(domain or "", domain or "")
+        who = f"信任等级{level}及更亲近的联系人" + (f"（{circle}方面）" if domain else "")
+    extra = [_name(owner, w) for w in whitelist]
+    if extra:
+        who = "、".join(extra) if level == 0 else f"{who}，以及{'、'.join(extra)}"
     return who
 
 
@@ -111,14 +158,21 @@ def may_consult(owner: OwnerServices, inbound: Inbound, sender: Resolved, audien
     return not sender.recipient.is_stranger or store.config.strangers
 
 
-def consultable(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
-                answer: Answer) -> bool:
+def consultable(
+    owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved], answer: Answer
+) -> bool:
     """Whether this reply consults the owner: it may, and closed facts would answer."""
     return bool(answer.consult) and may_consult(owner, inbound, sender, audience)
 
 
-async def open_as_learned(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved],
-                          question: str, answer: Answer) -> str | None:
+async def open_as_learned(
+    owner: OwnerServices,
+    inbound: Inbound,
+    sender: Resolved,
+    audience: Sequence[Resolved],
+    question: str,
+    answer: Answer,
+) -> str | None:
     """The owner's opt-in (``EPMEM_CONSULT_LEARN_AFTER`` = N, off by default): when the owner
     answered the N nearest earlier consultations about similar facts with one and the same
     audience, the best closed fact's event is opened to it without asking, before the reply is
@@ -137,16 +191,31 @@ async def open_as_learned(owner: OwnerServices, inbound: Inbound, sender: Resolv
     if learned is None:
         return None
     level, domain = learned
-    decision = ReviewAnswer.set(q.fact_id, q.suggested.category, level=level, domain=domain,  # type: ignore[arg-type]
-                                whitelist=[], blacklist=list(q.suggested.blacklist))
+    decision = ReviewAnswer.set(
+        q.fact_id,
+        q.suggested.category,
+        level=level,
+        domain=domain,  # type: ignore[arg-type]
+        whitelist=[],
+        blacklist=list(q.suggested.blacklist),
+    )
     applied = await queue.apply(decision, tag=f"owner:consult:{LEARNED}")
-    await owner.record_change({**applied.audit, "answer": LEARNED, "by": "learned", "platform": inbound.platform,
-                               "asked_by": sender.label})
+    await owner.record_change(
+        {**applied.audit, "answer": LEARNED, "by": "learned", "platform": inbound.platform, "asked_by": sender.label}
+    )
     log.info("consultation_learned", fact=q.fact_id, facts=len(applied.facts))
-    return (f"{sender.recipient.name} asked \u201c{_clip(question, 120)}\u201d: I opened "
-            f"{q.fact_id} (\u201c{_clip(q.text, 120)}\u201d) to {_audience_words(owner, level, domain)}, as you "
-            f"answered the last {store.config.learn_after} questions about facts like it. "
-            f"/review {q.fact_id} to change it.")
+    if owner_language(owner) == "zh":
+        return (
+            f"{sender.recipient.name}问：\u201c{_clip(question, 120)}\u201d。我已把 {q.fact_id}"
+            f"（\u201c{_clip(q.text, 120)}\u201d）公开给：{_audience_words(owner, level, domain)}，因为你对最近 "
+            f"{store.config.learn_after} 个类似的问题都是这样回答的。要改的话：/review {q.fact_id}"
+        )
+    return (
+        f"{sender.recipient.name} asked \u201c{_clip(question, 120)}\u201d: I opened "
+        f"{q.fact_id} (\u201c{_clip(q.text, 120)}\u201d) to {_audience_words(owner, level, domain)}, as you "
+        f"answered the last {store.config.learn_after} questions about facts like it. "
+        f"/review {q.fact_id} to change it."
+    )
 
 
 def _suggested_words(owner: OwnerServices, q: Question) -> str:
@@ -155,45 +224,96 @@ def _suggested_words(owner: OwnerServices, q: Question) -> str:
 
 
 def _like(sender: Resolved) -> tuple[int, str | None]:
-    """"Everyone like them": the asker's own circle, their trust level and domain (a stranger's is
+    """ "Everyone like them": the asker's own circle, their trust level and domain (a stranger's is
     anyone who asks)."""
     r = sender.recipient
     return (4, None) if r.is_stranger else (r.level, r.domain)
 
 
+#: the consultation note's lines, per language (the question and the facts quoted as written).
+_NOTE: dict[str, dict[str, str]] = {
+    "en": {
+        "stranger": "someone unknown ({sender})",
+        "asked": "{asker} asked ({platform}): \u201c{question}\u201d",
+        "without": "I answered without these, which you have not opened to anyone yet:",
+        "fact": "  {fid}: \u201c{text}\u201d",
+        "cover": "(a story told instead of: \u201c{text}\u201d)",
+        "suggest": "Your policy for {category} would suggest: {who}.",
+        "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
+        "/reword {fid} THE RIGHT WORDS first.",
+    },
+    "zh": {
+        "stranger": "陌生人（{sender}）",
+        "asked": "{asker}（{platform}）问：\u201c{question}\u201d",
+        "without": "我回答时没有用下面这些内容，你还没有对任何人公开过：",
+        "fact": "  {fid}：\u201c{text}\u201d",
+        "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
+        "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
+        "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
+        "/reword {fid} 正确的说法 改过来。",
+    },
+}
+
+
 def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
-    """What the owner reads: who asked what, the facts' words, the suggestion, how to answer."""
-    asker = sender.recipient.name if not sender.recipient.is_stranger else f"someone unknown ({c.sender})"
-    lines = [f"{asker} asked ({c.platform}): \u201c{_clip(c.question)}\u201d",
-             "I answered without these, which you have not opened to anyone yet:"]
-    texts = [q.text, *q.also_text]
-    for fid, text in zip(c.facts, texts):
-        lines.append(f"  {fid}: \u201c{_clip(text)}\u201d")
+    """What the owner reads: who asked what, the facts' words, the suggestion, how to answer
+    (in the owner's language; the question and the facts as they were written)."""
+    words = _NOTE[owner_language(owner)]
+    r = sender.recipient
+    asker = r.name if not r.is_stranger else words["stranger"].format(sender=c.sender)
+    lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question)), words["without"]]
+    for fid, text in zip(c.facts, [q.text, *q.also_text]):
+        lines.append(words["fact"].format(fid=fid, text=_clip(text)))
     if q.covers_text:
-        lines.append(f"(a story told instead of: \u201c{_clip(q.covers_text)}\u201d)")
-    lines.append(f"Your policy for {q.suggested.category} would suggest: {_suggested_words(owner, q)}.")
-    lines.append(f"Should I tell them? /consult {c.id} tell | like | who | private. Wrong words? "
-                 f"/reword {q.fact_id} THE RIGHT WORDS first.")
+        lines.append(words["cover"].format(text=_clip(q.covers_text)))
+    lines.append(words["suggest"].format(category=q.suggested.category, who=_suggested_words(owner, q)))
+    lines.append(words["how"].format(id=c.id, fid=q.fact_id))
     return "\n".join(lines)
 
 
-def actions(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved,
-            learned: str | None = None) -> tuple[Action, ...]:
+#: the one-tap answers' labels, per language: tell NAME, like: AUDIENCE and NAME, who, private,
+#: as before, and what a stranger is called.
+_LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "tell": "Tell {name}",
+        "like": "Tell {who}, like {name}",
+        "who": "\U0001f465 Who may know\u2026",
+        "private": "\U0001f512 Keep private",
+        "before": "\u21bb as before: {label}",
+        "them": "them",
+    },
+    "zh": {
+        "tell": "告诉{name}",
+        "like": "告诉{who}（和{name}一样）",
+        "who": "\U0001f465 谁可以知道\u2026",
+        "private": "\U0001f512 保密",
+        "before": "\u21bb 和上次一样：{label}",
+        "them": "对方",
+    },
+}
+
+
+def actions(
+    owner: OwnerServices, c: Consultation, q: Question, sender: Resolved, learned: str | None = None
+) -> tuple[Action, ...]:
     """The answers, one tap each; ``learned``: what the owner answered about the most similar
     fact before, offered first."""
-    name = sender.recipient.name if not sender.recipient.is_stranger else "them"
+    words = _LABELS[owner_language(owner)]
+    name = sender.recipient.name if not sender.recipient.is_stranger else words["them"]
     out = []
     if c.contact_id is not None:  # a stranger cannot be whitelisted: nobody knows who they are
-        out.append(Action(f"Tell {name}", f"/consult {c.id} tell"))
+        out.append(Action(words["tell"].format(name=name), f"/consult {c.id} tell"))
     level, domain = _like(sender)
-    out.append(Action(f"Tell {_audience_words(owner, level, domain)}, like {name}", f"/consult {c.id} like"))
-    out.append(Action("\U0001f465 Who may know\u2026", f"/consult {c.id} who"))
-    out.append(Action("\U0001f512 Keep private", f"/consult {c.id} private"))
+    out.append(
+        Action(words["like"].format(who=_audience_words(owner, level, domain), name=name), f"/consult {c.id} like")
+    )
+    out.append(Action(words["who"], f"/consult {c.id} who"))
+    out.append(Action(words["private"], f"/consult {c.id} private"))
     if learned is not None:
         first = next((a for a in out if a.command.endswith(f" {learned}")), None)
         if first is not None:
             out.remove(first)
-            out.insert(0, Action(f"\u21bb as before: {first.label}", first.command))
+            out.insert(0, Action(words["before"].format(label=first.label), first.command))
     return tuple(out)
 
 
@@ -246,18 +366,30 @@ def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) 
         if c.contact_id is None:
             raise ReviewError("a stranger cannot be told alone: use like, who or private")
         white = [*s.whitelist, c.contact_id]
-        return ReviewAnswer.set(q.fact_id, s.category, level=0, domain=s.domain, whitelist=white,
-                                blacklist=[b for b in s.blacklist if b != c.contact_id])
+        return ReviewAnswer.set(
+            q.fact_id,
+            s.category,
+            level=0,
+            domain=s.domain,
+            whitelist=white,
+            blacklist=[b for b in s.blacklist if b != c.contact_id],
+        )
     if key == "like":
         level, domain = _like(owner.directory.resolve(c.sender))
-        return ReviewAnswer.set(q.fact_id, s.category, level=level, domain=domain,  # type: ignore[arg-type]
-                                whitelist=list(s.whitelist),
-                                blacklist=[b for b in s.blacklist if b != c.contact_id])
+        return ReviewAnswer.set(
+            q.fact_id,
+            s.category,
+            level=level,
+            domain=domain,  # type: ignore[arg-type]
+            whitelist=list(s.whitelist),
+            blacklist=[b for b in s.blacklist if b != c.contact_id],
+        )
     raise ReviewError(f"unknown answer {key!r}: use {', '.join(KEYS)}")
 
 
-async def answer(owner: OwnerServices, c: Consultation, decision: ReviewAnswer, key: str, *, by: str,
-                 platform: str) -> Settled:
+async def answer(
+    owner: OwnerServices, c: Consultation, decision: ReviewAnswer, key: str, *, by: str, platform: str
+) -> Settled:
     """Apply the owner's decision to the consultation's event, then follow up everyone waiting."""
     if owner.review is None:
         raise ReviewError("the review queue is not available in this process")
@@ -306,23 +438,35 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
         return None
     text = result.reply
     body: dict[str, Any] = {
-        "platform": c.platform, "chat": c.chat_id, "chat_kind": c.chat_kind, "sender": c.sender,
-        "contact": c.contact, "audience": [r.label for r in audience], "question": c.question,
-        "consultation": c.id, "reply_audit": c.audit_id, **result.audit_body(),
+        "platform": c.platform,
+        "chat": c.chat_id,
+        "chat_kind": c.chat_kind,
+        "sender": c.sender,
+        "contact": c.contact,
+        "audience": [r.label for r in audience],
+        "question": c.question,
+        "consultation": c.id,
+        "reply_audit": c.audit_id,
+        **result.audit_body(),
     }
-    record = await owner.audit.append("followup", body, contact=c.contact,
-                                      disclosed=[(d.fact.id, d.fact.event_id) for d in result.used],
-                                      recipients=[r.label for r in audience])
+    record = await owner.audit.write(
+        FollowupRecord.model_validate(body),
+        contact=c.contact,
+        disclosed=[(d.fact.id, d.fact.event_id) for d in result.used],
+        recipients=[r.label for r in audience],
+    )
     if owner.consultations is not None:
         await owner.consultations.followed_up(c.id, record.id)
     try:
         await owner.outbox.send(c.platform, c.chat_id, text, ())
     except Exception as exc:  # the ledger counts it as not told, or possibly told
         unknown = maybe_delivered(exc)
-        await owner.audit.append("delivery_failed", {"consultation": c.id, "audit": record.id,
-                                                      "error": type(exc).__name__,
-                                                      "outcome": UNKNOWN if unknown else REFUSED},
-                                 contact=c.contact)
+        await owner.audit.write(
+            DeliveryFailedRecord(
+                consultation=c.id, audit=record.id, error=type(exc).__name__, outcome=UNKNOWN if unknown else REFUSED
+            ),
+            contact=c.contact,
+        )
         log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
         return record.id, False
     return record.id, True

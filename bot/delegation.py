@@ -47,8 +47,10 @@ class DelegateSettings:
         return replace(self, contacts=contacts)
 
     def describe(self) -> str:
-        lines = [f"Replies sent as you: {self.mode} by default; mentions of you in channels "
-                 f"{'answered' if self.mentions else 'left alone'}."]
+        lines = [
+            f"Replies sent as you: {self.mode} by default; mentions of you in channels "
+            f"{'answered' if self.mentions else 'left alone'}."
+        ]
         lines += [f"  {cid}: {mode}" for cid, mode in sorted(self.contacts.items())]
         return "\n".join(lines)
 
@@ -67,8 +69,9 @@ class DelegateSettings:
         contacts = value.get("contacts") or {}
         if mode not in MODES or not isinstance(contacts, dict) or any(m not in MODES for m in contacts.values()):
             return cls(mode="hold")
-        return cls(cast(Mode, mode), bool(value.get("mentions", False)),
-                   {str(k): cast(Mode, v) for k, v in contacts.items()})
+        return cls(
+            cast(Mode, mode), bool(value.get("mentions", False)), {str(k): cast(Mode, v) for k, v in contacts.items()}
+        )
 
 
 async def load(overlay: Overlay) -> DelegateSettings:

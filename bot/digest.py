@@ -61,15 +61,23 @@ def _entry(r: AuditRecord) -> list[str]:
     return lines
 
 
-def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, waiting_review: int = 0,
-            unread: int = 0, consultations: Sequence[str] = ()) -> Digest:
+def compose(
+    records: Sequence[AuditRecord],
+    since: datetime,
+    until: datetime,
+    waiting_review: int = 0,
+    unread: int = 0,
+    consultations: Sequence[str] = (),
+) -> Digest:
     asked = [r for r in records if r.kind in ASKED]
     people = {r.contact for r in asked}
     deflected = sum(1 for r in asked if r.body.get("deflected"))
     held = sum(1 for r in asked if r.kind == "held")
     changes = sum(1 for r in records if r.kind == "policy_change")
-    head = (f"Daily digest {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC: {len(asked)} messages from "
-            f"{len(people)} {'person' if len(people) == 1 else 'people'}, {deflected} deflected, {held} held.")
+    head = (
+        f"Daily digest {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M} UTC: {len(asked)} messages from "
+        f"{len(people)} {'person' if len(people) == 1 else 'people'}, {deflected} deflected, {held} held."
+    )
     lines = [head]
     for r in asked[:MAX_ENTRIES]:
         lines += _entry(r)
@@ -78,20 +86,32 @@ def compose(records: Sequence[AuditRecord], since: datetime, until: datetime, wa
     if changes:
         lines.append(f"Policy changes: {changes} (/audit).")
     if waiting_review:
-        lines.append(f"{waiting_review} fact{'s' * (waiting_review != 1)} wait for your review (nobody hears "
-                     f"{'them' if waiting_review != 1 else 'it'} until you decide): /review")
+        lines.append(
+            f"{waiting_review} fact{'s' * (waiting_review != 1)} wait for your review (nobody hears "
+            f"{'them' if waiting_review != 1 else 'it'} until you decide): /review"
+        )
     if unread:
-        lines.append(f"{unread} statement{'s' * (unread != 1)} from your imported chats could not be turned into "
-                     f"facts: see `epmem facts unread`")
+        lines.append(
+            f"{unread} statement{'s' * (unread != 1)} from your imported chats could not be turned into "
+            f"facts: see `epmem facts unread`"
+        )
     if consultations:
-        lines.append(f"{len(consultations)} question{'s' * (len(consultations) != 1)} wait for your word about "
-                     f"facts you have not opened (/consults):")
+        lines.append(
+            f"{len(consultations)} question{'s' * (len(consultations) != 1)} wait for your word about "
+            f"facts you have not opened (/consults):"
+        )
         lines += [f"  {c}" for c in consultations[:MAX_ENTRIES]]
     return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review, unread)
 
 
-async def build_digest(audit: AuditLog, since: datetime, until: datetime, waiting_review: int = 0,
-                       unread: int = 0, consultations: Sequence[str] = ()) -> Digest:
+async def build_digest(
+    audit: AuditLog,
+    since: datetime,
+    until: datetime,
+    waiting_review: int = 0,
+    unread: int = 0,
+    consultations: Sequence[str] = (),
+) -> Digest:
     """The digest of everything audited in [since, until), how many facts wait for review, how
     many imported statements could not be turned into facts, and the open consultations."""
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)

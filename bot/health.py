@@ -33,7 +33,7 @@ PROBE_TIMEOUT_S = 10.0
 
 
 async def _answers(probe: Callable[[], Awaitable[object]]) -> str:
-    """"ok", or what went wrong, in a few words (an exception's type and message, no traceback)."""
+    """ "ok", or what went wrong, in a few words (an exception's type and message, no traceback)."""
     try:
         await asyncio.wait_for(probe(), PROBE_TIMEOUT_S)
     except TimeoutError:
@@ -53,10 +53,19 @@ class Probes:
     async def report(self) -> dict[str, Any]:
         platforms = {name: "connected" if up else "not connected" for name, up in self.platforms().items()}
         stores = {name: await _answers(probe) for name, probe in self.stores.items()}
-        ok = bool(platforms) and all(v == "connected" for v in platforms.values()) and all(
-            v == "ok" for v in stores.values())
-        return {"ok": ok, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "epoch": time.time(),
-                "pid": os.getpid(), "platforms": platforms, "stores": stores}
+        ok = (
+            bool(platforms)
+            and all(v == "connected" for v in platforms.values())
+            and all(v == "ok" for v in stores.values())
+        )
+        return {
+            "ok": ok,
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "epoch": time.time(),
+            "pid": os.getpid(),
+            "platforms": platforms,
+            "stores": stores,
+        }
 
 
 def write(path: Path, report: dict[str, Any]) -> None:
@@ -103,8 +112,7 @@ def read(path: Path, now: float | None = None, stale_s: float = STALE_S) -> tupl
     if report.get("stopped"):
         lines.append(f"the bot stopped ({report.get('time')})")
     elif not fresh:
-        lines.append(f"the report is {age:.0f} s old (the bot writes one every {EVERY_S:.0f} s): "
-                     f"it stopped reporting")
+        lines.append(f"the report is {age:.0f} s old (the bot writes one every {EVERY_S:.0f} s): it stopped reporting")
     return bool(report.get("ok")) and fresh and not report.get("stopped"), lines
 
 

@@ -63,31 +63,41 @@ class Interrupts:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def summary_lines(report: ImportReport, source: str, data_dir: str, pending_facts: int,
-                  command: str) -> list[str]:
+def summary_lines(report: ImportReport, source: str, data_dir: str, pending_facts: int, command: str) -> list[str]:
     """What the owner reads at the end of an import (and of an interrupted one)."""
     lines: list[str] = []
     if report.interrupted:
-        lines.append(f"interrupted after {report.sessions} sessions ({report.written} written, "
-                     f"{report.extracted} distilled into {report.facts} facts); nothing is lost. "
-                     f"To finish, run the same command again: {command}")
+        lines.append(
+            f"interrupted after {report.sessions} sessions ({report.written} written, "
+            f"{report.extracted} distilled into {report.facts} facts); nothing is lost. "
+            f"To finish, run the same command again: {command}"
+        )
     else:
         new = report.written
-        lines.append(f"imported {report.sessions} sessions ({new} new), {report.turns} turns, {report.facts} facts "
-                     f"from {source} into {data_dir}")
+        lines.append(
+            f"imported {report.sessions} sessions ({new} new), {report.turns} turns, {report.facts} facts "
+            f"from {source} into {data_dir}"
+        )
     if report.resumed_facts:
-        lines.append(f"resumed: extracted the facts of {report.resumed_facts} sessions an earlier import had "
-                     f"left without them")
+        lines.append(
+            f"resumed: extracted the facts of {report.resumed_facts} sessions an earlier import had left without them"
+        )
     if report.queued:
-        lines.append(f"{report.queued} sessions wait for the model: `epmem run` annotates them in the background "
-                     f"(/annotations shows how far it is), or `epmem annotate` does it now")
+        lines.append(
+            f"{report.queued} sessions wait for the model: `epmem run` annotates them in the background "
+            f"(/annotations shows how far it is), or `epmem annotate` does it now"
+        )
     if pending_facts:
-        lines.append(f"{pending_facts} facts wait for your review (nobody hears them until you decide): "
-                     f"/review in your chat with the bot, or `epmem chat --owner` then /review")
+        lines.append(
+            f"{pending_facts} facts wait for your review (nobody hears them until you decide): "
+            f"/review in your chat with the bot, or `epmem chat --owner` then /review"
+        )
     if report.unread:
         n = report.unread
-        lines.append(f"{n} statement{'s' * (n != 1)} could not be turned into facts (kept in the chat history, "
-                     f"not in what the delegate tells; /remember what should be):")
+        lines.append(
+            f"{n} statement{'s' * (n != 1)} could not be turned into facts (kept in the chat history, "
+            f"not in what the delegate tells; /remember what should be):"
+        )
         lines += [f'  {u.session_id} turn {u.turn} ({u.speaker}): "{u.quote}"' for u in report.unread_first]
         if n > len(report.unread_first):
             lines.append(f"  ... and {n - len(report.unread_first)} more")

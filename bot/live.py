@@ -1,4 +1,4 @@
-"""Live chats into memory, the same way an import goes (DESIGN sec. 1: "group chats the bot sits
+"""Live chats into memory, the same way an import goes (docs/DESIGN.md sec. 1: "group chats the bot sits
 in ... and the bot's conversations become Sessions").
 
 What the owner's contacts tell the delegate is part of the owner's history too ("tell Maya the
@@ -37,8 +37,9 @@ log = structlog.get_logger(__name__)
 
 
 class LiveSessions:
-    def __init__(self, pipeline: ImportRun, stream: SessionStream | None = None,
-                 on_queued: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, pipeline: ImportRun, stream: SessionStream | None = None, on_queued: Callable[[], None] = lambda: None
+    ) -> None:
         self.pipeline = pipeline
         self.stream = stream or SessionStream()
         self.on_queued = on_queued
@@ -50,14 +51,24 @@ class LiveSessions:
     def record(self, inbound: Inbound, sender: Resolved) -> None:
         """Keep one message. A session it completes is stored in the background, so the reply
         never waits for embedding and extraction (:meth:`settle` waits for it)."""
-        if (sender.is_owner or sender.contact_id == STRANGER_ID or inbound.non_text
-                or not inbound.text.strip() or looks_like_command(inbound.text)):
+        if (
+            sender.is_owner
+            or sender.contact_id == STRANGER_ID
+            or inbound.non_text
+            or not inbound.text.strip()
+            or looks_like_command(inbound.text)
+        ):
             return
         when = inbound.time if inbound.time.tzinfo else inbound.time.replace(tzinfo=timezone.utc)
         message = Message(
-            platform=inbound.platform, chat_id=f"live:{inbound.chat_id}", chat_kind=inbound.chat_kind,
-            msg_id=inbound.message_id or f"{when.timestamp():.6f}-{next(self._ids)}", speaker=sender.contact_id,
-            speaker_name=sender.recipient.name, text=inbound.text.strip(), time=when,
+            platform=inbound.platform,
+            chat_id=f"live:{inbound.chat_id}",
+            chat_kind=inbound.chat_kind,
+            msg_id=inbound.message_id or f"{when.timestamp():.6f}-{next(self._ids)}",
+            speaker=sender.contact_id,
+            speaker_name=sender.recipient.name,
+            text=inbound.text.strip(),
+            time=when,
             source=f"live:{inbound.platform}",
         )
         self._last[message.chat_id] = when

@@ -36,7 +36,8 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", stream: TextIO | N
     ]
     # plain tracebacks: rich ones print local variables, which can hold tokens and message text.
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if use_json
+        structlog.processors.JSONRenderer()
+        if use_json
         else structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
     )
     structlog.configure(
@@ -49,8 +50,11 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", stream: TextIO | N
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                        *([structlog.processors.format_exc_info] if use_json else []), renderer],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *([structlog.processors.format_exc_info] if use_json else []),
+                renderer,
+            ],
         )
     )
     handler.addFilter(PayloadRedactor())
@@ -60,6 +64,13 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", stream: TextIO | N
     # httpx logs full request URLs, and a Telegram URL contains the bot token.
     # Access logs carry request paths (a webhook path may hold a secret); APScheduler logs
     # every job it adds, which is every sync.
-    for noisy in ("httpx", "httpx2", "httpcore", "telegram.ext.Updater", "apscheduler", "tornado.access",
-                  "aiohttp.access"):
+    for noisy in (
+        "httpx",
+        "httpx2",
+        "httpcore",
+        "telegram.ext.Updater",
+        "apscheduler",
+        "tornado.access",
+        "aiohttp.access",
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)

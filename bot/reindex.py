@@ -40,14 +40,16 @@ async def reindex_all(settings: Settings) -> dict[str, int]:
     try:
         turns, sessions, facts = await _read(store, TURNS), await _read(store, SESSIONS), await _read(store, FACTS)
         rebuilt = sessions_from_payloads(sessions, turns)
-        fact_models = [Fact.model_validate({k: v for k, v in h.payload.items() if k in Fact.model_fields})
-                       for h in facts]
+        fact_models = [
+            Fact.model_validate({k: v for k, v in h.payload.items() if k in Fact.model_fields}) for h in facts
+        ]
         for name in (TURNS, SESSIONS, FACTS):
             await store.drop_collection(name)
         conversations = await Conversations(store, embedder).open()
         await conversations.add(rebuilt)
-        memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)),
-                                  categories=category_profiles(policy.categories)).open()
+        memory = await FactMemory(
+            store, embedder, SubjectNormalizer(owner_names(policy)), categories=category_profiles(policy.categories)
+        ).open()
         await memory.add(fact_models)
         await store.compact()
         return {"sessions": len(rebuilt), "turns": sum(len(s.turns) for s in rebuilt), "facts": len(fact_models)}

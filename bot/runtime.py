@@ -20,13 +20,36 @@ import yaml
 
 from epmem.audit import AuditLog, FactRegister
 from epmem.embedding import Embedder
-from epmem.ingest import CategoryClassifier, Distiller, ExampleBank, ImportJournal, ImportRun, RetryPolicy, ReviewQueue
+from epmem.ingest import (
+    CategoryClassifier,
+    Distiller,
+    ExampleBank,
+    ImportJournal,
+    ImportRun,
+    AnnotationRetry,
+    ReviewQueue,
+)
 from epmem.llm import LLM
-from epmem.memory import (Conversations, EventLinks, FactMemory, RecallConfig, RetrievalConfig, Retriever,
-                          SubjectNormalizer)
+from epmem.memory import (
+    Conversations,
+    EventLinks,
+    FactMemory,
+    RecallConfig,
+    RetrievalConfig,
+    Retriever,
+    SubjectNormalizer,
+)
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
-from epmem.reply import (LedgerKnowledge, LLMResponder, PrivacyEngine, Relevance, RelevanceConfig, Responder,
-                         RulesResponder, SanityConfig)
+from epmem.reply import (
+    LedgerKnowledge,
+    LLMResponder,
+    PrivacyEngine,
+    Relevance,
+    RelevanceConfig,
+    Responder,
+    RulesResponder,
+    SanityConfig,
+)
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
@@ -42,7 +65,7 @@ from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
 from bot.scheduler import Scheduler, parse_digest_time
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 from bot.services import OwnerServices
 from bot.state import StateDB
 from bot.tasks import Tasks
@@ -52,7 +75,7 @@ def embedder_from_settings(settings: Settings | None = None) -> Embedder:
     from epmem.embedding import make_embedder as select
 
     if settings is None:
-        return select("minilm")
+        return select("bilingual")
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return select(settings.embedder, settings.embedding_model, settings.openai_base_url, key)
 
@@ -74,15 +97,24 @@ def make_llm(settings: Settings) -> LLM | None:
     if settings.llm_backend == "rules":
         return None
     if not settings.llm_model:
-        raise ConfigError("EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL (and OPENAI_BASE_URL for a "
-                          "server other than api.openai.com)")
+        raise ConfigError(
+            "EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL (and OPENAI_BASE_URL for a "
+            "server other than api.openai.com)"
+        )
     from epmem.llm import OpenAIConfig, OpenAILLM
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAILLM(OpenAIConfig(base_url=settings.openai_base_url, api_key=key, model=settings.llm_model,
-                                  timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
-                                  max_output_tokens=settings.llm_max_output_tokens,
-                                  structured_output=settings.llm_structured_output))
+    return OpenAILLM(
+        OpenAIConfig(
+            base_url=settings.openai_base_url,
+            api_key=key,
+            model=settings.llm_model,
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+            max_output_tokens=settings.llm_max_output_tokens,
+            structured_output=settings.llm_structured_output,
+        )
+    )
 
 
 def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
@@ -90,8 +122,12 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
         return RulesResponder()
     model = llm or make_llm(settings)
     assert model is not None
-    return LLMResponder(model, budget_s=settings.llm_reply_budget_s, max_tokens=settings.llm_reply_max_tokens,
-                        sanity=SanityConfig(max_chars=settings.llm_reply_max_chars))
+    return LLMResponder(
+        model,
+        budget_s=settings.llm_reply_budget_s,
+        max_tokens=settings.llm_reply_max_tokens,
+        sanity=SanityConfig(max_chars=settings.llm_reply_max_chars),
+    )
 
 
 def make_relevance(settings: Settings, config: RelevanceConfig | None = None) -> Relevance:
@@ -128,8 +164,7 @@ class _Opened:
         await self.audit.close()
 
 
-async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
-                       recall: RecallConfig | None) -> _Opened:
+async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder, recall: RecallConfig | None) -> _Opened:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     audit = await AuditLog(settings.audit_db).open()
     store: VectorStore | None = None
@@ -141,9 +176,15 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder,
         retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
         # the audit page reads fact annotations from the register (it cannot open the locked store)
         register = FactRegister(state.connection)
-        memory = await FactMemory(store, embedder, SubjectNormalizer(owner_names(policy)), recall,
-                                  category_profiles(policy.categories), sessions=retriever,
-                                  observers=[register]).open()
+        memory = await FactMemory(
+            store,
+            embedder,
+            SubjectNormalizer(owner_names(policy)),
+            recall,
+            category_profiles(policy.categories),
+            sessions=retriever,
+            observers=[register],
+        ).open()
         await register.sync(await memory.all())
     except BaseException:
         await audit.close()
@@ -166,7 +207,7 @@ class Runtime:
     agent: DelegateAgent
     #: the state database's owner, and the event ids the connectors already handled.
     state: StateDB
-    seen_events: SeenEvents
+    seen_events: SeenEventLog
     owner: OwnerServices
     commands: CommandRegistry
     scheduler: Scheduler
@@ -204,9 +245,16 @@ class Runtime:
         return self.owner.deliveries
 
     @classmethod
-    async def open(cls, settings: Settings, policy: Policy | None = None, embedder: Embedder | None = None,
-                   recall: RecallConfig | None = None, llm: LLM | None = None, clock: Clock = utcnow,
-                   relevance: RelevanceConfig | None = None) -> Runtime:
+    async def open(
+        cls,
+        settings: Settings,
+        policy: Policy | None = None,
+        embedder: Embedder | None = None,
+        recall: RecallConfig | None = None,
+        llm: LLM | None = None,
+        clock: Clock = utcnow,
+        relevance: RelevanceConfig | None = None,
+    ) -> Runtime:
         """``llm`` overrides the configured model (benchmarks); the caller then closes it.
         ``clock`` is what everything that fires later reads the time from (tests move it);
         ``relevance`` overrides the relevance step's parameters (benchmarks, tests)."""
@@ -236,47 +284,117 @@ class Runtime:
         return runtime
 
     @classmethod
-    def _compose(cls, settings: Settings, policies: PolicyHolder, opened: _Opened, examples: ExampleBank,
-                 llm: LLM | None, owns_llm: bool, clock: Clock, relevance: Relevance) -> Runtime:
+    def _compose(
+        cls,
+        settings: Settings,
+        policies: PolicyHolder,
+        opened: _Opened,
+        examples: ExampleBank,
+        llm: LLM | None,
+        owns_llm: bool,
+        clock: Clock,
+        relevance: Relevance,
+    ) -> Runtime:
         """Every part, through its constructor, in dependency order."""
         memory, db = opened.memory, opened.state.connection
         overlay = Overlay(db)
         links = EventLinks(db)
         knowledge = LedgerKnowledge(opened.audit, links, timedelta(days=settings.composite_window_days), clock)
-        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance, knowledge,
-                               per_matter=settings.composite_scope == "matter")
+        engine = PrivacyEngine(
+            policies,
+            overlay,
+            memory,
+            make_responder(settings, llm),
+            relevance,
+            knowledge,
+            per_matter=settings.composite_scope == "matter",
+        )
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
-        distiller = Distiller(policies, memory, classifier, llm,
-                              RetryPolicy(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
-                              open_by_category=settings.open_by_category)
+        distiller = Distiller(
+            policies,
+            memory,
+            classifier,
+            llm,
+            AnnotationRetry(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
+            open_by_category=settings.open_by_category,
+        )
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
         deliveries = ConnectorState(db, opened.audit, clock=clock)
         outbox = Outbox(keep=deliveries.keep_owner_note)
         journal = ImportJournal(db)
         annotator = BackgroundAnnotator(distiller, opened.conversations, journal, review, outbox.tell_owner)
-        live = LiveSessions(ImportRun(opened.conversations, journal, distiller, source="live"),
-                            on_queued=annotator.wake)
+        live = LiveSessions(
+            ImportRun(opened.conversations, journal, distiller, source="live"), on_queued=annotator.wake
+        )
         owner = OwnerServices(
-            policies=policies, directory=Directory(policies), engine=engine, memory=memory,
-            conversations=opened.conversations, distiller=distiller, overlay=overlay, audit=opened.audit,
+            policies=policies,
+            directory=Directory(policies),
+            engine=engine,
+            memory=memory,
+            conversations=opened.conversations,
+            distiller=distiller,
+            overlay=overlay,
+            audit=opened.audit,
             approvals=Approvals(db, timedelta(hours=settings.approval_ttl_hours), clock),
-            tasks=Tasks(db), outbox=outbox, deliveries=deliveries, clock=clock, review=review, annotator=annotator,
-            consultations=Consultations(db, ConsultConfig(timedelta(hours=settings.consult_ttl_hours),
-                                                          settings.consult_max_open, settings.consult_strangers,
-                                                          settings.consult_learn_after),
-                                        clock),
+            tasks=Tasks(db),
+            outbox=outbox,
+            deliveries=deliveries,
+            clock=clock,
+            review=review,
+            annotator=annotator,
+            consultations=Consultations(
+                db,
+                ConsultConfig(
+                    timedelta(hours=settings.consult_ttl_hours),
+                    settings.consult_max_open,
+                    settings.consult_strangers,
+                    settings.consult_learn_after,
+                ),
+                clock,
+            ),
             links=links,
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
-        guard = AbuseGuard(settings.rate_limit_messages, settings.rate_limit_window_s, settings.deflection_alert,
-                           settings.deflection_window_s)
-        agent = DelegateAgent(engine, owner, commands, guard=guard, max_message_chars=settings.max_message_chars,
-                              on_owner_change=scheduler.sync)
-        return cls(settings, policies, opened.store, memory, overlay, opened.audit, engine, agent, opened.state,
-                   SeenEvents(db, clock=clock), owner, commands,
-                   scheduler, outbox, distiller, opened.conversations, opened.retriever, review, journal, annotator,
-                   live, llm, owns_llm)
+        guard = AbuseGuard(
+            settings.rate_limit_messages,
+            settings.rate_limit_window_s,
+            settings.deflection_alert,
+            settings.deflection_window_s,
+        )
+        agent = DelegateAgent(
+            engine,
+            owner,
+            commands,
+            guard=guard,
+            max_message_chars=settings.max_message_chars,
+            on_owner_change=scheduler.sync,
+        )
+        return cls(
+            settings,
+            policies,
+            opened.store,
+            memory,
+            overlay,
+            opened.audit,
+            engine,
+            agent,
+            opened.state,
+            SeenEventLog(db, clock=clock),
+            owner,
+            commands,
+            scheduler,
+            outbox,
+            distiller,
+            opened.conversations,
+            opened.retriever,
+            review,
+            journal,
+            annotator,
+            live,
+            llm,
+            owns_llm,
+        )
 
     async def close(self) -> None:
         await self.scheduler.stop()

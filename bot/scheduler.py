@@ -24,6 +24,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from connectors.base import Action, Inbound
+from epmem.audit import ApprovalExpiredRecord, ConsultationExpiredRecord, DigestRecord
 from epmem.policy import OWNER_ID, Recipient, Resolved
 
 from bot.clock import Clock, aware, utcnow
@@ -70,8 +71,15 @@ def next_occurrence(at: time, after: datetime) -> datetime:
 
 
 class Scheduler:
-    def __init__(self, owner: OwnerServices, commands: CommandRegistry, notify: Notify | None = None, *,
-                 clock: Clock = utcnow, digest_at: time | None = time(8, 0, tzinfo=timezone.utc)) -> None:
+    def __init__(
+        self,
+        owner: OwnerServices,
+        commands: CommandRegistry,
+        notify: Notify | None = None,
+        *,
+        clock: Clock = utcnow,
+        digest_at: time | None = time(8, 0, tzinfo=timezone.utc),
+    ) -> None:
         self.owner = owner
         self.commands = commands
         self.notify: Notify = notify or owner.outbox.tell_owner
@@ -116,8 +124,11 @@ class Scheduler:
 
     async def pending(self) -> list[Due]:
         """Everything that will need doing, from the SQLite tables (the source of truth)."""
-        items = [Due(f"exception:{n}", aware(e.until)) for n, e in await self.owner.overlay.exceptions()
-                 if e.until is not None]
+        items = [
+            Due(f"exception:{n}", aware(e.until))
+            for n, e in await self.owner.overlay.exceptions()
+            if e.until is not None
+        ]
         items += [Due(f"task:{t.id}", t.due_at) for t in await self.owner.tasks.pending()]
         items += [Due(f"approval:{h.id}", h.expires_at) for h in await self.owner.approvals.pending()]
         return sorted(items, key=lambda d: (d.at, d.key))
@@ -176,11 +187,16 @@ class Scheduler:
             if await overlay.revoke(number) is None:
                 continue
             kind, target = exc.target()
-            await self.owner.audit.append(
-                "policy_change",
-                {"action": "expire", "exception": number, "effect": exc.effect, "target": f"{kind}:{target}",
-                 "who": exc.who, "until": aware(exc.until).isoformat(), "by": "scheduler"},
-                contact="owner",
+            await self.owner.record_change(
+                {
+                    "action": "expire",
+                    "exception": number,
+                    "effect": exc.effect,
+                    "target": f"{kind}:{target}",
+                    "who": exc.who,
+                    "until": aware(exc.until).isoformat(),
+                    "by": "scheduler",
+                }
             )
             fired.append(f"exception:{number}")
         return fired
@@ -188,14 +204,21 @@ class Scheduler:
     async def _expire_approvals(self, now: datetime) -> list[str]:
         fired = []
         for held in await self.owner.approvals.expire_due(now):
-            await self.owner.audit.append(
-                "approval_expired",
-                {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
-                 "held_audit": held.audit_id, "question": held.question, "reply": None},
+            await self.owner.audit.write(
+                ApprovalExpiredRecord(
+                    approval=held.id,
+                    platform=held.platform,
+                    chat=held.chat_id,
+                    contact=held.contact,
+                    held_audit=held.audit_id,
+                    question=held.question,
+                    reply=None,
+                ),
                 contact=held.contact,
             )
-            await self._tell_owner(f"Held reply {held.id} to {held.contact} expired unsent. They asked: "
-                                   f"{held.question[:200]}")
+            await self._tell_owner(
+                f"Held reply {held.id} to {held.contact} expired unsent. They asked: {held.question[:200]}"
+            )
             fired.append(f"approval:{held.id}")
         return fired
 
@@ -207,10 +230,16 @@ class Scheduler:
             return []
         fired = []
         for c in await store.expire_due(now):
-            await self.owner.audit.append(
-                "consultation_expired",
-                {"consultation": c.id, "platform": c.platform, "chat": c.chat_id, "contact": c.contact,
-                 "event": c.event_id, "facts": list(c.facts), "question": c.question},
+            await self.owner.audit.write(
+                ConsultationExpiredRecord(
+                    consultation=c.id,
+                    platform=c.platform,
+                    chat=c.chat_id,
+                    contact=c.contact,
+                    event=c.event_id,
+                    facts=list(c.facts),
+                    question=c.question,
+                ),
                 contact=c.contact,
             )
             fired.append(f"consultation:{c.id}")
@@ -244,8 +273,7 @@ class Scheduler:
         policy = self.owner.policy
         who = f"scheduler:task-{task.id}"
         sender = Resolved(who, OWNER_ID, Recipient(OWNER_ID, 0, None, policy.owner.name, "owner"))
-        inbound = Inbound(platform="scheduler", chat_id=who, chat_kind="direct", sender=who, text=text,
-                          audience=(who,))
+        inbound = Inbound(platform="scheduler", chat_id=who, chat_kind="direct", sender=who, text=text, audience=(who,))
         return await self.commands.run(text, self.owner, CommandContext(inbound, sender, caller="scheduler"))
 
     # ------------------------------------------------------------------ digest
@@ -256,9 +284,11 @@ class Scheduler:
         pending = await self.owner.tasks.pending("digest")
         keep = None
         for task in pending:
-            right_time = (self.digest_at is not None and keep is None
-                          and task.due_at.astimezone(timezone.utc).timetz().replace(second=0, microsecond=0)
-                          == self.digest_at)
+            right_time = (
+                self.digest_at is not None
+                and keep is None
+                and task.due_at.astimezone(timezone.utc).timetz().replace(second=0, microsecond=0) == self.digest_at
+            )
             if right_time:
                 keep = task
             else:
@@ -274,15 +304,30 @@ class Scheduler:
         journal = self.owner.annotator.journal if self.owner.annotator is not None else None
         unread = await journal.unread_count() if journal is not None else 0
         consulting = await self.owner.consultations.pending() if self.owner.consultations is not None else []
-        digest = await build_digest(self.owner.audit, since, now, waiting, unread,
-                                    [f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} "
-                                     f"tell | like | who | private" for c in consulting])
+        digest = await build_digest(
+            self.owner.audit,
+            since,
+            now,
+            waiting,
+            unread,
+            [
+                f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} tell | like | who | private"
+                for c in consulting
+            ],
+        )
         send = bool(digest.questions or digest.waiting_review or consulting)
         if send:
             await self._tell_owner(digest.text)
-        await self.owner.audit.append(
-            "digest", {"since": since.isoformat(), "until": now.isoformat(), "messages": digest.questions,
-                       "people": digest.people, "waiting_review": waiting, "sent": send}, contact="owner",
+        await self.owner.audit.write(
+            DigestRecord(
+                since=since.isoformat(),
+                until=now.isoformat(),
+                messages=digest.questions,
+                people=digest.people,
+                waiting_review=waiting,
+                sent=send,
+            ),
+            contact="owner",
         )
         await overlay.set_flag(DIGEST_SINCE_FLAG, now.isoformat())
         await self.owner.tasks.finish(task.id, "done", f"{digest.questions} messages", now)

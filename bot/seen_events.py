@@ -2,7 +2,7 @@
 
 Slack acknowledges an event before our listener runs, so a slow or failed delivery comes back
 (``X-Slack-Retry-Num``) and a second worker or a restart must not answer it again. The
-connector asks :meth:`SeenEvents.first_time` (the ``connectors.base.SeenEvents`` protocol); it
+connector asks :meth:`SeenEventLog.first_time` (the ``connectors.base.SeenEvents`` protocol); it
 never opens the database itself. Ids older than the platforms' retry windows are pruned.
 """
 
@@ -16,11 +16,13 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 
-MIGRATIONS = MigrationSet("seen_events", (
-    Migration(
-        1,
-        "platform event ids already handled",
-        """
+MIGRATIONS = MigrationSet(
+    "seen_events",
+    (
+        Migration(
+            1,
+            "platform event ids already handled",
+            """
         CREATE TABLE seen_events (
             platform TEXT NOT NULL,
             event_id TEXT NOT NULL,
@@ -29,15 +31,16 @@ MIGRATIONS = MigrationSet("seen_events", (
         );
         CREATE INDEX seen_events_time ON seen_events(seen_at)
         """,
+        ),
     ),
-))
+)
 
 #: Slack retries for minutes; two days is a wide margin.
 RETENTION = timedelta(days=2)
 _PRUNE_EVERY = 200
 
 
-class SeenEvents:
+class SeenEventLog:
     def __init__(self, db: aiosqlite.Connection, retention: timedelta = RETENTION, clock: Clock = utcnow) -> None:
         self._db = db
         self.retention = retention

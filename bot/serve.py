@@ -2,8 +2,8 @@
 
 One :class:`Service` owns the running parts around one :class:`~bot.runtime.Runtime`:
 
-* a connector per platform whose credentials are set (Telegram, Slack), or the console when
-  none is, each given the agent's handler and the connectors' state (bot/connector_state.py:
+* a connector per registered platform whose settings ask for it (connectors/platforms.py), or
+  the console when none is, each given the agent's handler and the connectors' state (bot/connector_state.py:
   event dedup, routes, undelivered messages, in the state database);
 * the outbox (bot/outbox.py): each started connector joins it, with the owner's chat on its
   platform, so an approved reply reaches the chat it was held from and the digest, expiry
@@ -26,19 +26,21 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import structlog
 
 from connectors.base import Connector, Handler, Inbound, Outbound
 from connectors.console import ConsoleConnector
+from connectors.registry import PLATFORMS
 from epmem.errors import EpmemError
+from epmem.identity import LOCAL
+from epmem.policy import OWNER_ID
 
 from bot import health
 from bot.connector_state import ConnectorHost
 from bot.importing import REVIEW_PROMPT_FLAG
-from bot.platforms import Owners, PlatformSettings, slack_config, telegram_config
+from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.scheduler import Scheduler
 
@@ -54,34 +56,36 @@ class StartError(EpmemError, RuntimeError):
 
 
 class Service:
-    def __init__(self, runtime: Runtime, platforms: PlatformSettings, *, console_identity: str = "console:owner",
-                 console_stdin: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        platforms: PlatformSettings,
+        *,
+        console_identity: str = LOCAL.identity(OWNER_ID),
+        console_stdin: TextIO | None = None,
+    ) -> None:
         self.runtime = runtime
-        owners = Owners.of(runtime.policies.base)
         settings = runtime.settings
         self.connectors: list[Connector] = []
-        self._secrets = [v.get_secret_value() for v in (
-            platforms.telegram_bot_token, platforms.slack_bot_token, platforms.slack_signing_secret,
-            platforms.slack_app_token, platforms.telegram_webhook_secret) if v is not None and v.get_secret_value()]
+        self._secrets = platforms.secrets()
         self._owner_chats: dict[str, str | None] = {}
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
-        if platforms.telegram:
-            from connectors.telegram import TelegramConnector
-
-            tg = TelegramConnector(telegram_config(platforms, owners, settings.max_message_chars),
-                                   self._handler("telegram"), state=state)
-            self._add(tg, str(owners.telegram_user_id) if owners.telegram_user_id is not None else None)
-        if platforms.slack:
-            from connectors.slack import SlackConnector
-
-            sl = SlackConnector(slack_config(platforms, owners, settings.max_message_chars),
-                                self._handler("slack"), state=state)
-            self._add(sl, owners.slack_identity)
+        for platform in platforms.configured():
+            owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
+            context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars)
+            self._add(
+                platform.connect(platforms.of(platform.name), context),
+                platform.owner_chat(owner) if owner is not None else None,
+            )
         self.console: ConsoleConnector | None = None
         if not self.connectors:
-            self.console = ConsoleConnector(console_identity, self._handler("console"), stdin=console_stdin,
-                                            max_chars=settings.max_message_chars,
-                                            prompt="> " if sys.stdin.isatty() and console_stdin is None else "")
+            self.console = ConsoleConnector(
+                console_identity,
+                self._handler(LOCAL.platform),
+                stdin=console_stdin,
+                max_chars=settings.max_message_chars,
+                prompt="> " if sys.stdin.isatty() and console_stdin is None else "",
+            )
             # as a contact, the console is that contact's chat: the owner's notes are kept
             owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
             self._add(self.console, owner_chat)
@@ -94,9 +98,12 @@ class Service:
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
         self.connectors.append(connector)
         self._owner_chats[connector.platform] = owner_chat
-        if owner_chat is None and connector.platform != "console":
-            log.warning("owner_unreachable", platform=connector.platform,
-                        hint=f"add a {connector.platform}: identity to the policy's owner.identities")
+        if owner_chat is None and connector.platform != LOCAL.platform:
+            log.warning(
+                "owner_unreachable",
+                platform=connector.platform,
+                hint=f"add a {connector.platform}: identity to the policy's owner.identities",
+            )
 
     @property
     def platforms(self) -> list[str]:
@@ -161,14 +168,16 @@ class Service:
                     try:
                         await connector.start()
                     except Exception as exc:
-                        raise StartError(f"{connector.platform} did not start: {type(exc).__name__}: "
-                                         f"{self._redact(str(exc))}") from None
+                        raise StartError(
+                            f"{connector.platform} did not start: {type(exc).__name__}: {self._redact(str(exc))}"
+                        ) from None
                 self._started.append(connector)
             await self.scheduler.start()
             self.runtime.annotator.start()
             self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")
-            self._health_task = asyncio.create_task(health.keep_reporting(self.probes(), self.health_path),
-                                                    name="health")
+            self._health_task = asyncio.create_task(
+                health.keep_reporting(self.probes(), self.health_path), name="health"
+            )
             await self._prompt_review()
         except BaseException:
             await self.stop()
@@ -184,7 +193,8 @@ class Service:
             return
         waiting = await self.runtime.review.waiting()
         if waiting and await self.runtime.outbox.tell_owner(
-                f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"):
+            f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"
+        ):
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
         elif not waiting:
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
@@ -254,8 +264,13 @@ class Service:
             stopped.cancel()
 
 
-async def serve(runtime_factory: Callable[[], Awaitable[Runtime]], platforms: PlatformSettings, *,
-                console_identity: str = "console:owner", stop: asyncio.Event | None = None) -> int:
+async def serve(
+    runtime_factory: Callable[[], Awaitable[Runtime]],
+    platforms: PlatformSettings,
+    *,
+    console_identity: str = LOCAL.identity(OWNER_ID),
+    stop: asyncio.Event | None = None,
+) -> int:
     """Run until SIGINT/SIGTERM (or ``stop``); exit status 0 on a clean stop."""
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

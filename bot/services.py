@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from epmem.audit import AuditLog
+from epmem.audit import AuditLog, PolicyChangeRecord, PreviewRecord
 from epmem.ingest import Distiller, ReviewQueue
 from epmem.memory import Conversations, EventLinks, FactMemory
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, Recipient, Skipped
@@ -71,7 +71,7 @@ class OwnerServices:
 
     async def record_change(self, body: dict[str, Any]) -> None:
         """Audit a change the owner made (or the scheduler made for them)."""
-        await self.audit.append("policy_change", body, contact="owner")
+        await self.audit.write(PolicyChangeRecord.model_validate(body), contact="owner")
 
     async def preview(self, contact_ids: Sequence[str], question: str) -> tuple[str, str, list[Recipient]]:
         """What these people would be told; audited as a preview, nothing is sent."""
@@ -79,10 +79,15 @@ class OwnerServices:
         resolved = [self.directory.resolve(self.directory.contact_identity(c)) for c in contact_ids]
         audience = [r.recipient for r in resolved]
         answer = await self.engine.answer(question, audience, audience[0])
-        record = await self.audit.append(
-            "preview",
-            {"audience": [r.label for r in resolved], "question": question, **answer.audit_body(),
-             "preview_ms": round((time.perf_counter() - started) * 1000, 2)},
+        record = await self.audit.write(
+            PreviewRecord.model_validate(
+                {
+                    "audience": [r.label for r in resolved],
+                    "question": question,
+                    **answer.audit_body(),
+                    "preview_ms": round((time.perf_counter() - started) * 1000, 2),
+                }
+            ),
             contact="owner",
         )
         return answer.reply, record.id, audience

@@ -33,8 +33,17 @@ from bot.tasks import MIGRATIONS as TASKS
 
 log = structlog.get_logger(__name__)
 
-SETS = (OVERLAY, APPROVALS, TASKS, SEEN_EVENTS, CONNECTOR_STATE, FACT_REGISTER, INGEST_JOURNAL, CONSULTATIONS,
-        EVENT_LINKS)
+SETS = (
+    OVERLAY,
+    APPROVALS,
+    TASKS,
+    SEEN_EVENTS,
+    CONNECTOR_STATE,
+    FACT_REGISTER,
+    INGEST_JOURNAL,
+    CONSULTATIONS,
+    EVENT_LINKS,
+)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 
@@ -72,8 +81,10 @@ class StateDB:
                 async with db.execute("SELECT 1 FROM legacy.sqlite_master WHERE name = 'slack_events'") as cur:
                     has_table = await cur.fetchone() is not None
                 if has_table:
-                    await db.execute("INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) "
-                                     "SELECT 'slack', event_id, seen_at FROM legacy.slack_events")
+                    await db.execute(
+                        "INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) "
+                        "SELECT 'slack', event_id, seen_at FROM legacy.slack_events"
+                    )
             finally:
                 await db.execute("DETACH DATABASE legacy")
         except sqlite3.DatabaseError as exc:

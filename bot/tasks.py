@@ -22,11 +22,13 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import iso
 
-MIGRATIONS = MigrationSet("tasks", (
-    Migration(
-        1,
-        "scheduled tasks",
-        """
+MIGRATIONS = MigrationSet(
+    "tasks",
+    (
+        Migration(
+            1,
+            "scheduled tasks",
+            """
         CREATE TABLE tasks (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             kind TEXT NOT NULL,
@@ -40,8 +42,10 @@ MIGRATIONS = MigrationSet("tasks", (
         );
         CREATE INDEX tasks_pending ON tasks(state, due_at)
         """,
+        ),
     ),
-), legacy_table="task_migrations")
+    legacy_table="task_migrations",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,17 +14,28 @@ from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 from connectors.base import Action, Handler, Inbound
+from epmem.identity import LOCAL
 
 #: where a note for the owner goes when the console speaks as somebody else.
 OwnerNotes = Callable[[str, tuple[Action, ...]], Awaitable[object]]
 
 
 class ConsoleConnector:
-    platform = "console"
+    #: the library's own local scheme (epmem.identity.LOCAL): the console is not a plugin platform.
+    platform = LOCAL.platform
 
-    def __init__(self, identity: str, handler: Handler, *, stdin: TextIO | None = None,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None, max_chars: int = 4000,
-                 prompt: str = "", owner_notes: OwnerNotes | None = None) -> None:
+    def __init__(
+        self,
+        identity: str,
+        handler: Handler,
+        *,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        max_chars: int = 4000,
+        prompt: str = "",
+        owner_notes: OwnerNotes | None = None,
+    ) -> None:
         """``owner_notes``: set when this session is not the owner's; without it the console
         is the operator's own terminal and the owner's notes show on stderr."""
         self.identity = identity
@@ -64,8 +75,15 @@ class ConsoleConnector:
                 f"error: message of {len(text)} characters{where} is over the {self.max_chars}-character limit\n"
             )
             text, non_text = text[: self.max_chars], "too_long"
-        inbound = Inbound(platform="console", chat_id=self.identity, chat_kind="direct", sender=self.identity,
-                          text=text, audience=(self.identity,), non_text=non_text)
+        inbound = Inbound(
+            platform=self.platform,
+            chat_id=self.identity,
+            chat_kind="direct",
+            sender=self.identity,
+            text=text,
+            audience=(self.identity,),
+            non_text=non_text,
+        )
         out = await self.handler(inbound)
         # buttons belong to the owner's note when there is one (as on Telegram and Slack).
         reply_actions = () if out.to_owner else out.actions

@@ -87,7 +87,7 @@ Kind = Literal["retry_after", "transient", "permanent", "ambiguous"]
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class DeliveryVerdict:
     """What a failed attempt means: wait ``wait_s`` as told, back off, stop, or stop without
     knowing whether the platform took the message (``ambiguous``); ``error`` is a short code
     for logs and the undelivered record (never a message body)."""
@@ -106,8 +106,9 @@ class DeliveryFailed(Exception):
     so whoever reads the audit must count it as possibly delivered.
     """
 
-    def __init__(self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None,
-                 unknown: bool = False) -> None:
+    def __init__(
+        self, error: str, attempts: int, *, permanent: bool, remaining: str | None = None, unknown: bool = False
+    ) -> None:
         super().__init__(f"{'maybe ' if unknown else ''}not delivered after {attempts} attempt(s): {error}")
         self.error = error
         self.attempts = attempts
@@ -170,8 +171,13 @@ class Pacer:
 class Courier:
     """Sends through a platform's call with pacing and bounded retries (see the module doc)."""
 
-    def __init__(self, classify: Callable[[BaseException], Verdict], policy: RetryPolicy | None = None,
-                 timer: Timer | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        classify: Callable[[BaseException], DeliveryVerdict],
+        policy: RetryPolicy | None = None,
+        timer: Timer | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.classify = classify
         self.policy = policy or RetryPolicy()
         self.timer = timer or Timer()
@@ -204,12 +210,13 @@ class Courier:
             return result, Delivered(attempt)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    async def _pause(self, verdict: Verdict, attempt: int, lanes: Sequence[Lane], exc: Exception) -> None:
+    async def _pause(self, verdict: DeliveryVerdict, attempt: int, lanes: Sequence[Lane], exc: Exception) -> None:
         policy = self.policy
         if verdict.kind == "retry_after":
             if verdict.wait_s > policy.max_wait_s:
-                raise DeliveryFailed(f"{verdict.error} (asked to wait {verdict.wait_s:g} s)", attempt,
-                                     permanent=False) from exc
+                raise DeliveryFailed(
+                    f"{verdict.error} (asked to wait {verdict.wait_s:g} s)", attempt, permanent=False
+                ) from exc
             # never sooner than told; a little later, at random, so retries do not stampede
             wait = verdict.wait_s + self._rng.uniform(0.0, policy.jitter * max(verdict.wait_s, 1.0))
             until = self.timer.now() + wait

@@ -108,7 +108,18 @@ def sdk_logger() -> logging.Logger:
 
 #: the loggers python-telegram-bot (and its HTTP stack) log through.
 TELEGRAM_LOGGERS = (
-    "telegram", "telegram.ext", "telegram.Bot", "telegram.ext.ExtBot", "telegram.ext.Updater",
-    "telegram.ext.Application", "telegram.ext.JobQueue", "telegram.BaseRequest", "telegram.HTTPXRequest",
-    "httpx", "httpcore", "tornado.access", "tornado.application", "tornado.general",
+    "telegram",
+    "telegram.ext",
+    "telegram.Bot",
+    "telegram.ext.ExtBot",
+    "telegram.ext.Updater",
+    "telegram.ext.Application",
+    "telegram.ext.JobQueue",
+    "telegram.BaseRequest",
+    "telegram.HTTPXRequest",
+    "httpx",
+    "httpcore",
+    "tornado.access",
+    "tornado.application",
+    "tornado.general",
 )

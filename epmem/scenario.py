@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from epmem.identity import LOCAL, PLATFORM_NAME
 from epmem.memory.facts import Fact
 from epmem.policy.model import (
     OWNER_ID,
@@ -51,7 +52,8 @@ class Chat(_Model):
 class ScenarioSession(_Model):
     id: str
     time: datetime | None = None
-    platform: Literal["telegram", "slack", "console"] = "console"
+    #: the platform the session came from: any platform name (the library names none).
+    platform: str = Field(default=LOCAL.platform, pattern=PLATFORM_NAME.pattern)
     chat: Chat = Field(default_factory=Chat)
     participants: list[str] = Field(default_factory=list)
     turns: list[ScenarioTurn] = Field(default_factory=list)
@@ -73,9 +75,18 @@ class GoldFact(_Model):
 
     def to_fact(self) -> Fact:
         return Fact(
-            id=self.id, text=self.text, event_id=self.event, session_id=self.session, version=self.version,
-            covers=self.covers, category=self.category, level=self.level, domain=self.domain,
-            whitelist=list(self.whitelist), blacklist=list(self.blacklist), state="owner-set",
+            id=self.id,
+            text=self.text,
+            event_id=self.event,
+            session_id=self.session,
+            version=self.version,
+            covers=self.covers,
+            category=self.category,
+            level=self.level,
+            domain=self.domain,
+            whitelist=list(self.whitelist),
+            blacklist=list(self.blacklist),
+            state="owner-set",
         )
 
 
@@ -99,7 +110,7 @@ class AnswerItem(_Model):
     askers: dict[str, AskerGold]
 
 
-class Tasks(_Model):
+class ScenarioTasks(_Model):
     classify: list[ClassifyItem] = Field(default_factory=list)
     permit: list[PermitItem] = Field(default_factory=list)
     answer: list[AnswerItem] = Field(default_factory=list)
@@ -114,7 +125,7 @@ class Scenario(_Model):
     facts: list[GoldFact] = Field(default_factory=list)
     #: events about one matter (SCENARIOS.md "Links between events"): each list is linked.
     links: list[list[str]] = Field(default_factory=list)
-    tasks: Tasks = Field(default_factory=Tasks)
+    tasks: ScenarioTasks = Field(default_factory=ScenarioTasks)
 
     def fact(self, fact_id: str) -> GoldFact:
         for f in self.facts:

@@ -73,7 +73,8 @@ async def _adopt_legacy(db: aiosqlite.Connection, migration_set: MigrationSet) -
     try:
         await db.execute(
             f"INSERT OR IGNORE INTO {TABLE}(migration_set, version, name, applied_at) "
-            f"SELECT ?, version, name, applied_at FROM {legacy}", (migration_set.name,)
+            f"SELECT ?, version, name, applied_at FROM {legacy}",
+            (migration_set.name,),
         )
         await db.execute(f"DROP TABLE {legacy}")
         await db.execute("COMMIT")
@@ -92,14 +93,17 @@ async def migrate(db: aiosqlite.Connection, *sets: MigrationSet) -> dict[str, in
     versions: dict[str, int] = {}
     for migration_set in sets:
         await _adopt_legacy(db, migration_set)
-        async with db.execute(f"SELECT COALESCE(MAX(version), 0) FROM {TABLE} WHERE migration_set = ?",
-                              (migration_set.name,)) as cur:
+        async with db.execute(
+            f"SELECT COALESCE(MAX(version), 0) FROM {TABLE} WHERE migration_set = ?", (migration_set.name,)
+        ) as cur:
             row = await cur.fetchone()
         current = int(row[0]) if row else 0
         known = max((m.version for m in migration_set.migrations), default=0)
         if current > known:
-            raise DatabaseError(f"its {migration_set.name} tables are at version {current}, newer than this "
-                                f"program knows ({known}): upgrade epmem")
+            raise DatabaseError(
+                f"its {migration_set.name} tables are at version {current}, newer than this "
+                f"program knows ({known}): upgrade epmem"
+            )
         for m in sorted(migration_set.migrations, key=lambda m: m.version):
             if m.version <= current:
                 continue
@@ -107,8 +111,10 @@ async def migrate(db: aiosqlite.Connection, *sets: MigrationSet) -> dict[str, in
             try:
                 for statement in filter(str.strip, m.sql.split(";")):
                     await db.execute(statement)
-                await db.execute(f"INSERT INTO {TABLE}(migration_set, version, name) VALUES (?, ?, ?)",
-                                 (migration_set.name, m.version, m.name))
+                await db.execute(
+                    f"INSERT INTO {TABLE}(migration_set, version, name) VALUES (?, ?, ?)",
+                    (migration_set.name, m.version, m.name),
+                )
                 await db.execute("COMMIT")
             except BaseException:
                 await db.execute("ROLLBACK")

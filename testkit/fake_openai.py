@@ -81,6 +81,7 @@ def misbehaving_answer(kind: str, prompt_text: str) -> tuple[str, str]:
         return fact, "stop"
     raise ValueError(f"unknown misbehaviour {kind!r}: use {', '.join(MISBEHAVIOURS)}")
 
+
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",

@@ -175,8 +175,9 @@ class FakeSlackApi:
             await asyncio.sleep(delays.pop(0))
         return web.json_response({"ok": True, **body})
 
-    def fail_next(self, method: str, error: str, *, status: int = 200, retry_after: int | None = None,
-                  times: int = 1) -> None:
+    def fail_next(
+        self, method: str, error: str, *, status: int = 200, retry_after: int | None = None, times: int = 1
+    ) -> None:
         """The next ``times`` calls of ``method`` fail; later calls work again."""
         self.failures.setdefault(method, []).extend([(status, error, retry_after)] * times)
 
@@ -196,7 +197,8 @@ class FakeSlackApi:
     def say(self, channel: str, user: str, text: str, ts: str, thread_ts: str | None = None) -> None:
         """A message someone wrote in ``channel`` (what history calls will list)."""
         self.messages.setdefault(channel, []).append(
-            {"type": "message", "ts": ts, "user": user, "text": text, **({"thread_ts": thread_ts} if thread_ts else {})})
+            {"type": "message", "ts": ts, "user": user, "text": text, **({"thread_ts": thread_ts} if thread_ts else {})}
+        )
 
     async def _respond(self, request: web.Request) -> web.Response:
         self.responses.append({"name": request.match_info["name"], **(await request.json())})
@@ -220,8 +222,9 @@ class FakeSlackApi:
     def socket_connected(self) -> bool:
         return bool(self._sockets)
 
-    async def socket_send(self, payload: dict[str, Any], envelope_id: str, kind: str = "events_api",
-                          retry_attempt: int = 0) -> None:
+    async def socket_send(
+        self, payload: dict[str, Any], envelope_id: str, kind: str = "events_api", retry_attempt: int = 0
+    ) -> None:
         """Push one Socket Mode envelope (``payload`` is what HTTP would have posted); a
         redelivery carries a new envelope id and ``retry_attempt`` > 0."""
         envelope = {
@@ -244,8 +247,14 @@ class FakeSlackApi:
 
     def _m_auth_test(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         if token in self.user_tokens:
-            return {"url": "https://fake.slack.com/", "team": "Fake", "user": "owner", "team_id": self.team_id,
-                    "user_id": self.user_tokens[token], "is_enterprise_install": False}
+            return {
+                "url": "https://fake.slack.com/",
+                "team": "Fake",
+                "user": "owner",
+                "team_id": self.team_id,
+                "user_id": self.user_tokens[token],
+                "is_enterprise_install": False,
+            }
         return {
             "url": "https://fake.slack.com/",
             "team": "Fake",
@@ -258,8 +267,9 @@ class FakeSlackApi:
 
     def _m_chat_postMessage(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         ts = self._next_ts()
-        self.say(str(params.get("channel")), self.actor(token), str(params.get("text")), ts,
-                 params.get("thread_ts") or None)
+        self.say(
+            str(params.get("channel")), self.actor(token), str(params.get("text")), ts, params.get("thread_ts") or None
+        )
         return {"channel": params.get("channel"), "ts": ts, "message": {"text": params.get("text"), "ts": ts}}
 
     def _m_chat_postEphemeral(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
@@ -286,8 +296,11 @@ class FakeSlackApi:
 
     def _m_conversations_replies(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         root, oldest = str(params.get("ts")), float(params.get("oldest") or 0)
-        found = [m for m in self.messages.get(str(params.get("channel")), [])
-                 if (m.get("thread_ts") == root or m["ts"] == root) and float(m["ts"]) > oldest]
+        found = [
+            m
+            for m in self.messages.get(str(params.get("channel")), [])
+            if (m.get("thread_ts") == root or m["ts"] == root) and float(m["ts"]) > oldest
+        ]
         return {"messages": sorted(found, key=lambda m: float(m["ts"])), "has_more": False}
 
     def _m_users_info(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
@@ -326,14 +339,21 @@ def event_envelope(
         "event_id": event_id,
         "event_time": int(time.time()),
         "authorizations": [
-            {"enterprise_id": None, "team_id": team_id, "user_id": authorized, "is_bot": authorized == BOT_USER,
-             "is_enterprise_install": False}
+            {
+                "enterprise_id": None,
+                "team_id": team_id,
+                "user_id": authorized,
+                "is_bot": authorized == BOT_USER,
+                "is_enterprise_install": False,
+            }
         ],
         "is_ext_shared_channel": ext_shared,
     }
 
 
-def im_message(user: str, text: str, *, channel: str = "D1", ts: str = "1700000001.000100", **extra: Any) -> dict[str, Any]:
+def im_message(
+    user: str, text: str, *, channel: str = "D1", ts: str = "1700000001.000100", **extra: Any
+) -> dict[str, Any]:
     """A ``message.im`` event from ``user`` in DM ``channel``."""
     return {
         "type": "message",
@@ -348,7 +368,9 @@ def im_message(user: str, text: str, *, channel: str = "D1", ts: str = "17000000
     }
 
 
-def mention(user: str, text: str, *, channel: str = "C1", ts: str = "1700000002.000200", **extra: Any) -> dict[str, Any]:
+def mention(
+    user: str, text: str, *, channel: str = "C1", ts: str = "1700000002.000200", **extra: Any
+) -> dict[str, Any]:
     """An ``app_mention`` event; ``text`` should contain ``<@UBOT>`` like Slack's does."""
     return {
         "type": "app_mention",
@@ -362,11 +384,27 @@ def mention(user: str, text: str, *, channel: str = "C1", ts: str = "1700000002.
     }
 
 
-def channel_message(user: str, text: str, *, channel: str = "C1", ts: str = "1700000003.000300",
-                    thread_ts: str | None = None, **extra: Any) -> dict[str, Any]:
+def channel_message(
+    user: str,
+    text: str,
+    *,
+    channel: str = "C1",
+    ts: str = "1700000003.000300",
+    thread_ts: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """A ``message.channels`` event (``thread_ts`` set: a reply in that thread)."""
-    event = {"type": "message", "channel_type": "channel", "channel": channel, "user": user, "text": text,
-             "ts": ts, "event_ts": ts, "team": TEAM, **extra}
+    event = {
+        "type": "message",
+        "channel_type": "channel",
+        "channel": channel,
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "event_ts": ts,
+        "team": TEAM,
+        **extra,
+    }
     if thread_ts is not None:
         event["thread_ts"] = thread_ts
     return event
@@ -374,8 +412,14 @@ def channel_message(user: str, text: str, *, channel: str = "C1", ts: str = "170
 
 def member_event(kind: str, user: str, channel: str = "C1") -> dict[str, Any]:
     """``member_joined_channel`` / ``member_left_channel``."""
-    return {"type": kind, "user": user, "channel": channel, "channel_type": "C", "team": TEAM,
-            "event_ts": f"{time.time():.6f}"}
+    return {
+        "type": kind,
+        "user": user,
+        "channel": channel,
+        "channel_type": "C",
+        "team": TEAM,
+        "event_ts": f"{time.time():.6f}",
+    }
 
 
 @dataclass
@@ -453,7 +497,12 @@ class SlackSender:
             "user": {"id": user, "username": user.lower(), "team_id": team},
             "api_app_id": "A1",
             "token": "legacy",
-            "container": {"type": "message", "message_ts": "1700000000.000001", "channel_id": channel, "is_ephemeral": False},
+            "container": {
+                "type": "message",
+                "message_ts": "1700000000.000001",
+                "channel_id": channel,
+                "is_ephemeral": False,
+            },
             "trigger_id": "1.2.3",
             "team": {"id": team, "domain": "fake"},
             "channel": {"id": channel, "name": "directmessage" if channel.startswith("D") else "general"},

@@ -174,8 +174,12 @@ class FakeTelegram(TelegramUpdates):
     def service_env(self, **extra: str) -> dict[str, str]:
         """The environment that points the bot's Telegram connector at this server (short long
         polls, so tests stop quickly), plus ``extra`` variables."""
-        return {"TELEGRAM_BOT_TOKEN": self.token, "EPMEM_TELEGRAM_API_URL": self.base_url,
-                "EPMEM_TELEGRAM_POLL_TIMEOUT": "1", **extra}
+        return {
+            "TELEGRAM_BOT_TOKEN": self.token,
+            "EPMEM_TELEGRAM_API_URL": self.base_url,
+            "EPMEM_TELEGRAM_POLL_TIMEOUT": "1",
+            **extra,
+        }
 
     async def start(self) -> None:
         """Bind 127.0.0.1 on a free port; a short shutdown timeout so open long polls
@@ -207,18 +211,14 @@ class FakeTelegram(TelegramUpdates):
 
     async def _dispatch(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
-            return web.json_response(
-                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
-            )
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
         method = request.match_info["method"]
         payload = await self._parse_body(request)
         self.calls.append((method, payload))
         self.call_times.append((method, self.clock()))
         if method in self.errors:
             code, description = self.errors[method]
-            return web.json_response(
-                {"ok": False, "error_code": code, "description": description}, status=code
-            )
+            return web.json_response({"ok": False, "error_code": code, "description": description}, status=code)
         queued = self.failures.get(method)
         if queued:
             code, description, retry_after = queued.pop(0)
@@ -276,8 +276,7 @@ class FakeTelegram(TelegramUpdates):
             except TimeoutError:
                 pass
 
-    def fail(self, method: str, code: int, description: str, *, retry_after: int | None = None,
-             times: int = 1) -> None:
+    def fail(self, method: str, code: int, description: str, *, retry_after: int | None = None, times: int = 1) -> None:
         """The next ``times`` calls of ``method`` fail like Telegram would (429 with
         ``retry_after`` is flood control); later calls work again."""
         self.failures.setdefault(method, []).extend([(code, description, retry_after)] * times)
@@ -289,8 +288,7 @@ class FakeTelegram(TelegramUpdates):
 
     def flood(self, method: str = "sendMessage", *, retry_after: int = 1, times: int = 1) -> None:
         """Flood control: ``Too Many Requests: retry after N`` for the next ``times`` calls."""
-        self.fail(method, 429, f"Too Many Requests: retry after {retry_after}", retry_after=retry_after,
-                  times=times)
+        self.fail(method, 429, f"Too Many Requests: retry after {retry_after}", retry_after=retry_after, times=times)
 
     # -- methods ----------------------------------------------------------------------------
 
@@ -362,9 +360,7 @@ class FakeTelegram(TelegramUpdates):
         connection = self.business_connections.get(str(payload.get("business_connection_id")))
         if connection is None:
             raise web.HTTPBadRequest(
-                text=json.dumps(
-                    {"ok": False, "error_code": 400, "description": "Bad Request: not found"}
-                ),
+                text=json.dumps({"ok": False, "error_code": 400, "description": "Bad Request: not found"}),
                 content_type="application/json",
             )
         return connection

@@ -41,8 +41,12 @@ class AuditedEcho:
 
     async def __call__(self, inbound: Inbound) -> Outbound:
         facts = [("f1", "e1")] if self.disclose else []
-        record = await self.st.audit.append("reply", {"question": inbound.text, "disclosed": [f for f, _ in facts]},
-                                            contact=inbound.sender, disclosed=facts,
-                                            recipients=[self.recipient or inbound.sender])
+        record = await self.st.audit.append(
+            "reply",
+            {"question": inbound.text, "disclosed": [f for f, _ in facts]},
+            contact=inbound.sender,
+            disclosed=facts,
+            recipients=[self.recipient or inbound.sender],
+        )
         self.audit_ids.append(record.id)
         return Outbound(f"answer to {inbound.text}", audit_id=record.id)

@@ -36,6 +36,10 @@ OWNER_NAME = "Maya Chen"
 HOUSE_Q = "How is the house hunt going?"
 TRUTH = "Elm Road"
 COVER = "more space"
+#: a question the cover answers and the truth alone hardly does: once the owner allows the
+#: truth to someone who had the cover, the same question must get the truth (a cover and its
+#: truth are one event), not a deflection.
+ROOM_Q = "Is Maya looking for somewhere with more room?"
 
 
 class MemoEmbedder:
@@ -87,8 +91,15 @@ def write_policy(path: Path) -> Path:
     return path
 
 
-async def house_runtime(data_dir: Path, *, load: bool = True, policy_file: Path | None = None,
-                        policy: Policy | None = None, clock: Clock = utcnow, **settings: Any) -> Runtime:
+async def house_runtime(
+    data_dir: Path,
+    *,
+    load: bool = True,
+    policy_file: Path | None = None,
+    policy: Policy | None = None,
+    clock: Clock = utcnow,
+    **settings: Any,
+) -> Runtime:
     """A runtime over the house policy (or ``policy``, or the owner's ``policy_file``);
     ``load`` replaces the memory with the example's facts; ``settings`` are Settings fields."""
     s = Settings(data_dir=data_dir, policy=policy_file, **settings)
@@ -107,18 +118,27 @@ async def reopen(runtime: Runtime, clock: Clock = utcnow) -> Runtime:
     return await Runtime.open(runtime.settings, policy=policy, embedder=shared_embedder(), clock=clock)
 
 
-def grace_chat_export(path: Path, chat: list[tuple[bool, str]], start: datetime, first_id: int,
-                      minutes: int = 2) -> Path:
+def grace_chat_export(
+    path: Path, chat: list[tuple[bool, str]], start: datetime, first_id: int, minutes: int = 2
+) -> Path:
     """Maya's private chat with her sister as Telegram Desktop exports it (``result.json``):
     ``chat`` is (from Grace?, text) per message, ``minutes`` apart from ``start``."""
     messages: list[dict[str, Any]] = []
     for i, (grace, text) in enumerate(chat):
         when = start + timedelta(minutes=minutes * i)
-        messages.append({"id": first_id + i, "type": "message", "date": when.replace(tzinfo=None).isoformat(),
-                         "date_unixtime": str(int(when.timestamp())),
-                         "from": "Grace Chen" if grace else "Maya Chen",
-                         "from_id": f"user{TG['grace'] if grace else OWNER_TG}", "text": text,
-                         "text_entities": [{"type": "plain", "text": text}]})
-    path.write_text(json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"],
-                                "messages": messages}, indent=1))
+        messages.append(
+            {
+                "id": first_id + i,
+                "type": "message",
+                "date": when.replace(tzinfo=None).isoformat(),
+                "date_unixtime": str(int(when.timestamp())),
+                "from": "Grace Chen" if grace else "Maya Chen",
+                "from_id": f"user{TG['grace'] if grace else OWNER_TG}",
+                "text": text,
+                "text_entities": [{"type": "plain", "text": text}],
+            }
+        )
+    path.write_text(
+        json.dumps({"name": "Grace Chen", "type": "personal_chat", "id": TG["grace"], "messages": messages}, indent=1)
+    )
     return path

@@ -36,13 +36,27 @@ async def open_scenario(settings: Settings, scenario_path: Path) -> tuple[Runtim
 def model_settings(data_dir: Path, base_url: str, *, timeout_s: float, budget_s: float) -> Settings:
     """Settings that answer through a loopback OpenAI-compatible model with no retries, so a
     misbehaving model shows in the first reply instead of hiding behind a second try."""
-    return Settings(data_dir=data_dir, llm_backend="openai", openai_base_url=base_url, llm_model="fake-model",
-                    llm_timeout_s=timeout_s, llm_max_retries=0, llm_reply_budget_s=budget_s, annotate_attempts=1)
+    return Settings(
+        data_dir=data_dir,
+        llm_backend="openai",
+        openai_base_url=base_url,
+        llm_model="fake-model",
+        llm_timeout_s=timeout_s,
+        llm_max_retries=0,
+        llm_reply_budget_s=budget_s,
+        annotate_attempts=1,
+    )
 
 
 def ask(sender: str, text: str, *others: str, platform: str = "console") -> Inbound:
     """A message from ``console:<sender>``; extra contact ids make it a group chat."""
     identity = sender if ":" in sender else f"console:{sender}"
     audience = (identity, *(o if ":" in o else f"console:{o}" for o in others))
-    return Inbound(platform=platform, chat_id="chat-" + "-".join(audience), chat_kind="group" if others else "direct",
-                   sender=identity, text=text, audience=audience)
+    return Inbound(
+        platform=platform,
+        chat_id="chat-" + "-".join(audience),
+        chat_kind="group" if others else "direct",
+        sender=identity,
+        text=text,
+        audience=audience,
+    )

@@ -18,7 +18,7 @@ import aiosqlite
 
 from bot.connector_state import ConnectorHost, ConnectorState
 from bot.outbox import Outbox
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 from bot.state import StateDB
 from connectors.base import Action
 from epmem.audit.log import AuditLog
@@ -52,7 +52,7 @@ async def connector_state(folder: Path) -> AsyncIterator[OpenState]:
         deliveries = ConnectorState(db, audit)
         outbox = Outbox(keep=deliveries.keep_owner_note)
         outbox.attach("inbox", owner_inbox, owner_chat="owner")
-        yield OpenState(db, audit, ConnectorHost(SeenEvents(db), deliveries, outbox), deliveries, notes)
+        yield OpenState(db, audit, ConnectorHost(SeenEventLog(db), deliveries, outbox), deliveries, notes)
     finally:
         await audit.close()
         await state_db.close()

@@ -29,7 +29,6 @@ class TelegramUpdates:
     _callback_ids: itertools.count[int]
     _new_update: asyncio.Event
 
-
     @staticmethod
     def user(
         user_id: int,
@@ -113,25 +112,17 @@ class TelegramUpdates:
         chat = self.group_chat(chat_id, title, chat_type)
         return self.enqueue(message=self._message(chat, user, **fields))
 
-    def new_chat_members(
-        self, chat_id: int, users: Sequence[JSONDict], *, by: JSONDict | None = None
-    ) -> JSONDict:
+    def new_chat_members(self, chat_id: int, users: Sequence[JSONDict], *, by: JSONDict | None = None) -> JSONDict:
         """The service message Telegram sends when users join (or are added)."""
         for user in users:
             self._see_member(chat_id, user)
         sender = by or users[0]
-        return self.enqueue(
-            message=self._message(
-                self.group_chat(chat_id), sender, new_chat_members=list(users)
-            )
-        )
+        return self.enqueue(message=self._message(self.group_chat(chat_id), sender, new_chat_members=list(users)))
 
     def left_chat_member(self, chat_id: int, user: JSONDict) -> JSONDict:
         """The service message Telegram sends when a user leaves or is removed."""
         self._members.get(chat_id, {}).pop(user["id"], None)
-        return self.enqueue(
-            message=self._message(self.group_chat(chat_id), user, left_chat_member=user)
-        )
+        return self.enqueue(message=self._message(self.group_chat(chat_id), user, left_chat_member=user))
 
     def sticker(self, user: JSONDict) -> JSONDict:
         """A sticker in the user's private chat."""
@@ -150,8 +141,7 @@ class TelegramUpdates:
     def photo(self, user: JSONDict, caption: str | None = None) -> JSONDict:
         """A photo in the user's private chat."""
         sizes = [
-            {"file_id": f"photo-{w}", "file_unique_id": f"u-photo-{w}", "width": w, "height": w}
-            for w in (90, 320)
+            {"file_id": f"photo-{w}", "file_unique_id": f"u-photo-{w}", "width": w, "height": w} for w in (90, 320)
         ]
         fields: JSONDict = {"photo": sizes}
         if caption is not None:
@@ -160,9 +150,7 @@ class TelegramUpdates:
 
     def edited_message(self, user: JSONDict, text: str, message_id: int | None = None) -> JSONDict:
         """An ``edited_message`` update in the user's private chat."""
-        message = self._message(
-            self.private_chat(user), user, text=text, edit_date=int(time.time())
-        )
+        message = self._message(self.private_chat(user), user, text=text, edit_date=int(time.time()))
         if message_id is not None:
             message["message_id"] = message_id
         return self.enqueue(edited_message=message)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.examples import example_file
 from testkit.runtime import REPO
 
 DOCKER = REPO / "docker"
@@ -40,8 +41,11 @@ def env_example() -> dict[str, str]:
 def dockerfile() -> list[tuple[str, str]]:
     """(instruction, rest) per instruction, continuation lines joined."""
     text = re.sub(r"\\\n", " ", (DOCKER / "Dockerfile").read_text())
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line.strip() else "")
-            for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line.strip() else "")
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def test_compose_runs_the_bot_after_a_healthy_pinned_qdrant() -> None:
@@ -103,8 +107,14 @@ def test_no_secret_is_written_into_compose_env_example_or_the_image() -> None:
 
 def test_env_example_names_every_setting_the_readme_and_compose_use() -> None:
     example = env_example()
-    for name in ("EPMEM_POLICY_DIR", "EPMEM_POLICY_NAME", "TELEGRAM_BOT_TOKEN", "SLACK_BOT_TOKEN",
-                 "SLACK_SIGNING_SECRET", "EPMEM_AUDIT_TOKEN"):
+    for name in (
+        "EPMEM_POLICY_DIR",
+        "EPMEM_POLICY_NAME",
+        "TELEGRAM_BOT_TOKEN",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "EPMEM_AUDIT_TOKEN",
+    ):
         assert name in example, name
     commented = (DOCKER / "env.example").read_text()
     assert "SLACK_USER_TOKEN" in commented and "SLACK_APP_TOKEN" in commented
@@ -122,7 +132,7 @@ def container_env(tmp_path: Path) -> dict[str, str]:
     for key, value in compose()["services"]["bot"]["environment"].items():
         env[key] = str(value)
     env["EPMEM_DATA_DIR"] = str(tmp_path / "data")  # the bot-data volume
-    env["EPMEM_POLICY"] = str(REPO / "policies" / env_example()["EPMEM_POLICY_NAME"])  # the /policy mount
+    env["EPMEM_POLICY"] = str(example_file(env_example()["EPMEM_POLICY_NAME"]))  # the /policy mount
     with __import__("socket").socket() as sock:  # the qdrant service, not started here
         sock.bind(("127.0.0.1", 0))
         env["EPMEM_QDRANT_URL"] = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -139,8 +149,15 @@ def entry_command() -> list[str]:
 
 def run_in_container(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     assert command[0] == "epmem"  # the console script: the same as python -m bot.cli
-    return subprocess.run([sys.executable, "-m", "bot.cli", *command[1:]], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *command[1:]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -168,3 +185,22 @@ def test_the_health_check_and_the_audit_command_run_directly(container_env: dict
     assert "audit token" not in audit.stdout
     doctor = run_in_container(["epmem", "doctor"], container_env)
     assert doctor.returncode == 1 and "missing: no platform" in doctor.stdout
+
+
+def test_the_image_installs_the_wheel_its_first_stage_builds() -> None:
+    steps = dockerfile()
+    first, second = (i for i, (instruction, _) in enumerate(steps) if instruction == "FROM")
+    builder, image = steps[first + 1 : second], steps[second + 1 :]
+    copied = [part.rstrip("/") for instruction, rest in builder if instruction == "COPY" for part in rest.split()[:-1]]
+    allowed = [
+        line[1:].rstrip("/")
+        for line in (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    ]
+    assert sorted(copied) == sorted(allowed) == ["README.md", "bot", "connectors", "epmem", "pyproject.toml"]
+    assert ("RUN", "pip wheel --no-deps --wheel-dir /wheels .") in builder
+    # the image: no source tree, no editable install; the wheel, then the model files, checked
+    assert not any(instruction in ("COPY", "ADD") for instruction, _ in image)
+    [install] = [rest for instruction, rest in image if instruction == "RUN" and "pip install" in rest]
+    assert "from=wheel" in install and "pip install /wheels/*.whl" in install and " -e " not in install
+    assert install.index("pip install /wheels/*.whl") < install.index("epmem setup")

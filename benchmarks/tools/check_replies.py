@@ -1,7 +1,7 @@
 """Did any reply tell together what may not be told together? An independent check.
 
 Reads the ``--replies`` file of ``epmem bench scenarios`` and the scenario files it ran, and
-judges each reply's ``disclosed`` facts as one composite (DESIGN sec. 3) for every asker of the
+judges each reply's ``disclosed`` facts as one composite (docs/DESIGN.md sec. 3) for every asker of the
 reply, with the calculus of benchmarks/tools/check_scenarios.py (plain YAML, nothing from
 ``epmem``): a reply fails when the composite rule denies its facts to any reader.
 
@@ -71,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         problem = check_line(line, scenarios)
         if problem:
             problems += 1
-            print(f"{args.replies}:{n}: {line.get('scenario')} {line.get('askers')} {line.get('question')!r}: "
-                  f"{problem}")
+            print(
+                f"{args.replies}:{n}: {line.get('scenario')} {line.get('askers')} {line.get('question')!r}: {problem}"
+            )
     summary = {"replies": len(lines), "multi_fact_replies": composites, "violations": problems}
     print(json.dumps(summary))
     return 1 if problems else 0

@@ -70,7 +70,7 @@ def _exceptions(policy: dict[str, Any], fact: dict[str, Any], effect: str) -> li
 
 
 def allows(policy: dict[str, Any], facts: list[dict[str, Any]], cid: str) -> bool:
-    """DESIGN sec. 3: the facts told together (one fact is a composite of one)."""
+    """docs/DESIGN.md sec. 3: the facts told together (one fact is a composite of one)."""
     r = _recipient(policy, cid)
     level = min(int(f["level"]) for f in facts)
     domains = {f.get("domain") for f in facts if f.get("domain")}
@@ -93,7 +93,7 @@ def allows(policy: dict[str, Any], facts: list[dict[str, Any]], cid: str) -> boo
 
 
 def speakable(policy: dict[str, Any], by_id: dict[str, dict[str, Any]], fid: str, members: list[str]) -> bool:
-    """DESIGN sec. 4: a truth if allowed; a cover if allowed and its truth is not."""
+    """docs/DESIGN.md sec. 4: a truth if allowed; a cover if allowed and its truth is not."""
     f = by_id[fid]
     if not all(allows(policy, [f], m) for m in members):
         return False
@@ -128,8 +128,9 @@ def _reference_problems(where: str, policy: dict[str, Any], sessions: dict[str, 
     return problems
 
 
-def _fact_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any], facts: list[dict[str, Any]]
-                   ) -> tuple[list[str], list[str]]:
+def _fact_problems(
+    where: str, policy: dict[str, Any], sessions: dict[str, Any], facts: list[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
     """Each fact's session, category, lists, cover and canary; (problems, warnings)."""
     problems: list[str] = []
     warnings: list[str] = []
@@ -147,8 +148,10 @@ def _fact_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any],
         source = sessions.get(f.get("session") or "")
         said = " ".join(str(t.get("text", "")) for t in (source or {}).get("turns") or []).casefold()
         if source is not None and str(f.get("canary", "")).casefold() not in said:
-            warnings.append(f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} is in no turn of "
-                            f"session {f['session']} (pipeline mode cannot extract it)")
+            warnings.append(
+                f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} is in no turn of "
+                f"session {f['session']} (pipeline mode cannot extract it)"
+            )
         for key in ("whitelist", "blacklist"):
             for w in f.get(key) or []:
                 if w not in names:
@@ -158,13 +161,16 @@ def _fact_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any],
         canary = str(f.get("canary") or "").casefold()
         for other in facts:
             if canary and other is not f and canary in str(other.get("text", "")).casefold():
-                warnings.append(f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} occurs in the "
-                                f"text of fact {other['id']}")
+                warnings.append(
+                    f"{where}: warning: fact {f['id']} canary {f.get('canary')!r} occurs in the "
+                    f"text of fact {other['id']}"
+                )
     return problems, warnings
 
 
-def _permit_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], tasks: dict[str, Any],
-                     fix_permit: bool) -> list[str]:
+def _permit_problems(
+    where: str, policy: dict[str, Any], by_id: dict[str, Any], tasks: dict[str, Any], fix_permit: bool
+) -> list[str]:
     """Every permit gold is what the composite rule allows (rewritten in place with ``fix_permit``)."""
     problems: list[str] = []
     known = set(policy.get("contacts") or {}) | {"stranger"}
@@ -246,8 +252,11 @@ def files(paths: list[str]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+")
-    parser.add_argument("--fix-permit", action="store_true",
-                        help="rewrite each permit item's `allowed` to the calculus's set (drops YAML comments)")
+    parser.add_argument(
+        "--fix-permit",
+        action="store_true",
+        help="rewrite each permit item's `allowed` to the calculus's set (drops YAML comments)",
+    )
     args = parser.parse_args(argv)
     total = 0
     checked = files(args.paths)

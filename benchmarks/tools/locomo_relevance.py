@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.locomo.read_text(encoding="utf-8"))
     asked: list[tuple[dict[str, object], list[tuple[str, str]]]] = []
     for conversation in data:
-        observations = [(str(text), str(turn)) for per_session in conversation["observation"].values()
-                        for items in per_session.values() for text, turn in items]
+        observations = [
+            (str(text), str(turn))
+            for per_session in conversation["observation"].values()
+            for items in per_session.values()
+            for text, turn in items
+        ]
         asked += [(q, observations) for q in conversation["qa"] if q["category"] in (1, 2, 3, 4) and q.get("evidence")]
     random.Random(args.seed).shuffle(asked)
     embedder, reranker, matcher = make_embedder("minilm"), shared_cross_encoder(), shared_late_interaction()
@@ -80,16 +84,28 @@ def main(argv: list[str] | None = None) -> int:
         if answering.all() or not answering.any():
             continue
         candidates = [texts[i] for i in top]
-        signals = {"cos": cos[top], "sim": matcher.score(str(question["question"]), candidates),
-                   "logit": reranker.score(str(question["question"]), candidates)}
+        signals = {
+            "cos": cos[top],
+            "sim": matcher.score(str(question["question"]), candidates),
+            "logit": reranker.score(str(question["question"]), candidates),
+        }
         for name, f in combine.items():
             scores = f(signals)
             auc[name].append(_auc(scores, answering))
             hits[name] += bool(answering[int(np.argmax(scores))])
     n = len(auc["cosine"])
-    print(json.dumps({"questions": n, "candidates": args.candidates,
-                      "signals": {k: {"auc": round(float(np.mean(v)), 4), "hit_at_1": round(hits[k] / n, 4)}
-                                  for k, v in auc.items()}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "questions": n,
+                "candidates": args.candidates,
+                "signals": {
+                    k: {"auc": round(float(np.mean(v)), 4), "hit_at_1": round(hits[k] / n, 4)} for k, v in auc.items()
+                },
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

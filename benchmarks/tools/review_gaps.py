@@ -57,8 +57,7 @@ def audience(rulebook: Rulebook, people: Sequence[Recipient], fact: Fact) -> fro
     return frozenset(r.id for r in people if judge(gate, r).allowed)
 
 
-def classify(gold: GoldFact, facts: Sequence[Fact], rulebook: Rulebook,
-             people: Sequence[Recipient]) -> tuple[str, str]:
+def classify(gold: GoldFact, facts: Sequence[Fact], rulebook: Rulebook, people: Sequence[Recipient]) -> tuple[str, str]:
     want = audience(rulebook, people, gold.to_fact())
     carriers = pipeline.carriers(gold, facts)
     if not carriers:
@@ -68,8 +67,11 @@ def classify(gold: GoldFact, facts: Sequence[Fact], rulebook: Rulebook,
     if not wrong:
         return "right", ""
     settled = [c for c in carriers if c.state == "owner-set"]
-    detail = "; ".join(f"{c.id}[{c.state},{c.category},L{c.effective_level()},s{stakes(c, rulebook.policy):.2f},"
-                       f"{'loose' if got - want else 'tight'}] {c.text[:70]!r}" for c, got in wrong)
+    detail = "; ".join(
+        f"{c.id}[{c.state},{c.category},L{c.effective_level()},s{stakes(c, rulebook.policy):.2f},"
+        f"{'loose' if got - want else 'tight'}] {c.text[:70]!r}"
+        for c, got in wrong
+    )
     if not settled:
         return "never-asked", detail
     if len(settled) < len(carriers):
@@ -94,10 +96,12 @@ def ideal_owner(tasks: Sequence[Task], budget: int) -> tuple[int, int]:
     done = sum(t.exact for t in tasks)
     open_ = [t for t in tasks if not t.exact and t.fixable]
     while open_:
+
         def cost(t: Task) -> tuple[int, int]:
-            missing = t.needs - fixed
-            completes = sum(1 for u in open_ if u.needs - fixed <= missing)
+            missing = t.needs - fixed  # noqa: B023 (min() calls it at once)
+            completes = sum(1 for u in open_ if u.needs - fixed <= missing)  # noqa: B023
             return len(missing), -completes
+
         best = min(open_, key=cost)
         missing = best.needs - fixed
         if len(fixed) + len(missing) > budget:
@@ -133,8 +137,13 @@ def permit_tasks(scenario: Scenario, facts: Sequence[Fact], kinds: dict[str, str
     for item in scenario.tasks.permit:
         exact = pipeline.task_allowed(rulebook, scenario, item.facts, item.candidates, facts) == frozenset(item.allowed)
         wrong = [f for f in item.facts if kinds[f] != "right"]
-        tasks.append(Task(exact, frozenset(f"{scenario.name}:{f}" for f in wrong),
-                          all(kinds[f] != "none" for f in wrong) or not item.allowed))
+        tasks.append(
+            Task(
+                exact,
+                frozenset(f"{scenario.name}:{f}" for f in wrong),
+                all(kinds[f] != "none" for f in wrong) or not item.allowed,
+            )
+        )
     return tasks
 
 
@@ -168,8 +177,10 @@ async def one(path: Path, review: bool, verbose: bool, tasks: list[Task] | None 
                 kinds[g.id] = kind
                 counts[kind] += 1
                 if verbose and kind != "right":
-                    print(f"  {path.name} {g.id} {kind}: gold {g.category} L{g.level} "
-                          f"w{g.whitelist} b{g.blacklist}: {detail}")
+                    print(
+                        f"  {path.name} {g.id} {kind}: gold {g.category} L{g.level} "
+                        f"w{g.whitelist} b{g.blacklist}: {detail}"
+                    )
             if tasks is not None:
                 tasks.extend(permit_tasks(scenario, facts, kinds))
         finally:
@@ -181,8 +192,9 @@ async def one(path: Path, review: bool, verbose: bool, tasks: list[Task] | None 
 BUDGET_PER_100 = 30
 
 
-async def main(paths: list[Path], review: bool, verbose: bool, bound: bool = False,
-               per_100: int = BUDGET_PER_100) -> dict[str, object]:
+async def main(
+    paths: list[Path], review: bool, verbose: bool, bound: bool = False, per_100: int = BUDGET_PER_100
+) -> dict[str, object]:
     total: Counter[str] = Counter()
     tasks: list[Task] | None = [] if bound else None
     for path in scenario_files(paths):
@@ -191,11 +203,16 @@ async def main(paths: list[Path], review: bool, verbose: bool, bound: bool = Fal
     if tasks is not None:
         budget = per_100 * total["gold"] // 100
         done, asked = ideal_owner(tasks, budget)
-        out["bound"] = {"permit_n": len(tasks), "exact_now": round(sum(t.exact for t in tasks) / len(tasks), 4),
-                        "budget": budget, "questions": asked, "exact": round(done / len(tasks), 4),
-                        "exact_ceiling": round(min(len(tasks), most_fixable(tasks, budget)) / len(tasks), 4),
-                        "per_100_for_0.9": needed(tasks, 0.9, total["gold"]),
-                        "unfixable": sum(1 for t in tasks if not t.exact and not t.fixable)}
+        out["bound"] = {
+            "permit_n": len(tasks),
+            "exact_now": round(sum(t.exact for t in tasks) / len(tasks), 4),
+            "budget": budget,
+            "questions": asked,
+            "exact": round(done / len(tasks), 4),
+            "exact_ceiling": round(min(len(tasks), most_fixable(tasks, budget)) / len(tasks), 4),
+            "per_100_for_0.9": needed(tasks, 0.9, total["gold"]),
+            "unfixable": sum(1 for t in tasks if not t.exact and not t.fixable),
+        }
     return out
 
 
@@ -205,8 +222,12 @@ if __name__ == "__main__":
     parser.add_argument("--no-review", action="store_true")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--bound", action="store_true", help="with --no-review: the ideal owner's best exact")
-    parser.add_argument("--per-100", type=int, default=BUDGET_PER_100,
-                        help="the bound's question budget per 100 gold facts (default: the acceptance's 30)")
+    parser.add_argument(
+        "--per-100",
+        type=int,
+        default=BUDGET_PER_100,
+        help="the bound's question budget per 100 gold facts (default: the acceptance's 30)",
+    )
     args = parser.parse_args()
     if args.bound and not args.no_review:
         parser.error("--bound needs --no-review (it starts from the annotator's own work)")

@@ -112,18 +112,27 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
     for path in scenario_files(list(paths)):
         scenario = load_scenario(path)
         with tempfile.TemporaryDirectory(prefix="epmem-tune-") as tmp:
-            runtime = await Runtime.open(Settings(data_dir=Path(tmp), reranker="off"),
-                                         policy=scenario.effective_policy(), embedder=embedder)
+            runtime = await Runtime.open(
+                Settings(data_dir=Path(tmp), reranker="off"), policy=scenario.effective_policy(), embedder=embedder
+            )
             try:
                 await load_scenario_memory(runtime, scenario)
                 rulebook = await runtime.engine.rulebook()
                 for item in scenario.tasks.answer:
                     events = await runtime.memory.recall(item.question)
                     for asker, gold in item.askers.items():
-                        audience = [STRANGER if m == STRANGER_ID else rulebook.recipient(m)
-                                    for m in asker_members(asker)]
-                        cases.append(Case(item.question, events, project(events, rulebook, audience),
-                                          frozenset(gold.may), scenario.owner.name))
+                        audience = [
+                            STRANGER if m == STRANGER_ID else rulebook.recipient(m) for m in asker_members(asker)
+                        ]
+                        cases.append(
+                            Case(
+                                item.question,
+                                events,
+                                project(events, rulebook, audience),
+                                frozenset(gold.may),
+                                scenario.owner.name,
+                            )
+                        )
             finally:
                 await runtime.close()
     return cases
@@ -139,8 +148,9 @@ def score(cases: Sequence[Case], relevance: Relevance) -> tuple[float, float]:
     return (said_may / said if said else 1.0), (said_may / may if may else 1.0)
 
 
-def ceiling(cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker: Reranker,
-            matcher: Reranker) -> dict[str, object]:
+def ceiling(
+    cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker: Reranker, matcher: Reranker
+) -> dict[str, object]:
     """The best point of ``grid`` for ``cases`` alone: the most complete at precision >= 0.8, and
     the one nearest both targets (``min(precision - 0.8, completeness - 0.9)``)."""
     best: tuple[float, float, dict[str, float]] | None = None
@@ -157,11 +167,13 @@ def ceiling(cases: Sequence[Case], grid: Mapping[str, Sequence[float]], reranker
         if nearest is None or gap > nearest[0]:
             nearest = (gap, p, c, point)
     assert nearest is not None
-    return {"points": points,
-            "at_precision_0.8": None if best is None else
-            {"precision": round(best[0], 4), "completeness": round(best[1], 4), "config": best[2]},
-            "nearest_both": {"precision": round(nearest[1], 4), "completeness": round(nearest[2], 4),
-                             "config": nearest[3]}}
+    return {
+        "points": points,
+        "at_precision_0.8": None
+        if best is None
+        else {"precision": round(best[0], 4), "completeness": round(best[1], 4), "config": best[2]},
+        "nearest_both": {"precision": round(nearest[1], 4), "completeness": round(nearest[2], 4), "config": nearest[3]},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--only", nargs="*", default=(), help="vary only these parameters (others at default)")
-    parser.add_argument("--ceiling", action="store_true",
-                        help="per set, fitted to that set alone: the best it can do at precision 0.8")
+    parser.add_argument(
+        "--ceiling", action="store_true", help="per set, fitted to that set alone: the best it can do at precision 0.8"
+    )
     args = parser.parse_args(argv)
     sets = {str(path): asyncio.run(collect([path])) for path in args.paths}
     grid = {k: v for k, v in GRID.items() if not args.only or k in args.only}
@@ -197,10 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     def shown(per: dict[str, tuple[float, float]]) -> dict[str, dict[str, float]]:
         return {name: {"precision": round(p, 4), "completeness": round(c, 4)} for name, (p, c) in per.items()}
 
-    print(json.dumps({"cases": {name: len(cases) for name, cases in sets.items()},
-                      "default": shown(figures(RelevanceConfig())),
-                      "best": [{"per_set": shown(per), "config": cfg} for _, per, cfg in results[: args.top]]},
-                     indent=2))
+    print(
+        json.dumps(
+            {
+                "cases": {name: len(cases) for name, cases in sets.items()},
+                "default": shown(figures(RelevanceConfig())),
+                "best": [{"per_set": shown(per), "config": cfg} for _, per, cfg in results[: args.top]],
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

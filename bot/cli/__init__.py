@@ -1,7 +1,7 @@
 """``epmem``: a thin synchronous CLI over the async library, one module per group of commands.
 
-``common`` holds what every command shares; ``chat``, ``memory``, ``imports``, ``policy``, ``audit`` and
-``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
+``common`` holds what every command shares; ``first_run`` (setup, demo), ``chat``, ``memory``, ``imports``,
+``policy``, ``audit`` and ``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
 point group (a name and a ``typer.Typer``): that is how ``epmem bench`` arrives from
 ``benchmarks/``, which sits above the bot and which the bot never imports.
 """
@@ -12,13 +12,15 @@ from importlib.metadata import entry_points
 
 import typer
 
-from bot.cli import audit, chat, imports, memory, ops, policy
+from bot.cli import audit, chat, first_run, imports, memory, ops, policy
 from bot.cli.common import EpmemGroup, err
 
 PLUGINS = "epmem.cli"
 
-app = typer.Typer(cls=EpmemGroup, no_args_is_help=True, add_completion=False,
-                  help="EP-Mem Delegate: a privacy-aware delegate.")
+app = typer.Typer(
+    cls=EpmemGroup, no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate."
+)
+first_run.register(app)
 chat.register(app)
 memory.register(app)
 imports.register(app)
@@ -33,8 +35,11 @@ def _add_plugins(root: typer.Typer) -> None:
         try:
             group = point.load()
         except Exception as exc:  # a broken plugin must not take the bot's own commands down
-            err.print(f"warning: epmem {point.name} is unavailable ({type(exc).__name__}: {exc})",
-                      markup=False, soft_wrap=True)
+            err.print(
+                f"warning: epmem {point.name} is unavailable ({type(exc).__name__}: {exc})",
+                markup=False,
+                soft_wrap=True,
+            )
             continue
         root.add_typer(group, name=point.name)
 

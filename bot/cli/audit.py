@@ -37,8 +37,11 @@ async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
 
 
 @app.command("list")
-def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = typer.Option(False, "--json"),
-               limit: int = typer.Option(50, "--limit")) -> None:
+def audit_list(
+    contact: str = typer.Option(None, "--contact"),
+    as_json: bool = typer.Option(False, "--json"),
+    limit: int = typer.Option(50, "--limit"),
+) -> None:
     """Recent decisions, oldest first."""
 
     s = settings()
@@ -48,9 +51,9 @@ def audit_list(contact: str = typer.Option(None, "--contact"), as_json: bool = t
         return
     table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
     for r in records:
-        question = r.body.get("question", r.body.get("action", ""))
-        shown = "(erased)" if question is None and r.erased else str(question or "")[:50]
-        table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(r.body.get("disclosed", []) or []))
+        entry = r.entry
+        shown = "(erased)" if r.erased and entry.asked() and entry.get("question") is None else entry.headline()[:50]
+        table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(entry.disclosed_facts()))
     out.print(table)
 
 
@@ -72,11 +75,15 @@ def audit_verify() -> None:
     s = settings()
     status = run(_with_audit(s, check))
     if status.first_bad is not None and (status.reason or "").startswith("disclosure ledger"):
-        fail(f"{status.reason} (record {status.first_bad.id}, seq {status.first_bad.seq}): the ledger does not "
-             f"match the chain; who-knows cannot be trusted (the {status.verified} records verify)")
+        fail(
+            f"{status.reason} (record {status.first_bad.id}, seq {status.first_bad.seq}): the ledger does not "
+            f"match the chain; who-knows cannot be trusted (the {status.verified} records verify)"
+        )
     if status.first_bad is not None:
-        fail(f"audit chain broken at record {status.first_bad.id} (seq {status.first_bad.seq}): {status.reason}; "
-             f"{status.verified} records before it verify")
+        fail(
+            f"audit chain broken at record {status.first_bad.id} (seq {status.first_bad.seq}): {status.reason}; "
+            f"{status.verified} records before it verify"
+        )
     erased = f"; {status.erased_records} with erased texts" if status.erased_records else ""
     out.print(f"ok: {status.verified} records, chain intact{erased}")
 
@@ -117,10 +124,11 @@ async def _prepare(s: Settings) -> None:
 
 
 @app.command("serve")
-def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
-                port: int = typer.Option(0, "--port", help="0 picks a free port"),
-                session_hours: float = typer.Option(8.0, "--session-hours",
-                                                    help="a sign-in lasts this long")) -> None:
+def audit_serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="loopback unless EPMEM_AUDIT_TOKEN is set"),
+    port: int = typer.Option(0, "--port", help="0 picks a free port"),
+    session_hours: float = typer.Option(8.0, "--session-hours", help="a sign-in lasts this long"),
+) -> None:
     """The audit page (read-only): timeline, decisions, who knows what. Until SIGINT/SIGTERM."""
     from epmem.audit.web import TOKEN_ENV, PageConfig, PageRefused, choose_token, is_loopback, run_page
 
@@ -149,8 +157,14 @@ def audit_serve(host: str = typer.Option("127.0.0.1", "--host", help="loopback u
 
     try:
         # beyond loopback the cookie is Secure: the page is meant to sit behind HTTPS there
-        config = PageConfig(s.audit_db, s.state_db, policy, token, secure_cookie=not is_loopback(host),
-                            session_ttl_s=session_hours * 3600)
+        config = PageConfig(
+            s.audit_db,
+            s.state_db,
+            policy,
+            token,
+            secure_cookie=not is_loopback(host),
+            session_ttl_s=session_hours * 3600,
+        )
         run_page(config, host, port, sys.stdout, generated)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")

@@ -6,7 +6,8 @@ import sys
 
 import typer
 
-from epmem.policy import STRANGER_ID
+from epmem.identity import LOCAL
+from epmem.policy import OWNER_ID, STRANGER_ID, UNKNOWN_STRANGER
 
 from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
 from bot.config import Settings
@@ -28,12 +29,12 @@ def chat(
     async def go(runtime: Runtime) -> int:
         policy = runtime.policy
         if owner:
-            identity = policy.owner.identities[0] if policy.owner.identities else "console:owner"
+            identity = policy.owner.identities[0] if policy.owner.identities else _local(OWNER_ID)
             who = f"the owner ({policy.owner.name})"
         elif as_ == STRANGER_ID:
-            identity, who = "console:unknown-stranger", "a stranger"
+            identity, who = _local(UNKNOWN_STRANGER), "a stranger"
         elif as_ in policy.contacts:
-            identity, who = f"console:{as_}", f"{policy.contacts[as_].name} ({as_})"
+            identity, who = _local(as_), f"{policy.contacts[as_].name} ({as_})"
         else:
             known = ", ".join(sorted(policy.contacts)) or "none"
             fail(f"unknown contact {as_!r} in --as; known contacts: {known} (or --as stranger, --owner)")
@@ -43,8 +44,13 @@ def chat(
         # a contact's session is that contact's chat: the owner's notes are kept for the owner
         # (/undelivered), not shown to whoever is typing as the contact
         notes = None if owner else runtime.outbox.tell_owner
-        console = ConsoleConnector(identity, runtime.agent.handle, max_chars=s.max_message_chars,
-                                   prompt="> " if interactive else "", owner_notes=notes)
+        console = ConsoleConnector(
+            identity,
+            runtime.agent.handle,
+            max_chars=s.max_message_chars,
+            prompt="> " if interactive else "",
+            owner_notes=notes,
+        )
         await console.start()
         return console.rejected
 
@@ -52,35 +58,42 @@ def chat(
     raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
 
 
-NOTHING_TO_SERVE = ("no platform to serve: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET "
-                    "or SLACK_APP_TOKEN (docker/.env under Docker); `epmem doctor` checks the settings "
-                    "(for a console chat: epmem chat, or epmem run --console)")
+def _local(contact: str) -> str:
+    """The local terminal's identity for a contact id (the library's own scheme)."""
+    try:
+        return LOCAL.identity(contact)
+    except ValueError as exc:
+        fail(f"--as: {exc}")
 
 
 def run_service(
     as_: str = typer.Option(None, "--as", help="console fallback only: speak as this contact (default: the owner)"),
-    console: bool = typer.Option(False, "--console",
-                                 help="serve the console even when input is not a terminal (piped lines)"),
+    console: bool = typer.Option(
+        False, "--console", help="serve the console even when input is not a terminal (piped lines)"
+    ),
 ) -> None:
-    """Serve every platform whose credentials are set (Telegram, Slack; else the console, on a
+    """Serve every platform whose credentials are set (`epmem doctor` lists them; else the console, on a
     terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
-    from bot.platforms import PlatformSettings
+    from bot.platforms import PlatformSettings, nothing_to_serve_hint
     from bot.serve import serve
 
     s = from_environment(Settings)
     platforms = from_environment(PlatformSettings)
-    connected = platforms.telegram or platforms.slack
+    connected = bool(platforms.configured())
     if not connected and not console and not sys.stdin.isatty():
         # a service with no credentials and no terminal (Docker with env.example's empty
         # tokens) would read an empty stdin and exit 0: a silent restart loop. Say why instead.
-        fail(NOTHING_TO_SERVE)
+        fail(
+            f"no platform to serve: {nothing_to_serve_hint()} (docker/.env under Docker); `epmem doctor` "
+            "checks the settings (for a console chat: epmem chat, or epmem run --console)"
+        )
     # with platforms, stdout is the log stream; on the console fallback it is the chat, and
     # the logs (warnings only, unless EPMEM_LOG_LEVEL says) go to stderr as for `epmem chat`.
-    level = (s.log_level if connected or "log_level" in s.model_fields_set
-             else "ERROR" if as_ is not None else "WARNING")  # as a contact: as `epmem chat --as`
+    level = (
+        s.log_level if connected or "log_level" in s.model_fields_set else "ERROR" if as_ is not None else "WARNING"
+    )  # as a contact: as `epmem chat --as`
     configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
-    identity = "console:owner" if as_ is None else ("console:unknown-stranger" if as_ == STRANGER_ID
-                                                    else f"console:{as_}")
+    identity = _local(OWNER_ID if as_ is None else UNKNOWN_STRANGER if as_ == STRANGER_ID else as_)
     run(serve(lambda: Runtime.open(s), platforms, console_identity=identity))
 
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
-from pydantic import AliasChoices, ValidationError
+from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 from rich.console import Console
 from typer.core import TyperGroup
 
+from connectors.registry import env_problems
 from epmem.errors import EpmemError
 from epmem.policy import PolicyError
 
@@ -81,16 +82,7 @@ def from_environment(kind: type[S]) -> S:
     try:
         return kind()
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = str(error["loc"][0]) if error["loc"] else ""
-            field = kind.model_fields.get(name)
-            alias = field.validation_alias if field is not None else None
-            if field is None:  # reported under its environment name already
-                env = name
-            else:
-                env = str(alias.choices[0]) if isinstance(alias, AliasChoices) else f"EPMEM_{name.upper()}"
-            problems.append(f"{env}: {error['msg'].removeprefix('Value error, ')}")
+        problems = env_problems(kind, exc)
         raise ConfigError("; ".join(problems)) from None
 
 

@@ -24,13 +24,20 @@ PROGRESS_FROM = 50
 
 
 def ingest(
-    path: Path = typer.Argument(..., help="a Telegram result.json (or its folder), a Slack export (zip or "
-                                          "folder), a JSONL of messages, or a scenario file"),
+    path: Path = typer.Argument(
+        ...,
+        help="a Telegram result.json (or its folder), a Slack export (zip or "
+        "folder), a JSONL of messages, or a scenario file",
+    ),
     fmt: str = typer.Option(None, "--format", help="telegram|slack|jsonl|scenario (detected when omitted)"),
     facts: bool = typer.Option(True, "--facts/--no-facts", help="distil F2 facts from the new sessions"),
-    owner: list[str] = typer.Option([], "--owner", help="your own account in this export (telegram:123, "
-                                    "slack:T01/U02), besides the policy's owner.identities; repeatable. A "
-                                    "display name never makes anyone the owner"),
+    owner: list[str] = typer.Option(
+        [],
+        "--owner",
+        help="your own account in this export (telegram:123, "
+        "slack:T01/U02), besides the policy's owner.identities; repeatable. A "
+        "display name never makes anyone the owner",
+    ),
 ) -> None:
     """Import chat history into the owner's memory (re-importing the same export adds nothing).
 
@@ -57,11 +64,18 @@ def ingest(
             err.print(f"checking {path}", markup=False, soft_wrap=True)
         checked = export.validate()
         if plain:
-            err.print(f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
-                      markup=False, soft_wrap=True)
+            err.print(
+                f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
+                markup=False,
+                soft_wrap=True,
+            )
         for ident, name in sorted(checked.lookalikes.items()):
-            err.print(f"not taken for you: {ident} ({name}), named like you; its messages are kept as someone "
-                      f"else's (if it is your account: --owner {ident})", markup=False, soft_wrap=True)
+            err.print(
+                f"not taken for you: {ident} ({name}), named like you; its messages are kept as someone "
+                f"else's (if it is your account: --owner {ident})",
+                markup=False,
+                soft_wrap=True,
+            )
     except IngestError as exc:
         fail(str(exc))
     except PolicyError as exc:  # a scenario file: bad YAML, or a scenario that does not check out
@@ -78,8 +92,12 @@ def ingest(
         report = ImportReport()
         try:
             journal = open_journal(runtime)
-            pipeline = ImportRun(runtime.conversations, journal, runtime.distiller if facts else None,  # type: ignore[arg-type]
-                                 source=str(path))
+            pipeline = ImportRun(
+                runtime.conversations,
+                journal,
+                runtime.distiller if facts else None,  # type: ignore[arg-type]
+                source=str(path),
+            )
             with _progress(err, checked.sessions, plain) as advance, interrupts.installed():
                 try:
                     report = await pipeline.run(export.sessions(), interrupts, advance)
@@ -117,16 +135,25 @@ def _progress(err: Console, sessions: int, plain: bool) -> Iterator[Callable[[st
 
         yield line
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, disable=sessions < PROGRESS_FROM) as bar:
-        tasks = {"turns": bar.add_task("writing sessions", total=sessions),
-                 "facts": bar.add_task("extracting facts", total=sessions)}
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=sessions < PROGRESS_FROM,
+    ) as bar:
+        tasks = {
+            "turns": bar.add_task("writing sessions", total=sessions),
+            "facts": bar.add_task("extracting facts", total=sessions),
+        }
         yield lambda stage, n, _turns: bar.advance(tasks[stage], n)
 
 
 def annotate(
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="also try again the sessions the model "
-                                      "failed on before"),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="also try again the sessions the model failed on before"
+    ),
 ) -> None:
     """Let the model annotate the imported sessions waiting for it, now, with a progress bar.
 
@@ -151,8 +178,17 @@ def annotate(
             if retry_failed:
                 await annotator.requeue()
             queued = len(await runtime.journal.with_model("queued"))
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, disable=not err.is_terminal or not queued) as bar, interrupts.installed():
+            with (
+                Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=err,
+                    disable=not err.is_terminal or not queued,
+                ) as bar,
+                interrupts.installed(),
+            ):
                 task = bar.add_task("annotating sessions", total=queued)
                 try:
                     progress = await annotator.run(interrupts, lambda _p: bar.advance(task))
@@ -164,11 +200,17 @@ def annotate(
             await runtime.close()
 
     done, failed, left, waiting = run(go())
-    out.print(f"annotated {done} sessions, {failed} failed"
-              + (" (their facts stay pending: nobody hears them; `epmem annotate --retry-failed` tries again)"
-                 if failed else "")
-              + (f"; {left} still queued: run `epmem annotate` again to go on" if left else ""), markup=False,
-              soft_wrap=True)
+    out.print(
+        f"annotated {done} sessions, {failed} failed"
+        + (
+            " (their facts stay pending: nobody hears them; `epmem annotate --retry-failed` tries again)"
+            if failed
+            else ""
+        )
+        + (f"; {left} still queued: run `epmem annotate` again to go on" if left else ""),
+        markup=False,
+        soft_wrap=True,
+    )
     if waiting:
         out.print(f"{waiting} facts wait for your review: /review", markup=False)
     if interrupts.requested:

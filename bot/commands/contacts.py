@@ -1,4 +1,4 @@
-"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (DESIGN sec. 8, issue #5).
+"""``/level``, ``/domain``, ``/link``, ``/unlink``: change who is who (docs/DESIGN.md sec. 8, issue #5).
 
 A contact's change is kept in the overlay as an override, never in the policy file, and the
 effective policy is rebuilt at once (every reader asks the policy holder, so the very next
@@ -15,10 +15,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from epmem.memory import Fact
+from epmem.identity import LOCAL, SCHEMES
 from epmem.policy import OWNER_ID, STRANGER_ID, Contact
 
-from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet
-from bot.commands.schedule import parse_when, schedule_later
+from bot.commands.registry import OWNER_OR_SCHEDULED, CommandContext, CommandError, CommandSet, UsageError
+from bot.commands.parsing import parse_when
+from bot.commands.schedule import schedule_later
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -76,13 +78,17 @@ async def _override(owner: OwnerServices, cid: str, change: Callable[[dict[str, 
         raise CommandError(f"cannot change {cid}: {problem}")
 
 
-@commands.command("level", "WHO|FACT N [from DATE | in 7d]", who=OWNER_OR_SCHEDULED,
-                  summary="a contact's trust level (1-4) or a fact's level (0-4)",
-                  details="with `from`, an embargo that lifts on that date")
+@commands.command(
+    "level",
+    "WHO|FACT N [from DATE | in 7d]",
+    who=OWNER_OR_SCHEDULED,
+    summary="a contact's trust level (1-4) or a fact's level (0-4)",
+    details="with `from`, an embargo that lifts on that date",
+)
 async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2:
-        raise CommandError("usage: /level CONTACT 1-4 | /level FACT 0-4 [from DATE]")
+        raise UsageError("N is 1-4 for a contact, 0-4 for a fact")
     kind, target = await contact_or_fact(owner, words[0])
     if not words[1].isdigit():
         raise CommandError(f"level must be a number, not {words[1]!r}")
@@ -101,17 +107,19 @@ async def level(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"{target} is now level {value} (was {old_level})."
     fact = await get_fact(owner, target)
     await _set_fact(owner, fact, level=value)
-    await owner.record_change({"action": "level", "fact": target, "from": fact.effective_level(), "to": value,
-                               "by": by})
+    await owner.record_change(
+        {"action": "level", "fact": target, "from": fact.effective_level(), "to": value, "by": by}
+    )
     return f"Fact {target} is now level {value} (was L{fact.effective_level()}), set by you."
 
 
-@commands.command("domain", "WHO|FACT work|life|none [from DATE]", who=OWNER_OR_SCHEDULED,
-                  summary="a contact's or a fact's domain")
+@commands.command(
+    "domain", "WHO|FACT work|life|none [from DATE]", who=OWNER_OR_SCHEDULED, summary="a contact's or a fact's domain"
+)
 async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2 or words[1] not in _DOMAINS:
-        raise CommandError("usage: /domain CONTACT|FACT work|life|none [from DATE]")
+        raise UsageError()
     kind, target = await contact_or_fact(owner, words[0])
     value = _DOMAINS[words[1]]
     when = parse_when(words[2:], owner.clock())
@@ -129,24 +137,28 @@ async def domain(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return f"Fact {target} is now in domain {value or 'none'} (was {fact.domain or 'none'})."
 
 
+#: ``e.g. `/link ana telegram:123456789`, `slack:T0123/U0456```, from the platforms registered
+#: when the commands are declared (bot/__init__.py registers the built-in ones first).
+_LINK_EXAMPLES = "e.g. " + ", ".join(
+    f"`/link ana {e}`" if i == 0 else f"`{e}`" for i, e in enumerate(SCHEMES.platform_examples() or [LOCAL.example])
+)
+
+
 def _identity_args(owner: OwnerServices, rest: str, verb: str) -> tuple[str, str]:
     words = rest.split()
     if len(words) != 2:
-        raise CommandError(f"usage: /{verb} CONTACT IDENTITY (telegram:123, slack:T0123/U0456, console:name)")
+        raise UsageError(f"IDENTITY as {SCHEMES.examples()}")
     cid = owner.directory.find_contact(words[0])
     if cid is None or cid in owner.policy.groups:
         raise CommandError(f"unknown contact {words[0]!r}")
     try:
         Contact(name="check", level=4, identities=[words[1]])
     except ValidationError:
-        raise CommandError(
-            f"{words[1]!r} is not an identity: use telegram:123456789, slack:T0123/U0456 or console:name"
-        ) from None
+        raise CommandError(f"{words[1]!r} is not an identity: use {SCHEMES.examples()}") from None
     return cid, words[1]
 
 
-@commands.command("link", "WHO IDENTITY", summary="answer this identity as that contact",
-                  details="e.g. `/link ana telegram:123456789`, `slack:T0123/U0456`")
+@commands.command("link", "WHO IDENTITY", summary="answer this identity as that contact", details=_LINK_EXAMPLES)
 async def link(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     cid, identity = _identity_args(owner, rest, "link")
     holder = owner.directory.resolve(identity).contact_id

@@ -6,53 +6,19 @@ while or for good. It is stored beside the policy file, never in it, and audited
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta, timezone
-
 from epmem.policy import PolicyException
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.clock import aware
+from bot.commands.parsing import parse_expiry, split_target
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
 
-_DURATION = re.compile(r"^(\d+)\s*([mhdw])$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_expiry(words: list[str], now: datetime) -> datetime | None:
-    """``for 7d`` / ``for 12h`` / ``until 2026-12-31`` (end of that day, UTC)."""
-    if not words:
-        return None
-    if len(words) == 2 and words[0] == "for":
-        m = _DURATION.match(words[1])
-        if not m:
-            raise CommandError(f"cannot read duration {words[1]!r}: use e.g. 30m, 12h, 7d, 2w")
-        return now + timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-    if len(words) == 2 and words[0] == "until":
-        try:
-            day = datetime.fromisoformat(words[1])
-        except ValueError:
-            raise CommandError(f"cannot read date {words[1]!r}: use YYYY-MM-DD") from None
-        if day.tzinfo is None:
-            day = day.replace(tzinfo=timezone.utc)
-        if len(words[1]) == 10:
-            day += timedelta(days=1)
-        return day
-    raise CommandError(f"unexpected {' '.join(words)!r}: end with 'for 7d' or 'until 2026-12-31'")
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
-
 
 async def _target(owner: OwnerServices, token: str, effect: str) -> tuple[str, str]:
     policy = owner.policy
-    kind, _, value = token.partition(":")
-    if value and kind in ("fact", "event", "category"):
-        token = value
-    else:
-        kind = ""
+    kind, token = split_target(token)
     if kind in ("", "category") and token in policy.categories:
         if effect == "allow" and policy.categories[token].never_share:
             raise CommandError(f"category {token!r} is never-share: it cannot be opened to anyone")
@@ -72,7 +38,7 @@ async def _target(owner: OwnerServices, token: str, effect: str) -> tuple[str, s
 async def _exception(owner: OwnerServices, effect: str, rest: str, ctx: CommandContext) -> str:
     words = rest.split()
     if len(words) < 2:
-        raise CommandError(f"usage: /{effect} TARGET to WHO[,WHO] [for 7d | until DATE]")
+        raise UsageError()
     target_word, words = words[0], words[1:]
     if words and words[0] == "to":
         words = words[1:]
@@ -89,28 +55,40 @@ async def _exception(owner: OwnerServices, effect: str, rest: str, ctx: CommandC
     until = parse_expiry(tail, now)
     if until is not None and until <= now:
         # accepted, it would be listed as if it meant something and never apply once
-        raise CommandError(f"{' '.join(tail[1:])} is already past ({until:%Y-%m-%d %H:%M} UTC): an exception "
-                           f"until then would never apply; give a later date or 'for 7d'")
+        raise CommandError(
+            f"{' '.join(tail[1:])} is already past ({until:%Y-%m-%d %H:%M} UTC): an exception "
+            f"until then would never apply; give a later date or 'for 7d'"
+        )
     kind, target = await _target(owner, target_word, effect)
     exc = PolicyException(effect=effect, who=who, until=until, **{kind: target})  # type: ignore[arg-type]
     number = await owner.overlay.add_exception(exc)
     await owner.record_change(
-        {"action": effect, "exception": number, "target": f"{kind}:{target}", "who": who,
-         "until": until.isoformat() if until else None, "by": ctx.sender.identity},
+        {
+            "action": effect,
+            "exception": number,
+            "target": f"{kind}:{target}",
+            "who": who,
+            "until": until.isoformat() if until else None,
+            "by": ctx.sender.identity,
+        },
     )
     expiry = f" until {until:%Y-%m-%d %H:%M} UTC" if until else ""
     return f"Exception {number}: {effect} {', '.join(who)} on {kind} {target}{expiry}."
 
 
-@commands.command("allow", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
-                  summary="open a fact, event:ID or category:NAME to contacts or groups",
-                  example="allow f3 to ana for 7d")
+@commands.command(
+    "allow",
+    "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
+    summary="open a fact, event:ID or category:NAME to contacts or groups",
+    example="allow f3 to ana for 7d",
+)
 async def allow(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return await _exception(owner, "allow", rest, ctx)
 
 
-@commands.command("deny", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]",
-                  summary="close it (a deny beats every whitelist)")
+@commands.command(
+    "deny", "TARGET to WHO[,WHO] [for 7d | until 2026-12-31]", summary="close it (a deny beats every whitelist)"
+)
 async def deny(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return await _exception(owner, "deny", rest, ctx)
 
@@ -118,12 +96,18 @@ async def deny(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 @commands.command("revoke", "N", summary="remove exception N (see /exceptions)")
 async def revoke(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.isdigit():
-        raise CommandError("usage: /revoke N (the number shown by /exceptions)")
+        raise UsageError("N is the number /exceptions shows")
     removed = await owner.overlay.revoke(int(rest))
     if removed is None:
         raise CommandError(f"no exception {rest}")
-    await owner.record_change({"action": "revoke", "exception": int(rest), "removed": removed.model_dump(mode="json"),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {
+            "action": "revoke",
+            "exception": int(rest),
+            "removed": removed.model_dump(mode="json"),
+            "by": ctx.sender.identity,
+        }
+    )
     return f"Revoked exception {rest}."
 
 
@@ -137,7 +121,7 @@ async def exceptions(owner: OwnerServices, rest: str, ctx: CommandContext) -> st
     for number, e in rows:
         kind, target = e.target()
         until = f" until {e.until:%Y-%m-%d %H:%M}" if e.until else ""
-        if e.until is not None and _aware(e.until) <= now:
+        if e.until is not None and aware(e.until) <= now:
             until += " (expired: applies no more; /revoke " + str(number) + " to remove it)"
         lines.append(f"{number}: {e.effect} {', '.join(e.who)} on {kind} {target}{until}")
     return "\n".join(lines)

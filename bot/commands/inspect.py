@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -17,7 +17,7 @@ commands = CommandSet()
 async def preview(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     who_raw, _, question = rest.partition(" ")
     if not who_raw or not question.strip():
-        raise CommandError("usage: /preview WHO[+WHO] QUESTION")
+        raise UsageError()
     ids: list[str] = []
     for token in who_raw.split("+"):
         cid = "stranger" if token == "stranger" else owner.directory.find_contact(token)
@@ -36,12 +36,15 @@ async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     records = await owner.audit.records(contact=contact, limit=10)
     if not records:
         return "No decisions recorded yet."
-    return "\n".join(
-        f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
-        f"{'(erased)' if r.erased and r.body.get('question') is None else str(r.body.get('question', r.body.get('action', '')))[:60]}"
-        f" -> disclosed {r.body.get('disclosed', [])}"
-        for r in records
-    )
+    lines = []
+    for r in records:
+        entry = r.entry
+        erased = r.erased and entry.asked() and entry.get("question") is None
+        lines.append(
+            f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
+            f"{'(erased)' if erased else entry.headline()[:60]} -> disclosed {entry.disclosed_facts()}"
+        )
+    return "\n".join(lines)
 
 
 @commands.command("why", "AUDIT_ID", summary="the per-fact verdicts and reasons of one decision")
@@ -53,17 +56,17 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 
     def said(field: str) -> str:
         e = erased.get(field)
-        return f"(erased {e.at[:19]} by {e.by})" if e else str(record.body.get(field, ""))
+        return f"(erased {e.at[:19]} by {e.by})" if e else str(entry.get(field, ""))
 
-    lines = [f"{record.id} {record.kind} for {record.body.get('audience', record.contact)}: {said('question')}"]
+    entry = record.entry
+    lines = [f"{record.id} {record.kind} for {entry.get('audience', record.contact)}: {said('question')}"]
     # allowed one by one, but not together with what was told (the composite rule): the owner
     # must see these here, not only in `epmem audit show`
     held: dict[str, list[dict[str, Any]]] = {}
-    for h in record.body.get("held_back") or []:
+    for h in entry.get("held_back", []):
         held.setdefault(str(h.get("fact")), []).append(h)
-    for c in record.body.get("candidates", []):
-        mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else
-                                         "allowed" if c["allowed"] else "denied")
+    for c in entry.get("candidates", []):
+        mark = "USED" if c["used"] else ("HELD BACK" if c["fact"] in held else "allowed" if c["allowed"] else "denied")
         lines.append(f"  {c['fact']} ({c['version']}, event {c['event']}) {mark}")
         for rid, text in c["verdicts"].items():
             lines.append(f"      {rid}: {text}")
@@ -82,24 +85,31 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
         if earlier:  # the composite rule across replies: name the earlier reply (see /why of it)
             replies = ", ".join(f"{e.get('fact')} in reply {e.get('record')} (/why {e.get('record')})" for e in earlier)
             who = h.get("recipient")
-            facts = dict.fromkeys([*(str(e.get("fact")) for e in earlier), *(str(x) for x in h.get("with") or []),
-                                   str(h.get("fact"))])
-            out.append(f"      held back (composite rule across replies): {who} was already told "
-                       f"{replies}: {h.get('reason')}")
-            out.append(f"      to tell {who} anyway (they know the rest already), whitelist them on each: "
-                       + ", ".join(f"/allow {f} to {who}" for f in facts))
+            facts = dict.fromkeys(
+                [*(str(e.get("fact")) for e in earlier), *(str(x) for x in h.get("with") or []), str(h.get("fact"))]
+            )
+            out.append(
+                f"      held back (composite rule across replies): {who} was already told {replies}: {h.get('reason')}"
+            )
+            out.append(
+                f"      to tell {who} anyway (they know the rest already), whitelist them on each: "
+                + ", ".join(f"/allow {f} to {who}" for f in facts)
+            )
             continue
         together = ", ".join(str(x) for x in h.get("with") or []) or "the facts told"
-        out.append(f"      held back (composite rule): not told to {h.get('recipient')} together with "
-                   f"{together}: {h.get('reason')}")
+        out.append(
+            f"      held back (composite rule): not told to {h.get('recipient')} together with "
+            f"{together}: {h.get('reason')}"
+        )
     return out
 
 
-@commands.command("who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when",
-                  aliases=("whoknows", "who_knows"))
+@commands.command(
+    "who-knows", "FACT|EVENT", summary="the disclosure ledger: who was told it, when", aliases=("whoknows", "who_knows")
+)
 async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest:
-        raise CommandError("usage: /who-knows FACT_OR_EVENT")
+        raise UsageError()
     ledger = await owner.audit.who_knows(rest.strip())
     if not ledger:
         return f"Nobody has been told {rest.strip()} by me."
@@ -115,15 +125,18 @@ async def facts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return "No facts."
     return "\n".join(
         f"{f.id} [{f.event_id}] {f.version} {f.category} L{f.effective_level()}"
-        f"{' ' + f.domain if f.domain else ''} {f.state}: {f.text}" for f in shown[:50]
+        f"{' ' + f.domain if f.domain else ''} {f.state}: {f.text}"
+        for f in shown[:50]
     )
 
 
 @commands.command("contacts", summary="list contacts and groups, with levels and identities")
 async def contacts(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     policy = owner.policy
-    lines = [f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
-             f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
-             for cid, c in policy.contacts.items()]
+    lines = [
+        f"{cid}: {c.name} ({c.relationship}) level {c.level}{' ' + c.domain if c.domain else ''}"
+        f"{' [' + ', '.join(c.identities) + ']' if c.identities else ''}"
+        for cid, c in policy.contacts.items()
+    ]
     lines += [f"group {gid}: {', '.join(members)}" for gid, members in policy.groups.items()]
     return "\n".join(lines) or "No contacts."

@@ -38,10 +38,13 @@ async def matter_lines(owner: OwnerServices) -> list[str]:
     return [f"Matter (told together counts across replies): {' + '.join(g)}" for g in groups]
 
 
-@commands.command("matter", "EVENT EVENT [EVENT...]",
-                  summary="link events into one matter: what someone was told of one counts for the others",
-                  details="the composite rule then judges what a person already knows of the matter together "
-                          "with what a reply would add")
+@commands.command(
+    "matter",
+    "EVENT EVENT [EVENT...]",
+    summary="link events into one matter: what someone was told of one counts for the others",
+    details="the composite rule then judges what a person already knows of the matter together "
+    "with what a reply would add",
+)
 async def matter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     events = list(dict.fromkeys(rest.split()))
     if len(events) < 2:
@@ -52,8 +55,7 @@ async def matter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     return f"One matter now: {' + '.join(events)} ({added} new link{'s' * (added != 1)})."
 
 
-@commands.command("unmatter", "EVENT [EVENT]",
-                  summary="remove the link between two events, or every link of one event")
+@commands.command("unmatter", "EVENT [EVENT]", summary="remove the link between two events, or every link of one event")
 async def unmatter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     events = rest.split()
     if len(events) not in (1, 2):
@@ -63,6 +65,7 @@ async def unmatter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not removed:
         still = (await _links(owner).matters()).matter
         joined = len(events) == 2 and still(events[0]) == still(events[1])
-        return (f"No direct link between {' and '.join(events)}" + ("; they are one matter through another "
-                "event (see /annotations)." if joined else "."))
+        return f"No direct link between {' and '.join(events)}" + (
+            "; they are one matter through another event (see /annotations)." if joined else "."
+        )
     return f"Removed {removed} link{'s' * (removed != 1)}: {' and '.join(events)}."

@@ -13,45 +13,68 @@ import uuid
 from epmem.audit import erase_facts
 from epmem.sqlite import scrub
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.parsing import split_target
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
 
 
-@commands.command("remember", "TEXT", summary="add a note to memory (through the same rules as any chat)",
-                  details="cues are read, not stored: 'Do not tell anyone: ...' keeps the note private, "
-                          "'..., do not tell Tom' shuts Tom out, 'if anyone asks, say ...' is a cover story")
+@commands.command(
+    "remember",
+    "TEXT",
+    summary="add a note to memory (through the same rules as any chat)",
+    details="cues are read, not stored: 'Do not tell anyone: ...' keeps the note private, "
+    "'..., do not tell Tom' shuts Tom out, 'if anyone asks, say ...' is a cover story",
+)
 async def remember(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.strip():
-        raise CommandError("usage: /remember TEXT")
+        raise UsageError()
     facts = await owner.distiller.remember(rest.strip(), uuid.uuid4().hex[:8])
     if not facts:
         return "Nothing to remember in that: no statement I could keep as a fact."
-    await owner.record_change({
-        "action": "remember", "facts": [f.id for f in facts],
-        "annotations": {f.id: {"category": f.category, "level": f.effective_level(), "state": f.state,
-                               "whitelist": f.whitelist, "blacklist": f.blacklist} for f in facts},
-    })
-    lines = [f"Remembered as {f.id}: {f.text} ({f.category}, L{f.effective_level()}"
-             f"{', not ' + ', '.join(f.blacklist) if f.blacklist else ''}"
-             f"{', waiting for your review' if f.state == 'pending' else ''})." for f in facts]
+    await owner.record_change(
+        {
+            "action": "remember",
+            "facts": [f.id for f in facts],
+            "annotations": {
+                f.id: {
+                    "category": f.category,
+                    "level": f.effective_level(),
+                    "state": f.state,
+                    "whitelist": f.whitelist,
+                    "blacklist": f.blacklist,
+                }
+                for f in facts
+            },
+        }
+    )
+    lines = [
+        f"Remembered as {f.id}: {f.text} ({f.category}, L{f.effective_level()}"
+        f"{', not ' + ', '.join(f.blacklist) if f.blacklist else ''}"
+        f"{', waiting for your review' if f.state == 'pending' else ''})."
+        for f in facts
+    ]
     return "\n".join(lines) + "\nChange with /allow or /deny."
 
 
-@commands.command("forget", "FACT|event:ID", summary="erase facts, their vectors and source messages",
-                  details="every copy of the chat messages they were distilled from goes too (the rest of "
-                          "the conversation is re-indexed without them), and held drafts and exceptions "
-                          "that name them; audit records that could carry their words lose their texts "
-                          "(the audit keeps the ids and still verifies)")
+@commands.command(
+    "forget",
+    "FACT|event:ID",
+    summary="erase facts, their vectors and source messages",
+    details="every copy of the chat messages they were distilled from goes too (the rest of "
+    "the conversation is re-indexed without them), and held drafts and exceptions "
+    "that name them; audit records that could carry their words lose their texts "
+    "(the audit keeps the ids and still verifies)",
+)
 async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     token = rest.strip()
     if not token:
-        raise CommandError("usage: /forget FACT | /forget event:EVENT_ID")
+        raise UsageError()
     memory = owner.memory
-    kind, _, value = token.partition(":")
+    kind, value = split_target(token)
     event: str | None = None
-    if kind == "event" and value:
+    if kind == "event":
         event = value
         facts = await memory.by_event([value])
     else:
@@ -79,9 +102,18 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     sentences = [f.text for f in facts]
     await owner.approvals.erase_texts(ids, sentences)
     await scrub(owner.overlay.db)  # held drafts, queued replies and the fact register share state.sqlite
-    await owner.record_change({"action": "forget", "facts": ids, "event": event, "source_turns_erased": turns,
-                               "exceptions_revoked": revoked, "approvals_withdrawn": withdrawn,
-                               "undelivered_erased": undelivered, "by": ctx.sender.identity})
+    await owner.record_change(
+        {
+            "action": "forget",
+            "facts": ids,
+            "event": event,
+            "source_turns_erased": turns,
+            "exceptions_revoked": revoked,
+            "approvals_withdrawn": withdrawn,
+            "undelivered_erased": undelivered,
+            "by": ctx.sender.identity,
+        }
+    )
     erased = await erase_facts(owner.audit, ids, sentences, by=ctx.sender.identity, details={"event": event})
     extra = f"; erased {turns} source turn{'s' * (turns != 1)}" if turns else ""
     extra += f"; revoked exceptions {revoked}" if revoked else ""

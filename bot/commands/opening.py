@@ -36,15 +36,24 @@ def opens(owner: OwnerServices, category: str, whitelist: Sequence[str] = ()) ->
         return "nobody but you"
     if cat.level >= 4 and cat.domain is None:
         return "anyone who asks, strangers included"
-    names = sorted(c.name for c in policy.contacts.values()
-                   if c.level <= cat.level and (cat.domain is None or c.domain == cat.domain))
+    names = sorted(
+        c.name
+        for c in policy.contacts.values()
+        if c.level <= cat.level and (cat.domain is None or c.domain == cat.domain)
+    )
     if cat.level >= 4:
         names.append(f"strangers asking about {cat.domain} matters")
     return f"{len(names)} of your contacts ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
 
 
-def needs_confirmation(owner: OwnerServices, facts: Sequence[Fact], to_category: str, command: str,
-                       whitelist: Sequence[str] = (), tag: str = "") -> Reply | None:
+def needs_confirmation(
+    owner: OwnerServices,
+    facts: Sequence[Fact],
+    to_category: str,
+    command: str,
+    whitelist: Sequence[str] = (),
+    tag: str = "",
+) -> Reply | None:
     """A question for the owner when any of ``facts`` would leave a never-share category for
     ``to_category``; None when nothing leaves one (or ``to_category`` is never-share too)."""
     leaving = [f for f in facts if never_shared(owner, f.category)]
@@ -54,8 +63,10 @@ def needs_confirmation(owner: OwnerServices, facts: Sequence[Fact], to_category:
     level = 0 if whitelist else cat.level
     ids = ", ".join(f.id for f in leaving)
     frm = ", ".join(sorted({str(f.category) for f in leaving}))
-    text = (f"{ids} is filed under {frm}, which is never shared with anyone. Moving it to {to_category} "
-            f"(L{level}{' ' + cat.domain if cat.domain else ''}) would open it to "
-            f"{opens(owner, to_category, whitelist)}. Nothing changed. If that is what you mean, send: "
-            f"{command} {CONFIRM}")
+    text = (
+        f"{ids} is filed under {frm}, which is never shared with anyone. Moving it to {to_category} "
+        f"(L{level}{' ' + cat.domain if cat.domain else ''}) would open it to "
+        f"{opens(owner, to_category, whitelist)}. Nothing changed. If that is what you mean, send: "
+        f"{command} {CONFIRM}"
+    )
     return Reply(text, (Action(f"Yes, open it to {to_category}", f"{command} {CONFIRM}{tag}"),))

@@ -12,21 +12,24 @@ from __future__ import annotations
 from typing import cast
 
 from connectors.courier import DeliveryFailed, maybe_delivered
-from epmem.audit import DISCARD_ACTION, UNKNOWN
+from epmem.audit import DISCARD_ACTION, DeliveryRecord, UNKNOWN
 
 from bot import delegation
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.delegation import MODES, Mode
 from bot.services import OwnerServices
 
 commands = CommandSet()
 
 
-@commands.command("delegate", "[WHO] answer|hold|silent|default | mentions on|off",
-                  summary="how replies sent as you behave: at once, held for you, or not sent",
-                  details="applies where the delegate writes from your own account (Telegram Business, "
-                          "Slack with `SLACK_USER_TOKEN`); with WHO, for that contact only",
-                  example="delegate hold")
+@commands.command(
+    "delegate",
+    "[WHO] answer|hold|silent|default | mentions on|off",
+    summary="how replies sent as you behave: at once, held for you, or not sent",
+    details="applies where the delegate writes from your own account (Telegram Business, "
+    "Slack with `SLACK_USER_TOKEN`); with WHO, for that contact only",
+    example="delegate hold",
+)
 async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     settings = await delegation.load(owner.overlay)
     words = rest.split()
@@ -34,7 +37,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return settings.describe()
     if words[0].lower() == "mentions":
         if len(words) != 2 or words[1].lower() not in ("on", "off"):
-            raise CommandError("usage: /delegate mentions on|off")
+            raise UsageError()
         settings = delegation.DelegateSettings(settings.mode, words[1].lower() == "on", settings.contacts)
         change: dict[str, object] = {"mentions": settings.mentions}
     elif len(words) == 1:
@@ -48,7 +51,7 @@ async def delegate(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         settings = settings.with_contact(cid, None if word == "default" else _mode(word))
         change = {"contact": cid, "mode": None if word == "default" else word}
     else:
-        raise CommandError("usage: /delegate [WHO] answer|hold|silent|default | /delegate mentions on|off")
+        raise UsageError()
     await delegation.save(owner.overlay, settings)
     await owner.record_change({"action": "delegate", **change, "by": ctx.sender.identity})
     return settings.describe()
@@ -78,20 +81,22 @@ async def resend(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         return f"The note that did not reach you:\n{kept.text}"
     if not owner.outbox.reaches(kept.platform):
         raise CommandError(f"cannot reach {kept.platform} from here")
-    audited = {"of": kept.audit_id, "platform": kept.platform, "chat": kept.chat_id, "resent": kept.id,
-               "by": ctx.sender.identity}
+    audited = DeliveryRecord(
+        of=kept.audit_id, platform=kept.platform, chat=kept.chat_id, resent=kept.id, by=ctx.sender.identity
+    )
     try:
         await owner.outbox.send(kept.platform, kept.chat_id, kept.text)
     except Exception as exc:
         error = exc.error if isinstance(exc, DeliveryFailed) else type(exc).__name__
         if maybe_delivered(exc):  # it may be there now: the ledger must say so
-            await owner.audit.append("delivery", {**audited, "delivered": False, "outcome": UNKNOWN})
-            raise CommandError(f"no answer from {kept.platform} ({error}): it may have been delivered; "
-                               f"kept as {kept.id}") from None
+            await owner.audit.write(audited.model_copy(update={"delivered": False, "outcome": UNKNOWN}))
+            raise CommandError(
+                f"no answer from {kept.platform} ({error}): it may have been delivered; kept as {kept.id}"
+            ) from None
         raise CommandError(f"still not delivered ({error}); kept as {kept.id}") from None
     await owner.deliveries.resolve(kept.id, "resent")
     # counts from now: the ledger has its facts told to the reader from this record on
-    await owner.audit.append("delivery", {**audited, "delivered": True})
+    await owner.audit.write(audited.model_copy(update={"delivered": True}))
     return f"Sent {kept.id} to {kept.contact or kept.chat_id}."
 
 
@@ -103,8 +108,9 @@ async def discard(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         raise CommandError(f"no undelivered message {undelivered_id!r} waiting (see /undelivered)")
     # names the reply decision: its facts never reached the reader (unless its delivery was
     # unknown: then they stay possibly known, whatever the owner drops now)
-    await owner.record_change({"action": DISCARD_ACTION, "undelivered": undelivered_id, "of": kept.audit_id,
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": DISCARD_ACTION, "undelivered": undelivered_id, "of": kept.audit_id, "by": ctx.sender.identity}
+    )
     if kept.unknown:
         return f"Discarded {undelivered_id}; it may have been delivered, so the audit still counts it as possibly read."
     return f"Discarded {undelivered_id}."

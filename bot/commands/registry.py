@@ -41,6 +41,15 @@ class CommandError(ValueError):
     """A command the owner mistyped; the message says how to fix it."""
 
 
+class UsageError(CommandError):
+    """The arguments do not fit the command: the registry answers with the command's declared
+    usage (the one /help and the README show, so the three cannot drift), plus ``hint`` if given."""
+
+    def __init__(self, hint: str = "") -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
 @dataclass(frozen=True, slots=True)
 class CommandContext:
     inbound: Inbound
@@ -86,9 +95,17 @@ class CommandSet:
     def __init__(self) -> None:
         self.commands: list[Command] = []
 
-    def command(self, name: str, usage: str = "", *, summary: str, aliases: tuple[str, ...] = (),
-                who: frozenset[Caller] = OWNER_ONLY, details: str = "",
-                example: str | None = None) -> Callable[[Handler], Handler]:
+    def command(
+        self,
+        name: str,
+        usage: str = "",
+        *,
+        summary: str,
+        aliases: tuple[str, ...] = (),
+        who: frozenset[Caller] = OWNER_ONLY,
+        details: str = "",
+        example: str | None = None,
+    ) -> Callable[[Handler], Handler]:
         def declare(handler: Handler) -> Handler:
             self.commands.append(Command(name, usage, summary, handler, aliases, who, details, example))
             return handler
@@ -142,6 +159,8 @@ class CommandRegistry:
             return Reply(f"/{verb}: cannot be run by the {ctx.caller}")
         try:
             result = await command.handler(owner, args, ctx)
+        except UsageError as exc:
+            return Reply(self.usage(command, verb, exc.hint))
         except CommandError as exc:
             return Reply(f"/{verb}: {exc}")
         return result if isinstance(result, Reply) else Reply(result)
@@ -157,6 +176,12 @@ class CommandRegistry:
             also = f" (also {', '.join('/' + a for a in c.aliases)})" if c.aliases else ""
             lines.append(f"{c.synopsis + also:<36}  {c.summary}")
         return "\n".join(lines)
+
+    @staticmethod
+    def usage(command: Command, verb: str = "", hint: str = "") -> str:
+        """How to type ``command`` (as ``verb``, the name or alias typed): its declared usage."""
+        line = f"usage: /{verb or command.name} {command.usage}".rstrip()
+        return f"{line} ({hint})" if hint else line
 
     def markdown(self) -> str:
         """The README's owner-command table (tests/bot/test_command_registry.py checks it)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from connectors.base import Action
-from epmem.ingest import ReviewAnswer as Answer
+from epmem.ingest import ReviewAnswer
 from epmem.ingest import ReviewError, ReviewQueue
 from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
@@ -80,19 +80,25 @@ def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int,
     """One question and its buttons."""
     batch = queue.config.batch
     total = min(batch, answered + max(waiting, 1))
-    lines = [f"Review {answered + 1}/{total} ({waiting} waiting; the ones where a wrong guess costs most "
-             f"come first)" if q.state != "owner-set" else f"Review of {q.fact_id} ({q.state})",
-             f"{q.fact_id}: \u201c{_clip(q.text)}\u201d"]
+    lines = [
+        f"Review {answered + 1}/{total} ({waiting} waiting; the ones where a wrong guess costs most come first)"
+        if q.state != "owner-set"
+        else f"Review of {q.fact_id} ({q.state})",
+        f"{q.fact_id}: \u201c{_clip(q.text)}\u201d",
+    ]
     if q.covers_text:
         lines.append(f"(what is said instead of: \u201c{_clip(q.covers_text)}\u201d)")
     lines.append(f"Suggested: {q.suggested.describe()}: {_audience(q, queue.config.stranger_weight)}.")
     if q.reasons:
         lines.append("Why: " + ", ".join(q.reasons[:6]))
     if q.also:
-        lines.append(f"Your answer applies to these {q.applies_to} facts (the same message, or the same news "
-                     f"in other chats):")
-        lines += [f"  {fid}: \u201c{_clip(text, _CLIP_ALSO)}\u201d"
-                  for fid, text in zip(q.also[:SHOWN_ALSO], q.also_text[:SHOWN_ALSO])]
+        lines.append(
+            f"Your answer applies to these {q.applies_to} facts (the same message, or the same news in other chats):"
+        )
+        lines += [
+            f"  {fid}: \u201c{_clip(text, _CLIP_ALSO)}\u201d"
+            for fid, text in zip(q.also[:SHOWN_ALSO], q.also_text[:SHOWN_ALSO])
+        ]
         if len(q.also) > SHOWN_ALSO:
             lines.append(f"  \u2026 and {len(q.also) - SHOWN_ALSO} more")
     lines.append(f"Type /review {q.fact_id} ok | c:CATEGORY | private | who | skip, or tap:")
@@ -119,12 +125,15 @@ def _only(fact: Fact) -> list[str]:
 def picker(owner: OwnerServices, q: Question, fact: Fact, answered: int) -> Reply:
     chosen = _only(fact)
     now = ", ".join(_name(owner, w) for w in chosen) if chosen else "nobody but you"
-    text = (f"Who may know {q.fact_id}: \u201c{_clip(q.text)}\u201d?\nTap people to add or remove them; only "
-            f"they will know. Now: {now}.")
+    text = (
+        f"Who may know {q.fact_id}: \u201c{_clip(q.text)}\u201d?\nTap people to add or remove them; only "
+        f"they will know. Now: {now}."
+    )
     tag = f" #{answered}"
     people = [p for p in dict.fromkeys([*chosen, *q.people])][:PICKER_PEOPLE]
-    actions = [Action(("\u2713 " if p in chosen else "") + _name(owner, p), f"/review {q.fact_id} +{p}{tag}")
-               for p in people]
+    actions = [
+        Action(("\u2713 " if p in chosen else "") + _name(owner, p), f"/review {q.fact_id} +{p}{tag}") for p in people
+    ]
     actions.append(Action("Done", f"/review {q.fact_id} done{tag}"))
     return Reply(text, tuple(actions))
 
@@ -137,11 +146,16 @@ async def next_question(owner: OwnerServices, answered: int, done: list[str]) ->
         settled = await queue.relearn()
         if settled:
             await owner.record_change({"action": "review_relearn", "facts": [f.id for f in settled]})
-            done.append(f"What you told me settled {len(settled)} more: {', '.join(f.id for f in settled[:10])}"
-                        f"{' ...' if len(settled) > 10 else ''}.")
+            done.append(
+                f"What you told me settled {len(settled)} more: {', '.join(f.id for f in settled[:10])}"
+                f"{' ...' if len(settled) > 10 else ''}."
+            )
             waiting = await queue.waiting()
-        done.append(f"That was the batch. {waiting} more wait: /review for the next."
-                    if waiting else "Nothing else waits for review.")
+        done.append(
+            f"That was the batch. {waiting} more wait: /review for the next."
+            if waiting
+            else "Nothing else waits for review."
+        )
         return Reply("\n".join(done))
     batch = await queue.next_batch(1)
     if not batch:
@@ -151,7 +165,7 @@ async def next_question(owner: OwnerServices, answered: int, done: list[str]) ->
     return Reply("\n".join([*done, "", nxt.text]) if done else nxt.text, nxt.actions)
 
 
-async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> str:
+async def _apply(owner: OwnerServices, answer: ReviewAnswer, ctx: CommandContext) -> str:
     try:
         applied = await _queue(owner).apply(answer)
     except ReviewError as exc:
@@ -162,8 +176,9 @@ async def _apply(owner: OwnerServices, answer: Answer, ctx: CommandContext) -> s
     return applied.message
 
 
-async def _leaving_never_share(owner: OwnerServices, q: Question, fact: Fact, key: str, more: list[str],
-                               answered: int) -> Reply | None:
+async def _leaving_never_share(
+    owner: OwnerServices, q: Question, fact: Fact, key: str, more: list[str], answered: int
+) -> Reply | None:
     """The confirmation an answer needs when it would move the fact, or a fact it also settles,
     out of a never-share category (bot/commands/opening.py); None when it needs none."""
     whitelist: list[str] = []
@@ -191,13 +206,16 @@ def _parse(rest: str) -> tuple[list[str], int]:
     return words, answered
 
 
-@commands.command("review", "[FACT [ok | c:CATEGORY | private | who | skip]]",
-                  summary="settle the facts I was unsure of, most consequential first, one tap each",
-                  details="one question at a time in small batches, with buttons on Telegram and Slack; each "
-                          "answer applies at once, is audited, and teaches the classifier; `who` picks the only "
-                          "people who may know; moving a fact out of a never-share category asks you to confirm, naming "
-                          "who it opens to",
-                  example="review")
+@commands.command(
+    "review",
+    "[FACT [ok | c:CATEGORY | private | who | skip]]",
+    summary="settle the facts I was unsure of, most consequential first, one tap each",
+    details="one question at a time in small batches, with buttons on Telegram and Slack; each "
+    "answer applies at once, is audited, and teaches the classifier; `who` picks the only "
+    "people who may know; moving a fact out of a never-share category asks you to confirm, naming "
+    "who it opens to",
+    example="review",
+)
 async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     queue = _queue(owner)
     words, answered = _parse(rest)
@@ -221,8 +239,10 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         if held is not None:
             return held
     if (key == "who" or key.startswith("+")) and _never_shared(owner, q):
-        raise CommandError(f"{q.suggested.category} is never shared, so nobody can be let in on {fact_id}; "
-                           f"if it is something else, choose its category first (/review {fact_id} c:NAME)")
+        raise CommandError(
+            f"{q.suggested.category} is never shared, so nobody can be let in on {fact_id}; "
+            f"if it is something else, choose its category first (/review {fact_id} c:NAME)"
+        )
     if key == "who" and not more:
         return picker(owner, q, fact, answered)
     if key == "who" or key.startswith("+"):
@@ -233,8 +253,13 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
             who = key[1:]
             chosen = [w for w in chosen if w != who] if who in chosen else [*chosen, who]
         blacklist = [b for b in q.suggested.blacklist if b not in chosen]
-        await _apply(owner, Answer.set(fact_id, q.suggested.category, level=0, domain=q.suggested.domain,
-                                       whitelist=chosen, blacklist=blacklist), ctx)
+        await _apply(
+            owner,
+            ReviewAnswer.set(
+                fact_id, q.suggested.category, level=0, domain=q.suggested.domain, whitelist=chosen, blacklist=blacklist
+            ),
+            ctx,
+        )
         updated = await owner.memory.get(fact_id)
         assert updated is not None
         if key == "who":
@@ -242,13 +267,13 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         return picker(owner, await queue.question(fact_id), updated, answered)
     if key == "done":
         if not _only(fact) and fact.state == "pending":
-            message = await _apply(owner, Answer.private(fact_id), ctx)
+            message = await _apply(owner, ReviewAnswer.private(fact_id), ctx)
         else:
             who = ", ".join(_name(owner, w) for w in _only(fact)) or "you"
             message = f"{fact_id}: only {who} may know."
         return await next_question(owner, answered + 1, [message])
     try:
-        answer = Answer.from_key(fact_id, key)
+        answer = ReviewAnswer.from_key(fact_id, key)
     except ReviewError as exc:
         raise CommandError(f"{exc}; use ok, c:CATEGORY, private, who or skip") from None
     message = await _apply(owner, answer, ctx)

@@ -7,45 +7,21 @@ may run them (``who=OWNER_OR_SCHEDULED``) can be put off this way.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from bot.clock import aware
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
-
-_IN = re.compile(r"^(\d+)([mhdw])$")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_when(words: list[str], now: datetime) -> datetime | None:
-    """``from 2026-06-19`` (start of that day, UTC), ``from 2026-06-19T09:00``, ``in 7d``."""
-    if not words:
-        return None
-    if len(words) == 2 and words[0] == "in":
-        m = _IN.match(words[1])
-        if not m:
-            raise CommandError(f"cannot read {words[1]!r}: use e.g. 30m, 12h, 7d, 2w")
-        return now + timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-    if len(words) == 2 and words[0] == "from":
-        try:
-            when = aware(datetime.fromisoformat(words[1]))
-        except ValueError:
-            raise CommandError(f"cannot read date {words[1]!r}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from None
-        if when <= now:
-            raise CommandError(f"{words[1]} has passed: leave out 'from' to change it now")
-        return when
-    raise CommandError(f"unexpected {' '.join(words)!r}: end with 'from 2026-06-19' or 'in 7d'")
 
 
 async def schedule_later(owner: OwnerServices, verb: str, args: str, when: datetime, ctx: CommandContext) -> str:
     """Keep ``/verb args`` to run at ``when``; durable at once, audited."""
     text = f"/{verb} {args}"
     number = await owner.tasks.add("command", when, {"text": text, "by": ctx.sender.identity})
-    await owner.record_change({"action": "schedule", "task": number, "command": text, "due": when.isoformat(),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": "schedule", "task": number, "command": text, "due": when.isoformat(), "by": ctx.sender.identity}
+    )
     return f"Scheduled {number}: {text} at {when:%Y-%m-%d %H:%M} UTC. Cancel with /unschedule {number}."
 
 
@@ -60,13 +36,14 @@ async def scheduled(owner: OwnerServices, rest: str, ctx: CommandContext) -> str
 @commands.command("unschedule", "N", summary="cancel scheduled change N (see /scheduled)")
 async def unschedule(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest.strip().isdigit():
-        raise CommandError("usage: /unschedule N (see /scheduled)")
+        raise UsageError("N as /scheduled shows it")
     number = int(rest.strip())
     task = await owner.tasks.get(number)
     if task is None or task.kind != "command":
         raise CommandError(f"no scheduled change {number}")
     if not await owner.tasks.finish(number, "cancelled", "cancelled by owner", owner.clock()):
         raise CommandError(f"scheduled change {number} is already {task.state}")
-    await owner.record_change({"action": "unschedule", "task": number, "command": task.payload.get("text"),
-                               "by": ctx.sender.identity})
+    await owner.record_change(
+        {"action": "unschedule", "task": number, "command": task.payload.get("text"), "by": ctx.sender.identity}
+    )
     return f"Cancelled scheduled change {number}."

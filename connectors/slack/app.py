@@ -39,7 +39,7 @@ from connectors.slack.audience import SlackAudience
 from connectors.slack.blocks import ACTION_ID_PATTERN
 from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
-from connectors.slack.delivery import SlackDelivery, Target, retry_handlers
+from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
 from connectors.slack.ids import PLATFORM, ChatRef, user_of_identity
 
@@ -68,11 +68,24 @@ class SlackConnector(Listeners):
         # every client logs through a logger that withholds request and response bodies
         # slack_sdk takes whole seconds; a timed-out post is not retried by anyone (it may be there)
         timeout = max(1, math.ceil(config.send_timeout_s))
-        self.client = AsyncWebClient(token=config.bot_token, base_url=config.api_url, logger=sdk_logger(),
-                                     timeout=timeout, retry_handlers=retry_handlers())
-        self.user_client = (AsyncWebClient(token=config.user_token, base_url=config.api_url, logger=sdk_logger(),
-                                           timeout=timeout, retry_handlers=retry_handlers())
-                            if config.user_token else None)
+        self.client = AsyncWebClient(
+            token=config.bot_token,
+            base_url=config.api_url,
+            logger=sdk_logger(),
+            timeout=timeout,
+            retry_handlers=retry_handlers(),
+        )
+        self.user_client = (
+            AsyncWebClient(
+                token=config.user_token,
+                base_url=config.api_url,
+                logger=sdk_logger(),
+                timeout=timeout,
+                retry_handlers=retry_handlers(),
+            )
+            if config.user_token
+            else None
+        )
         guard_loggers("slack_sdk", "slack_sdk.socket_mode", "aiohttp.access", "aiohttp.server", "aiohttp.web")
         socket_mode = config.app_token is not None
 
@@ -125,15 +138,21 @@ class SlackConnector(Listeners):
         auth = await self.client.auth_test()
         self.bot_user_id = auth.get("user_id")
         self.audience.bot_user_id = self.bot_user_id
-        self._auth = AuthorizeResult(enterprise_id=auth.get("enterprise_id"), team_id=auth.get("team_id"),
-                                     bot_user_id=self.bot_user_id, bot_id=auth.get("bot_id"),
-                                     bot_token=self.config.bot_token)
+        self._auth = AuthorizeResult(
+            enterprise_id=auth.get("enterprise_id"),
+            team_id=auth.get("team_id"),
+            bot_user_id=self.bot_user_id,
+            bot_id=auth.get("bot_id"),
+            bot_token=self.config.bot_token,
+        )
         if self.user_client is None:
             return
         user_auth = await self.user_client.auth_test()
         if self.watch.owner_user is None or user_auth.get("user_id") != self.watch.owner_user:
-            raise SlackStartError("SLACK_USER_TOKEN does not belong to the policy's Slack owner identity "
-                                  "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token")
+            raise SlackStartError(
+                "SLACK_USER_TOKEN does not belong to the policy's Slack owner identity "
+                "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token"
+            )
         log.info("slack.delegate_mode", delay_s=self.config.delegate_delay_s)
 
     async def start(self) -> None:
@@ -213,12 +232,17 @@ class SlackConnector(Listeners):
 
     # ------------------------------------------------------------------ agent + replies
 
-    async def _dispatch(self, inbound: Inbound, target: Target) -> None:
+    async def _dispatch(self, inbound: Inbound, target: SlackTarget) -> None:
         """Run the agent and deliver its answer; nothing here may take the connector down."""
         with request_context(PLATFORM, chat_id=inbound.chat_id, message_id=inbound.message_id):
-            log.info("slack.inbound", chat_kind=inbound.chat_kind, sender=inbound.sender,
-                     audience_size=len(inbound.readers()), non_text=inbound.non_text,
-                     delegation=inbound.delegation)
+            log.info(
+                "slack.inbound",
+                chat_kind=inbound.chat_kind,
+                sender=inbound.sender,
+                audience_size=len(inbound.readers()),
+                non_text=inbound.non_text,
+                delegation=inbound.delegation,
+            )
             try:
                 out = await self._handler(inbound)
             except Exception:
@@ -226,7 +250,7 @@ class SlackConnector(Listeners):
                 return
             await self.delivery.deliver(out, target)
 
-    async def _delivered(self, target: Target) -> None:
+    async def _delivered(self, target: SlackTarget) -> None:
         """A reply went out: a reply by the bot in a channel thread starts (or keeps) following
         that thread, so follow-ups there are answered without a new mention."""
         ref = target.ref
@@ -252,4 +276,4 @@ class SlackConnector(Listeners):
                 ref = ChatRef.parse(chat_id)
             except ValueError:
                 raise DeliveryFailed("bad_chat_id", 0, permanent=True) from None
-        await self.delivery.post(Target(ref), text, actions)
+        await self.delivery.post(SlackTarget(ref), text, actions)

@@ -41,8 +41,9 @@ MAX_MEMBER_PAGES = 50
 class MemberSource(Protocol):
     """The Web API calls an audience needs; slack-sdk's ``AsyncWebClient`` answers them."""
 
-    async def conversations_members(self, *, channel: str, cursor: str | None = None,
-                                    limit: int | None = None, **kwargs: Any) -> Any: ...
+    async def conversations_members(
+        self, *, channel: str, cursor: str | None = None, limit: int | None = None, **kwargs: Any
+    ) -> Any: ...
 
     async def users_info(self, *, user: str, **kwargs: Any) -> Any: ...
 
@@ -132,8 +133,9 @@ class SlackAudience:
 
     # ------------------------------------------------------------------ audience
 
-    async def audience(self, source: MemberSource, channel: str, team: str, sender: str,
-                       shared: bool) -> tuple[str, ...]:
+    async def audience(
+        self, source: MemberSource, channel: str, team: str, sender: str, shared: bool
+    ) -> tuple[str, ...]:
         """Everyone who will read a reply in ``channel``, the sender first; fails closed to the
         stranger placeholder (see the module doc). ``source`` is the client allowed to list
         the channel (the bot's, or the owner's when the delegate answers a mention)."""

@@ -43,12 +43,14 @@ def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]
         label = action.label or action.command
         if len(label) > _BUTTON_LABEL_MAX:
             label = label[: _BUTTON_LABEL_MAX - 1] + "\u2026"
-        buttons.append({
-            "type": "button",
-            "text": {"type": "plain_text", "text": label},
-            "action_id": f"{ACTION_ID_PREFIX}{i}",
-            "value": action.command,
-        })
+        buttons.append(
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": label},
+                "action_id": f"{ACTION_ID_PREFIX}{i}",
+                "value": action.command,
+            }
+        )
     for start in range(0, len(buttons), _ACTIONS_PER_BLOCK):
         blocks.append({"type": "actions", "elements": buttons[start : start + _ACTIONS_PER_BLOCK]})
     return blocks

@@ -72,18 +72,24 @@ class OwnerWatch:
         then the events seen decide (a lost answer would be worse than answering once more)."""
         try:
             if ref.thread_ts:
-                resp = await client.conversations_replies(channel=ref.channel, ts=ref.thread_ts, oldest=after,
-                                                          inclusive=False, limit=_HISTORY_LIMIT)
+                resp = await client.conversations_replies(
+                    channel=ref.channel, ts=ref.thread_ts, oldest=after, inclusive=False, limit=_HISTORY_LIMIT
+                )
             else:
-                resp = await client.conversations_history(channel=ref.channel, oldest=after, inclusive=False,
-                                                          limit=_HISTORY_LIMIT)
+                resp = await client.conversations_history(
+                    channel=ref.channel, oldest=after, inclusive=False, limit=_HISTORY_LIMIT
+                )
         except Exception as exc:
             log.warning("slack.delegate_history_failed", error=type(exc).__name__)
             return False
         for message in resp.get("messages") or []:
             ts = str(message.get("ts") or "")
-            if (self.is_owner(message.get("user")) and not message.get("bot_id") and ts_after(ts, after)
-                    and not self.is_own_post(ts)):
+            if (
+                self.is_owner(message.get("user"))
+                and not message.get("bot_id")
+                and ts_after(ts, after)
+                and not self.is_own_post(ts)
+            ):
                 return True
         return False
 

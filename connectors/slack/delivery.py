@@ -31,7 +31,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from connectors.base import Action, DeliveryKind, DeliveryReport, Outbound, PlatformState
-from connectors.courier import Courier, DeliveryFailed, Lane, Verdict
+from connectors.courier import Courier, DeliveryFailed, Lane, DeliveryVerdict
 from connectors.slack.blocks import build_blocks
 from connectors.slack.config import SlackConfig
 from connectors.slack.ids import PLATFORM, ChatRef, escape, user_of_identity
@@ -61,36 +61,39 @@ def retry_handlers() -> list[AsyncRetryHandler]:
     """slack_sdk's own retry on connection errors, less a read timeout: its default retries
     every ``ServerConnectionError``, and a read timeout is one, so a post that Slack took but
     answered late would be posted twice. A connect timeout (nothing was sent) is still retried."""
-    return [AsyncConnectionErrorRetryHandler(error_types=[
-        aiohttp.ConnectionTimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError])]
+    return [
+        AsyncConnectionErrorRetryHandler(
+            error_types=[aiohttp.ConnectionTimeoutError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError]
+        )
+    ]
 
 
-def classify(exc: BaseException) -> Verdict:
+def classify(exc: BaseException) -> DeliveryVerdict:
     """Slack's answer to a failed call: wait as told, try again, or stop."""
     if isinstance(exc, DeliveryFailed):
         if exc.unknown:
-            return Verdict("ambiguous", exc.error)
-        return Verdict("permanent" if exc.permanent else "transient", exc.error)
+            return DeliveryVerdict("ambiguous", exc.error)
+        return DeliveryVerdict("permanent" if exc.permanent else "transient", exc.error)
     if isinstance(exc, SlackApiError):
         response = exc.response
         status = int(getattr(response, "status_code", 0) or 0)
         data = getattr(response, "data", None)
         error = str(data.get("error") or "") if isinstance(data, dict) else ""
         if status == 429 or error == "ratelimited":
-            return Verdict("retry_after", "ratelimited", _retry_after(getattr(response, "headers", None)))
+            return DeliveryVerdict("retry_after", "ratelimited", _retry_after(getattr(response, "headers", None)))
         if status >= 500 or error in _TRANSIENT_ERRORS:
-            return Verdict("transient", error or f"http_{status}")
-        return Verdict("permanent", error or f"http_{status}")
+            return DeliveryVerdict("transient", error or f"http_{status}")
+        return DeliveryVerdict("permanent", error or f"http_{status}")
     if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, aiohttp.ConnectionTimeoutError):
         # the post went out and no answer came: Slack may have posted it already
-        return Verdict("ambiguous", "timeout")
+        return DeliveryVerdict("ambiguous", "timeout")
     if isinstance(exc, (aiohttp.ClientError, OSError)):
-        return Verdict("transient", type(exc).__name__)
-    return Verdict("permanent", type(exc).__name__)
+        return DeliveryVerdict("transient", type(exc).__name__)
+    return DeliveryVerdict("permanent", type(exc).__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class SlackTarget:
     """Where the answer to one inbound goes; ``ephemeral_user`` makes it visible to one person,
     ``response_url`` is a slash command's way back into a channel the bot is not in."""
 
@@ -102,8 +105,14 @@ class Target:
 class SlackDelivery:
     """Posts with the bot's (or the owner's) token and reports each outcome to the host."""
 
-    def __init__(self, bot: AsyncWebClient, user: AsyncWebClient | None, config: SlackConfig,
-                 state: PlatformState, on_delivered: Callable[[Target], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        bot: AsyncWebClient,
+        user: AsyncWebClient | None,
+        config: SlackConfig,
+        state: PlatformState,
+        on_delivered: Callable[[SlackTarget], Awaitable[None]] | None = None,
+    ) -> None:
         self.bot = bot
         self.user = user
         self._config = config
@@ -116,7 +125,7 @@ class SlackDelivery:
     def lanes(self, channel: str) -> list[Lane]:
         return [Lane(f"channel:{channel}", self._config.pacing.channel)]
 
-    async def post(self, target: Target, text: str, actions: tuple[Action, ...]) -> int:
+    async def post(self, target: SlackTarget, text: str, actions: tuple[Action, ...]) -> int:
         """One message, paced and retried; the attempts it took (:class:`DeliveryFailed` else)."""
         ref = target.ref
         blocks = build_blocks(text, actions) if actions else None
@@ -126,20 +135,26 @@ class SlackDelivery:
         client = self.user if ref.as_owner else self.bot
         if client is None:
             raise DeliveryFailed("no_user_token", 0, permanent=True)
-        response, delivered = await self.courier.send(self.lanes(ref.channel), lambda: client.chat_postMessage(
-            channel=ref.channel, text=fallback, thread_ts=ref.thread_ts, blocks=blocks))
+        response, delivered = await self.courier.send(
+            self.lanes(ref.channel),
+            lambda: client.chat_postMessage(channel=ref.channel, text=fallback, thread_ts=ref.thread_ts, blocks=blocks),
+        )
         ts = response.get("ts")
         if isinstance(ts, str):
             self.own_posts.append(ts)
         return delivered.attempts
 
-    async def _ephemeral(self, target: Target, fallback: str, blocks: list[dict[str, Any]] | None) -> int:
+    async def _ephemeral(self, target: SlackTarget, fallback: str, blocks: list[dict[str, Any]] | None) -> int:
         """chat.postEphemeral; in a channel the bot is not in, the command's response_url."""
         user = target.ephemeral_user
         assert user is not None
         try:
-            _, delivered = await self.courier.send(self.lanes(target.ref.channel), lambda: self.bot.chat_postEphemeral(
-                channel=target.ref.channel, user=user, text=fallback, blocks=blocks))
+            _, delivered = await self.courier.send(
+                self.lanes(target.ref.channel),
+                lambda: self.bot.chat_postEphemeral(
+                    channel=target.ref.channel, user=user, text=fallback, blocks=blocks
+                ),
+            )
             return delivered.attempts
         except DeliveryFailed:
             if not target.response_url:
@@ -173,7 +188,7 @@ class SlackDelivery:
             raise DeliveryFailed("conversations_open_without_channel", 1, permanent=True)
         return channel
 
-    async def deliver(self, out: Outbound, target: Target) -> None:
+    async def deliver(self, out: Outbound, target: SlackTarget) -> None:
         """The reply where the question was asked, the owner's note to the owner.
 
         Buttons (approve / edit / reject) belong to the owner: when the answer also carries a
@@ -185,31 +200,50 @@ class SlackDelivery:
                 await self._on_delivered(target)
         if out.to_owner:
             try:
-                owner_target = Target(ChatRef(await self.owner_dm()))
+                owner_target = SlackTarget(ChatRef(await self.owner_dm()))
             except DeliveryFailed as exc:
                 log.warning("slack.owner_unreachable", error=exc.error)
                 await self._report("owner_note", "owner", False, exc.attempts, out.audit_id, exc.error, out.to_owner)
                 return
             await self.reported("owner_note", owner_target, out.to_owner, out.actions, out.audit_id)
 
-    async def reported(self, kind: DeliveryKind, target: Target, text: str, actions: tuple[Action, ...],
-                       audit_id: str | None) -> bool:
+    async def reported(
+        self, kind: DeliveryKind, target: SlackTarget, text: str, actions: tuple[Action, ...], audit_id: str | None
+    ) -> bool:
         """Post and tell the host how it went; never raises for a failed delivery."""
         try:
             attempts = await self.post(target, text, actions)
         except DeliveryFailed as exc:
-            log.error("slack.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
-                      unknown=exc.unknown)
-            await self._report(kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text,
-                               unknown=exc.unknown)
+            log.error(
+                "slack.undelivered",
+                kind=kind,
+                error=exc.error,
+                attempts=exc.attempts,
+                audit_id=audit_id,
+                unknown=exc.unknown,
+            )
+            await self._report(
+                kind, str(target.ref), False, exc.attempts, audit_id, exc.error, text, unknown=exc.unknown
+            )
             return False
         await self._report(kind, str(target.ref), True, attempts, audit_id)
         return True
 
-    async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
+    async def _report(
+        self,
+        kind: DeliveryKind,
+        chat: str,
+        delivered: bool,
+        attempts: int,
+        audit_id: str | None,
+        error: str | None = None,
+        text: str | None = None,
+        *,
+        unknown: bool = False,
+    ) -> None:
         try:
-            await self._state.report(DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text,
-                                                    unknown))
+            await self._state.report(
+                DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text, unknown)
+            )
         except Exception as exc:
             log.error("slack.report_failed", kind=kind, delivered=delivered, error=type(exc).__name__)

@@ -30,7 +30,7 @@ from connectors.base import Inbound, PlatformState
 from connectors.slack.audience import SlackAudience
 from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
-from connectors.slack.delivery import SlackDelivery, Target
+from connectors.slack.delivery import SlackDelivery, SlackTarget
 from connectors.slack.ids import (
     PLATFORM,
     SLACK_ID,
@@ -64,7 +64,7 @@ class Listeners:
     def _tracked(self) -> AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
-    async def _dispatch(self, inbound: Inbound, target: Target) -> None:
+    async def _dispatch(self, inbound: Inbound, target: SlackTarget) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers
@@ -110,16 +110,32 @@ class Listeners:
             return raw[: self.config.max_text_len], "too_long"
         return raw, None
 
-    def _inbound(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, ref: ChatRef,
-                 text: str, non_text: str | None, audience: tuple[str, ...], group: bool) -> Inbound | None:
+    def _inbound(
+        self,
+        body: dict[str, Any],
+        event: dict[str, Any],
+        context: AsyncBoltContext,
+        ref: ChatRef,
+        text: str,
+        non_text: str | None,
+        audience: tuple[str, ...],
+        group: bool,
+    ) -> Inbound | None:
         sender = self._sender(body, context)
         if sender is None:
             log.warning("slack.message_unattributable")
             return None
         return Inbound(
-            platform=PLATFORM, chat_id=str(ref), chat_kind="group" if group else "direct", sender=sender,
-            text=text, audience=audience or (sender,), message_id=event.get("ts"), time=ts_to_time(event.get("ts")),
-            non_text=non_text, delegation=("mention" if group else "dm") if ref.as_owner else None,
+            platform=PLATFORM,
+            chat_id=str(ref),
+            chat_kind="group" if group else "direct",
+            sender=sender,
+            text=text,
+            audience=audience or (sender,),
+            message_id=event.get("ts"),
+            time=ts_to_time(event.get("ts")),
+            non_text=non_text,
+            delegation=("mention" if group else "dm") if ref.as_owner else None,
         )
 
     # ------------------------------------------------------------------ message events
@@ -161,8 +177,9 @@ class Listeners:
             log.warning("slack.owner_dm_unknown", error=type(exc).__name__)
             return False
 
-    async def _on_direct(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
-                         channel: str) -> None:
+    async def _on_direct(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, channel: str
+    ) -> None:
         """A DM to the bot: the sender is the whole audience."""
         text, non_text = self._text(event.get("text") or "", event.get("subtype") == "file_share" or event.get("files"))
         if not text and non_text is None:
@@ -172,10 +189,11 @@ class Listeners:
         ref = ChatRef(channel, event.get("thread_ts"))
         inbound = self._inbound(body, event, context, ref, text, non_text, (), group=False)
         if inbound is not None:
-            await self._dispatch(inbound, Target(ref))
+            await self._dispatch(inbound, SlackTarget(ref))
 
-    async def _on_owners_dm(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
-                            channel: str, user: str, ts: str) -> None:
+    async def _on_owners_dm(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, channel: str, user: str, ts: str
+    ) -> None:
         """Delegate mode: someone wrote to the owner. The owner's own messages only mark the
         conversation as answered. Without the owner's token nothing here is answered."""
         if self.delivery.user is None:
@@ -191,7 +209,7 @@ class Listeners:
         answered = await self._owner_first(ref, ts, anywhere=True)
         inbound = self._inbound(body, event, context, ref, text, non_text, (), group=False)
         if inbound is not None:
-            await self._dispatch(self._quiet(inbound) if answered else inbound, Target(ref))
+            await self._dispatch(self._quiet(inbound) if answered else inbound, SlackTarget(ref))
 
     async def _owner_first(self, ref: ChatRef, ts: str, *, anywhere: bool) -> bool:
         """Give the owner ``delegate_delay_s`` to answer; whether they did."""
@@ -207,8 +225,9 @@ class Listeners:
         log.info("slack.delegate_owner_answered", delegation=inbound.delegation)
         return replace(inbound, text="", non_text="owner_answered")
 
-    async def _on_channel_message(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
-                                  channel: str, user: str, ts: str) -> None:
+    async def _on_channel_message(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, channel: str, user: str, ts: str
+    ) -> None:
         thread = event.get("thread_ts")
         self.audience.saw(channel, user)
         if self.watch.is_owner(user):
@@ -226,22 +245,25 @@ class Listeners:
         elif self.delivery.user is not None and self.watch.owner_user in named:
             await self._on_owner_mention(body, event, context, channel, ts)
 
-    async def _on_follow_up(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
-                            ref: ChatRef) -> None:
+    async def _on_follow_up(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, ref: ChatRef
+    ) -> None:
         """A message in a thread the bot answered: the conversation goes on, in the thread."""
         text, non_text = self._text(event.get("text") or "", event.get("files"))
         team = context.team_id
         if (not text and non_text is None) or not team or not await self._claim(body):
             return
         sender = self._sender(body, context) or ""
-        audience = await self.audience.audience(self.delivery.bot, ref.channel, team, sender,
-                                                shared=bool(body.get("is_ext_shared_channel")))
+        audience = await self.audience.audience(
+            self.delivery.bot, ref.channel, team, sender, shared=bool(body.get("is_ext_shared_channel"))
+        )
         inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
         if inbound is not None:
-            await self._dispatch(inbound, Target(ref))
+            await self._dispatch(inbound, SlackTarget(ref))
 
-    async def _on_owner_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
-                                channel: str, ts: str) -> None:
+    async def _on_owner_mention(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext, channel: str, ts: str
+    ) -> None:
         """Delegate mode: someone named the owner in a channel; answered as the owner, in the
         thread, with the channel's members as readers (listed with the owner's token)."""
         owner = self.watch.owner_user
@@ -252,11 +274,12 @@ class Listeners:
         ref = ChatRef(channel, event.get("thread_ts") or ts, as_owner=True)
         answered = await self._owner_first(ref, ts, anywhere=False)
         sender = self._sender(body, context) or ""
-        audience = await self.audience.audience(self.delivery.user, channel, team, sender,
-                                                shared=bool(body.get("is_ext_shared_channel")))
+        audience = await self.audience.audience(
+            self.delivery.user, channel, team, sender, shared=bool(body.get("is_ext_shared_channel"))
+        )
         inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
         if inbound is not None:
-            await self._dispatch(self._quiet(inbound) if answered else inbound, Target(ref))
+            await self._dispatch(self._quiet(inbound) if answered else inbound, SlackTarget(ref))
 
     async def on_mention(self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         """``@bot`` in a channel: a group question whose readers are all channel members."""
@@ -275,11 +298,12 @@ class Listeners:
             text, non_text = self._text(strip_mention(raw, bot) if bot else raw, event.get("files"))
             ref = ChatRef(channel, event.get("thread_ts") or event.get("ts"))
             sender = self._sender(body, context) or ""
-            audience = await self.audience.audience(self.delivery.bot, channel, team, sender,
-                                                    shared=bool(body.get("is_ext_shared_channel")))
+            audience = await self.audience.audience(
+                self.delivery.bot, channel, team, sender, shared=bool(body.get("is_ext_shared_channel"))
+            )
             inbound = self._inbound(body, event, context, ref, text, non_text, audience, group=True)
             if inbound is not None:
-                await self._dispatch(inbound, Target(ref))
+                await self._dispatch(inbound, SlackTarget(ref))
 
     async def on_membership(self, event: dict[str, Any]) -> None:
         """``member_joined_channel`` / ``member_left_channel`` (and the bot leaving): the
@@ -309,13 +333,22 @@ class Listeners:
             sender = identity(team, user)
             words = (command.get("text") or "").strip().lstrip("/").strip()
             text, non_text = self._text(f"/{words}" if words else "/help", None)
-            inbound = Inbound(platform=PLATFORM, chat_id=channel, chat_kind="direct", sender=sender, text=text,
-                              audience=(sender,), message_id=command.get("trigger_id"), non_text=non_text)
-            target = Target(ChatRef(channel), ephemeral_user=user, response_url=command.get("response_url"))
+            inbound = Inbound(
+                platform=PLATFORM,
+                chat_id=channel,
+                chat_kind="direct",
+                sender=sender,
+                text=text,
+                audience=(sender,),
+                message_id=command.get("trigger_id"),
+                non_text=non_text,
+            )
+            target = SlackTarget(ChatRef(channel), ephemeral_user=user, response_url=command.get("response_url"))
             await self._dispatch(inbound, target)
 
-    async def on_action(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any],
-                        context: AsyncBoltContext) -> None:
+    async def on_action(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
         """A click on one of our buttons: the clicker 'says' the button's command where they are."""
         async with self._tracked():
             await ack()
@@ -334,10 +367,18 @@ class Listeners:
             direct = channel.startswith("D") or channel_obj.get("name") == "directmessage"
             audience: tuple[str, ...] = (sender,)
             if not direct:
-                audience = await self.audience.audience(self.delivery.bot, channel, context.team_id or team,
-                                                        sender, shared=False)
+                audience = await self.audience.audience(
+                    self.delivery.bot, channel, context.team_id or team, sender, shared=False
+                )
             text, non_text = self._text(value, None)
-            inbound = Inbound(platform=PLATFORM, chat_id=channel, chat_kind="direct" if direct else "group",
-                              sender=sender, text=text, audience=audience, message_id=action.get("action_ts"),
-                              non_text=non_text)
-            await self._dispatch(inbound, Target(ChatRef(channel)))
+            inbound = Inbound(
+                platform=PLATFORM,
+                chat_id=channel,
+                chat_kind="direct" if direct else "group",
+                sender=sender,
+                text=text,
+                audience=audience,
+                message_id=action.get("action_ts"),
+                non_text=non_text,
+            )
+            await self._dispatch(inbound, SlackTarget(ChatRef(channel)))

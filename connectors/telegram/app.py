@@ -42,7 +42,7 @@ from connectors.telegram.audience import GroupRoster
 from connectors.telegram.business import BusinessConnections
 from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key, identity, parse_chat_key
-from connectors.telegram.delivery import Target, TelegramDelivery
+from connectors.telegram.delivery import TelegramTarget, TelegramDelivery
 from connectors.telegram.text import attachment_kind, remove_utf16_spans, tidy, utf16_len
 
 log = structlog.get_logger(__name__)
@@ -154,14 +154,19 @@ class TelegramConnector:
             if not config.secret_token:
                 log.warning("telegram.webhook_without_secret_token")
             await updater.start_webhook(
-                listen=config.webhook_listen, port=config.webhook_port,
-                url_path=urlparse(config.webhook_url).path.lstrip("/"), webhook_url=config.webhook_url,
-                allowed_updates=list(ALLOWED_UPDATES), secret_token=config.secret_token,
+                listen=config.webhook_listen,
+                port=config.webhook_port,
+                url_path=urlparse(config.webhook_url).path.lstrip("/"),
+                webhook_url=config.webhook_url,
+                allowed_updates=list(ALLOWED_UPDATES),
+                secret_token=config.secret_token,
             )
         else:
             await updater.start_polling(
-                poll_interval=config.poll_interval, timeout=int(config.poll_timeout),
-                allowed_updates=list(ALLOWED_UPDATES), error_callback=self._on_polling_error,
+                poll_interval=config.poll_interval,
+                timeout=int(config.poll_timeout),
+                allowed_updates=list(ALLOWED_UPDATES),
+                error_callback=self._on_polling_error,
             )
 
     async def stop(self) -> None:
@@ -210,7 +215,7 @@ class TelegramConnector:
             connection = await self.business.get(connection_id)
             if connection is None or not connection.usable_by(self._config.owner_user_id):
                 raise DeliveryFailed("business_connection_unusable", 0, permanent=True)
-        await self.delivery.send_text(Target(chat, connection_id), text, self.buttons.markup(actions))
+        await self.delivery.send_text(TelegramTarget(chat, connection_id), text, self.buttons.markup(actions))
 
     async def _ask(self, inbound: Inbound) -> Outbound | None:
         """Call the agent; a failing handler is logged and answered with silence."""
@@ -225,10 +230,12 @@ class TelegramConnector:
         return outbound
 
     @staticmethod
-    def _target(message: Message, *, quote: bool) -> Target:
+    def _target(message: Message, *, quote: bool) -> TelegramTarget:
         """Back where ``message`` came from: its chat, its Business connection, its topic."""
-        return Target(
-            message.chat.id, message.business_connection_id, message.message_id if quote else None,
+        return TelegramTarget(
+            message.chat.id,
+            message.business_connection_id,
+            message.message_id if quote else None,
             message.message_thread_id if message.is_topic_message else None,
         )
 
@@ -270,8 +277,11 @@ class TelegramConnector:
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Last resort for errors PTB itself catches (never the message text)."""
         error = context.error
-        log.error("telegram.ptb_error", error=type(error).__name__ if error else None,
-                  update_id=getattr(update, "update_id", None))
+        log.error(
+            "telegram.ptb_error",
+            error=type(error).__name__ if error else None,
+            update_id=getattr(update, "update_id", None),
+        )
 
     async def _ignore(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Edited Business messages: the original was already answered; stay silent."""
@@ -306,14 +316,23 @@ class TelegramConnector:
             return
         await self._answer_direct(message, message.from_user, "", "edited")
 
-    async def _answer_direct(self, message: Message, sender: User, text: str, non_text: str | None,
-                             delegation: Delegation | None = None) -> None:
+    async def _answer_direct(
+        self, message: Message, sender: User, text: str, non_text: str | None, delegation: Delegation | None = None
+    ) -> None:
         """A one-to-one chat: the sender is the whole audience."""
         who = identity(sender.id)
         inbound = Inbound(
-            platform=PLATFORM, chat_id=chat_key(message.chat.id, message.business_connection_id),
-            chat_kind="direct", sender=who, text=text, audience=(who,), message_id=str(message.message_id),
-            sender_display_name=sender.full_name, time=message.date, non_text=non_text, delegation=delegation,
+            platform=PLATFORM,
+            chat_id=chat_key(message.chat.id, message.business_connection_id),
+            chat_kind="direct",
+            sender=who,
+            text=text,
+            audience=(who,),
+            message_id=str(message.message_id),
+            sender_display_name=sender.full_name,
+            time=message.date,
+            non_text=non_text,
+            delegation=delegation,
         )
         outbound = await self._ask(inbound)
         if outbound is not None:
@@ -408,9 +427,16 @@ class TelegramConnector:
         text, non_text = self._content(message, strip_self=True)
         audience = await self.roster.audience(bot, message.chat.id, sender.id, bot.id)
         inbound = Inbound(
-            platform=PLATFORM, chat_id=str(message.chat.id), chat_kind="group", sender=identity(sender.id),
-            text=text, audience=audience, message_id=str(message.message_id),
-            sender_display_name=sender.full_name, time=message.date, non_text=non_text,
+            platform=PLATFORM,
+            chat_id=str(message.chat.id),
+            chat_kind="group",
+            sender=identity(sender.id),
+            text=text,
+            audience=audience,
+            message_id=str(message.message_id),
+            sender_display_name=sender.full_name,
+            time=message.date,
+            non_text=non_text,
         )
         outbound = await self._ask(inbound)
         if outbound is not None:
@@ -446,22 +472,29 @@ class TelegramConnector:
             connection = await self.business.get(connection_id)
             if connection is None or not connection.usable_by(self._config.owner_user_id):
                 return
-        where = await self._button_chat(presser, source.chat.id if source else None,
-                                         source.chat.type if source else None)
+        where = await self._button_chat(
+            presser, source.chat.id if source else None, source.chat.type if source else None
+        )
         if where is None:
             return  # channels: no person-to-person conversation to join
         chat_id, chat_kind, audience = where
         inbound = Inbound(
-            platform=PLATFORM, chat_id=chat_key(chat_id, connection_id), chat_kind=chat_kind,
-            sender=identity(presser.id), text=command, audience=audience, message_id=None,
+            platform=PLATFORM,
+            chat_id=chat_key(chat_id, connection_id),
+            chat_kind=chat_kind,
+            sender=identity(presser.id),
+            text=command,
+            audience=audience,
+            message_id=None,
             sender_display_name=presser.full_name,
         )
         outbound = await self._ask(inbound)
         if outbound is not None:
-            await self.delivery.deliver(outbound, Target(chat_id, connection_id))
+            await self.delivery.deliver(outbound, TelegramTarget(chat_id, connection_id))
 
-    async def _button_chat(self, presser: User, chat_id: int | None,
-                           chat_type: str | None) -> tuple[int, ChatKind, tuple[str, ...]] | None:
+    async def _button_chat(
+        self, presser: User, chat_id: int | None, chat_type: str | None
+    ) -> tuple[int, ChatKind, tuple[str, ...]] | None:
         """The chat a pressed button lives in, its kind and who reads the answer there."""
         who = identity(presser.id)
         if chat_id is None:

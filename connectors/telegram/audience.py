@@ -147,8 +147,10 @@ class GroupRoster:
         except TelegramError as exc:
             log.warning("telegram.admins_unavailable", error=type(exc).__name__)
             return frozenset(), frozenset()
-        return (frozenset(a.user.id for a in admins if not a.user.is_bot),
-                frozenset(a.user.id for a in admins if a.user.is_bot))
+        return (
+            frozenset(a.user.id for a in admins if not a.user.is_bot),
+            frozenset(a.user.id for a in admins if a.user.is_bot),
+        )
 
     @staticmethod
     async def _still_member(directory: ChatDirectory, chat_id: int, user_id: int) -> bool | None:
@@ -172,8 +174,7 @@ class GroupRoster:
             elif present:
                 confirmed.add(user_id)
 
-    async def audience(self, directory: ChatDirectory, chat_id: int, sender_id: int,
-                       bot_id: int) -> tuple[str, ...]:
+    async def audience(self, directory: ChatDirectory, chat_id: int, sender_id: int, bot_id: int) -> tuple[str, ...]:
         """Everyone who may read a reply in this group, the sender first, failing closed
         (see the module doc)."""
         admin_humans, admin_bots = await self._chat_admins(directory, chat_id)

@@ -85,5 +85,8 @@ class BusinessConnections:
 
     async def _store(self, connection_id: str, record: Connection) -> None:
         self._known[connection_id] = record
-        await self._state.save_route(PLATFORM, _key(connection_id), {
-            "user_id": record.user_id, "enabled": record.enabled, "can_reply": record.can_reply})
+        await self._state.save_route(
+            PLATFORM,
+            _key(connection_id),
+            {"user_id": record.user_id, "enabled": record.enabled, "can_reply": record.can_reply},
+        )

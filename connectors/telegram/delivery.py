@@ -31,7 +31,7 @@ from telegram.error import (
 )
 
 from connectors.base import DeliveryKind, DeliveryReport, Outbound, PlatformState
-from connectors.courier import Courier, DeliveryFailed, Lane, Verdict
+from connectors.courier import Courier, DeliveryFailed, Lane, DeliveryVerdict
 from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key
 from connectors.telegram.text import chunk_text
@@ -47,23 +47,23 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
-def classify(exc: BaseException) -> Verdict:
+def classify(exc: BaseException) -> DeliveryVerdict:
     """Telegram's answer to a failed send: wait as told, try again, or stop."""
     if isinstance(exc, RetryAfter):
-        return Verdict("retry_after", "retry_after", retry_after_seconds(exc))
+        return DeliveryVerdict("retry_after", "retry_after", retry_after_seconds(exc))
     # BadRequest is a NetworkError in PTB: check the final refusals first
     if isinstance(exc, (BadRequest, Forbidden, InvalidToken, ChatMigrated)):
-        return Verdict("permanent", type(exc).__name__)
+        return DeliveryVerdict("permanent", type(exc).__name__)
     if isinstance(exc, TimedOut) and not isinstance(exc.__cause__, (httpx.ConnectTimeout, httpx.PoolTimeout)):
         # the request went out and no answer came: Telegram may have posted it already
-        return Verdict("ambiguous", "TimedOut")
+        return DeliveryVerdict("ambiguous", "TimedOut")
     if isinstance(exc, NetworkError):
-        return Verdict("transient", type(exc).__name__)
-    return Verdict("permanent", type(exc).__name__)
+        return DeliveryVerdict("transient", type(exc).__name__)
+    return DeliveryVerdict("permanent", type(exc).__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class TelegramTarget:
     """Where one message goes: a chat, maybe through a Business connection, maybe quoting a
     message or inside a forum topic."""
 
@@ -80,8 +80,7 @@ class Target:
 class TelegramDelivery:
     """Sends texts (split to Telegram's limit) and reports each outcome to the host."""
 
-    def __init__(self, bot: Callable[[], Bot], config: TelegramConfig, state: PlatformState,
-                 buttons: Buttons) -> None:
+    def __init__(self, bot: Callable[[], Bot], config: TelegramConfig, state: PlatformState, buttons: Buttons) -> None:
         self._bot = bot
         self._config = config
         self._state = state
@@ -97,22 +96,30 @@ class TelegramDelivery:
         lanes.append(Lane("bot", pacing.overall))
         return lanes
 
-    async def send_text(self, target: Target, text: str, markup: InlineKeyboardMarkup | None) -> int:
+    async def send_text(self, target: TelegramTarget, text: str, markup: InlineKeyboardMarkup | None) -> int:
         """Send ``text`` in pieces (buttons on the last, the quote on the first); the most
         attempts any piece took. :class:`DeliveryFailed` names what did not go out."""
         pieces = chunk_text(text)
         lanes = self.lanes(target.chat_id)
         most = 0
         for i, piece in enumerate(pieces):
-            quote = ReplyParameters(target.reply_to, allow_sending_without_reply=True) \
-                if target.reply_to is not None and i == 0 else None
+            quote = (
+                ReplyParameters(target.reply_to, allow_sending_without_reply=True)
+                if target.reply_to is not None and i == 0
+                else None
+            )
 
-            def call(piece: str = piece, last: bool = i == len(pieces) - 1,
-                     quote: ReplyParameters | None = quote) -> Awaitable[object]:
+            def call(
+                piece: str = piece, last: bool = i == len(pieces) - 1, quote: ReplyParameters | None = quote
+            ) -> Awaitable[object]:
                 return self._bot().send_message(
-                    chat_id=target.chat_id, text=piece, reply_markup=markup if last else None,
-                    business_connection_id=target.business_connection_id, reply_parameters=quote,
-                    message_thread_id=target.thread_id)
+                    chat_id=target.chat_id,
+                    text=piece,
+                    reply_markup=markup if last else None,
+                    business_connection_id=target.business_connection_id,
+                    reply_parameters=quote,
+                    message_thread_id=target.thread_id,
+                )
 
             try:
                 _, delivered = await self.courier.send(lanes, call)
@@ -123,7 +130,7 @@ class TelegramDelivery:
             most = max(most, delivered.attempts)
         return most
 
-    async def deliver(self, outbound: Outbound, target: Target) -> None:
+    async def deliver(self, outbound: Outbound, target: TelegramTarget) -> None:
         """The agent's answer where the question was asked, and ``to_owner`` to the owner.
 
         Text None (or blank) sends nothing there. The buttons ride on the reply, unless the
@@ -133,27 +140,42 @@ class TelegramDelivery:
         markup = self.buttons.markup(outbound.actions)
         has_text = outbound.text is not None and bool(outbound.text.strip())
         if outbound.text is not None and has_text:
-            await self.reported("reply", target, outbound.text, None if outbound.to_owner else markup,
-                                outbound.audit_id)
+            await self.reported(
+                "reply", target, outbound.text, None if outbound.to_owner else markup, outbound.audit_id
+            )
         if outbound.to_owner:
             owner = self._config.owner_user_id
             if owner is None:
                 log.warning("telegram.to_owner_unroutable", reason="owner_user_id not configured")
-                await self._report("owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat",
-                                   outbound.to_owner)
+                await self._report(
+                    "owner_note", "owner", False, 0, outbound.audit_id, "no_owner_chat", outbound.to_owner
+                )
                 return
-            await self.reported("owner_note", Target(owner), outbound.to_owner, markup, outbound.audit_id)
+            await self.reported("owner_note", TelegramTarget(owner), outbound.to_owner, markup, outbound.audit_id)
 
-    async def reported(self, kind: DeliveryKind, target: Target, text: str,
-                       markup: InlineKeyboardMarkup | None, audit_id: str | None) -> bool:
+    async def reported(
+        self,
+        kind: DeliveryKind,
+        target: TelegramTarget,
+        text: str,
+        markup: InlineKeyboardMarkup | None,
+        audit_id: str | None,
+    ) -> bool:
         """Send and tell the host how it went; never raises for a failed delivery."""
         try:
             attempts = await self.send_text(target, text, markup)
         except DeliveryFailed as exc:
-            log.error("telegram.undelivered", kind=kind, error=exc.error, attempts=exc.attempts, audit_id=audit_id,
-                      unknown=exc.unknown)
-            await self._report(kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text,
-                               unknown=exc.unknown)
+            log.error(
+                "telegram.undelivered",
+                kind=kind,
+                error=exc.error,
+                attempts=exc.attempts,
+                audit_id=audit_id,
+                unknown=exc.unknown,
+            )
+            await self._report(
+                kind, target.key, False, exc.attempts, audit_id, exc.error, exc.remaining or text, unknown=exc.unknown
+            )
             return False
         except TelegramError as exc:  # pragma: no cover - the courier turns these into DeliveryFailed
             await self._report(kind, target.key, False, 1, audit_id, type(exc).__name__, text)
@@ -161,8 +183,18 @@ class TelegramDelivery:
         await self._report(kind, target.key, True, attempts, audit_id)
         return True
 
-    async def _report(self, kind: DeliveryKind, chat: str, delivered: bool, attempts: int, audit_id: str | None,
-                      error: str | None = None, text: str | None = None, *, unknown: bool = False) -> None:
+    async def _report(
+        self,
+        kind: DeliveryKind,
+        chat: str,
+        delivered: bool,
+        attempts: int,
+        audit_id: str | None,
+        error: str | None = None,
+        text: str | None = None,
+        *,
+        unknown: bool = False,
+    ) -> None:
         report = DeliveryReport(PLATFORM, chat, kind, delivered, attempts, audit_id, error, text, unknown)
         try:
             await self._state.report(report)

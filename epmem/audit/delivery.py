@@ -63,8 +63,9 @@ async def index_delivery(db: aiosqlite.Connection, seq: int, kind: str, body: di
     """Index one record's delivery outcome (inside the caller's transaction)."""
     found = delivery_of(kind, body)
     if found is not None:
-        await db.execute("INSERT OR REPLACE INTO delivery(seq, of, outcome, time) VALUES (?,?,?,?)",
-                         (seq, found[0], found[1], time))
+        await db.execute(
+            "INSERT OR REPLACE INTO delivery(seq, of, outcome, time) VALUES (?,?,?,?)", (seq, found[0], found[1], time)
+        )
 
 
 @dataclass(slots=True)
@@ -103,8 +104,9 @@ async def has_index(db: aiosqlite.Connection) -> bool:
         return await cur.fetchone() is not None
 
 
-async def fates(db: aiosqlite.Connection, audit_ids: Iterable[str] | None = None,
-                after: int = 0) -> tuple[dict[str, Fate], int]:
+async def fates(
+    db: aiosqlite.Connection, audit_ids: Iterable[str] | None = None, after: int = 0
+) -> tuple[dict[str, Fate], int]:
     """The fate of each reply named by an outcome record after seq ``after`` (of ``audit_ids``
     only, when given); and the last seq read."""
     out: dict[str, Fate] = {}
@@ -116,7 +118,7 @@ async def fates(db: aiosqlite.Connection, audit_ids: Iterable[str] | None = None
         batches: list[list[str]] = [[]]
     else:
         wanted = sorted(set(audit_ids))
-        batches = [wanted[i:i + _BATCH] for i in range(0, len(wanted), _BATCH)]
+        batches = [wanted[i : i + _BATCH] for i in range(0, len(wanted), _BATCH)]
     for batch in batches:
         query = sql + (f" AND of IN ({','.join('?' * len(batch))})" if audit_ids is not None else "")
         async with db.execute(query + " ORDER BY seq", [after, *batch]) as cur:
@@ -145,7 +147,9 @@ class Ledger:
     async def refresh(self, db: aiosqlite.Connection) -> list[tuple[str, str, str, str, str]]:
         """(fact, event, reader, since, told | possibly told), one per pair someone may know."""
         dirty: set[tuple[str, str]] = set()
-        sql = "SELECT rowid, audit_id, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
+        sql = (
+            "SELECT rowid, audit_id, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
+        )
         async with db.execute(sql, (self._rowid,)) as cur:
             async for rowid, audit_id, fact, event, reader, moment in cur:
                 pair = (fact, reader)

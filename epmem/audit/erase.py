@@ -17,15 +17,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
-from epmem.audit.verify import ERASURE_KIND
+from epmem.audit.kinds import ErasureRecord
+from epmem.audit.log import AuditCorrupted, AuditLog
+from epmem.audit.record import AuditRecord, now_iso
 from epmem.sqlite import scrub
-
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
 
 log = structlog.get_logger(__name__)
 
@@ -52,12 +51,11 @@ async def _seqs(db: Any, fact_ids: Sequence[str], sentences: Sequence[str]) -> s
     return seqs
 
 
-async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Sequence[str], by: str,
-                      details: dict[str, Any] | None = None) -> Erasure:
+async def erase_facts(
+    audit: AuditLog, fact_ids: Sequence[str], sentences: Sequence[str], by: str, details: dict[str, Any] | None = None
+) -> Erasure:
     """Erase the texts of every record that could carry these facts' words, in one transaction
     with the chained erasure record; then compact the file. Nothing to erase: no record."""
-    from epmem.audit.log import AuditCorrupted, AuditRecord, now_iso
-
     db = audit.db
     async with audit.append_lock:
         began = False
@@ -69,14 +67,22 @@ async def erase_facts(audit: AuditLog, fact_ids: Sequence[str], sentences: Seque
             if not live:
                 await db.execute("ROLLBACK")
                 return Erasure(None, (), 0)
-            record = AuditRecord(ERASURE_KIND, {"action": "erase texts", "facts": sorted(fact_ids),
-                                               "records": [rid for _, rid in live], **(details or {}), "by": by},
-                                 contact="owner", time=now_iso())
+            entry = ErasureRecord.model_validate(
+                {
+                    "action": "erase texts",
+                    "facts": sorted(fact_ids),
+                    "records": [rid for _, rid in live],
+                    **(details or {}),
+                    "by": by,
+                }
+            )
+            record = AuditRecord(entry.kind, entry.body(), contact="owner", time=now_iso())
             marks = ",".join("?" * len(live))
             cur = await db.execute(
                 f"UPDATE audit_text SET text = NULL, salt = NULL, erased_at = ?, erased_by = ?, erasure = ? "
                 f"WHERE text IS NOT NULL AND seq IN ({marks})",
-                [record.time, by, record.id, *(seq for seq, _ in live)])
+                [record.time, by, record.id, *(seq for seq, _ in live)],
+            )
             count = cur.rowcount
             record.body["texts"] = count
             await audit.append_in_transaction(record)
@@ -94,10 +100,12 @@ async def _live(db: Any, seqs: list[int]) -> list[tuple[int, str]]:
     """(seq, id) of the records among ``seqs`` that still hold a text."""
     out: list[tuple[int, str]] = []
     for start in range(0, len(seqs), 500):
-        chunk = seqs[start:start + 500]
+        chunk = seqs[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        sql = (f"SELECT DISTINCT a.seq, a.id FROM audit a JOIN audit_text t ON t.seq = a.seq "
-               f"WHERE t.text IS NOT NULL AND a.seq IN ({marks}) ORDER BY a.seq")
+        sql = (
+            f"SELECT DISTINCT a.seq, a.id FROM audit a JOIN audit_text t ON t.seq = a.seq "
+            f"WHERE t.text IS NOT NULL AND a.seq IN ({marks}) ORDER BY a.seq"
+        )
         async with db.execute(sql, chunk) as cur:
             out.extend([(row[0], row[1]) async for row in cur])
     return out

@@ -9,7 +9,7 @@ nobody anything (epmem.audit.delivery).
 A told fact that the policy no longer allows is flagged: the owner changed their mind after
 the fact. A cell decided by an exception (a whitelist, a blacklist, an /allow or /deny) names it.
 
-A group is told when every member was; it may know when every member may (DESIGN sec. 3:
+A group is told when every member was; it may know when every member may (docs/DESIGN.md sec. 3:
 a group's allowed set is the intersection of its members').
 """
 
@@ -44,9 +44,14 @@ class Cell:
     told_members: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "told_at": self.told_at, "allowed_now": self.allowed_now,
-                "exception": self.exception, "rule": self.rule,
-                "told_members": list(self.told_members) if self.told_members else None}
+        return {
+            "state": self.state,
+            "told_at": self.told_at,
+            "allowed_now": self.allowed_now,
+            "exception": self.exception,
+            "rule": self.rule,
+            "told_members": list(self.told_members) if self.told_members else None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +73,22 @@ class Row:
     facts: tuple[str, ...] = field(default=())
 
     def as_dict(self, columns: Sequence[Column]) -> dict[str, Any]:
-        return {"id": self.id, "event": self.event_id, "text": self.text, "detail": self.detail,
-                "facts": list(self.facts), "cells": {c.id: cell.as_dict() for c, cell in zip(columns, self.cells)}}
+        return {
+            "id": self.id,
+            "event": self.event_id,
+            "text": self.text,
+            "detail": self.detail,
+            "facts": list(self.facts),
+            "cells": {c.id: cell.as_dict() for c, cell in zip(columns, self.cells)},
+        }
 
 
 def columns(rulebook: Rulebook) -> list[Column]:
     policy = rulebook.policy
-    cols = [Column(cid, c.name, "contact", (), f"L{c.level}{' ' + c.domain if c.domain else ''}")
-            for cid, c in policy.contacts.items()]
+    cols = [
+        Column(cid, c.name, "contact", (), f"L{c.level}{' ' + c.domain if c.domain else ''}")
+        for cid, c in policy.contacts.items()
+    ]
     cols += [Column(gid, gid, "group", tuple(members), "group") for gid, members in policy.groups.items()]
     cols.append(Column(STRANGER_ID, "strangers", "stranger", (), "L4"))
     return cols
@@ -122,8 +135,15 @@ def _cell(verdicts: Sequence[Verdict], told: Sequence[Told | None]) -> Cell:
     return Cell(MAY if allowed else MAY_NOT, None, allowed, exception, rule, members)
 
 
-def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook, cols: Sequence[Column],
-             told: Mapping[str, str], maybe: AbstractSet[str] = frozenset()) -> Row:
+def fact_row(
+    fact: Fact | None,
+    fact_id: str,
+    event_id: str,
+    rulebook: Rulebook,
+    cols: Sequence[Column],
+    told: Mapping[str, str],
+    maybe: AbstractSet[str] = frozenset(),
+) -> Row:
     cells = []
     gate = rulebook.gate(fact) if fact is not None else None
     for col in cols:
@@ -131,18 +151,30 @@ def fact_row(fact: Fact | None, fact_id: str, event_id: str, rulebook: Rulebook,
         recipients = [STRANGER if r == STRANGER_ID else rulebook.recipient(r) for r in readers]
         verdicts = [judge(gate, r) for r in recipients] if gate is not None else []
         since = [told.get(r) for r in readers]
-        cells.append(_cell(verdicts, [None if t is None else (POSSIBLY_TOLD if r in maybe else "told", t)
-                                      for r, t in zip(readers, since)]))
+        cells.append(
+            _cell(
+                verdicts,
+                [None if t is None else (POSSIBLY_TOLD if r in maybe else "told", t) for r, t in zip(readers, since)],
+            )
+        )
     if fact is None:
         return Row(fact_id, event_id, None, "forgotten", tuple(cells), (fact_id,))
-    detail = f"{fact.version}, {fact.category or 'no category'}, L{fact.effective_level()}" + (
-        f", {fact.domain}" if fact.domain else "") + (", pending" if fact.state == "pending" else "") + (
-        ", closed" if fact.closed else "")
+    detail = (
+        f"{fact.version}, {fact.category or 'no category'}, L{fact.effective_level()}"
+        + (f", {fact.domain}" if fact.domain else "")
+        + (", pending" if fact.state == "pending" else "")
+        + (", closed" if fact.closed else "")
+    )
     return Row(fact.id, fact.event_id, fact.text, detail, tuple(cells), (fact.id,))
 
 
-def matrix(facts: Sequence[Fact], ledger: Iterable[LedgerLine], rulebook: Rulebook,
-           by_event: bool = False, gone: Mapping[str, str] | None = None) -> tuple[list[Column], list[Row]]:
+def matrix(
+    facts: Sequence[Fact],
+    ledger: Iterable[LedgerLine],
+    rulebook: Rulebook,
+    by_event: bool = False,
+    gone: Mapping[str, str] | None = None,
+) -> tuple[list[Column], list[Row]]:
     """Rows for ``facts`` and for ``gone`` (fact id -> event id: told, no longer in memory);
     ``gone`` None: every fact the ledger names that is not among ``facts``."""
     cols = columns(rulebook)
@@ -152,10 +184,11 @@ def matrix(facts: Sequence[Fact], ledger: Iterable[LedgerLine], rulebook: Rulebo
         known = {f.id for f in facts}
         gone = {fid: eid for fid, eid, *_ in ledger if fid not in known}
     ordered = sorted(facts, key=lambda f: (f.event_id, f.version != "truth", f.id))
-    rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {}), maybe.get(f.id, set()))
-            for f in ordered]
-    rows += [fact_row(None, fid, eid, rulebook, cols, told.get(fid, {}), maybe.get(fid, set()))
-             for fid, eid in sorted(gone.items())]
+    rows = [fact_row(f, f.id, f.event_id, rulebook, cols, told.get(f.id, {}), maybe.get(f.id, set())) for f in ordered]
+    rows += [
+        fact_row(None, fid, eid, rulebook, cols, told.get(fid, {}), maybe.get(fid, set()))
+        for fid, eid in sorted(gone.items())
+    ]
     return cols, (_by_event(rows, cols) if by_event else rows)
 
 
@@ -175,7 +208,16 @@ def _by_event(rows: Sequence[Row], cols: Sequence[Column]) -> list[Row]:
             best = max((m.cells[i] for m in members), key=lambda c: (_RANK[c.state], c.told_at or ""))
             cells.append(best)
         text = next((m.text for m in members if m.text and "truth" in m.detail), None) or next(
-            (m.text for m in members if m.text), None)
-        out.append(Row(event_id, event_id, text, f"{len(members)} fact{'s' * (len(members) != 1)}", tuple(cells),
-                       tuple(m.id for m in members)))
+            (m.text for m in members if m.text), None
+        )
+        out.append(
+            Row(
+                event_id,
+                event_id,
+                text,
+                f"{len(members)} fact{'s' * (len(members) != 1)}",
+                tuple(cells),
+                tuple(m.id for m in members),
+            )
+        )
     return out

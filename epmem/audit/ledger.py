@@ -23,18 +23,17 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiosqlite
 
+from epmem.audit.kinds import LedgerSealRecord
+from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
-
 LEDGER_KEY = "ledger"
-SEAL_KIND = "ledger_seal"
+SEAL_KIND = LedgerSealRecord.kind
 _MOD = 1 << 256
 #: a row of a record that states no ledger, from before the seal: checked against the seal.
 _LEGACY = "(a.seq <= ? AND json_type(a.body, '$.ledger') IS NULL)"
@@ -55,8 +54,9 @@ def rows_of(record_id: str, time: str, body: dict[str, Any]) -> list[Row]:
     ledger = body.get(LEDGER_KEY)
     if not isinstance(ledger, dict):
         return []
-    return [(record_id, str(f), str(e), str(r), time) for f, e in ledger.get("facts") or []
-            for r in ledger.get("to") or []]
+    return [
+        (record_id, str(f), str(e), str(r), time) for f, e in ledger.get("facts") or [] for r in ledger.get("to") or []
+    ]
 
 
 def row_hash(row: Row) -> int:
@@ -103,25 +103,31 @@ class LedgerCheck:
 
     async def read_table(self, db: aiosqlite.Connection, after: int, upto: int) -> None:
         """The table's rows of the records in (after, upto], in one indexed join."""
-        sql = (f"SELECT {_LEGACY} AS legacy, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-               "JOIN disclosures d ON d.audit_id = a.id WHERE a.seq > ? AND a.seq <= ?")
+        sql = (
+            f"SELECT {_LEGACY} AS legacy, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
+            "JOIN disclosures d ON d.audit_id = a.id WHERE a.seq > ? AND a.seq <= ?"
+        )
         legacy_upto = self.seal[0] if self.seal else 0
         async with db.execute(sql, (legacy_upto, after, upto)) as cur:
             async for legacy, *row in cur:
                 (self.legacy if legacy else self.actual).add(tuple(row))  # type: ignore[arg-type]
 
-    async def problem(self, log: AuditLog, full: bool) -> tuple[AuditRecord | None, str] | None:
+    async def problem(self, log: ChainSource, full: bool) -> tuple[AuditRecord | None, str] | None:
         """None when the table and the chain agree; else the record and what is wrong."""
         if self.seal is not None:
             _, count, digest = self.seal
             if self.legacy.count != count or self.legacy.digest != digest:
-                return self.seal_record, (f"disclosure ledger: the {count} rows sealed for records before the ledger "
-                                          f"was chained are now {self.legacy.count}, or were edited")
+                return self.seal_record, (
+                    f"disclosure ledger: the {count} rows sealed for records before the ledger "
+                    f"was chained are now {self.legacy.count}, or were edited"
+                )
         if full:
             orphan = await _orphan(log.db)
             if orphan is not None:
-                return None, (f"disclosure ledger: row (fact {orphan[1]}, recipient {orphan[3]}) names record "
-                              f"{orphan[0]}, which does not exist")
+                return None, (
+                    f"disclosure ledger: row (fact {orphan[1]}, recipient {orphan[3]}) names record "
+                    f"{orphan[0]}, which does not exist"
+                )
         if self.expected.matches(self.actual):
             return None
         found = await locate(log, self.seal[0] if self.seal else 0)
@@ -129,8 +135,10 @@ class LedgerCheck:
 
 
 async def _orphan(db: aiosqlite.Connection) -> tuple[str, ...] | None:
-    sql = ("SELECT audit_id, fact_id, event_id, recipient FROM disclosures "
-           "WHERE audit_id NOT IN (SELECT id FROM audit) LIMIT 1")
+    sql = (
+        "SELECT audit_id, fact_id, event_id, recipient FROM disclosures "
+        "WHERE audit_id NOT IN (SELECT id FROM audit) LIMIT 1"
+    )
     async with db.execute(sql) as cur:
         row = await cur.fetchone()
     return tuple(row) if row else None
@@ -140,11 +148,13 @@ def _describe(row: Row) -> str:
     return f"(fact {row[1]}, recipient {row[3]})"
 
 
-async def locate(log: AuditLog, legacy_upto: int) -> tuple[AuditRecord, str] | None:
+async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] | None:
     """The first record whose rows in the table differ from what it says it disclosed. A walk
     of the records beside the table's rows in the same order: only run once the sums differ."""
-    sql = ("SELECT a.seq, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-           f"JOIN disclosures d ON d.audit_id = a.id WHERE NOT {_LEGACY} ORDER BY a.seq")
+    sql = (
+        "SELECT a.seq, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
+        f"JOIN disclosures d ON d.audit_id = a.id WHERE NOT {_LEGACY} ORDER BY a.seq"
+    )
     async with log.db.execute(sql, (legacy_upto,)) as cur:
         table = [(int(r[0]), tuple(r[1:])) for r in await cur.fetchall()]
     i = 0
@@ -160,8 +170,9 @@ async def locate(log: AuditLog, legacy_upto: int) -> tuple[AuditRecord, str] | N
         want = Counter(rows_of(rec.id, rec.time, rec.body))
         missing, extra = want - have, have - want
         if missing and extra:
-            return rec, (f"disclosure ledger: row {_describe(next(iter(missing)))} was changed to "
-                         f"{_describe(next(iter(extra)))}")
+            return rec, (
+                f"disclosure ledger: row {_describe(next(iter(missing)))} was changed to {_describe(next(iter(extra)))}"
+            )
         if missing:
             return rec, f"disclosure ledger: row {_describe(next(iter(missing)))} is missing"
         if extra:
@@ -181,14 +192,17 @@ async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) ->
             return 0
         upto = int(row[0])
         tally = Tally()
-        sql = ("SELECT d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-               f"JOIN disclosures d ON d.audit_id = a.id WHERE {_LEGACY}")
+        sql = (
+            "SELECT d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
+            f"JOIN disclosures d ON d.audit_id = a.id WHERE {_LEGACY}"
+        )
         async with db.execute(sql, (upto,)) as cur:
             async for r in cur:
                 tally.add(tuple(r))  # type: ignore[arg-type]
         if tally.count:
-            body = {"action": "seal the disclosure ledger", "upto": upto, "rows": tally.count,
-                    "digest": tally.digest}
+            body = LedgerSealRecord(
+                action="seal the disclosure ledger", upto=upto, rows=tally.count, digest=tally.digest
+            ).body()
             async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
                 last = await cur.fetchone()
             prev = last[0] if last else GENESIS

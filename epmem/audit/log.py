@@ -17,19 +17,20 @@ import csv
 import io
 import json
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
+from epmem.audit.kinds import RecordBody, entry_for
 from epmem.audit.ledger import LEDGER_KEY, ledger_body, seal_legacy_ledger
-from epmem.audit.sealing import Erased, canonical, chain_hash, seal, unseal
+from epmem.audit.record import AuditRecord, new_record_id, now_iso
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
+from epmem.audit.sealing import Erased, seal, unseal
+from epmem.audit.verify import check
 from epmem.sqlite import DatabaseError, connect_readonly, open_database
 
 __all__ = ["GENESIS", "AuditCorrupted", "AuditLog", "AuditRecord", "Disclosure", "export", "new_record_id", "now_iso"]
@@ -38,55 +39,8 @@ COLUMNS = "seq, id, time, kind, contact, body, prev_hash, hash, format, seal"
 _BATCH = 500
 
 
-def new_record_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 class AuditCorrupted(DatabaseError):
     """The audit database cannot be read, or its chain does not verify."""
-
-
-@dataclass(slots=True)
-class AuditRecord:
-    kind: str
-    #: the body as written, with every text still there (None for an erased one).
-    body: dict[str, Any]
-    contact: str | None = None
-    id: str = field(default_factory=new_record_id)
-    time: str = field(default_factory=now_iso)
-    prev_hash: str = GENESIS
-    hash: str = ""
-    seq: int = 0
-    #: what the chain covers: the body with salted digests in place of its texts.
-    skeleton: dict[str, Any] = field(default_factory=dict)
-    #: texts that /forget erased from this record.
-    erased: list[Erased] = field(default_factory=list)
-    format: int = FORMAT
-    #: format-1 records only: the seal chain's value at this record (epmem.audit.schema).
-    seal: str | None = None
-    #: slot -> (salt, text) as stored (both None once erased); for verify.
-    stored: dict[str, tuple[bytes | None, str | None]] = field(default_factory=dict)
-
-    def canonical(self) -> str:
-        return canonical(self.id, self.time, self.kind, self.contact, self.skeleton)
-
-    def compute_hash(self) -> str:
-        return chain_hash(self.prev_hash, self.canonical())
-
-    @property
-    def outcome(self) -> str:
-        return outcome(self.kind, self.body)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {"seq": self.seq, "id": self.id, "time": self.time, "kind": self.kind, "contact": self.contact,
-               **self.body, "prev_hash": self.prev_hash, "hash": self.hash}
-        if self.erased:
-            out["erased"] = [{"field": e.slot, "at": e.at, "by": e.by, "erasure": e.erasure} for e in self.erased]
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +112,37 @@ class AuditLog:
     def append_lock(self) -> asyncio.Lock:
         return self._append_lock
 
-    async def append(
-        self, kind: str, body: dict[str, Any], contact: str | None = None,
-        disclosed: Iterable[tuple[str, str]] = (), recipients: Iterable[str] = (),
+    async def write(
+        self,
+        entry: RecordBody,
+        contact: str | None = None,
+        disclosed: Iterable[tuple[str, str]] = (),
+        recipients: Iterable[str] = (),
     ) -> AuditRecord:
-        """Append one record (and its ledger lines) in one transaction, chained to the last."""
+        """Append one typed record (:mod:`epmem.audit.kinds`) and its ledger lines in one
+        transaction, chained to the last. The way every part of the bot writes to the log."""
+        return await self._append(entry.kind, entry.body(), contact, disclosed, recipients)
+
+    async def append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        contact: str | None = None,
+        disclosed: Iterable[tuple[str, str]] = (),
+        recipients: Iterable[str] = (),
+    ) -> AuditRecord:
+        """:meth:`write` for a body given as a dict (test fixtures, old callers): it must still
+        be a body of ``kind``'s model, or nothing is written (ValueError)."""
+        return await self._append(kind, entry_for(kind, body).body(), contact, disclosed, recipients)
+
+    async def _append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        contact: str | None,
+        disclosed: Iterable[tuple[str, str]],
+        recipients: Iterable[str],
+    ) -> AuditRecord:
         record = AuditRecord(kind=kind, body=body, contact=contact)
         async with self._append_lock:
             began = False
@@ -177,8 +157,9 @@ class AuditLog:
                 raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
         return record
 
-    async def append_in_transaction(self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (),
-                                    recipients: Sequence[str] = ()) -> None:
+    async def append_in_transaction(
+        self, record: AuditRecord, disclosed: Iterable[tuple[str, str]] = (), recipients: Sequence[str] = ()
+    ) -> None:
         """Chain ``record`` to the last one; the caller holds the lock and the transaction.
         What it discloses to whom goes into its chained body too (epmem.audit.ledger), so the
         ledger's rows can be checked against the chain."""
@@ -196,8 +177,18 @@ class AuditLog:
         cur2 = await self.db.execute(
             "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, platform, outcome) "
             "VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (record.id, record.time, record.kind, record.contact, json.dumps(record.skeleton, ensure_ascii=False),
-             record.prev_hash, record.hash, FORMAT, _platform(record.body), outcome(record.kind, record.body)),
+            (
+                record.id,
+                record.time,
+                record.kind,
+                record.contact,
+                json.dumps(record.skeleton, ensure_ascii=False),
+                record.prev_hash,
+                record.hash,
+                FORMAT,
+                _platform(record.body),
+                outcome(record.kind, record.body),
+            ),
         )
         record.seq = cur2.lastrowid or 0
         await index_record(self.db, record.seq, record.body, texts)
@@ -209,8 +200,9 @@ class AuditLog:
 
     # ------------------------------------------------------------------ reading
 
-    async def records(self, contact: str | None = None, kind: str | None = None,
-                      limit: int | None = None) -> list[AuditRecord]:
+    async def records(
+        self, contact: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> list[AuditRecord]:
         """Oldest first; ``limit`` keeps the newest ones."""
         where, args = [], []
         if contact is not None:
@@ -270,8 +262,6 @@ class AuditLog:
 
     async def verify(self) -> tuple[int, AuditRecord | None]:
         """Walk the chain; return (records checked, first bad record or None)."""
-        from epmem.audit.verify import check
-
         status = await check(self)
         return status.verified, status.first_bad
 
@@ -279,8 +269,10 @@ class AuditLog:
         """The ledger: every recipient told this fact (or any fact of this event), or possibly
         told it, oldest first; a reply that never reached its reader tells nobody anything
         (epmem.audit.delivery says how each delivery outcome counts)."""
-        sql = ("SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
-               "WHERE fact_id = ? OR event_id = ? ORDER BY time")
+        sql = (
+            "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
+            "WHERE fact_id = ? OR event_id = ? ORDER BY time"
+        )
         try:
             async with self.db.execute(sql, (fact_or_event, fact_or_event)) as cur:
                 lines = [tuple(row) async for row in cur]
@@ -295,9 +287,11 @@ class AuditLog:
         lines: list[tuple[Any, ...]] = []
         try:
             for i in range(0, len(wanted), _BATCH):
-                batch = wanted[i:i + _BATCH]
-                sql = ("SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
-                       f"WHERE event_id IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else ""))
+                batch = wanted[i : i + _BATCH]
+                sql = (
+                    "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
+                    f"WHERE event_id IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else "")
+                )
                 async with self.db.execute(sql, [*batch, *([since] if since else [])]) as cur:
                     lines += [tuple(row) async for row in cur]
             return await self._as_told(lines)
@@ -324,8 +318,10 @@ async def _connect_readonly(path: Path) -> aiosqlite.Connection:
         async with db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_text'") as cur:
             row = await cur.fetchone()
         if not row or not row[0]:
-            raise sqlite3.DatabaseError("the audit database is in the first format: start the bot or run "
-                                        "`epmem audit verify` once to carry it forward")
+            raise sqlite3.DatabaseError(
+                "the audit database is in the first format: start the bot or run "
+                "`epmem audit verify` once to carry it forward"
+            )
     except BaseException:
         await db.close()
         raise
@@ -341,10 +337,21 @@ def _record(row: Any, texts: dict[str, Any]) -> AuditRecord:
     seq, rid, time, kind, contact, raw, prev, h, fmt, seal_value = row
     skeleton = json.loads(raw)
     words = {slot: t[1] for slot, t in texts.items()}
-    rec = AuditRecord(kind=kind, body=unseal(skeleton, words), contact=contact, id=rid, time=time,
-                      prev_hash=prev, hash=h, seq=seq, skeleton=skeleton,
-                      erased=[t[2] for t in texts.values() if t[2] is not None], format=fmt or LEGACY_FORMAT,
-                      seal=seal_value, stored={slot: (t[0], t[1]) for slot, t in texts.items()})
+    rec = AuditRecord(
+        kind=kind,
+        body=unseal(skeleton, words),
+        contact=contact,
+        id=rid,
+        time=time,
+        prev_hash=prev,
+        hash=h,
+        seq=seq,
+        skeleton=skeleton,
+        erased=[t[2] for t in texts.values() if t[2] is not None],
+        format=fmt or LEGACY_FORMAT,
+        seal=seal_value,
+        stored={slot: (t[0], t[1]) for slot, t in texts.items()},
+    )
     return rec
 
 
@@ -358,7 +365,17 @@ def export(records: list[AuditRecord], fmt: str) -> str:
         writer = csv.writer(out)
         writer.writerow(columns)
         for r in records:
-            writer.writerow([r.seq, r.id, r.time, r.kind, r.contact or "",
-                             json.dumps(r.body, ensure_ascii=False, sort_keys=True), r.prev_hash, r.hash])
+            writer.writerow(
+                [
+                    r.seq,
+                    r.id,
+                    r.time,
+                    r.kind,
+                    r.contact or "",
+                    json.dumps(r.body, ensure_ascii=False, sort_keys=True),
+                    r.prev_hash,
+                    r.hash,
+                ]
+            )
         return out.getvalue()
     raise ValueError(f"unknown export format {fmt!r}: use jsonl or csv")

@@ -19,11 +19,13 @@ import aiosqlite
 from epmem.memory.facts import Fact
 from epmem.sqlite import Migration, MigrationSet
 
-MIGRATIONS = MigrationSet("fact_register", (
-    Migration(
-        1,
-        "fact register",
-        """
+MIGRATIONS = MigrationSet(
+    "fact_register",
+    (
+        Migration(
+            1,
+            "fact register",
+            """
         CREATE TABLE fact_register (
             id TEXT PRIMARY KEY,
             event_id TEXT NOT NULL,
@@ -31,8 +33,9 @@ MIGRATIONS = MigrationSet("fact_register", (
         );
         CREATE INDEX fact_register_event ON fact_register(event_id)
         """,
+        ),
     ),
-))
+)
 
 
 def _row(f: Fact) -> tuple[str, str, str]:
@@ -52,8 +55,9 @@ class FactRegister:
         await db.execute("BEGIN IMMEDIATE")
         try:
             await db.execute("DELETE FROM fact_register")
-            await db.executemany("INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?)",
-                                 [_row(f) for f in facts])
+            await db.executemany(
+                "INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?)", [_row(f) for f in facts]
+            )
             await db.execute("COMMIT")
         except BaseException:
             await db.execute("ROLLBACK")
@@ -68,7 +72,9 @@ class FactRegister:
         if upserted:
             await db.executemany(
                 "INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?) ON CONFLICT(id) DO UPDATE SET "
-                "event_id = excluded.event_id, body = excluded.body", [_row(f) for f in upserted])
+                "event_id = excluded.event_id, body = excluded.body",
+                [_row(f) for f in upserted],
+            )
 
     async def all(self) -> list[Fact]:
         async with self.db.execute("SELECT body FROM fact_register") as cur:
@@ -84,7 +90,7 @@ class FactRegister:
     async def facts(self, ids: Sequence[str]) -> list[Fact]:
         out: list[Fact] = []
         for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
+            chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
             async with self.db.execute(f"SELECT body FROM fact_register WHERE id IN ({marks})", chunk) as cur:
                 out += [Fact.model_validate_json(row[0]) async for row in cur]

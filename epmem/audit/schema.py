@@ -18,19 +18,22 @@ from typing import Any
 
 import aiosqlite
 
+from epmem.audit.kinds import AuditMigrationRecord
 from epmem.audit.sealing import canonical, chain_hash, seal
 from epmem.sqlite import Migration, MigrationSet
 
 GENESIS = "0" * 64
 LEGACY_FORMAT = 1
 FORMAT = 2
-MIGRATION_KIND = "audit_migration"
+MIGRATION_KIND = AuditMigrationRecord.kind
 
-MIGRATIONS = MigrationSet("audit", (
-    Migration(
-        1,
-        "audit records",
-        """
+MIGRATIONS = MigrationSet(
+    "audit",
+    (
+        Migration(
+            1,
+            "audit records",
+            """
         CREATE TABLE audit (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL UNIQUE,
@@ -52,11 +55,11 @@ MIGRATIONS = MigrationSet("audit", (
         CREATE INDEX disclosures_fact ON disclosures(fact_id);
         CREATE INDEX disclosures_event ON disclosures(event_id);
         """,
-    ),
-    Migration(
-        2,
-        "erasable texts, fact references and page indexes",
-        """
+        ),
+        Migration(
+            2,
+            "erasable texts, fact references and page indexes",
+            """
         ALTER TABLE audit ADD COLUMN format INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE audit ADD COLUMN platform TEXT;
         ALTER TABLE audit ADD COLUMN outcome TEXT;
@@ -83,13 +86,13 @@ MIGRATIONS = MigrationSet("audit", (
         CREATE INDEX audit_time ON audit(time, seq);
         CREATE INDEX disclosures_ledger ON disclosures(fact_id, recipient, time, event_id)
         """,
-    ),
-    Migration(
-        3,
-        "what became of each reply (epmem.audit.delivery), indexed from the records that say so",
-        # the same rules as epmem.audit.delivery.delivery_of, for the records already written
-        # (before this index, none stated an outcome: delivered or not was all they said)
-        """
+        ),
+        Migration(
+            3,
+            "what became of each reply (epmem.audit.delivery), indexed from the records that say so",
+            # the same rules as epmem.audit.delivery.delivery_of, for the records already written
+            # (before this index, none stated an outcome: delivered or not was all they said)
+            """
         CREATE TABLE delivery (
             seq INTEGER PRIMARY KEY,
             of TEXT NOT NULL,
@@ -107,18 +110,20 @@ MIGRATIONS = MigrationSet("audit", (
             SELECT seq, json_extract(body, '$.audit'), 'refused', time
             FROM audit WHERE kind = 'delivery_failed' AND json_valid(body) AND json_type(body, '$.audit') = 'text'
         """,
-    ),
-    Migration(
-        4,
-        "the disclosure ledger checked against the chain: the records written before it, to seal once",
-        # epmem.audit.ledger.seal_legacy_ledger seals the rows of records up to here in one
-        # chained record when the database is next opened for writing, and empties this table.
-        """
+        ),
+        Migration(
+            4,
+            "the disclosure ledger checked against the chain: the records written before it, to seal once",
+            # epmem.audit.ledger.seal_legacy_ledger seals the rows of records up to here in one
+            # chained record when the database is next opened for writing, and empties this table.
+            """
         CREATE TABLE ledger_legacy (upto INTEGER NOT NULL);
         INSERT INTO ledger_legacy(upto) SELECT coalesce(max(seq), 0) FROM audit
         """,
+        ),
     ),
-), legacy_table="migrations")
+    legacy_table="migrations",
+)
 
 
 def outcome(kind: str, body: dict[str, Any]) -> str:
@@ -129,9 +134,16 @@ def outcome(kind: str, body: dict[str, Any]) -> str:
         return "answered"
     if kind == "approval":
         return "rejected" if body.get("decision") == "rejected" else "answered"
-    return {"attempted_command": "attempted command", "rate_limited": "rate limited", "non_text": "not read",
-            "policy_change": "policy change", "delivery_failed": "delivery failed",
-            "approval_expired": "expired", MIGRATION_KIND: "migration", "ledger_seal": "migration"}.get(kind, kind.replace("_", " "))
+    return {
+        "attempted_command": "attempted command",
+        "rate_limited": "rate limited",
+        "non_text": "not read",
+        "policy_change": "policy change",
+        "delivery_failed": "delivery failed",
+        "approval_expired": "expired",
+        MIGRATION_KIND: "migration",
+        "ledger_seal": "migration",
+    }.get(kind, kind.replace("_", " "))
 
 
 #: outcomes of a message someone sent (the rest are the owner's or the scheduler's doing).
@@ -166,11 +178,13 @@ async def held_refs(db: aiosqlite.Connection, body: dict[str, Any]) -> set[str]:
 
 async def index_record(db: aiosqlite.Connection, seq: int, body: dict[str, Any], texts: Iterable[Any]) -> None:
     """Write a record's erasable texts and fact references (inside the caller's transaction)."""
-    await db.executemany("INSERT INTO audit_text(seq, slot, salt, text) VALUES (?,?,?,?)",
-                         [(seq, t.slot, t.salt, t.text) for t in texts])
+    await db.executemany(
+        "INSERT INTO audit_text(seq, slot, salt, text) VALUES (?,?,?,?)", [(seq, t.slot, t.salt, t.text) for t in texts]
+    )
     refs = fact_refs(body) | await held_refs(db, body)
-    await db.executemany("INSERT OR IGNORE INTO audit_fact(fact_id, seq) VALUES (?,?)",
-                         [(f, seq) for f in sorted(refs)])
+    await db.executemany(
+        "INSERT OR IGNORE INTO audit_fact(fact_id, seq) VALUES (?,?)", [(f, seq) for f in sorted(refs)]
+    )
 
 
 async def carry_forward(db: aiosqlite.Connection, now: str, new_id: str) -> int:
@@ -199,8 +213,7 @@ async def carry_forward(db: aiosqlite.Connection, now: str, new_id: str) -> int:
 
 async def _seal_legacy(db: aiosqlite.Connection) -> tuple[tuple[int, str], str | None]:
     seal_value, prev, count, first_bad = GENESIS, GENESIS, 0, None
-    sql = ("SELECT seq, id, time, kind, contact, body, prev_hash, hash, seal FROM audit "
-           "WHERE format = ? ORDER BY seq")
+    sql = "SELECT seq, id, time, kind, contact, body, prev_hash, hash, seal FROM audit WHERE format = ? ORDER BY seq"
     async with db.execute(sql, (LEGACY_FORMAT,)) as cur:
         rows = await cur.fetchall()
     for seq, rid, time, kind, contact, raw, prev_hash, h, old_seal in rows:
@@ -208,13 +221,16 @@ async def _seal_legacy(db: aiosqlite.Connection) -> tuple[tuple[int, str], str |
             seal_value, prev, count = old_seal, h, count + 1
             continue
         body = json.loads(raw)
-        if first_bad is None and (prev_hash != prev or chain_hash(prev_hash, canonical(rid, time, kind, contact, body)) != h):
+        if first_bad is None and (
+            prev_hash != prev or chain_hash(prev_hash, canonical(rid, time, kind, contact, body)) != h
+        ):
             first_bad = rid
         skeleton, texts = seal(body)
         seal_value = seal_step(seal_value, h, canonical(rid, time, kind, contact, skeleton))
-        await db.execute("UPDATE audit SET body = ?, seal = ?, platform = ?, outcome = ? WHERE seq = ?",
-                         (json.dumps(skeleton, ensure_ascii=False), seal_value, body.get("platform"),
-                          outcome(kind, body), seq))
+        await db.execute(
+            "UPDATE audit SET body = ?, seal = ?, platform = ?, outcome = ? WHERE seq = ?",
+            (json.dumps(skeleton, ensure_ascii=False), seal_value, body.get("platform"), outcome(kind, body), seq),
+        )
         await index_record(db, seq, body, texts)
         prev, count = h, count + 1
     return (count, seal_value), first_bad
@@ -224,12 +240,15 @@ def seal_step(prev_seal: str, record_hash: str, skeleton_canonical: str) -> str:
     return chain_hash(prev_seal + record_hash, skeleton_canonical)
 
 
-async def _append_migration(db: aiosqlite.Connection, now: str, new_id: str, sealed: tuple[int, str],
-                            first_bad: str | None) -> None:
+async def _append_migration(
+    db: aiosqlite.Connection, now: str, new_id: str, sealed: tuple[int, str], first_bad: str | None
+) -> None:
     async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
         row = await cur.fetchone()
     prev = row[0] if row else GENESIS
-    body = {"action": "seal format-1 records", "sealed": sealed[0], "seal": sealed[1], "first_bad": first_bad}
+    body = AuditMigrationRecord(
+        action="seal format-1 records", sealed=sealed[0], seal=sealed[1], first_bad=first_bad
+    ).body()
     h = chain_hash(prev, canonical(new_id, now, MIGRATION_KIND, "owner", body))
     await db.execute(
         "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, outcome) VALUES (?,?,?,?,?,?,?,?,?)",

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from epmem.audit.kinds import ErasureRecord
 from epmem.audit.ledger import LedgerCheck
+from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash, digest, markers
 from epmem.audit.schema import GENESIS, LEGACY_FORMAT, MIGRATION_KIND, seal_step
 
-if TYPE_CHECKING:
-    from epmem.audit.log import AuditLog, AuditRecord
-
-ERASURE_KIND = "erasure"
+ERASURE_KIND = ErasureRecord.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +42,18 @@ class ChainStatus:
         return self.first_bad is None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "complete": self.complete, "verified": self.verified, "total": self.total, "head_seq": self.head_seq,
-                "head_hash": self.head_hash, "erased_records": self.erased_records,
-                "first_bad": None if self.first_bad is None else
-                {"id": self.first_bad.id, "seq": self.first_bad.seq, "reason": self.reason}}
+        return {
+            "ok": self.ok,
+            "complete": self.complete,
+            "verified": self.verified,
+            "total": self.total,
+            "head_seq": self.head_seq,
+            "head_hash": self.head_hash,
+            "erased_records": self.erased_records,
+            "first_bad": None
+            if self.first_bad is None
+            else {"id": self.first_bad.id, "seq": self.first_bad.seq, "reason": self.reason},
+        }
 
 
 def _texts_problem(rec: AuditRecord) -> str | None:
@@ -85,8 +92,10 @@ class _Walk:
             self.legacy += 1
             if rec.seal != self.seal:
                 return "its seal does not match (format-1 record changed after it was carried forward)"
-            if not rec.erased and chain_hash(rec.prev_hash, canonical(rec.id, rec.time, rec.kind, rec.contact,
-                                                                      rec.body)) != rec.hash:
+            if (
+                not rec.erased
+                and chain_hash(rec.prev_hash, canonical(rec.id, rec.time, rec.kind, rec.contact, rec.body)) != rec.hash
+            ):
                 return "hash does not match its content"
         elif rec.compute_hash() != rec.hash:
             return "hash does not match its content"
@@ -121,7 +130,7 @@ class ChainWatcher:
         self._last: AuditRecord | None = None
         self._bad: ChainStatus | None = None
 
-    async def advance(self, log: AuditLog) -> ChainStatus:
+    async def advance(self, log: ChainSource) -> ChainStatus:
         if self._bad is not None:
             return self._bad
         walk = self._walk
@@ -132,8 +141,7 @@ class ChainWatcher:
                 await asyncio.sleep(0)  # a long walk must not starve the page it runs beside
             reason = walk.problem(rec)
             if reason is not None:
-                self._bad = ChainStatus(self._n, await _total(log), rec, reason, *_head(self._last),
-                                        len(walk.erased))
+                self._bad = ChainStatus(self._n, await _total(log), rec, reason, *_head(self._last), len(walk.erased))
                 return self._bad
             if rec.erased:
                 walk.erased.append((self._n, rec))
@@ -149,17 +157,29 @@ class ChainWatcher:
             return self._bad
         for index, rec in walk.erased:
             if rec.id not in walk.listed:
-                return ChainStatus(index, n, rec, "texts were removed without a chained erasure record",
-                                   *_head(self._last), len(walk.erased))
+                return ChainStatus(
+                    index,
+                    n,
+                    rec,
+                    "texts were removed without a chained erasure record",
+                    *_head(self._last),
+                    len(walk.erased),
+                )
         if walk.first_bad_id is not None:
             bad = await log.get(walk.first_bad_id)
             if bad is not None:
-                return ChainStatus(bad.seq - 1, n, bad, "failed before the log was carried forward to format 2",
-                                   *_head(self._last), len(walk.erased))
+                return ChainStatus(
+                    bad.seq - 1,
+                    n,
+                    bad,
+                    "failed before the log was carried forward to format 2",
+                    *_head(self._last),
+                    len(walk.erased),
+                )
         return ChainStatus(n, n, None, None, *_head(self._last), len(walk.erased))
 
 
-async def check(log: AuditLog) -> ChainStatus:
+async def check(log: ChainSource) -> ChainStatus:
     """The whole chain, oldest first; stops at the first bad record."""
     return await ChainWatcher().advance(log)
 
@@ -168,7 +188,7 @@ def _head(last: AuditRecord | None) -> tuple[int, str]:
     return (last.seq, last.hash) if last is not None else (0, GENESIS)
 
 
-async def _total(log: AuditLog) -> int:
+async def _total(log: ChainSource) -> int:
     async with log.db.execute("SELECT COUNT(*) FROM audit") as cur:
         row = await cur.fetchone()
     return int(row[0]) if row else 0

@@ -5,9 +5,21 @@ from .cross_encoder import CrossEncoder, CrossEncoderUnavailable, shared_cross_e
 from .late_interaction import LateInteraction, LateInteractionUnavailable, shared_late_interaction
 from .minilm import EmbedderUnavailable, MiniLMEmbedder, default_embedder
 from .select import make_embedder
+from .wheels import MODEL_WHEELS, ModelWheel
 
 __all__ = [
-    "CrossEncoder", "CrossEncoderUnavailable", "shared_cross_encoder",
-    "LateInteraction", "LateInteractionUnavailable", "shared_late_interaction",
-    "default_embedder", "Embedder", "EmbedderUnavailable", "make_embedder", "MiniLMEmbedder", "Vectors",
+    "CrossEncoder",
+    "CrossEncoderUnavailable",
+    "shared_cross_encoder",
+    "LateInteraction",
+    "LateInteractionUnavailable",
+    "shared_late_interaction",
+    "default_embedder",
+    "Embedder",
+    "EmbedderUnavailable",
+    "make_embedder",
+    "MiniLMEmbedder",
+    "Vectors",
+    "MODEL_WHEELS",
+    "ModelWheel",
 ]

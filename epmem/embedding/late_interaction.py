@@ -50,8 +50,14 @@ class LateInteraction:
     name = NAME
 
     def __init__(self, directory: Path | None = None, threads: int = 1, cache_size: int = 4096) -> None:
-        self._tokenizer, self._session = load_onnx(directory or model_dir(), MODEL_SHA256, MAX_TOKENS, threads,
-                                                   "the late-interaction model", LateInteractionUnavailable)
+        self._tokenizer, self._session = load_onnx(
+            directory or model_dir(),
+            MODEL_SHA256,
+            MAX_TOKENS,
+            threads,
+            "the late-interaction model",
+            LateInteractionUnavailable,
+        )
         self._lock = threading.Lock()
         self._cache: dict[str, np.ndarray] = {}
         self._cache_size = cache_size
@@ -67,8 +73,11 @@ class LateInteraction:
         for i, e in enumerate(encoded):
             ids[i, : len(e.ids)], mask[i, : len(e.ids)] = e.ids, 1
         with self._lock:
-            hidden = np.asarray(self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                                         "token_type_ids": np.zeros_like(ids)})[0])
+            hidden = np.asarray(
+                self._session.run(
+                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                )[0]
+            )
         out = []
         for i, e in enumerate(encoded):
             vectors = hidden[i, 1 : len(e.ids) - 1]  # without [CLS] and [SEP]
@@ -92,8 +101,7 @@ class LateInteraction:
         docs = self._documents(texts)
         if len(query) == 0:
             return np.zeros(len(texts), dtype=np.float32)
-        return np.array([float((query @ d.T).max(axis=1).mean()) if len(d) else 0.0 for d in docs],
-                        dtype=np.float32)
+        return np.array([float((query @ d.T).max(axis=1).mean()) if len(d) else 0.0 for d in docs], dtype=np.float32)
 
 
 @lru_cache(maxsize=1)

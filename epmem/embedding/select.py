@@ -5,12 +5,19 @@ from __future__ import annotations
 from .base import Embedder
 from .minilm import EmbedderUnavailable
 
-EMBEDDERS = ("minilm", "wordllama", "openai")
+EMBEDDERS = ("bilingual", "minilm", "wordllama", "openai")
 
 
-def make_embedder(kind: str, model: str | None = None, base_url: str | None = None,
-                  api_key: str | None = None) -> Embedder:
-    """Name -> embedder: ``minilm`` (default), ``wordllama``, or ``openai`` (needs a model)."""
+def make_embedder(
+    kind: str, model: str | None = None, base_url: str | None = None, api_key: str | None = None
+) -> Embedder:
+    """Name -> embedder: ``bilingual`` (default: MiniLM, and USE multilingual for text with Chinese,
+    Japanese or Korean: epmem/embedding/bilingual.py), ``minilm``, ``wordllama``, or ``openai``
+    (needs a model)."""
+    if kind == "bilingual":
+        from .bilingual import BilingualEmbedder
+
+        return BilingualEmbedder(make_embedder("minilm"))
     if kind == "minilm":
         from .minilm import default_embedder
         from .threads import SmallBatchesSingleThreaded
@@ -26,4 +33,4 @@ def make_embedder(kind: str, model: str | None = None, base_url: str | None = No
         from .openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder(model, base_url, api_key)
-    raise EmbedderUnavailable(f"unknown embedder {kind!r}; use minilm, wordllama or openai")
+    raise EmbedderUnavailable(f"unknown embedder {kind!r}; use bilingual, minilm, wordllama or openai")

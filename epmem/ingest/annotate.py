@@ -22,11 +22,13 @@ from functools import lru_cache
 import numpy as np
 
 from epmem.embedding.base import Embedder
+from epmem.embedding.bilingual import CJK, has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.examples import Example, ExampleBank
 from epmem.ingest.topics import TOPICS, VETO_TOPICS, credential_shaped, sensitive_topics
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Domain, Policy
+from epmem.textnorm import chinese_name_forms
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +47,21 @@ class Annotation:
     evidence: tuple[str, ...] = ()
 
 
+#: word boundaries that take a Chinese character for a boundary (Chinese sets no space around an
+#: English word: "HR说offer下周发", "跟Tom说"); on text without Chinese they are \b and \w*.
+_LATIN_START = f"(?<![^\\W{CJK}])"
+_LATIN_END = f"(?![^\\W{CJK}])"
+_LATIN_REST = f"[^\\W{CJK}]*"
+
+
 @lru_cache(maxsize=4096)
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    if has_cjk(keyword):  # Chinese has no spaces: a keyword is found anywhere in a sentence ("申请转硕")
+        return re.compile(re.escape(keyword.casefold()))
+    if not re.match(r"\w", keyword):
+        return re.compile(r"\b" + re.escape(keyword.casefold()) + r"\w*", re.IGNORECASE)
+    # a word starts after a non-letter or a Chinese character ("HR说offer下周发")
+    return re.compile(_LATIN_START + re.escape(keyword.casefold()) + _LATIN_REST, re.IGNORECASE)
 
 
 def _keyword_hits(text: str, policy: Policy) -> list[tuple[int, str, tuple[str, ...]]]:
@@ -66,8 +80,16 @@ def classify(text: str, policy: Policy) -> Annotation:
     hits = _keyword_hits(text, policy)
     if hits:
         level, name, matched = min(hits, key=lambda h: (h[0], -len(h[2]), h[1]))
-        return Annotation(name, level, policy.categories[name].domain, matched, "keywords", 0.8, True,
-                          tuple(f"keyword:{name}:{k}" for k in matched))
+        return Annotation(
+            name,
+            level,
+            policy.categories[name].domain,
+            matched,
+            "keywords",
+            0.8,
+            True,
+            tuple(f"keyword:{name}:{k}" for k in matched),
+        )
     name = policy.default_category
     cat = policy.categories[name]
     return Annotation(name, cat.level, cat.domain, (), "default", 0.0, False, ())
@@ -104,8 +126,13 @@ class CategoryClassifier(ReadsPolicy):
     that touches finances and hobbies is a finances statement as far as disclosure goes.
     """
 
-    def __init__(self, policy: Policy | PolicyHolder, embedder: Embedder | None = None,
-                 examples: ExampleBank | None = None, config: ClassifierConfig | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        embedder: Embedder | None = None,
+        examples: ExampleBank | None = None,
+        config: ClassifierConfig | None = None,
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         self.embedder = embedder
         self.examples = examples
@@ -122,8 +149,11 @@ class CategoryClassifier(ReadsPolicy):
                 if not t.maps:
                     continue
                 best = float(row.max())
-                self._topic_map[t.name] = [self._names[j] for j in np.argsort(-row)
-                                           if row[j] >= max(self.config.topic_floor, best - self.config.margin)]
+                self._topic_map[t.name] = [
+                    self._names[j]
+                    for j in np.argsort(-row)
+                    if row[j] >= max(self.config.topic_floor, best - self.config.margin)
+                ]
 
     def classify(self, text: str) -> Annotation:
         return self.classify_many([text])[0]
@@ -143,11 +173,20 @@ class CategoryClassifier(ReadsPolicy):
             out.append(self._one(text, sims[i] if sims is not None else None, near[i] if near is not None else []))
         return out
 
-    def _ann(self, name: str, basis: str, confidence: float, clear: bool, evidence: Iterable[str],
-             matched: tuple[str, ...] = (), level: int | None = None) -> Annotation:
+    def _ann(
+        self,
+        name: str,
+        basis: str,
+        confidence: float,
+        clear: bool,
+        evidence: Iterable[str],
+        matched: tuple[str, ...] = (),
+        level: int | None = None,
+    ) -> Annotation:
         cat = self.policy.categories[name]
-        return Annotation(name, cat.level if level is None else level, cat.domain, matched, basis, confidence,
-                          clear, tuple(evidence))
+        return Annotation(
+            name, cat.level if level is None else level, cat.domain, matched, basis, confidence, clear, tuple(evidence)
+        )
 
     def _one(self, text: str, sims: np.ndarray | None, near: list[tuple[Example, float]]) -> Annotation:
         cats = self.policy.categories
@@ -155,8 +194,16 @@ class CategoryClassifier(ReadsPolicy):
         if near and near[0][1] >= cfg.example_sure and near[0][0].label.category in cats:
             ex, score = near[0]
             lab = ex.label
-            return Annotation(lab.category, lab.level, lab.domain, (), "example", round(score, 3), True,
-                              (f"example:{lab.category}:{ex.fact_id}:{score:.2f}",))
+            return Annotation(
+                lab.category,
+                lab.level,
+                lab.domain,
+                (),
+                "example",
+                round(score, 3),
+                True,
+                (f"example:{lab.category}:{ex.fact_id}:{score:.2f}",),
+            )
         topics = sensitive_topics(text)
         topic_cats = self._topic_categories(topics, sims)
         topic_ev = [f"topic:{t}:{w}" for t, w in topics]
@@ -172,8 +219,9 @@ class CategoryClassifier(ReadsPolicy):
             mundane_veto = kw.category == self.policy.default_category and topics
             # a private topic the keyword's category is not about (a hospital named in a parish
             # chat, a student's grades in a team's "game" news): the keyword does not settle it
-            uncovered = kw.level >= 2 and any(t in VETO_TOPICS and kw.category not in self._topic_map.get(t, [])
-                                              for t, _ in topics)
+            uncovered = kw.level >= 2 and any(
+                t in VETO_TOPICS and kw.category not in self._topic_map.get(t, []) for t, _ in topics
+            )
             # a keyword that names a person ("mum", "mãe", a contact's name) says who, not what:
             # "it's just the course, mãe" is not family news
             uncovered = uncovered or all(self._people.find(k) for k in kw.matched)
@@ -185,8 +233,16 @@ class CategoryClassifier(ReadsPolicy):
         if near and near[0][1] >= cfg.example_hint and near[0][0].label.category in cats:
             ex, score = near[0]
             lab = ex.label
-            return Annotation(lab.category, lab.level, lab.domain, (), "example", round(score, 3), False,
-                              (f"example:{lab.category}:{ex.fact_id}:{score:.2f}", *topic_ev))
+            return Annotation(
+                lab.category,
+                lab.level,
+                lab.domain,
+                (),
+                "example",
+                round(score, 3),
+                False,
+                (f"example:{lab.category}:{ex.fact_id}:{score:.2f}", *topic_ev),
+            )
         if topic_cats:
             name = min(topic_cats, key=lambda c: (cats[c].level, c))
             return self._ann(name, "topic", 0.4, False, (*topic_ev, f"topic-category:{name}"))
@@ -240,8 +296,9 @@ class Clamped:
     notes: tuple[str, ...] = ()
 
 
-def clamp(policy: Policy, category: str | None, level: int | None, domain: str | None,
-          fallback: Annotation | None) -> Clamped:
+def clamp(
+    policy: Policy, category: str | None, level: int | None, domain: str | None, fallback: Annotation | None
+) -> Clamped:
     """Apply the stricter-only rule to a model's (or a cue's) annotation.
 
     - an unknown category is replaced by ``fallback`` (the rules classification of the text;
@@ -281,17 +338,63 @@ def clamp(policy: Policy, category: str | None, level: int | None, domain: str |
 
 #: relationship words people use in chat, mapped to words found in relationship labels.
 _KIN = {
-    "mum": "mother", "mom": "mother", "mother": "mother", "mamma": "mother", "mama": "mother",
-    "dad": "father", "father": "father", "papa": "father", "wife": "wife", "husband": "husband",
-    "partner": "partner", "fiance": "fianc", "fiancé": "fianc", "fiancee": "fianc", "fiancée": "fianc",
-    "boss": "manager", "manager": "manager", "sister": "sister", "brother": "brother",
-    "lawyer": "lawyer", "neighbour": "neighbour", "neighbor": "neighbour",
+    "mum": "mother",
+    "mom": "mother",
+    "mother": "mother",
+    "mamma": "mother",
+    "mama": "mother",
+    "dad": "father",
+    "father": "father",
+    "papa": "father",
+    "wife": "wife",
+    "husband": "husband",
+    "partner": "partner",
+    "fiance": "fianc",
+    "fiancé": "fianc",
+    "fiancee": "fianc",
+    "fiancée": "fianc",
+    "boss": "manager",
+    "manager": "manager",
+    "sister": "sister",
+    "brother": "brother",
+    "lawyer": "lawyer",
+    "neighbour": "neighbour",
+    "neighbor": "neighbour",
 }
 
 
+#: Chinese kinship and address words -> characters found in a Chinese relationship label
+#: ("母亲", "父亲", "老婆", "博士导师").
+_KIN_ZH = {
+    "妈妈": ("母", "妈"),
+    "老妈": ("母", "妈"),
+    "我妈": ("母", "妈"),
+    "阿妈": ("母", "妈"),
+    "妈": ("母", "妈"),
+    "爸爸": ("父", "爸"),
+    "老爸": ("父", "爸"),
+    "我爸": ("父", "爸"),
+    "阿爸": ("父", "爸"),
+    "爸": ("父", "爸"),
+    "老婆": ("妻", "老婆", "太太"),
+    "老公": ("丈夫", "老公", "先生"),
+    "女朋友": ("女朋友", "女友"),
+    "男朋友": ("男朋友", "男友"),
+    "导师": ("导师",),
+    "老板": ("老板", "上司", "经理", "导师"),
+    "领导": ("领导", "上司", "经理"),
+}
 #: plural relationship words: everyone either word names ("my parents" -> mother and father).
-_PLURAL_KIN = {"parents": ("mother", "father"), "folks": ("mother", "father"), "mum and dad": ("mother", "father"),
-               "mom and dad": ("mother", "father")}
+_PLURAL_KIN = {
+    "parents": ("mother", "father"),
+    "folks": ("mother", "father"),
+    "mum and dad": ("mother", "father"),
+    "mom and dad": ("mother", "father"),
+    "爸妈": ("妈妈", "爸爸"),
+    "父母": ("妈妈", "爸爸"),
+    "爸爸妈妈": ("妈妈", "爸爸"),
+    "老爸老妈": ("妈妈", "爸爸"),
+}
 
 
 class ContactNames(ReadsPolicy):
@@ -320,21 +423,43 @@ class ContactNames(ReadsPolicy):
                 for kin, label in _KIN.items():
                     if label in word:
                         add(kin, cid)
+            for kin, marks in _KIN_ZH.items():
+                if any(m in c.relationship for m in marks):
+                    add(kin, cid)
+            for form in chinese_name_forms(c.name.strip()):
+                add(form, cid)
         for gid in self.policy.groups:
             add(gid, gid)
             add(gid.replace("_", " "), gid)
         # an ambiguous first name ("Lin" twice) resolves to nobody rather than to a guess
         self._index = {k: next(iter(v)) for k, v in index.items() if len(v) == 1}
         # a plural that names several people at once ("my parents"): all of them, never a guess
-        self._plural = {k: sorted(index.get(a, set()) | index.get(b, set()))
-                        for k, (a, b) in _PLURAL_KIN.items() if index.get(a) or index.get(b)}
+        self._plural = {
+            k: sorted(index.get(a, set()) | index.get(b, set()))
+            for k, (a, b) in _PLURAL_KIN.items()
+            if index.get(a) or index.get(b)
+        }
         for k in self._plural:
             self._index.setdefault(k, k)
         longest = sorted(self._index, key=len, reverse=True)
+        # a Chinese name sits inside a sentence with no space around it ("别让李老师知道"): no word
+        # boundary is asked of it; every other name must be a whole word
+        cjk = "|".join(re.escape(k) for k in longest if has_cjk(k))
+        latin = "|".join(re.escape(k) for k in longest if not has_cjk(k))
         self._pattern = (
-            re.compile(r"(?<!\w)(?:(?:my|our|the|his|her)\s+)?(" + "|".join(map(re.escape, longest)) + r")(?!\w)",
-                       re.IGNORECASE)
-            if longest else None
+            re.compile(
+                _LATIN_START
+                + r"(?:(?:(?:my|our|the|his|her)\s+)?("
+                + (latin or "(?!)")
+                + ")"
+                + _LATIN_END
+                + "|("
+                + (cjk or "(?!)")
+                + "))",
+                re.IGNORECASE,
+            )
+            if longest
+            else None
         )
 
     def find(self, text: str) -> list[str]:
@@ -343,7 +468,7 @@ class ContactNames(ReadsPolicy):
             return []
         found: list[str] = []
         for m in self._pattern.finditer(text):
-            key = m.group(1).casefold()
+            key = (m.group(1) or m.group(2)).casefold()
             for cid in self._plural.get(key, [self._index.get(key)]):
                 if cid is not None and cid not in found:
                     found.append(cid)

@@ -14,8 +14,9 @@ from epmem.memory.conversations import Conversations, IngestStats, Progress
 from epmem.memory.sessions import Session
 
 
-async def write_sessions(conversations: Conversations, sessions: Sequence[Session],
-                         progress: Progress | None = None) -> IngestStats:
+async def write_sessions(
+    conversations: Conversations, sessions: Sequence[Session], progress: Progress | None = None
+) -> IngestStats:
     before = await conversations.existing([s.id for s in sessions])
     try:
         return await conversations.add(sessions, progress)

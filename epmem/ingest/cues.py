@@ -24,13 +24,18 @@ import re
 from dataclasses import dataclass, field
 
 from epmem.ingest.annotate import ContactNames
+from epmem.ingest.zh import has_cjk, read_cues_zh
 from epmem.textnorm import SECRECY_EMOJI
 
 A = "['’]"
-_NEG = rf"(?:don{A}?t|do not|doesn{A}?t|does not|didn{A}?t|did not|never|mustn{A}?t|must not|shouldn{A}?t|" \
-       rf"should not|won{A}?t|will not|can{A}?t|cannot|can not|not|no need to|better not)"
-_TELL = r"(?:tell|tells|telling|told|mention|mentions|mentioning|mentioned|show|say|inform|let on|breathe a word|" \
-        r"bring (?:it|this|that) up|share (?:it|this|that)|pass (?:it|this|that) on|spill)"
+_NEG = (
+    rf"(?:don{A}?t|do not|doesn{A}?t|does not|didn{A}?t|did not|never|mustn{A}?t|must not|shouldn{A}?t|"
+    rf"should not|won{A}?t|will not|can{A}?t|cannot|can not|not|no need to|better not)"
+)
+_TELL = (
+    r"(?:tell|tells|telling|told|mention|mentions|mentioning|mentioned|show|say|inform|let on|breathe a word|"
+    r"bring (?:it|this|that) up|share (?:it|this|that)|pass (?:it|this|that) on|spill)"
+)
 _PRONOUN_OBJ = r"(?:it|this|that|them|that one|this one|these|those|any of (?:this|that)|the news|the \w+)"
 _KNOW = r"(?:know|knows|find out|finds out|hear|hears|learn|learns|be told|get wind|catch wind)"
 
@@ -178,8 +183,9 @@ class Cue:
     def evidence(self) -> list[str]:
         out = [f"cue:secret:{w}" for w in self.said] if self.secrecy else []
         out += [f"cue:not:{b}" for b in self.blacklist] + [f"cue:also:{w}" for w in self.whitelist]
-        return out + (["cue:also:everyone"] if self.public else []) + (
-            ["cue:also:present"] if self.names_present else [])
+        return (
+            out + (["cue:also:everyone"] if self.public else []) + (["cue:also:present"] if self.names_present else [])
+        )
 
 
 class CueReader:
@@ -196,7 +202,7 @@ class CueReader:
             cue.blacklist += [c for c in ids if c not in cue.blacklist]
 
         for m in _BLACK_AFTER.finditer(segment):
-            black(self.names.find(_first_clause(segment[m.end():])))
+            black(self.names.find(_first_clause(segment[m.end() :])))
         for m in _BLACK_BEFORE.finditer(segment):
             black(self.names.find(_last_clause(segment[: m.start()])))
         for m in _TELL_LATER.finditer(segment):
@@ -219,16 +225,33 @@ class CueReader:
                 if groups["who"] or groups["who4"] or groups["who5"] or groups["who6"] or groups["who7"]:
                     cue.secrecy = True
                     cue.said.append(m.group(0).strip().casefold())
+        if has_cjk(segment):
+            self._read_zh(segment, owner, cue)
         if cue.secrecy and not cue.whitelist:
             cue.present = True  # "between us", "nobody else": whoever was there, and only they
-        cue.anaphoric = bool(cue) and bool(re.search(r"\b(?:that|this|it)\b", segment, re.IGNORECASE))
+        cue.anaphoric = bool(cue) and bool(
+            re.search(r"\b(?:that|this|it)\b|这事|这件事|这个|此事", segment, re.IGNORECASE)
+        )
         return cue
+
+    def _read_zh(self, segment: str, owner: bool, cue: Cue) -> None:
+        """The Chinese cues of a clause (epmem/ingest/zh.py), with the same meanings as above."""
+        black, white, said, public, present = read_cues_zh(segment, owner=owner, find=self.names.find)
+        cue.blacklist += [c for c in black if c not in cue.blacklist]
+        cue.whitelist += [c for c in white if c not in cue.whitelist + cue.blacklist]
+        if said:
+            cue.secrecy = True
+            cue.said += [w for w in said if w not in cue.said]
+        cue.public = cue.public or (public and not cue.secrecy and not cue.blacklist)
+        cue.present = cue.present or present
+        cue.names_present = cue.names_present or present
 
 
 def _first_clause(text: str) -> str:
     """The words a "don't tell ..." cue governs: up to the next clause break."""
-    return re.split(r"[.;!?]|,\s*(?:but|and|so|because|since|as)\b|\s+(?:because|since|until|before|but)\s+",
-                    text, maxsplit=1)[0][:80]
+    return re.split(
+        r"[.;!?]|,\s*(?:but|and|so|because|since|as)\b|\s+(?:because|since|until|before|but)\s+", text, maxsplit=1
+    )[0][:80]
 
 
 def _last_clause(text: str) -> str:

@@ -14,6 +14,7 @@ import re
 from epmem.ingest.annotate import ContactNames
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.statements import CHITCHAT, IMPERATIVE, LEAD, REACTION_LEAD, asks, informative, worth
+from epmem.ingest.zh import cue_only_zh, filler_zh, has_cjk
 from epmem.textnorm import SECRECY_EMOJI, STOPWORDS, words
 
 _APOS = "['’]"
@@ -41,9 +42,12 @@ _CUE_TAIL = _CUE_WORDS | frozenset("that but and so it this about to for now my 
 #: words a statement's subject starts with (the walk past a cue stops there).
 _SUBJECT_WORDS = frozenset("i im ive we my our he she they there".split())
 #: a statement starts with a subject ("I'm", "im", "we", "my sister", "Alex and I").
-_SUBJECT = re.compile(rf"^(?:I\b|im\b|ive\b|we\b|my\b|our\b|there\b|it{_APOS}s\b|(?:he|she|they){_APOS}?\w*\b|"
-                      r"(?:the|his|her|their)\s+\w+|[A-ZÀ-Þ][\w'’-]+\s+(?:and\s+I\b|is\b|are\b|was\b|has\b|"
-                      r"will\b|had\b|got\b))", re.IGNORECASE)
+_SUBJECT = re.compile(
+    rf"^(?:I\b|im\b|ive\b|we\b|my\b|our\b|there\b|it{_APOS}s\b|(?:he|she|they){_APOS}?\w*\b|"
+    r"(?:the|his|her|their)\s+\w+|[A-ZÀ-Þ][\w'’-]+\s+(?:and\s+I\b|is\b|are\b|was\b|has\b|"
+    r"will\b|had\b|got\b))",
+    re.IGNORECASE,
+)
 
 #: a listener's promise ("my lips are sealed", "ok not a word", "your secret's safe"): it is about
 #: what the other person just said, whatever else its sentence goes on to say.
@@ -55,9 +59,12 @@ PROMISE = re.compile(
     re.IGNORECASE,
 )
 
+
 def filler(text: str) -> str:
     """Why a sentence that became no fact is filler by rule (:data:`FILLER`), or "" when it is
     not: then it is :class:`Unread` and the owner is shown it."""
+    if has_cjk(text):
+        return filler_zh(text)
     body = LEAD.sub("", text.strip()).strip()
     if not body or body.rstrip().endswith("?") or asks(body):
         return "question"
@@ -70,7 +77,6 @@ def filler(text: str) -> str:
     if IMPERATIVE.match(body) and not re.search(r"\b(?:I|I['’]m|my|we|our)\b", body):
         return "instruction"
     return ""
-
 
 
 class CueSplitter:
@@ -123,11 +129,15 @@ class CueSplitter:
         """A clause that says who may know and nothing else ("I don't want people to know yet",
         "Not a word to Tom", "secret!", "🤫"): a cue, and no word left once the cue's own words,
         names and function words are set aside."""
-        if not self.cues.read(clause, owner=owner):
+        cue = self.cues.read(clause, owner=owner)
+        if not cue:
             return False
+        if has_cjk(clause):
+            return cue_only_zh(clause, cue.said, self.names.strip(clause))
         rest = words(self.names.strip(clause))
-        return not [w for w in rest if w not in STOPWORDS and w not in _CUE_WORDS and w not in self._owner_words
-                    and len(w) > 1]
+        return not [
+            w for w in rest if w not in STOPWORDS and w not in _CUE_WORDS and w not in self._owner_words and len(w) > 1
+        ]
 
     def _around(self, raw: str, owner: bool) -> tuple[str | None, str]:
         """The statement around the cue clauses of a sentence (see :meth:`_cue_sentence`)."""
@@ -136,25 +146,30 @@ class CueSplitter:
         pieces = [(bounds[i], bounds[i + 1]) for i in range(0, len(bounds), 2) if bounds[i + 1] > bounds[i]]
         pieces = [(a, b) for a, b in pieces if raw[a:b].strip()]
         i, j = 0, len(pieces)
-        while i < j and self.cue_only(raw[pieces[i][0]:pieces[i][1]], owner):
+        while i < j and self.cue_only(raw[pieces[i][0] : pieces[i][1]], owner):
             i += 1
-        while j > i and self.cue_only(raw[pieces[j - 1][0]:pieces[j - 1][1]], owner):
+        while j > i and self.cue_only(raw[pieces[j - 1][0] : pieces[j - 1][1]], owner):
             j -= 1
         if i == j:
             return None, "cue"
-        middle = raw[pieces[i][0]:pieces[j - 1][1]].strip()
+        middle = raw[pieces[i][0] : pieces[j - 1][1]].strip()
         # "Not a word to Tom, but ...", "Don't say a word to anyone: ...": the cue introduces the
         # statement. "Haven't told Kari yet, want the contract signed first": a cue clause and a
         # remark after a comma may be about the news before, so it reaches back as well (fail closed)
-        gap = raw[pieces[i - 1][1]:pieces[i][0]] if i else ""
-        back = bool(i) and not re.match(r"^(?:but|so|and so)\b", middle, re.IGNORECASE) \
+        gap = raw[pieces[i - 1][1] : pieces[i][0]] if i else ""
+        back = (
+            bool(i)
+            and not re.match(r"^(?:but|so|and so)\b", middle, re.IGNORECASE)
             and not re.search(r"[:—–(\[]|\s-\s", gap)
+        )
         if i == 0:  # no clause of its own: a cue that runs into its statement ("keep this between us im ...")
             middle = self._after_lead(middle, owner)
         middle = re.sub(r"^(?:but|and|so|that)\b[\s,]*", "", middle, flags=re.IGNORECASE).strip()
         if not middle:
             return None, "cue"
-        if i and re.match(r"^(?:he|she|they|him|her|them|it|that|this|which)\b", middle, re.IGNORECASE):
+        if i and re.match(
+            r"^(?:he|she|they|him|her|them|it|that|this|which)\b|^(?:他|她|佢|这|那)", middle, re.IGNORECASE
+        ):
             return None, "cue-comment"  # "Don't tell Tom, he'd worry", "Tara can know, it shows I'm committed"
         # a cue that could not be cut from its statement ("Ingrid cannot keep a secret to save her
         # life") is kept in the fact and still reaches as a sentence that is only a cue would
@@ -166,16 +181,18 @@ class CueSplitter:
         "Don't tell Tom I'm pregnant"): the statement, from its subject on. Anything else is
         kept whole (a statement with a cue inside: "Mum doesn't know I'm pregnant")."""
         for m in re.finditer(r"[\w'’]+", text):
-            head = text[:m.start()]
+            head = text[: m.start()]
             if not head.strip():
                 continue
             token, ws = m.group(0), words(m.group(0))
-            if ws and ws[0] not in _SUBJECT_WORDS and all(w in _CUE_TAIL or w in STOPWORDS for w in ws) \
-                    or self.names.find(token):
+            if (
+                ws
+                and ws[0] not in _SUBJECT_WORDS
+                and all(w in _CUE_TAIL or w in STOPWORDS for w in ws)
+                or self.names.find(token)
+            ):
                 continue
-            if self.cue_only(head, owner) and _SUBJECT.match(text[m.start():]):
-                return text[m.start():]
+            if self.cue_only(head, owner) and _SUBJECT.match(text[m.start() :]):
+                return text[m.start() :]
             break
         return text
-
-

@@ -1,4 +1,4 @@
-"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (DESIGN sec. 2, 6).
+"""Sessions in, annotated facts out: the ``pending`` -> ``annotated`` life cycle (docs/DESIGN.md sec. 2, 6).
 
 On ingest, the offline extractor turns the owner's sentences into facts at once, so the owner
 can recall a session the moment it arrives. With the rules backend those facts are the
@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 import structlog
 
 from epmem.embedding.once import embedding_once
+from epmem.identity import LOCAL
 from epmem.ingest import twins
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract import Finalizer
@@ -41,7 +42,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class AnnotationRetry:
     """Exponential backoff: base, base*factor, ... capped at max_s; ``attempts`` calls in all."""
 
     attempts: int = 4
@@ -51,9 +52,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ValueError("RetryPolicy.attempts must be >= 1")
+            raise ValueError("AnnotationRetry.attempts must be >= 1")
         if self.base_s < 0 or self.factor < 1 or self.max_s < 0:
-            raise ValueError("RetryPolicy delays must be >= 0 and factor >= 1")
+            raise ValueError("AnnotationRetry delays must be >= 0 and factor >= 1")
 
     def delay(self, failed_attempts: int) -> float:
         return float(min(self.max_s, self.base_s * self.factor ** (failed_attempts - 1)))
@@ -83,16 +84,24 @@ class Outcome:
 
 
 class Distiller(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, memory: FactMemory, classifier: CategoryClassifier,
-                 llm: LLM | None = None, retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep, *,
-                 open_by_category: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        memory: FactMemory,
+        classifier: CategoryClassifier,
+        llm: LLM | None = None,
+        retry: AnnotationRetry | None = None,
+        sleep: Sleep = asyncio.sleep,
+        *,
+        open_by_category: bool = False,
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         self.memory = memory
         self.classifier = classifier
         self.rules = RulesExtractor(policy, classifier)
         self.finalizer = Finalizer(policy, classifier, memory, open_by_category=open_by_category)
         self.model = LLMExtractor(policy, llm, memory) if llm is not None else None
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or AnnotationRetry()
         self._sleep = sleep
         self._tasks: dict[str, asyncio.Task[Outcome]] = {}
         #: sessions whose facts are still pending, kept for /reannotate.
@@ -179,8 +188,9 @@ class Distiller(ReadsPolicy):
         outcome.add_usage(proposal.usage)
         with embedding_once():
             near = NearestOnce(self.memory)
-            facts, notes = await self.finalizer.finalize(session, proposal.drafts, prefix="m", state="annotated",
-                                                         known_events=proposal.known_events, near=near)
+            facts, notes = await self.finalizer.finalize(
+                session, proposal.drafts, prefix="m", state="annotated", known_events=proposal.known_events, near=near
+            )
             async with self._lock:
                 stored = await self._replace(session.id, facts, near)
         outcome.state, outcome.backend = "annotated", self.backend
@@ -197,10 +207,26 @@ class Distiller(ReadsPolicy):
         part of the fact; "..., do not tell Tom" blacklists Tom."""
         when = when or datetime.now(timezone.utc)
         sid = f"note-{note_id}"
-        session = Session(id=sid, platform="console", chat_id=sid, chat_kind="direct", participants=[OWNER_ID],
-                          members=[OWNER_ID], turns=[Turn(id=f"{sid}/0", session_id=sid, index=0, speaker=OWNER_ID,
-                                                          speaker_name=self.policy.owner.name, text=text, time=when,
-                                                          msg_id="0")])
+        session = Session(
+            id=sid,
+            platform=LOCAL.platform,
+            chat_id=sid,
+            chat_kind="direct",
+            participants=[OWNER_ID],
+            members=[OWNER_ID],
+            turns=[
+                Turn(
+                    id=f"{sid}/0",
+                    session_id=sid,
+                    index=0,
+                    speaker=OWNER_ID,
+                    speaker_name=self.policy.owner.name,
+                    text=text,
+                    time=when,
+                    msg_id="0",
+                )
+            ],
+        )
         outcome = await self.ingest(session, background=True)
         stored = {f.id: f for f in await self.memory.of_session(sid)}
         return [stored[fid] for fid in outcome.facts if fid in stored]
@@ -228,8 +254,9 @@ class Distiller(ReadsPolicy):
             await self.memory.add([*fresh, *merged])
         return [*kept, *fresh]
 
-    async def _twin_news(self, session_id: str, facts: Sequence[Fact],
-                         near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
+    async def _twin_news(
+        self, session_id: str, facts: Sequence[Fact], near: FindsSimilar
+    ) -> tuple[list[Fact], list[Fact]]:
         """The same news stored from another conversation narrows these facts and is narrowed by
         them (epmem/ingest/twins.py): returns the facts and the stored twins that changed."""
         truths = [f for f in facts if f.version == "truth"]
@@ -249,8 +276,9 @@ class Distiller(ReadsPolicy):
                     changed[g.id] = g2
         return [out[f.id] for f in facts], list(changed.values())
 
-    async def _dedupe(self, session_id: str, facts: Sequence[Fact],
-                      near: FindsSimilar) -> tuple[list[Fact], list[Fact]]:
+    async def _dedupe(
+        self, session_id: str, facts: Sequence[Fact], near: FindsSimilar
+    ) -> tuple[list[Fact], list[Fact]]:
         """Annotated facts that say, word for word, what a fact of another session says are
         merged into it (the same information: the stricter annotation wins).
 

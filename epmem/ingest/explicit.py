@@ -1,7 +1,7 @@
 """Annotations the owner writes out (a facts file, a scenario's gold): checked and completed.
 
 An explicit annotation is the owner's word, so it may be looser than its category (only the
-owner loosens, DESIGN sec. 6). But a field the owner left out is not a choice: it is completed
+owner loosens, docs/DESIGN.md sec. 6). But a field the owner left out is not a choice: it is completed
 from the category, never left looser. A health fact written without ``domain:`` gets the health
 category's domain; left without one it would reach a level-1 *work* contact, which the owner
 never said. A field written out as null (``domain: null``) is a choice and is kept.
@@ -35,9 +35,17 @@ class Explicit:
     blacklist: tuple[str, ...]
 
 
-def complete_explicit(policy: Policy, category: str, *, level: int | None, domain: Domain | None,
-                      domain_given: bool, whitelist: Sequence[str] = (), blacklist: Sequence[str] = (),
-                      known: Collection[str] | None = None) -> Explicit:
+def complete_explicit(
+    policy: Policy,
+    category: str,
+    *,
+    level: int | None,
+    domain: Domain | None,
+    domain_given: bool,
+    whitelist: Sequence[str] = (),
+    blacklist: Sequence[str] = (),
+    known: Collection[str] | None = None,
+) -> Explicit:
     """The owner's annotation with what they left out taken from the category.
 
     Raises :class:`AnnotationProblem` for an unknown category, contact or group, or a whitelist
@@ -45,7 +53,9 @@ def complete_explicit(policy: Policy, category: str, *, level: int | None, domai
     """
     cat = policy.categories.get(category)
     if cat is None:
-        raise AnnotationProblem("category", f"unknown category {category!r}; categories: {', '.join(policy.categories)}")
+        raise AnnotationProblem(
+            "category", f"unknown category {category!r}; categories: {', '.join(policy.categories)}"
+        )
     names = set(policy.contacts) | set(policy.groups) if known is None else set(known)
     for key, people in (("whitelist", whitelist), ("blacklist", blacklist)):
         for who in people:

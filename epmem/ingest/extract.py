@@ -94,9 +94,16 @@ def _slug(value: str) -> str:
 class Finalizer(ReadsPolicy):
     """Drafts -> facts under the code-enforced rules (see the module docstring)."""
 
-    def __init__(self, policy: Policy | PolicyHolder, classifier: CategoryClassifier, memory: FactMemory | None = None,
-                 link_similarity: float = 0.8, retold_similarity: float = 0.75, *,
-                 open_by_category: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        classifier: CategoryClassifier,
+        memory: FactMemory | None = None,
+        link_similarity: float = 0.8,
+        retold_similarity: float = 0.75,
+        *,
+        open_by_category: bool = False,
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         #: the old behaviour, off by default (README "What opens a fact"): a fact the rules
         #: settle is open to its category's audience at once, without the owner's word.
@@ -107,9 +114,16 @@ class Finalizer(ReadsPolicy):
         self.link_similarity = link_similarity
         self.retold_similarity = retold_similarity
 
-    async def finalize(self, session: Session, drafts: Sequence[Draft], *, prefix: str, state: str | None,
-                       known_events: set[str] | None = None,
-                       near: FindsSimilar | None = None) -> tuple[list[Fact], list[str]]:
+    async def finalize(
+        self,
+        session: Session,
+        drafts: Sequence[Draft],
+        *,
+        prefix: str,
+        state: str | None,
+        known_events: set[str] | None = None,
+        near: FindsSimilar | None = None,
+    ) -> tuple[list[Fact], list[str]]:
         """``state`` forces every fact's state; None keeps each draft's own (the fail-closed
         rules set it), pending where a draft has none. ``near``: where to ask for stored
         neighbours (a session's :class:`~epmem.memory.nearest.NearestOnce`, shared with the
@@ -161,22 +175,36 @@ class Finalizer(ReadsPolicy):
             closed = not self.open_by_category
             if closed:
                 shared = bool(d.source_turns) and per_turn[d.source_turns[0]] > 1
-                whitelist, proposed, closed = closed_audience(d.evidence, whitelist, proposed, heard,
-                                                              cover=version == "cover" or shared)
-            facts.append(Fact(
-                id=ids[i], text=d.text.strip(), event_id=events[i], session_id=session.id,
-                version=version,
-                covers=covers, category=c.category, level=c.level, domain=c.domain,
-                whitelist=whitelist, blacklist=blacklist, valid_from=session.start,
-                state=fact_state,  # type: ignore[arg-type]
-                source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
-                confidence=d.confidence, evidence=list(d.evidence), proposed_whitelist=proposed,
-                closed=closed,
-            ))
+                whitelist, proposed, closed = closed_audience(
+                    d.evidence, whitelist, proposed, heard, cover=version == "cover" or shared
+                )
+            facts.append(
+                Fact(
+                    id=ids[i],
+                    text=d.text.strip(),
+                    event_id=events[i],
+                    session_id=session.id,
+                    version=version,
+                    covers=covers,
+                    category=c.category,
+                    level=c.level,
+                    domain=c.domain,
+                    whitelist=whitelist,
+                    blacklist=blacklist,
+                    valid_from=session.start,
+                    state=fact_state,  # type: ignore[arg-type]
+                    source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
+                    confidence=d.confidence,
+                    evidence=list(d.evidence),
+                    proposed_whitelist=proposed,
+                    closed=closed,
+                )
+            )
         return facts, notes
 
-    async def _retold_covers(self, session: Session, drafts: Sequence[Draft],
-                             near: FindsSimilar | None = None) -> dict[int, Fact]:
+    async def _retold_covers(
+        self, session: Session, drafts: Sequence[Draft], near: FindsSimilar | None = None
+    ) -> dict[int, Fact]:
         """Truth drafts that say what a cover already in memory says: the owner telling the
         cover story to someone. They become covers of the same truth (never a public truth)."""
         if self.memory is None or not drafts:
@@ -187,15 +215,27 @@ class Finalizer(ReadsPolicy):
         rows = await (near or self.memory).similar([drafts[i].text for i in truths], limit=5)
         out: dict[int, Fact] = {}
         for i, row in zip(truths, rows):
-            stories = [(f, score) for f, score in row if f.version == "cover" and f.covers
-                       and score >= self.retold_similarity and f.session_id != session.id]
+            stories = [
+                (f, score)
+                for f, score in row
+                if f.version == "cover" and f.covers and score >= self.retold_similarity and f.session_id != session.id
+            ]
             story = _best(stories)
             if story is not None:
                 out[i] = story
         return out
 
-    def _heard(self, fid: str, entries: Sequence[str], blacklist: list[str], never: bool, heard: set[str],
-               named: set[str], lists: set[str], notes: list[str]) -> list[str]:
+    def _heard(
+        self,
+        fid: str,
+        entries: Sequence[str],
+        blacklist: list[str],
+        never: bool,
+        heard: set[str],
+        named: set[str],
+        lists: set[str],
+        notes: list[str],
+    ) -> list[str]:
         """whitelist-heard: entries for people present or named by the owner; never on never-share."""
         out: list[str] = []
         for w in dict.fromkeys(entries):
@@ -210,8 +250,9 @@ class Finalizer(ReadsPolicy):
                 notes.append(f"{fid}: whitelist {w} dropped: not present and not named by the owner")
         return out
 
-    async def _events(self, session: Session, drafts: Sequence[Draft], known: set[str],
-                      near: FindsSimilar | None = None) -> list[str]:
+    async def _events(
+        self, session: Session, drafts: Sequence[Draft], known: set[str], near: FindsSimilar | None = None
+    ) -> list[str]:
         """Event ids: a backend's id when it names a known event; else a similar fact's event
         in memory (same category, near-identical wording); else a new id. Covers follow
         their truth."""
@@ -243,8 +284,13 @@ class Finalizer(ReadsPolicy):
         hits = await (near or self.memory).similar([d.text for d in drafts], limit=8)
         out: list[str | None] = []
         for d, row in zip(drafts, hits):
-            best = _best([(f, score) for f, score in row if score >= self.link_similarity
-                          and (d.category is None or f.category == d.category)])
+            best = _best(
+                [
+                    (f, score)
+                    for f, score in row
+                    if score >= self.link_similarity and (d.category is None or f.category == d.category)
+                ]
+            )
             out.append(best.event_id if best is not None else None)
         return out
 
@@ -256,8 +302,14 @@ OPENED_TO_EVERYONE = "everyone"
 PRESENT = "present"
 
 
-def closed_audience(evidence: Sequence[str], whitelist: Sequence[str], proposed: Sequence[str],
-                    heard: Collection[str] = (), *, cover: bool = False) -> tuple[list[str], list[str], bool]:
+def closed_audience(
+    evidence: Sequence[str],
+    whitelist: Sequence[str],
+    proposed: Sequence[str],
+    heard: Collection[str] = (),
+    *,
+    cover: bool = False,
+) -> tuple[list[str], list[str], bool]:
     """Closed until the owner says: of a fact's whitelist only the people the owner's own
     words named stay ("Owen can know", "tell the team"); everyone else the rules would let in
     (whoever heard it, whom a bare "between us" let in) is only offered to the owner; "only you
@@ -268,7 +320,7 @@ def closed_audience(evidence: Sequence[str], whitelist: Sequence[str], proposed:
     that shares its message with others (the caller passes ``cover`` for both): which of them
     the words open is a guess. Returns the whitelist, the suggestion and whether the fact stays
     closed."""
-    named = set() if cover else {e[len(OWNER_OPENED):] for e in evidence if e.startswith(OWNER_OPENED)}
+    named = set() if cover else {e[len(OWNER_OPENED) :] for e in evidence if e.startswith(OWNER_OPENED)}
     if OPENED_TO_EVERYONE in named:
         return list(whitelist), list(proposed), False
     if PRESENT in named:

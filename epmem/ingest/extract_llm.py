@@ -31,8 +31,13 @@ class Proposal:
 
 
 class LLMExtractor(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, llm: LLM, memory: FactMemory | None = None,
-                 template: str = "extract_annotate") -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        llm: LLM,
+        memory: FactMemory | None = None,
+        template: str = "extract_annotate",
+    ) -> None:
         self._policy = PolicyHolder.of(policy)
         self.llm = llm
         self.name = llm.name
@@ -52,8 +57,10 @@ class LLMExtractor(ReadsPolicy):
 
     def _contacts(self) -> list[dict[str, str]]:
         out = [{"id": cid, "name": c.name, "relationship": c.relationship} for cid, c in self.policy.contacts.items()]
-        out += [{"id": gid, "name": "group: " + ", ".join(members), "relationship": "group"}
-                for gid, members in self.policy.groups.items()]
+        out += [
+            {"id": gid, "name": "group: " + ", ".join(members), "relationship": "group"}
+            for gid, members in self.policy.groups.items()
+        ]
         return out
 
     def _speaker(self, session: Session, speaker: str, name: str) -> str:
@@ -88,8 +95,9 @@ class LLMExtractor(ReadsPolicy):
             ],
         )
         called = await self.llm.structured_call("extract_annotate", messages, ExtractionResult)
-        return Proposal(to_drafts(called.value, session), set(known), called.usage,
-                        f"{self.template.key}@{self.template.digest}")
+        return Proposal(
+            to_drafts(called.value, session), set(known), called.usage, f"{self.template.key}@{self.template.digest}"
+        )
 
 
 def to_drafts(result: ExtractionResult, session: Session) -> list[Draft]:
@@ -97,9 +105,18 @@ def to_drafts(result: ExtractionResult, session: Session) -> list[Draft]:
     n = len(session.turns)
     out: list[Draft] = []
     for f in result.facts:
-        out.append(Draft(
-            text=f.text, version=f.version, covers=f.covers, category=f.category, level=f.level,
-            domain=f.domain, event_id=f.event_id, source_turns=[t for t in f.source_turns if 0 <= t < n],
-            whitelist=list(f.whitelist), blacklist=list(f.blacklist),
-        ))
+        out.append(
+            Draft(
+                text=f.text,
+                version=f.version,
+                covers=f.covers,
+                category=f.category,
+                level=f.level,
+                domain=f.domain,
+                event_id=f.event_id,
+                source_turns=[t for t in f.source_turns if 0 <= t < n],
+                whitelist=list(f.whitelist),
+                blacklist=list(f.blacklist),
+            )
+        )
     return out

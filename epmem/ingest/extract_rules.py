@@ -35,6 +35,7 @@ from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.statements import asks, chat_statements, informative, worth
 from epmem.ingest.unread import FILLER, Unread
+from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
 
 _APOS = "['’]"
@@ -50,25 +51,43 @@ _COVER = [
         r"\s+(?:that\s+)?(?P<clause>.+)",
         re.IGNORECASE,
     ),
-    re.compile(rf"\b(?:just|let{_APOS}s|let us|please|can|could|we{_APOS}ll|I{_APOS}ll|we will|I will|should|"
-               rf"to)\s+(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
+    re.compile(
+        rf"\b(?:just|let{_APOS}s|let us|please|can|could|we{_APOS}ll|I{_APOS}ll|we will|I will|should|"
+        rf"to)\s+(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)",
+        re.IGNORECASE,
+    ),
     re.compile(r"^(?:please\s+)?(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"\b(?:the|our|my)\s+(?:official\s+|cover\s+)?(?:story|line|version|excuse)\s+is\s+(?:that\s+)?"
-               r"(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"\bif\s+(?:anyone|anybody|someone|people|they|he|she|[A-ZÀ-Þ][\w'’-]+)\b[^,]{0,40}?\basks?\b"
-               r"[^,]{0,30}?\s*[,:]?\s*(?P<clause>.+)", re.IGNORECASE),
-    re.compile(rf"\bas far as (?P<who>[\w'’ ]{{1,30}}?) (?:knows?|{_APOS}s concerned|is concerned|are concerned)\s*,?\s*"
-               r"(?P<clause>.+)", re.IGNORECASE),
+    re.compile(
+        r"\b(?:the|our|my)\s+(?:official\s+|cover\s+)?(?:story|line|version|excuse)\s+is\s+(?:that\s+)?"
+        r"(?P<clause>.+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\bif\s+(?:anyone|anybody|someone|people|they|he|she|[A-ZÀ-Þ][\w'’-]+)\b[^,]{0,40}?\basks?\b"
+        r"[^,]{0,30}?\s*[,:]?\s*(?P<clause>.+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"\bas far as (?P<who>[\w'’ ]{{1,30}}?) (?:knows?|{_APOS}s concerned|is concerned|are concerned)\s*,?\s*"
+        r"(?P<clause>.+)",
+        re.IGNORECASE,
+    ),
     re.compile(r"\bofficially\s*,\s*(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"\bfor (?:anyone|anybody|people|others|the team|everyone(?: else)?)(?: who)? ask(?:s|ing)?\s*[:,]\s*"
-               r"(?P<clause>.+)", re.IGNORECASE),
-    re.compile(r"^for (?P<who>him|her|them|[A-ZÀ-Þ][\w'’-]+|the team|everyone(?: else)?)\s*,?\s*(?P<clause>.+)",
-               re.IGNORECASE),
+    re.compile(
+        r"\bfor (?:anyone|anybody|people|others|the team|everyone(?: else)?)(?: who)? ask(?:s|ing)?\s*[:,]\s*"
+        r"(?P<clause>.+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"^for (?P<who>him|her|them|[A-ZÀ-Þ][\w'’-]+|the team|everyone(?: else)?)\s*,?\s*(?P<clause>.+)", re.IGNORECASE
+    ),
 ]
 #: what a cover clause may start with before the story itself ("just say", "we'll say").
-_COVER_LEAD = re.compile(rf"^(?:(?:then|just|simply|please|we{_APOS}ll|I{_APOS}ll|you can|you could|"
-                         r"we can|I can)\s+)*(?:say|tell (?:them|him|her|people|everyone))\s+(?:that\s+)?",
-                         re.IGNORECASE)
+_COVER_LEAD = re.compile(
+    rf"^(?:(?:then|just|simply|please|we{_APOS}ll|I{_APOS}ll|you can|you could|"
+    r"we can|I can)\s+)*(?:say|tell (?:them|him|her|people|everyone))\s+(?:that\s+)?",
+    re.IGNORECASE,
+)
 _CALL_IT = re.compile(r"\bcall it (?P<np>(?:a|an|the)\s+[^,.;!?]+)", re.IGNORECASE)
 #: a cover clause must read as a statement: it starts with a subject.
 _CLAUSE_START = re.compile(
@@ -84,8 +103,9 @@ _ASKS_KNOW = re.compile(
     r"(?:\s+yet)?\s*\?",
     re.IGNORECASE,
 )
-_ANSWER_NO = re.compile(r"^\W*(?:no+|nope|nah|not yet|god no|hell no|absolutely not|not at all|not a chance)\b",
-                        re.IGNORECASE)
+_ANSWER_NO = re.compile(
+    r"^\W*(?:no+|nope|nah|not yet|god no|hell no|absolutely not|not at all|not a chance)\b", re.IGNORECASE
+)
 _HE_SHE = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÀ-Þ][a-zà-ÿ]+)\b")
 _NOT_NAMES = frozenset(
@@ -96,15 +116,21 @@ _NOT_NAMES = frozenset(
 
 
 #: "Really I'm going to the clinic": the truth a cover in the same message stands in for.
-_TRUTH_MARK = re.compile(r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
-                         r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
-                         r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS), re.IGNORECASE)
+_TRUTH_MARK = re.compile(
+    r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
+    r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
+    r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS),
+    re.IGNORECASE,
+)
 #: "It's actually the visa appointment": a truth marker a little way in (marks, strips nothing).
 _TRUTH_WORD = re.compile(r"^\W*(?:[\w'’]+\s+){0,2}(?:actually|really|in fact|in reality)\b", re.IGNORECASE)
 #: "don't tell Tom that ...", "never told anyone I'm ...": a negated telling is a cue, never a cover.
-_NEGATED_TELL = re.compile(rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
-                           rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
-                           r"(?:(?:ever|even|yet|go|just)\s+)*(?:tell|telling|told|say|saying)\b", re.IGNORECASE)
+_NEGATED_TELL = re.compile(
+    rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
+    rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
+    r"(?:(?:ever|even|yet|go|just)\s+)*(?:tell|telling|told|say|saying)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -154,6 +180,7 @@ class RulesExtractor(ReadsPolicy):
         self.splitter = CueSplitter(self.cues, self.names, set(words(self.policy.owner.name)))
         self.owner = owner_first_name(self.policy)
         self._owner_words = set(words(self.policy.owner.name))
+        self.zh = ChineseFacts(self.policy.owner.name, self.names.strip)  # Chinese statements and covers
 
     # ------------------------------------------------------------------ people
 
@@ -206,6 +233,8 @@ class RulesExtractor(ReadsPolicy):
     # ------------------------------------------------------------------ sentences
 
     def _rewrite(self, text: str, speaker: str, you: str | None, he_she: str | None = None) -> str:
+        if has_cjk(text):
+            return self.zh.rewrite(text, speaker, you)
         text = _LEAD.sub("", text.strip()).strip()
         if you and " and " not in you:  # "Nora, I'd like to offer you ...": the listener named is no subject
             text = _LEAD.sub("", re.sub(rf"^{re.escape(you)}\s*[,!:]\s*(?=\S)", "", text, flags=re.IGNORECASE))
@@ -252,18 +281,27 @@ class RulesExtractor(ReadsPolicy):
         characters, look-alike letters mapped inside Latin words), so a cue cannot hide behind
         a zero-width space or a Cyrillic "о", and fact texts hold what the owner would read."""
         session = normalised(session)
+        self.zh.now = session.start
         proposals: list[_Proposal] = []
         turns: dict[int, _TurnDrafts] = {}
         unread: list[Unread] = []
         last_truth: int | None = None
-        for t, turn in enumerate(session.turns):
+        for t, _turn in enumerate(session.turns):
             td = turns.setdefault(t, _TurnDrafts(t))
             last_truth = self._read_turn(session, t, td, turns, proposals, last_truth, unread)
         self._apply_cues(session, proposals, turns)
         return self._decide(session, proposals), unread
 
-    def _read_turn(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
-                   proposals: list[_Proposal], last_truth: int | None, unread: list[Unread]) -> int | None:
+    def _read_turn(
+        self,
+        session: Session,
+        t: int,
+        td: _TurnDrafts,
+        turns: dict[int, _TurnDrafts],
+        proposals: list[_Proposal],
+        last_truth: int | None,
+        unread: list[Unread],
+    ) -> int | None:
         turn = session.turns[t]
         owner = turn.speaker == OWNER_ID
         speaker = self.speaker_name(session, t)
@@ -282,13 +320,18 @@ class RulesExtractor(ReadsPolicy):
             if raw.rstrip().endswith("?"):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
-            cover = self._cover(raw, mine)
+            cover = self.zh.cover(raw) if has_cjk(raw) else self._cover(raw, mine)
             if cover is not None:
                 clause, listeners = cover
                 story = self._rewrite(clause, speaker, you)
                 same = [i for i in td.drafts if proposals[i].draft.version == "truth"]
-                proposals.append(_Proposal(Draft(story, "cover", same[-1] if same else None, source_turns=[t]),
-                                           turn.speaker, whitelist=listeners if owner else []))
+                proposals.append(
+                    _Proposal(
+                        Draft(story, "cover", same[-1] if same else None, source_turns=[t]),
+                        turn.speaker,
+                        whitelist=listeners if owner else [],
+                    )
+                )
                 td.drafts.append(len(proposals) - 1)
                 td.open_covers.append((len(proposals) - 1, listeners))
                 continue
@@ -300,7 +343,7 @@ class RulesExtractor(ReadsPolicy):
             # a cue with no statement of its own kept, or one it could not be cut from, reaches back
             td.bare_cue = td.bare_cue or bool(cues) and (said is None or why == "embedded" or not worth(said, mine))
             if said is not None and td.open_covers and (mark := _TRUTH_MARK.match(said.strip())):
-                said = said.strip()[mark.end():]  # "Really I'm going to the clinic": the truth of the cover
+                said = said.strip()[mark.end() :]  # "Really I'm going to the clinic": the truth of the cover
                 marked.add(len(proposals))
             elif said is not None and td.open_covers and _TRUTH_WORD.match(said):
                 marked.add(len(proposals))  # "It's actually the visa appointment"
@@ -308,8 +351,13 @@ class RulesExtractor(ReadsPolicy):
                 td.bare_cue = True  # "my lips are sealed but you owe me chocolates": about the news before
             if said is not None and worth(said, mine):
                 he_she = self._last_named(session, t, raw) if _HE_SHE.match(_LEAD.sub("", said)) else None
-                proposals.append(_Proposal(Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
-                                           turn.speaker, joined=[f for f in joined if informative(f)]))
+                proposals.append(
+                    _Proposal(
+                        Draft(self._rewrite(said, speaker, you, he_she), "truth", source_turns=[t]),
+                        turn.speaker,
+                        joined=[f for f in joined if informative(f)],
+                    )
+                )
                 td.drafts.append(len(proposals) - 1)
                 last_truth = len(proposals) - 1
             else:
@@ -317,8 +365,16 @@ class RulesExtractor(ReadsPolicy):
         self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
 
-    def _tie_covers(self, session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
-                    proposals: list[_Proposal], before: int | None, marked: set[int]) -> None:
+    def _tie_covers(
+        self,
+        session: Session,
+        t: int,
+        td: _TurnDrafts,
+        turns: dict[int, _TurnDrafts],
+        proposals: list[_Proposal],
+        before: int | None,
+        marked: set[int],
+    ) -> None:
         """Each cover of the message gets its truth (cover-is-not-truth): the truth the message
         said before it; else the one it says after it with "really", "actually", "the truth is"
         ("If anyone asks, say I'm at a conference. Really I'm at the clinic."); else the message
@@ -351,8 +407,14 @@ class RulesExtractor(ReadsPolicy):
         return [Cue(blacklist=who, said=[m.group(0).strip().casefold()], so_far=True)] if who else []
 
     @staticmethod
-    def _truth_for(session: Session, t: int, td: _TurnDrafts, turns: dict[int, _TurnDrafts],
-                   last_truth: int | None, proposals: list[_Proposal]) -> int | None:
+    def _truth_for(
+        session: Session,
+        t: int,
+        td: _TurnDrafts,
+        turns: dict[int, _TurnDrafts],
+        last_truth: int | None,
+        proposals: list[_Proposal],
+    ) -> int | None:
         """The truth a cover stands in for: in the same message, else the message it answers
         (or the one that message answers), else the latest truth of the conversation."""
         same = [i for i in td.drafts if proposals[i].draft.version == "truth"]
@@ -368,8 +430,9 @@ class RulesExtractor(ReadsPolicy):
                 return replied[-1]
         return last_truth
 
-    def _targets(self, session: Session, t: int, turns: dict[int, _TurnDrafts], depth: int = 2,
-                 top: bool = True) -> list[int]:
+    def _targets(
+        self, session: Session, t: int, turns: dict[int, _TurnDrafts], depth: int = 2, top: bool = True
+    ) -> list[int]:
         """The facts a cue of turn ``t`` is about: its own, and those of the message it answers,
         following reply links, through a question with no facts of its own ("priya knows?" ->
         "nobody at home except Divya" reaches what the question was about). A message with no
@@ -388,8 +451,9 @@ class RulesExtractor(ReadsPolicy):
         return list(dict.fromkeys([*own, *earlier]))
 
     @staticmethod
-    def _burst(session: Session, t: int, turns: dict[int, _TurnDrafts], ahead: bool = False,
-               span: int = 3) -> list[int]:
+    def _burst(
+        session: Session, t: int, turns: dict[int, _TurnDrafts], ahead: bool = False, span: int = 3
+    ) -> list[int]:
         """The facts of the messages the same person sent right before turn ``t``, nobody else
         speaking in between: one thought typed as several messages, so a secrecy or narrowing
         cue in any of them is about all of them. ``ahead``: their next messages instead, over a
@@ -415,8 +479,11 @@ class RulesExtractor(ReadsPolicy):
                 continue
             base = self._targets(session, t, turns)
             near = self._burst(session, t, turns)
-            if (td.bare_cue or not td.drafts) and any(c.secrecy for c in td.cues) and (
-                    session.turns[t].text.rstrip().endswith(("?", ":", "...", "…")) or not base):
+            if (
+                (td.bare_cue or not td.drafts)
+                and any(c.secrecy for c in td.cues)
+                and (session.turns[t].text.rstrip().endswith(("?", ":", "...", "…")) or not base)
+            ):
                 # "Can you keep a secret?", "Between us..." then the news: a cue that opens reaches ahead
                 near += self._burst(session, t, turns, ahead=True)
             opened = list(td.drafts) or base
@@ -465,9 +532,19 @@ class RulesExtractor(ReadsPolicy):
                 d.covers = before[-1] if before else None
                 p.cover_orphan = d.covers is None
             others = [x for x in heard if x != p.speaker]
-            decision = decide(self.policy, ann, speaker=p.speaker, present=others,
-                              secrecy=p.secrecy, close=p.close, whitelist=p.whitelist, blacklist=d.blacklist,
-                              cover_orphan=p.cover_orphan, evidence=p.evidence, cover=d.version == "cover")
+            decision = decide(
+                self.policy,
+                ann,
+                speaker=p.speaker,
+                present=others,
+                secrecy=p.secrecy,
+                close=p.close,
+                whitelist=p.whitelist,
+                blacklist=d.blacklist,
+                cover_orphan=p.cover_orphan,
+                evidence=p.evidence,
+                cover=d.version == "cover",
+            )
             d.category, d.level, d.domain = decision.category, decision.level, decision.domain
             d.whitelist, d.blacklist = decision.whitelist, decision.blacklist
             d.state, d.confidence, d.evidence = decision.state, decision.confidence, decision.evidence

@@ -25,11 +25,13 @@ from epmem.sqlite import Migration, MigrationSet
 
 ModelState = Literal["queued", "done", "failed"]
 
-MIGRATIONS = MigrationSet("ingest_journal", (
-    Migration(
-        1,
-        "import journal",
-        """
+MIGRATIONS = MigrationSet(
+    "ingest_journal",
+    (
+        Migration(
+            1,
+            "import journal",
+            """
         CREATE TABLE ingest_sessions (
             session_id TEXT PRIMARY KEY,
             source TEXT NOT NULL DEFAULT '',
@@ -40,11 +42,11 @@ MIGRATIONS = MigrationSet("ingest_journal", (
         );
         CREATE INDEX ingest_sessions_model ON ingest_sessions(model)
         """,
-    ),
-    Migration(
-        2,
-        "statements the extractor could not turn into facts",
-        """
+        ),
+        Migration(
+            2,
+            "statements the extractor could not turn into facts",
+            """
         CREATE TABLE ingest_unread (
             session_id TEXT NOT NULL,
             turn INTEGER NOT NULL,
@@ -55,8 +57,9 @@ MIGRATIONS = MigrationSet("ingest_journal", (
             PRIMARY KEY (session_id, turn, quote)
         )
         """,
+        ),
     ),
-))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,7 @@ class ImportJournal:
         out: dict[str, SessionStage] = {}
         ids = list(session_ids)
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
+            part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
             async with self._db().execute(
                 f"SELECT session_id, turns, facts_done, model FROM ingest_sessions WHERE session_id IN ({marks})",

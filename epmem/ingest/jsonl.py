@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from epmem.identity import LOCAL
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
 from epmem.memory.sessions import Message
@@ -35,7 +36,7 @@ class _Line(BaseModel):
     chat_title: str | None = None
     reply_to: str | int | None = None
     mentions: list[str] = Field(default_factory=list)
-    platform: str = "console"
+    platform: str = LOCAL.platform
     edited: bool = False
 
 
@@ -59,12 +60,21 @@ def parse_jsonl(path: Path, people: People) -> list[Message]:
         if not line.text.strip():
             continue
         when = line.time.replace(tzinfo=UTC) if line.time and line.time.tzinfo is None else line.time
-        out.append(Message(
-            platform=line.platform, chat_id=line.chat, chat_kind=line.chat_kind, msg_id=str(line.id),
-            speaker=people.sender(line.sender, line.sender_name),
-            speaker_name=line.sender_name or line.sender, text=line.text.strip(), time=when,
-            chat_title=line.chat_title, reply_to=None if line.reply_to is None else str(line.reply_to),
-            mentions=tuple(people.resolve(m if ":" in m else None, m) for m in line.mentions),
-            edited=line.edited, source=str(path),
-        ))
+        out.append(
+            Message(
+                platform=line.platform,
+                chat_id=line.chat,
+                chat_kind=line.chat_kind,
+                msg_id=str(line.id),
+                speaker=people.sender(line.sender, line.sender_name),
+                speaker_name=line.sender_name or line.sender,
+                text=line.text.strip(),
+                time=when,
+                chat_title=line.chat_title,
+                reply_to=None if line.reply_to is None else str(line.reply_to),
+                mentions=tuple(people.resolve(m if ":" in m else None, m) for m in line.mentions),
+                edited=line.edited,
+                source=str(path),
+            )
+        )
     return out

@@ -41,8 +41,9 @@ def detect_format(path: Path) -> Format:
     raise IngestError(path, "", "cannot tell the format; pass --format telegram|slack|jsonl|scenario")
 
 
-def read_export(path: Path, policy: Policy | None, fmt: str | None = None,
-                owner_identities: Sequence[str] = ()) -> list[Session]:
+def read_export(
+    path: Path, policy: Policy | None, fmt: str | None = None, owner_identities: Sequence[str] = ()
+) -> list[Session]:
     """Parse and validate the whole export before anything is written anywhere (in memory:
     for benchmarks and small exports; an import streams through :func:`open_export`)."""
     export = open_export(path, policy, fmt, owner_identities)
@@ -110,17 +111,22 @@ class Export:
                         seen.add((s.chat_id, t.msg_id))
         if sessions and not owner:
             named = "".join(f"; {name!r} is {ident}" for ident, name in sorted(people.lookalikes.items()))
-            raise IngestError(self.path, "", "no message is from the owner (a name never makes anyone the owner); "
-                              "add the owner's identity on this platform (e.g. telegram:123 or slack:T01/U02) to the "
-                              f"policy's owner.identities, or pass --owner IDENTITY{named}")
+            raise IngestError(
+                self.path,
+                "",
+                "no message is from the owner (a name never makes anyone the owner); "
+                "add the owner's identity on this platform (e.g. telegram:123 or slack:T01/U02) to the "
+                f"policy's owner.identities, or pass --owner IDENTITY{named}",
+            )
         return ExportSummary(messages, sessions, turns, dict(people.lookalikes))
 
     def _telegram_file(self) -> Path:
         return self.path / "result.json" if self.path.is_dir() else self.path
 
 
-def open_export(path: Path, policy: Policy | None, fmt: str | None = None,
-                owner_identities: Sequence[str] = ()) -> Export:
+def open_export(
+    path: Path, policy: Policy | None, fmt: str | None = None, owner_identities: Sequence[str] = ()
+) -> Export:
     chosen = cast(Format, fmt) if fmt else detect_format(path)
     if chosen not in FORMATS:
         raise IngestError(path, "", f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -128,6 +134,7 @@ def open_export(path: Path, policy: Policy | None, fmt: str | None = None,
         raise IngestError(path, "", "no such file or folder")
     for ident in owner_identities:
         if ":" not in ident.strip(":"):
-            raise IngestError(path, "", f"--owner {ident!r} is not an identity (platform:id, e.g. telegram:123 or "
-                              "slack:T01/U02)")
+            raise IngestError(
+                path, "", f"--owner {ident!r} is not an identity (platform:id, e.g. telegram:123 or slack:T01/U02)"
+            )
     return Export(path, chosen, policy, tuple(owner_identities))

@@ -67,16 +67,18 @@ class ImportRun:
     source: str = ""
     batch: int = BATCH
 
-    async def run(self, sessions: Iterable[Session], stop: Callable[[], bool] = lambda: False,
-                  progress: Progress | None = None) -> ImportReport:
+    async def run(
+        self, sessions: Iterable[Session], stop: Callable[[], bool] = lambda: False, progress: Progress | None = None
+    ) -> ImportReport:
         """``progress(stage, sessions_done, turns_done)``, stage ``turns`` or ``facts``.
 
         Each text (turn, statement) is embedded once in the whole run (epmem/embedding/once.py)."""
         with embedding_once():
             return await self._run(sessions, stop, progress)
 
-    async def _run(self, sessions: Iterable[Session], stop: Callable[[], bool],
-                   progress: Progress | None) -> ImportReport:
+    async def _run(
+        self, sessions: Iterable[Session], stop: Callable[[], bool], progress: Progress | None
+    ) -> ImportReport:
         report = ImportReport()
         batch: list[Session] = []
         for session in sessions:
@@ -91,8 +93,9 @@ class ImportRun:
             await self._batch(batch, report, stop, progress)
         return report
 
-    async def _batch(self, batch: list[Session], report: ImportReport, stop: Callable[[], bool],
-                     progress: Progress | None) -> None:
+    async def _batch(
+        self, batch: list[Session], report: ImportReport, stop: Callable[[], bool], progress: Progress | None
+    ) -> None:
         ids = [s.id for s in batch]
         stored = await self.conversations.existing(ids)
         stages = await self.journal.stages(ids)
@@ -100,8 +103,9 @@ class ImportRun:
         if missing:
             await self.conversations.add(missing)
         # recorded for every session of the batch: an older import may have stored it unrecorded
-        await self.journal.turns_written([(s.id, self.source, len(s.turns)) for s in batch
-                                          if s.id not in stages or s.id not in stored])
+        await self.journal.turns_written(
+            [(s.id, self.source, len(s.turns)) for s in batch if s.id not in stages or s.id not in stored]
+        )
         report.sessions += len(batch)
         report.turns += sum(len(s.turns) for s in batch)
         report.written += len(missing)
@@ -135,6 +139,6 @@ class ImportRun:
             report.queued += queued
             await self.journal.record_unread(s.id, outcome.unread)
             report.unread += len(outcome.unread)
-            report.unread_first += outcome.unread[:max(0, UNREAD_QUOTED - len(report.unread_first))]
+            report.unread_first += outcome.unread[: max(0, UNREAD_QUOTED - len(report.unread_first))]
             if progress is not None:
                 progress("facts", 1, len(s.turns))

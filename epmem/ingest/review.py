@@ -46,7 +46,7 @@ Contract
     Re-annotates the facts still pending with what the answers taught (nearest confirmed
     examples first); returns the facts that left the queue. Call it after each batch.
 
-Answers (:class:`Answer`), one tap each on a platform; ``Answer.from_key(fact_id, key)`` maps an
+Answers (:class:`ReviewAnswer`), one tap each on a platform; ``ReviewAnswer.from_key(fact_id, key)`` maps an
 :class:`Option` key back to an answer, so a button needs only ``(fact_id, key)``:
 
 - ``accept``: the suggestion as shown (category, level, domain, who may know);
@@ -56,7 +56,7 @@ Answers (:class:`Answer`), one tap each on a platform; ``Answer.from_key(fact_id
   category and optionally level, domain, whitelist and blacklist;
 - ``skip``: ask again later; nothing changes.
 
-Only ``owner-set`` loosens a fact beyond its category (DESIGN sec. 6): an answer is the owner's.
+Only ``owner-set`` loosens a fact beyond its category (docs/DESIGN.md sec. 6): an answer is the owner's.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ReviewConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class ReviewChoice:
     """One possible annotation: what a tap would set."""
 
     category: str
@@ -132,7 +132,7 @@ class Option:
     key: str
     kind: OptionKind
     label: str
-    choice: Choice | None = None
+    choice: ReviewChoice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +143,11 @@ class Question:
     #: for a cover: the text of the truth it stands in for, if known.
     covers_text: str | None
     state: str
-    suggested: Choice
+    suggested: ReviewChoice
     confidence: float | None
     #: why the delegate suggests what it suggests (the fact's evidence).
     reasons: tuple[str, ...]
-    alternatives: tuple[Choice, ...]
+    alternatives: tuple[ReviewChoice, ...]
     #: contacts and groups to offer under "who may know", the likeliest first.
     people: tuple[str, ...]
     #: how many people the suggestion would let know (a stranger counts ReviewConfig.stranger_weight).
@@ -168,7 +168,7 @@ class Question:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class ReviewAnswer:
     fact_id: str
     kind: AnswerKind
     category: str | None = None
@@ -178,31 +178,44 @@ class Answer:
     blacklist: tuple[str, ...] | None = None
 
     @classmethod
-    def accept(cls, fact_id: str) -> Answer:
+    def accept(cls, fact_id: str) -> ReviewAnswer:
         return cls(fact_id, "accept")
 
     @classmethod
-    def choose(cls, fact_id: str, category: str) -> Answer:
+    def choose(cls, fact_id: str, category: str) -> ReviewAnswer:
         return cls(fact_id, "category", category=category)
 
     @classmethod
-    def private(cls, fact_id: str) -> Answer:
+    def private(cls, fact_id: str) -> ReviewAnswer:
         return cls(fact_id, "private")
 
     @classmethod
-    def skip(cls, fact_id: str) -> Answer:
+    def skip(cls, fact_id: str) -> ReviewAnswer:
         return cls(fact_id, "skip")
 
     @classmethod
-    def set(cls, fact_id: str, category: str, level: int | None = None, domain: Domain | None = None,
-            whitelist: Sequence[str] | None = None, blacklist: Sequence[str] | None = None) -> Answer:
+    def set(
+        cls,
+        fact_id: str,
+        category: str,
+        level: int | None = None,
+        domain: Domain | None = None,
+        whitelist: Sequence[str] | None = None,
+        blacklist: Sequence[str] | None = None,
+    ) -> ReviewAnswer:
         """Everything explicit; ``level``/``domain`` default to the category's."""
-        return cls(fact_id, "set", category, level, domain,
-                   tuple(whitelist) if whitelist is not None else None,
-                   tuple(blacklist) if blacklist is not None else None)
+        return cls(
+            fact_id,
+            "set",
+            category,
+            level,
+            domain,
+            tuple(whitelist) if whitelist is not None else None,
+            tuple(blacklist) if blacklist is not None else None,
+        )
 
     @classmethod
-    def from_key(cls, fact_id: str, key: str) -> Answer:
+    def from_key(cls, fact_id: str, key: str) -> ReviewAnswer:
         """The answer an :class:`Option` key stands for ("who" opens a picker: not an answer)."""
         if key == "ok":
             return cls.accept(fact_id)
@@ -236,8 +249,14 @@ def _group_of(facts: Sequence[Fact]) -> dict[str, list[Fact]]:
 
 
 def _annotation(f: Fact) -> dict[str, Any]:
-    return {"category": f.category, "level": f.level, "domain": f.domain, "whitelist": list(f.whitelist),
-            "blacklist": list(f.blacklist), "state": f.state}
+    return {
+        "category": f.category,
+        "level": f.level,
+        "domain": f.domain,
+        "whitelist": list(f.whitelist),
+        "blacklist": list(f.blacklist),
+        "state": f.state,
+    }
 
 
 @dataclass
@@ -306,7 +325,9 @@ class ReviewQueue:
         per conversation they came from, whichever is fewer, at most the events worth asking
         about (see :meth:`next_batch`)."""
         facts = await self.memory.all()
-        wanted = min(self.config.share * len(counted(events(facts))), self.config.per_conversation * conversations(facts))
+        wanted = min(
+            self.config.share * len(counted(events(facts))), self.config.per_conversation * conversations(facts)
+        )
         return min(int(wanted + 0.5), len(self._askable(facts)))
 
     async def question(self, fact_id: str) -> Question:
@@ -316,66 +337,89 @@ class ReviewQueue:
             raise ReviewError(f"no fact {fact_id!r}")
         return await self._question(by_id[fact_id], by_id, Rulebook(self.policy))
 
-    def _suggested(self, f: Fact) -> Choice:
+    def _suggested(self, f: Fact) -> ReviewChoice:
         cat = f.category if f.category in self.policy.categories else self.policy.default_category
         level = f.level if f.level is not None else self.policy.categories[cat].level
         white = f.proposed_whitelist if f.state == "pending" else f.whitelist
         if f.closed and f.state != "owner-set":  # closed: the whitelist is the owner's, the rest offered
             white = list(dict.fromkeys([*f.whitelist, *f.proposed_whitelist]))
-        return Choice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
+        return ReviewChoice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
 
-    def _exposure(self, rulebook: Rulebook, choice: Choice) -> int:
-        probe = Fact(id="probe", text="probe", event_id="probe", category=choice.category, level=choice.level,
-                     domain=choice.domain, whitelist=list(choice.whitelist), blacklist=list(choice.blacklist),
-                     state="annotated")
+    def _exposure(self, rulebook: Rulebook, choice: ReviewChoice) -> int:
+        probe = Fact(
+            id="probe",
+            text="probe",
+            event_id="probe",
+            category=choice.category,
+            level=choice.level,
+            domain=choice.domain,
+            whitelist=list(choice.whitelist),
+            blacklist=list(choice.blacklist),
+            state="annotated",
+        )
         gate = rulebook.gate(probe)
         from epmem.policy.calculus import judge
 
         people = sum(1 for cid in self.policy.contacts if judge(gate, rulebook.recipient(cid)).allowed)
         return people + (self.config.stranger_weight if judge(gate, STRANGER).allowed else 0)
 
-    async def _question(self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook,
-                        grouped: dict[str, list[Fact]] | None = None) -> Question:
+    async def _question(
+        self, f: Fact, by_id: dict[str, Fact], rulebook: Rulebook, grouped: dict[str, list[Fact]] | None = None
+    ) -> Question:
         suggested = self._suggested(f)
         alternatives = self._alternatives(f, suggested)
         others = await self._event_of(f, list(by_id.values()), grouped)
         also = tuple(x.id for x in others)
         options = [Option("ok", "accept", f"Yes: {suggested.describe()}", suggested)]
         options += [Option(f"c:{c.category}", "category", c.describe(), c) for c in alternatives]
-        options += [Option("private", "private", "Keep private"), Option("who", "who", "Who may know…"),
-                    Option("skip", "skip", "Ask me later")]
+        options += [
+            Option("private", "private", "Keep private"),
+            Option("who", "who", "Who may know…"),
+            Option("skip", "skip", "Ask me later"),
+        ]
         covers = by_id.get(f.covers) if f.covers else None
         return Question(
-            fact_id=f.id, text=f.text, version=f.version, covers_text=covers.text if covers else None,
-            state=f.state, suggested=suggested, confidence=f.confidence, reasons=tuple(f.evidence),
-            alternatives=tuple(alternatives), people=self._people(f, suggested),
-            exposure=self._exposure(rulebook, suggested), also=also, options=tuple(options),
-            also_text=tuple(x.text for x in others), stakes=stakes(f, self.policy),
+            fact_id=f.id,
+            text=f.text,
+            version=f.version,
+            covers_text=covers.text if covers else None,
+            state=f.state,
+            suggested=suggested,
+            confidence=f.confidence,
+            reasons=tuple(f.evidence),
+            alternatives=tuple(alternatives),
+            people=self._people(f, suggested),
+            exposure=self._exposure(rulebook, suggested),
+            also=also,
+            options=tuple(options),
+            also_text=tuple(x.text for x in others),
+            stakes=stakes(f, self.policy),
         )
 
-    def _alternatives(self, f: Fact, suggested: Choice) -> list[Choice]:
+    def _alternatives(self, f: Fact, suggested: ReviewChoice) -> list[ReviewChoice]:
         """Other categories worth a button: those the evidence names, then the nearest
         by level to the suggestion (stricter first)."""
         cats = self.policy.categories
         named = [e.split(":", 2)[1] for e in f.evidence if e.count(":") >= 1 and e.split(":", 2)[1] in cats]
         rest = sorted(cats, key=lambda n: (abs(cats[n].level - suggested.level), cats[n].level, n))
-        out: list[Choice] = []
+        out: list[ReviewChoice] = []
         for name in dict.fromkeys([*named, *rest]):
             if name == suggested.category or cats[name].never_share and name not in named:
                 continue
-            out.append(Choice(name, cats[name].level, cats[name].domain))
+            out.append(ReviewChoice(name, cats[name].level, cats[name].domain))
             if len(out) >= self.config.alternatives:
                 break
         return out
 
-    def _people(self, f: Fact, suggested: Choice) -> tuple[str, ...]:
+    def _people(self, f: Fact, suggested: ReviewChoice) -> tuple[str, ...]:
         named = ContactNames(self.policy).find(f.text)
         contacts = sorted(self.policy.contacts, key=lambda c: (self.policy.contacts[c].level, c))
         order = [*suggested.whitelist, *suggested.blacklist, *named, *self.policy.groups, *contacts]
         return tuple(dict.fromkeys(order))
 
-    async def _event_of(self, f: Fact, facts: Sequence[Fact],
-                        grouped: dict[str, list[Fact]] | None = None) -> list[Fact]:
+    async def _event_of(
+        self, f: Fact, facts: Sequence[Fact], grouped: dict[str, list[Fact]] | None = None
+    ) -> list[Fact]:
         """The other facts one answer about ``f`` settles, none set by the owner: the facts of
         its event and of its message (epmem/ingest/review_rank.py), and facts elsewhere that say
         nearly the same thing (``ReviewConfig.same_information``), each of ``f``'s version.
@@ -389,14 +433,18 @@ class ReviewQueue:
         out = {x.id: x for x in members if x.id != f.id}
         for row in rows:
             for g, score in row:
-                if (g.id != f.id and score >= self.config.same_information and g.version == f.version
-                        and g.state != "owner-set"):
+                if (
+                    g.id != f.id
+                    and score >= self.config.same_information
+                    and g.version == f.version
+                    and g.state != "owner-set"
+                ):
                     out.setdefault(g.id, g)
         return sorted(out.values(), key=lambda x: x.id)
 
     # ------------------------------------------------------------------ answers
 
-    async def apply(self, answer: Answer, tag: str | None = None) -> Applied:
+    async def apply(self, answer: ReviewAnswer, tag: str | None = None) -> Applied:
         """``tag``: one more evidence line on every fact the answer sets (where the owner's word
         came from, e.g. ``owner:consult:tell``), written with the answer in one update."""
         fact = await self.memory.get(answer.fact_id)
@@ -404,8 +452,11 @@ class ReviewQueue:
             raise ReviewError(f"no fact {answer.fact_id!r}")
         if answer.kind == "skip":
             self._skipped.add(fact.id)
-            return Applied((fact,), {"action": "review", "fact": fact.id, "answer": "skip"},
-                           f"Skipped {fact.id}: I will ask again later.")
+            return Applied(
+                (fact,),
+                {"action": "review", "fact": fact.id, "answer": "skip"},
+                f"Skipped {fact.id}: I will ask again later.",
+            )
         choice = self._resolve(fact, answer)
         also = await self._event_of(fact, await self.memory.all())
         closed = answer.kind == "private"
@@ -415,19 +466,25 @@ class ReviewQueue:
         if self.examples is not None:
             label = Label(choice.category, choice.level, choice.domain, choice.level == 0 and not choice.whitelist)
             self.examples.add(fact.id, fact.text, label)
-        audit = {"action": "review", "fact": fact.id, "answer": answer.kind, "from": _annotation(fact),
-                 "to": _annotation(updated[0]), "also": [g.id for g in also],
-                 "also_from": {g.id: _annotation(g) for g in also}}
+        audit = {
+            "action": "review",
+            "fact": fact.id,
+            "answer": answer.kind,
+            "from": _annotation(fact),
+            "to": _annotation(updated[0]),
+            "also": [g.id for g in also],
+            "also_from": {g.id: _annotation(g) for g in also},
+        }
         more = f" (and {len(also)} more fact{'s' * (len(also) != 1)} of the same event)" if also else ""
         return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.")
 
-    def _resolve(self, fact: Fact, answer: Answer) -> Choice:
+    def _resolve(self, fact: Fact, answer: ReviewAnswer) -> ReviewChoice:
         suggested = self._suggested(fact)
         cats = self.policy.categories
         if answer.kind == "accept":
             choice = suggested
         elif answer.kind == "private":
-            choice = Choice(suggested.category, 0, suggested.domain, (), suggested.blacklist)
+            choice = ReviewChoice(suggested.category, 0, suggested.domain, (), suggested.blacklist)
         elif answer.kind in ("category", "set"):
             name = answer.category or ""
             if name not in cats:
@@ -439,7 +496,7 @@ class ReviewQueue:
             domain = answer.domain if answer.kind == "set" and answer.level is not None else cat.domain
             white = suggested.whitelist if answer.whitelist is None else answer.whitelist
             black = suggested.blacklist if answer.blacklist is None else answer.blacklist
-            choice = Choice(name, level, domain, tuple(white), tuple(black))
+            choice = ReviewChoice(name, level, domain, tuple(white), tuple(black))
         else:
             raise ReviewError(f"unknown review answer {answer.kind!r}")
         known = set(self.policy.contacts) | set(self.policy.groups)
@@ -454,15 +511,24 @@ class ReviewQueue:
         return replace(choice, whitelist=white)
 
     @staticmethod
-    def _set(fact: Fact, choice: Choice, via: str | None, closed: bool = False, tag: str | None = None) -> Fact:
+    def _set(fact: Fact, choice: ReviewChoice, via: str | None, closed: bool = False, tag: str | None = None) -> Fact:
         """The owner's answer: the fact is open to what the owner chose (``closed``: "keep
         private", which no category-wide exception opens either)."""
         evidence = [*fact.evidence, f"owner:review{' via ' + via if via else ''}", *([tag] if tag else [])]
-        return fact.model_copy(update={
-            "category": choice.category, "level": choice.level, "domain": choice.domain,
-            "whitelist": list(choice.whitelist), "blacklist": list(choice.blacklist), "state": "owner-set",
-            "confidence": None, "evidence": evidence, "proposed_whitelist": [], "closed": closed,
-        })
+        return fact.model_copy(
+            update={
+                "category": choice.category,
+                "level": choice.level,
+                "domain": choice.domain,
+                "whitelist": list(choice.whitelist),
+                "blacklist": list(choice.blacklist),
+                "state": "owner-set",
+                "confidence": None,
+                "evidence": evidence,
+                "proposed_whitelist": [],
+                "closed": closed,
+            }
+        )
 
     # ------------------------------------------------------------------ learning
 
@@ -480,11 +546,20 @@ class ReviewQueue:
                 continue
             cued = any(e.startswith("cue:") for e in f.evidence) and f.level is not None
             level = min(ann.level, f.level) if cued and f.level is not None else ann.level
-            settled.append(f.model_copy(update={
-                "category": ann.category, "level": level, "domain": ann.domain,
-                "whitelist": list(f.proposed_whitelist), "state": "annotated", "confidence": ann.confidence,
-                "proposed_whitelist": [], "evidence": [*f.evidence, *ann.evidence],
-            }))
+            settled.append(
+                f.model_copy(
+                    update={
+                        "category": ann.category,
+                        "level": level,
+                        "domain": ann.domain,
+                        "whitelist": list(f.proposed_whitelist),
+                        "state": "annotated",
+                        "confidence": ann.confidence,
+                        "proposed_whitelist": [],
+                        "evidence": [*f.evidence, *ann.evidence],
+                    }
+                )
+            )
         if settled:
             await self.memory.update(settled)
         return settled

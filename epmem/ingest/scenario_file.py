@@ -20,11 +20,21 @@ def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], d
         for i, t in enumerate(s.turns):
             when = t.time or (s.time + timedelta(seconds=i) if s.time else None)
             speaker = people.sender(t.speaker)
-            out.append(Message(
-                platform=s.platform, chat_id=s.id, chat_kind=s.chat.kind, msg_id=str(i), speaker=speaker,
-                speaker_name=names.get(t.speaker, t.speaker), text=t.text, time=when, chat_title=s.chat.title,
-                reply_to=None if t.reply_to is None else str(t.reply_to), source=source,
-            ))
+            out.append(
+                Message(
+                    platform=s.platform,
+                    chat_id=s.id,
+                    chat_kind=s.chat.kind,
+                    msg_id=str(i),
+                    speaker=speaker,
+                    speaker_name=names.get(t.speaker, t.speaker),
+                    text=t.text,
+                    time=when,
+                    chat_title=s.chat.title,
+                    reply_to=None if t.reply_to is None else str(t.reply_to),
+                    source=source,
+                )
+            )
     return out, {s.id: s.id for s in scenario.sessions}
 
 

@@ -23,13 +23,32 @@ from epmem.ingest.people import People
 from epmem.memory.sessions import ChatKind, Message
 
 PLATFORM = "slack"
-_SKIP = {"channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name", "bot_message",
-         "tombstone", "message_deleted", "message_changed", "pinned_item", "group_join", "group_leave",
-         "reminder_add", "bot_add", "bot_remove", "channel_archive"}
+_SKIP = {
+    "channel_join",
+    "channel_leave",
+    "channel_topic",
+    "channel_purpose",
+    "channel_name",
+    "bot_message",
+    "tombstone",
+    "message_deleted",
+    "message_changed",
+    "pinned_item",
+    "group_join",
+    "group_leave",
+    "reminder_add",
+    "bot_add",
+    "bot_remove",
+    "channel_archive",
+}
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
 _LINK = re.compile(r"<(https?://[^|>]+)(?:\|([^>]*))?>")
-_LISTS: dict[str, ChatKind] = {"channels.json": "group", "groups.json": "group", "mpims.json": "group",
-                               "dms.json": "direct"}
+_LISTS: dict[str, ChatKind] = {
+    "channels.json": "group",
+    "groups.json": "group",
+    "mpims.json": "group",
+    "dms.json": "direct",
+}
 
 
 class _Export:
@@ -53,7 +72,7 @@ class _Export:
             self._prefix = str(PurePosixPath(min(users, key=len)).parent) + "/" if users else ""
             if self._prefix == "./":
                 self._prefix = ""
-            self.names = {n[len(self._prefix):]: n for n in members if n.startswith(self._prefix)}
+            self.names = {n[len(self._prefix) :]: n for n in members if n.startswith(self._prefix)}
 
     def where(self, name: str) -> str:
         return f"{self.path}!{name}" if self._zip else str(self.path / name)
@@ -66,8 +85,9 @@ class _Export:
             raw = self._zip.read(self.names[name]) if self._zip else Path(self.names[name]).read_bytes()
             return json.loads(raw.decode("utf-8"))
         except json.JSONDecodeError as exc:
-            raise IngestError(self.where(name), f"line {exc.lineno}, column {exc.colno}",
-                              f"not valid JSON ({exc.msg})") from None
+            raise IngestError(
+                self.where(name), f"line {exc.lineno}, column {exc.colno}", f"not valid JSON ({exc.msg})"
+            ) from None
         except UnicodeDecodeError as exc:
             raise IngestError(self.where(name), f"byte {exc.start}", "not UTF-8 text") from None
 
@@ -137,8 +157,9 @@ def _conversations(export: _Export) -> list[tuple[str, str, ChatKind, str | None
     return out
 
 
-def _messages(export: _Export, folder: str, chat_id: str, kind: ChatKind, title: str | None,
-              users: dict[str, tuple[str, str]]) -> list[Message]:
+def _messages(
+    export: _Export, folder: str, chat_id: str, kind: ChatKind, title: str | None, users: dict[str, tuple[str, str]]
+) -> list[Message]:
     out: list[Message] = []
     days = sorted(n for n in export.names if n.startswith(folder + "/"))
     for day in days:
@@ -161,18 +182,32 @@ def _messages(export: _Export, folder: str, chat_id: str, kind: ChatKind, title:
                 raise IngestError(export.where(day), at, "a message needs a 'user'")
             speaker, name = users.get(user, (f"unknown:{PLATFORM}:{user}", m.get("user_name") or user))
             text, mentions = _text(str(m.get("text", "")), users)
-            files = [f"[file: {f.get('name') or f.get('title') or 'file'}]" for f in m.get("files") or []
-                     if isinstance(f, dict)]
+            files = [
+                f"[file: {f.get('name') or f.get('title') or 'file'}]"
+                for f in m.get("files") or []
+                if isinstance(f, dict)
+            ]
             body = " ".join([*files, text]).strip()
             if not body:
                 continue
             thread = m.get("thread_ts")
-            out.append(Message(
-                platform=PLATFORM, chat_id=chat_id, chat_kind=kind, msg_id=str(ts), speaker=speaker,
-                speaker_name=name, text=body, time=when, chat_title=title,
-                reply_to=str(thread) if thread and thread != ts else None, mentions=mentions,
-                edited=bool(m.get("edited")), source=str(export.path),
-            ))
+            out.append(
+                Message(
+                    platform=PLATFORM,
+                    chat_id=chat_id,
+                    chat_kind=kind,
+                    msg_id=str(ts),
+                    speaker=speaker,
+                    speaker_name=name,
+                    text=body,
+                    time=when,
+                    chat_title=title,
+                    reply_to=str(thread) if thread and thread != ts else None,
+                    mentions=mentions,
+                    edited=bool(m.get("edited")),
+                    source=str(export.path),
+                )
+            )
     return out
 
 

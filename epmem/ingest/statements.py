@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from epmem.ingest.zh import asks_zh, has_cjk, worth_zh
 from epmem.textnorm import STOPWORDS, split_sentences, words
 
 _APOS = "['’]"
@@ -60,15 +61,19 @@ CHITCHAT = re.compile(
 
 
 #: a sentence that opens as a reaction to the other person's news ("Oh no, sorry to hear that Sam!").
-REACTION_LEAD = re.compile(r"^\W*(?:(?:oh|ah|aw+|wow|omg)(?:\s+no)?[\s,!.]*)?(?:so\s+|really\s+)?(?:sorry|congrats|"
-                           r"congratulations|thanks|thank you|good luck|fingers crossed|well done|no worries)\b",
-                           re.IGNORECASE)
+REACTION_LEAD = re.compile(
+    r"^\W*(?:(?:oh|ah|aw+|wow|omg)(?:\s+no)?[\s,!.]*)?(?:so\s+|really\s+)?(?:sorry|congrats|"
+    r"congratulations|thanks|thank you|good luck|fingers crossed|well done|no worries)\b",
+    re.IGNORECASE,
+)
 
 
 def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
     """A statement with some content: not a question, an instruction or small talk."""
     if text.rstrip().endswith("?"):
         return False
+    if has_cjk(text):
+        return worth_zh(text)
     body = LEAD.sub("", text.strip()).strip()
     if IMPERATIVE.match(body):
         return False
@@ -77,20 +82,31 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
     # a reaction's lead ("Oh no, sorry to hear that") is read too: without it, "to hear that Sam!" reads like news
     if (CHITCHAT.search(body) or REACTION_LEAD.match(text)) and len(content) < 4:
         return False
-    return len(tokens) >= 3 and len(content) >= 1 and (len(tokens) >= 4 or len(content) >= 1 and
-                                                        any(len(c) >= 6 or any(ch.isdigit() for ch in c)
-                                                            for c in content))
+    return (
+        len(tokens) >= 3
+        and len(content) >= 1
+        and (
+            len(tokens) >= 4 or len(content) >= 1 and any(len(c) >= 6 or any(ch.isdigit() for ch in c) for c in content)
+        )
+    )
 
 
 #: an emoji between two clauses may end a thought: "cost me 3.2k 😬 don't tell my mum" (see _pieces).
-_EMOJI_BREAK = re.compile(r"([\U0001F000-\U0001FAFF\u2600-\u27BF][\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]*)"
-                          r"[ \t]+(?=\S)")
+_EMOJI_BREAK = re.compile(
+    r"([\U0001F000-\U0001FAFF\u2600-\u27BF][\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]*)"
+    r"[ \t]+(?=\S)"
+)
 #: "don't forget Mama's name day is Sunday": the reminder's lead is not part of what it says.
-_REMINDER = re.compile(rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
-                       r"just so you know|fyi)[\s,:]+(?:that\s+|about\s+)?(?!to\b)", re.IGNORECASE)
+_REMINDER = re.compile(
+    rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
+    r"just so you know|fyi)[\s,:]+(?:that\s+|about\s+)?(?!to\b)",
+    re.IGNORECASE,
+)
 #: "..., can you write the release notes?": a question tacked onto a statement.
-_ASKS = (r"(?:can|could|would|will|do|does|did|has|have|are|is|was|were|any|should|shall|what|when|where|who|how|"
-         r"why|right|ok|okay)")
+_ASKS = (
+    r"(?:can|could|would|will|do|does|did|has|have|are|is|was|were|any|should|shall|what|when|where|who|how|"
+    r"why|right|ok|okay)"
+)
 _TACKED = re.compile(rf"^(?P<body>.+?)\s*[,;]\s*(?P<q>{_ASKS}\b[^,;]*\?+\W*)$", re.IGNORECASE)
 #: a sentence that asks (it opens like a question) is not a statement, whatever it ends with.
 _OPENS_ASKING = re.compile(rf"^(?:(?:so|and|but|also|ok|hey)[\s,]+)?{_ASKS}\b", re.IGNORECASE)
@@ -102,12 +118,15 @@ def asks(text: str) -> bool:
     """A message that asks, with or without its question mark (chat questions often have none):
     it ends with one, or it opens with a question word or an auxiliary."""
     text = text.strip()
+    if has_cjk(text):
+        return asks_zh(text)
     return text.endswith("?") or bool(_OPENS_ASKING.match(_ASK_LEAD.sub("", text)))
 
 
 #: words a sentence with its own subject starts with (a fragment starts with none of them).
-_SUBJECT_START = frozenset("i i'm i've i'll i'd we we're he she they it it's its this that there my our his her "
-                           "their you your me".split())
+_SUBJECT_START = frozenset(
+    "i i'm i've i'll i'd we we're he she they it it's its this that there my our his her their you your me".split()
+)
 
 
 def _fragment(text: str, speaker_words: set[str]) -> bool:
@@ -133,8 +152,12 @@ def informative(fragment: str) -> bool:
     "11 weeks", "in Lisboa", "sports betting apps"; "for real this time" and "Well done to you
     both" do not."""
     tokens = re.findall(r"[\w'’]+", LEAD.sub("", fragment.strip()))
-    return any(any(ch.isdigit() for ch in t) or (i > 0 and t[0].isupper() and t != "I")
-               or (t.casefold() not in STOPWORDS and len(t) >= 5) for i, t in enumerate(tokens))
+    return any(
+        any(ch.isdigit() for ch in t)
+        or (i > 0 and t[0].isupper() and t != "I")
+        or (t.casefold() not in STOPWORDS and len(t) >= 5)
+        for i, t in enumerate(tokens)
+    )
 
 
 def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
@@ -143,6 +166,9 @@ def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
     statement keeps its context ("I'm pregnant 🙈 due in September so I'll need leave")."""
     out: list[str] = []
     for sentence in split_sentences(text):
+        if has_cjk(sentence):
+            out += _clauses_cjk(sentence, is_cue)
+            continue
         parts = [p for p in _EMOJI_BREAK.sub(r"\1\n", sentence).split("\n") if p.strip()]
         cues = [is_cue(p) for p in parts]
         merged: list[str] = []
@@ -155,8 +181,26 @@ def _pieces(text: str, is_cue: Callable[[str], bool]) -> list[str]:
     return out
 
 
-def chat_statements(text: str, is_cue: Callable[[str], bool],
-                    speaker_words: set[str] | None = None) -> list[tuple[str, list[str]]]:
+def _clauses_cjk(sentence: str, is_cue: Callable[[str], bool]) -> list[str]:
+    """A Chinese sentence cut at its commas where a clause says who may know ("还没跟他说，千万别让
+    李老师知道哈，我爸妈也不知道", "跟你说个事，这事你知我知"): the cue clauses stand alone, the
+    clauses between them stay one statement ("六月拿个硕士学位就去工作，有家公司愿意要我")."""
+    clauses = [c for c in re.split(r"(?<=,)", sentence) if c.strip(" ,")]
+    out: list[str] = []
+    cue_before = True
+    for clause in clauses:
+        cue = is_cue(clause.rstrip(" ,"))
+        if out and not cue and not cue_before:
+            out[-1] += clause
+        else:
+            out.append(clause)
+        cue_before = cue
+    return [c.strip().rstrip(",") for c in out if c.strip(" ,")]
+
+
+def chat_statements(
+    text: str, is_cue: Callable[[str], bool], speaker_words: set[str] | None = None
+) -> list[tuple[str, list[str]]]:
     """The statements of one message, each whole where the message makes one, with the
     fragments joined into it (the caller judges each fragment too: a statement is only as
     settled as its least settled part). ``is_cue`` tells a sentence that says who may know
@@ -170,8 +214,13 @@ def chat_statements(text: str, is_cue: Callable[[str], bool],
             out += [(m.group("body"), []), (m.group("q"), [])]
             continue
         prev = out[-1][0] if out else None
-        if (prev is not None and worth(prev, speaker_words) and not is_cue(prev) and not is_cue(raw)
-                and _fragment(raw, speaker_words)):
+        if (
+            prev is not None
+            and worth(prev, speaker_words)
+            and not is_cue(prev)
+            and not is_cue(raw)
+            and _fragment(raw, speaker_words)
+        ):
             out[-1] = (f"{prev} {raw}", [*out[-1][1], raw])
         else:
             out.append((raw, []))

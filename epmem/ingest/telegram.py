@@ -26,8 +26,14 @@ PLATFORM = "telegram"
 _DIRECT = {"personal_chat", "bot_chat", "saved_messages"}
 _GROUP = {"private_group", "private_supergroup", "public_supergroup"}
 _CHANNEL = {"private_channel", "public_channel"}
-_MEDIA = {"sticker": "sticker", "voice_message": "voice message", "video_message": "video message",
-          "video_file": "video", "audio_file": "audio", "animation": "GIF"}
+_MEDIA = {
+    "sticker": "sticker",
+    "voice_message": "voice message",
+    "video_message": "video message",
+    "video_file": "video",
+    "audio_file": "audio",
+    "animation": "GIF",
+}
 
 
 def looks_like(data: Any) -> bool:
@@ -126,10 +132,19 @@ def _message(msg: Any, chat: _Chat, index: int, path: Path, people: People) -> M
     speaker = people.resolve(ident, name) if ident or msg.get("from") else "unknown:telegram:deleted-account"
     reply = msg.get("reply_to_message_id")
     return Message(
-        platform=PLATFORM, chat_id=chat.id, chat_kind=chat.kind, msg_id=str(msg["id"]), speaker=speaker,
-        speaker_name=str(name), text=text, time=when, chat_title=chat.title,
-        reply_to=str(reply) if reply is not None else None, mentions=_mentions(msg, people),
-        edited="edited" in msg or "edited_unixtime" in msg, source=str(path),
+        platform=PLATFORM,
+        chat_id=chat.id,
+        chat_kind=chat.kind,
+        msg_id=str(msg["id"]),
+        speaker=speaker,
+        speaker_name=str(name),
+        text=text,
+        time=when,
+        chat_title=chat.title,
+        reply_to=str(reply) if reply is not None else None,
+        mentions=_mentions(msg, people),
+        edited="edited" in msg or "edited_unixtime" in msg,
+        source=str(path),
     )
 
 
@@ -182,8 +197,9 @@ def iter_telegram(path: Path, people: People, buffer: int = 1 << 16) -> Iterator
         try:
             yield from _walk(ijson.parse(f, buf_size=buffer, use_float=True), path, people)
         except ijson.IncompleteJSONError as exc:
-            raise IngestError(path, locate_json_error(path, f.tell(), str(exc)),
-                              f"not valid JSON ({_first_line(str(exc))})") from None
+            raise IngestError(
+                path, locate_json_error(path, f.tell(), str(exc)), f"not valid JSON ({_first_line(str(exc))})"
+            ) from None
         except UnicodeDecodeError as exc:
             raise IngestError(path, f"byte {exc.start}", "not UTF-8 text") from None
 
@@ -225,8 +241,12 @@ def _walk(events: Iterator[tuple[str, str, Any]], path: Path, people: People) ->
             if chat.has_messages:
                 yield from _flush(chat, path, people)
             chat = None
-        elif chat is not None and parent in _CHAT_PREFIXES and key in ("name", "type", "id") \
-                and event in ("string", "number"):
+        elif (
+            chat is not None
+            and parent in _CHAT_PREFIXES
+            and key in ("name", "type", "id")
+            and event in ("string", "number")
+        ):
             chat.meta[key] = value
         elif chat is not None and prefix in ("messages", "chats.list.item.messages"):
             if event == "start_array":
@@ -235,8 +255,11 @@ def _walk(events: Iterator[tuple[str, str, Any]], path: Path, people: People) ->
                 raise IngestError(path, chat.where, "a chat needs a 'messages' list")
         elif chat is not None and prefix in ("messages.item", "chats.list.item.messages.item"):
             if event != "start_map":
-                raise IngestError(path, f"{chat.where}.messages[{chat.count + len(chat.pending)}]",
-                                  "a message must be an object with an 'id'")
+                raise IngestError(
+                    path,
+                    f"{chat.where}.messages[{chat.count + len(chat.pending)}]",
+                    "a message must be an object with an 'id'",
+                )
             builder, depth = ijson.ObjectBuilder(), 1
             builder.event(event, value)
         elif prefix == "personal_information.user_id" and event in ("string", "number"):
@@ -276,7 +299,7 @@ def locate_json_error(path: Path, read_upto: int, message: str, window: int = 1 
     snippet = snippet_line[indent:]
     offset_in_snippet = max(0, min(pointer - indent, len(snippet)))
     # yajl points inside the token it could not take: report where that token starts
-    while offset_in_snippet > 0 and snippet[offset_in_snippet - 1] not in ' ,:{}[]':
+    while offset_in_snippet > 0 and snippet[offset_in_snippet - 1] not in " ,:{}[]":
         offset_in_snippet -= 1
     start = max(0, read_upto - window)
     with path.open("rb") as f:

@@ -23,10 +23,10 @@ from epmem.memory.facts import Fact
 #: score 0.4-0.7): picked with the classifier's thresholds (epmem/ingest/annotate.py).
 SAME_NEWS = 0.8
 
+
 def closed(fact: Fact) -> bool:
     """Closed by someone's words: a secrecy cue, or someone else's matter told in confidence."""
-    return fact.effective_level() == 0 and any(e.startswith(("cue:secret:", "context:told-by:"))
-                                                for e in fact.evidence)
+    return fact.effective_level() == 0 and any(e.startswith(("cue:secret:", "context:told-by:")) for e in fact.evidence)
 
 
 def narrow(fact: Fact, twin: Fact) -> Fact:

@@ -57,8 +57,7 @@ class CallUsage:
     completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
+        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
 
 V = TypeVar("V")
@@ -102,8 +101,7 @@ class LLM(Protocol):
         """:meth:`structured` with the call's own usage."""
         ...
 
-    async def text_call(self, task: str, messages: list[PromptMessage],
-                        max_tokens: int | None = None) -> Called[str]:
+    async def text_call(self, task: str, messages: list[PromptMessage], max_tokens: int | None = None) -> Called[str]:
         """:meth:`text` with the call's own usage and finish reason; ``max_tokens`` overrides
         the configured output limit for this call (a reply is shorter than an extraction)."""
         ...

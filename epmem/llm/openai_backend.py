@@ -183,9 +183,7 @@ class OpenAILLM:
             response_format = None
 
         started = time.perf_counter()
-        content, usage, finish = await self._complete(
-            task, messages, response_format, started, empty_kind="invalid"
-        )
+        content, usage, finish = await self._complete(task, messages, response_format, started, empty_kind="invalid")
         # a length cut-off usually means max_output_tokens is too small for this task
         truncated = " (truncated: finish_reason=length)" if finish == "length" else ""
         try:
@@ -196,11 +194,11 @@ class OpenAILLM:
         self._log_call(task, started, usage, "ok")
         return Called(result, CallUsage(1, *usage))
 
-    async def text_call(self, task: str, messages: list[PromptMessage],
-                        max_tokens: int | None = None) -> Called[str]:
+    async def text_call(self, task: str, messages: list[PromptMessage], max_tokens: int | None = None) -> Called[str]:
         started = time.perf_counter()
-        content, usage, finish = await self._complete(task, messages, None, started, empty_kind="empty",
-                                                      max_tokens=max_tokens)
+        content, usage, finish = await self._complete(
+            task, messages, None, started, empty_kind="empty", max_tokens=max_tokens
+        )
         content = strip_reasoning(content).strip()
         if not content:
             raise self._fail(task, started, usage, LLMError("empty", "empty answer"))
@@ -238,7 +236,7 @@ class OpenAILLM:
         guard = self.config.guard_s
         try:
             response = await asyncio.wait_for(self._client.chat.completions.create(**params), timeout=guard)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             error = LLMError("timeout", f"no answer within {guard:g} s")
             raise self._fail(task, started, None, error) from None
         except openai.APITimeoutError:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from string import Template
 from typing import Any, Literal
@@ -54,9 +54,7 @@ class ExtractedFact(BaseModel):
     version: Literal["truth", "cover"] = "truth"
     covers: int | None = Field(default=None, description="for a cover: index of its truth fact in this list")
     source_turns: list[int] = Field(default_factory=list)
-    whitelist: list[str] = Field(
-        default_factory=list, description="contact ids that may know despite the level"
-    )
+    whitelist: list[str] = Field(default_factory=list, description="contact ids that may know despite the level")
     blacklist: list[str] = Field(default_factory=list, description="contact ids that must never know")
 
     @field_validator("text", "category", "event_id", mode="before")
@@ -155,7 +153,7 @@ def neutralize(text: str) -> str:
     becomes the same number of single guillemets, which the templates never use as delimiters.
     """
     text = _OPEN_RUN.sub(lambda m: "\u2039" * len(m.group(0)), text)
-    return _CLOSE_RUN.sub(lambda m: "\u203A" * len(m.group(0)), text)
+    return _CLOSE_RUN.sub(lambda m: "\u203a" * len(m.group(0)), text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,12 +301,8 @@ class PromptTemplate:
         missing = expected - fields.keys()
         extra = fields.keys() - expected
         if missing or extra:
-            raise ValueError(
-                f"prompt {self.key}: missing fields {sorted(missing)}, unexpected fields {sorted(extra)}"
-            )
-        values = {
-            name: neutralize(self.formatters.get(name, _fmt_text)(fields[name])) for name in sorted(expected)
-        }
+            raise ValueError(f"prompt {self.key}: missing fields {sorted(missing)}, unexpected fields {sorted(extra)}")
+        values = {name: neutralize(self.formatters.get(name, _fmt_text)(fields[name])) for name in sorted(expected)}
         tag = hashlib.sha256("\x00".join(f"{k}={v}" for k, v in values.items()).encode()).hexdigest()[:8]
         system = Template(self.system).substitute(values, tag=tag)
         user = Template(self.user).substitute(values, tag=tag)

@@ -13,6 +13,24 @@ from epmem.memory.retrieval import RetrievalConfig, Retriever
 from epmem.memory.sessions import Message, Session, SessionStream, build_sessions
 
 __all__ = [
-    "build_sessions", "Conversations", "EventLinks", "Fact", "FactMemory", "FACTS", "LINKS_MIGRATIONS", "Matters", "Message", "RecallConfig", "Recalled", "RecalledEvent",
-    "RetrievalConfig", "Retriever", "Session", "SESSIONS", "SessionStream", "sessions_from_payloads", "SubjectNormalizer", "TURNS",
+    "build_sessions",
+    "Conversations",
+    "EventLinks",
+    "Fact",
+    "FactMemory",
+    "FACTS",
+    "LINKS_MIGRATIONS",
+    "Matters",
+    "Message",
+    "RecallConfig",
+    "Recalled",
+    "RecalledEvent",
+    "RetrievalConfig",
+    "Retriever",
+    "Session",
+    "SESSIONS",
+    "SessionStream",
+    "sessions_from_payloads",
+    "SubjectNormalizer",
+    "TURNS",
 ]

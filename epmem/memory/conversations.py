@@ -100,9 +100,13 @@ class Conversations:
         row = 0
         for s in sessions:
             n = len(s.turns)
-            meta = {"platform": s.platform, "chat_id": s.chat_id, "participants": s.participants,
-                    "origin_id": s.origin_id}
-            block = vectors[row:row + n]
+            meta = {
+                "platform": s.platform,
+                "chat_id": s.chat_id,
+                "participants": s.participants,
+                "origin_id": s.origin_id,
+            }
+            block = vectors[row : row + n]
             context = block.copy()
             if n > 1:
                 context[1:] += NEIGHBOUR_WEIGHT * block[:-1]
@@ -110,16 +114,16 @@ class Conversations:
             context /= np.maximum(np.linalg.norm(context, axis=1, keepdims=True), 1e-12)
             for i, t in enumerate(s.turns):
                 window = " ".join(texts[row + j] for j in (i - 1, i, i + 1) if 0 <= j < n)
-                turn_points.append(PointIn(t.id, {**t.payload(), **meta}, context[i],
-                                           self.turn_bm25.document(window)))
+                turn_points.append(PointIn(t.id, {**t.payload(), **meta}, context[i], self.turn_bm25.document(window)))
             row += n
             mean = block.mean(axis=0) if n else np.zeros(self.embedder.dim, dtype=np.float32)
             norm = float(np.linalg.norm(mean))
             dense = (mean / norm).astype(np.float32) if norm > 0 else None
-            full = " ".join(texts[row - n:row])
+            full = " ".join(texts[row - n : row])
             speakers = sorted({name for t in s.turns if (name := first_name(t.speaker_name))})
-            session_points.append(PointIn(s.id, {**s.payload(), "speakers": speakers}, dense,
-                                          self.session_bm25.document(full)))
+            session_points.append(
+                PointIn(s.id, {**s.payload(), "speakers": speakers}, dense, self.session_bm25.document(full))
+            )
         return turn_points, session_points
 
     async def existing(self, session_ids: Sequence[str]) -> set[str]:
@@ -132,7 +136,7 @@ class Conversations:
         before = await self.existing([s.id for s in sessions])
         done_turns = 0
         for i in range(0, len(sessions), BATCH_SESSIONS):
-            batch = sessions[i:i + BATCH_SESSIONS]
+            batch = sessions[i : i + BATCH_SESSIONS]
             vectors = await asyncio.to_thread(embed, self.embedder, self.texts(batch))  # context: the import's cache
             turn_points, session_points = self.points(batch, vectors)
             await self.store.upsert(TURNS, turn_points)
@@ -225,18 +229,35 @@ def sessions_from_payloads(session_hits: Sequence[Hit], turn_hits: Sequence[Hit]
     by_session: dict[str, list[Turn]] = {}
     for h in turn_hits:
         p = h.payload
-        by_session.setdefault(str(p["session_id"]), []).append(Turn(
-            id=h.key, session_id=str(p["session_id"]), index=int(p["index"]), speaker=str(p["speaker"]),
-            speaker_name=str(p["speaker_name"]), text=str(p["text"]), time=_time(p.get("time")),
-            msg_id=str(p.get("msg_id", "")), reply_to=p.get("reply_to"), edited=bool(p.get("edited")),
-        ))
+        by_session.setdefault(str(p["session_id"]), []).append(
+            Turn(
+                id=h.key,
+                session_id=str(p["session_id"]),
+                index=int(p["index"]),
+                speaker=str(p["speaker"]),
+                speaker_name=str(p["speaker_name"]),
+                text=str(p["text"]),
+                time=_time(p.get("time")),
+                msg_id=str(p.get("msg_id", "")),
+                reply_to=p.get("reply_to"),
+                edited=bool(p.get("edited")),
+            )
+        )
     out = []
     for h in session_hits:
         p = h.payload
-        s = Session(id=h.key, platform=str(p["platform"]), chat_id=str(p["chat_id"]), chat_kind=p["chat_kind"],
-                    participants=list(p["participants"]), members=list(p["members"]),
-                    chat_title=p.get("chat_title"), origin_id=p.get("origin_id"), source=str(p.get("source", "")),
-                    summary=str(p.get("summary", "")))
+        s = Session(
+            id=h.key,
+            platform=str(p["platform"]),
+            chat_id=str(p["chat_id"]),
+            chat_kind=p["chat_kind"],
+            participants=list(p["participants"]),
+            members=list(p["members"]),
+            chat_title=p.get("chat_title"),
+            origin_id=p.get("origin_id"),
+            source=str(p.get("source", "")),
+            summary=str(p.get("summary", "")),
+        )
         s.turns = sorted(by_session.get(h.key, []), key=lambda t: t.index)
         out.append(s)
     return out

@@ -21,11 +21,13 @@ import aiosqlite
 
 from epmem.sqlite import Migration, MigrationSet
 
-MIGRATIONS = MigrationSet("event_links", (
-    Migration(
-        1,
-        "links between events (one matter)",
-        """
+MIGRATIONS = MigrationSet(
+    "event_links",
+    (
+        Migration(
+            1,
+            "links between events (one matter)",
+            """
         CREATE TABLE event_links (
             a TEXT NOT NULL,
             b TEXT NOT NULL,
@@ -34,8 +36,9 @@ MIGRATIONS = MigrationSet("event_links", (
             PRIMARY KEY (a, b)
         )
         """,
+        ),
     ),
-))
+)
 
 #: a link: (event, event, source), the two events in sorted order.
 Link = tuple[str, str, str]
@@ -100,8 +103,9 @@ class EventLinks:
         added = 0
         for other in events[1:]:
             a, b = _pair(events[0], other)
-            cur = await self.db.execute("INSERT OR IGNORE INTO event_links(a, b, source) VALUES (?, ?, ?)",
-                                        (a, b, source))
+            cur = await self.db.execute(
+                "INSERT OR IGNORE INTO event_links(a, b, source) VALUES (?, ?, ?)", (a, b, source)
+            )
             added += cur.rowcount or 0
         return added
 

@@ -8,7 +8,7 @@ a hidden fact, which is what keeps a deflection the same whether or not a secret
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -86,9 +86,7 @@ class SubjectNormalizer:
     def __init__(self, owner_names: Iterable[str]) -> None:
         words = sorted({w for name in owner_names for w in name.split() if len(w) > 1}, key=len, reverse=True)
         self._pattern = (
-            re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")(?:'s|’s)?\b", re.IGNORECASE)
-            if words
-            else None
+            re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")(?:'s|’s)?\b", re.IGNORECASE) if words else None
         )
 
     def __call__(self, text: str) -> str:
@@ -106,9 +104,16 @@ class FactObserver(Protocol):
 class FactMemory:
     """F2 facts with their annotations, stored as payloads next to dense and BM25 vectors."""
 
-    def __init__(self, store: VectorStore, embedder: Embedder, normalizer: SubjectNormalizer,
-                 config: RecallConfig | None = None, categories: dict[str, str] | None = None,
-                 sessions: SessionScorer | None = None, observers: Sequence[FactObserver] = ()) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        normalizer: SubjectNormalizer,
+        config: RecallConfig | None = None,
+        categories: dict[str, str] | None = None,
+        sessions: SessionScorer | None = None,
+        observers: Sequence[FactObserver] = (),
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.normalize = normalizer
@@ -256,9 +261,7 @@ class FactMemory:
         hits = await self.store.query_dense(FACTS, query, self.config.candidates, fields=_HIT_FIELDS)
         by_category = self._category_scores(query)
         weight = self.config.category_weight
-        scores = {
-            h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits
-        }
+        scores = {h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits}
         floor = float("-inf") if is_catch_up(question) else self.config.min_relevance
         prior: dict[str, float] = {}
         wanted = self.sessions is not None and self.config.session_weight > 0
@@ -275,9 +278,7 @@ class FactMemory:
         members: dict[str, list[Recalled]] = {e: [] for e in best}
         for fact in await self.by_event(list(best)):
             members[fact.event_id].append(Recalled(fact, scores.get(fact.id, 0.0)))
-        events = [
-            RecalledEvent(e, best[e], tuple(sorted(members[e], key=lambda r: -r.score))) for e in best
-        ]
+        events = [RecalledEvent(e, best[e], tuple(sorted(members[e], key=lambda r: -r.score))) for e in best]
         return sorted(events, key=lambda ev: (-ev.score, ev.event_id))
 
 

@@ -1,5 +1,5 @@
 """Which sessions (and turns) a question is about: native hybrid retrieval fused with the
-event-fact score (DESIGN sec. 5).
+event-fact score (docs/DESIGN.md sec. 5).
 
 Native score of a session: the engine's weighted-RRF fusion of dense and BM25 over the session
 points, plus the best of its turns from the same fusion over turn points (evidence usually sits
@@ -53,7 +53,7 @@ def mask_names(question: str, names: set[str]) -> str:
     last = 0
     for m in _WORD.finditer(question):
         if m.group(0).casefold() in names:
-            out.append(question[last:m.start()])
+            out.append(question[last : m.start()])
             out.append(NAME_MASK)
             last = m.end()
             if p := _POSSESSIVE.match(question, last):
@@ -149,19 +149,34 @@ def rank(scores: dict[str, float]) -> list[str]:
 
 
 class Retriever:
-    def __init__(self, store: VectorStore, embedder: Embedder, conversations: Conversations,
-                 config: RetrievalConfig | None = None, facts: bool = True) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        conversations: Conversations,
+        config: RetrievalConfig | None = None,
+        facts: bool = True,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.conversations = conversations
         self.config = config or RetrievalConfig()
         self.use_facts = facts
 
-    def _hybrid(self, dense: Vector, sparse: SparseVec, limit: int, weights: tuple[float, float],
-                fields: tuple[str, ...]) -> Hybrid:
+    def _hybrid(
+        self, dense: Vector, sparse: SparseVec, limit: int, weights: tuple[float, float], fields: tuple[str, ...]
+    ) -> Hybrid:
         c = self.config
-        return Hybrid(dense, sparse, limit=limit, prefetch=c.prefetch,
-                      dense_weight=weights[0], sparse_weight=weights[1], rrf_k=c.rrf_k, fields=fields)
+        return Hybrid(
+            dense,
+            sparse,
+            limit=limit,
+            prefetch=c.prefetch,
+            dense_weight=weights[0],
+            sparse_weight=weights[1],
+            rrf_k=c.rrf_k,
+            fields=fields,
+        )
 
     def query_text(self, question: str) -> str:
         """What the dense half embeds: the question with the speakers' names masked."""
@@ -173,21 +188,29 @@ class Retriever:
     def embed_many(self, questions: list[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed([self.query_text(q) for q in questions])
 
-    async def native(self, question: str, where: Where | None = None, dense: Vector | None = None
-                     ) -> tuple[dict[str, float], list[Hit], dict[str, Hit]]:
+    async def native(
+        self, question: str, where: Where | None = None, dense: Vector | None = None
+    ) -> tuple[dict[str, float], list[Hit], dict[str, Hit]]:
         """Native session scores, the fused turn hits, and the session hits by id."""
         c = self.config
         dense = self.embed(question) if dense is None else dense
         turn_sparse, session_sparse = self.conversations.query_sparse(question)
         turns = await self.store.query_hybrid(
-            TURNS, self._hybrid(dense, turn_sparse, c.turn_limit, (c.turn_dense_weight, c.turn_sparse_weight),
-                                TURN_FIELDS),
-            where)
+            TURNS,
+            self._hybrid(dense, turn_sparse, c.turn_limit, (c.turn_dense_weight, c.turn_sparse_weight), TURN_FIELDS),
+            where,
+        )
         sessions = await self.store.query_hybrid(
             SESSIONS,
-            self._hybrid(dense, session_sparse, c.session_limit, (c.session_dense_weight, c.session_sparse_weight),
-                         SESSION_FIELDS),
-            where)
+            self._hybrid(
+                dense,
+                session_sparse,
+                c.session_limit,
+                (c.session_dense_weight, c.session_sparse_weight),
+                SESSION_FIELDS,
+            ),
+            where,
+        )
         by_session: dict[str, list[float]] = {}
         for h in turns:
             by_session.setdefault(str(h.payload["session_id"]), []).append(h.score)
@@ -230,8 +253,9 @@ class Retriever:
                 out[str(sid)] = max(out.get(str(sid), 0.0), h.score)
         return out
 
-    async def retrieve(self, question: str, limit: int = 10, where: Where | None = None,
-                       dense: Vector | None = None) -> Retrieved:
+    async def retrieve(
+        self, question: str, limit: int = 10, where: Where | None = None, dense: Vector | None = None
+    ) -> Retrieved:
         """``dense``: the question's vector when the caller embedded a batch of questions."""
         c = self.config
         dense = await asyncio.to_thread(self.embed, question) if dense is None else dense
@@ -248,8 +272,13 @@ class Retriever:
         fused = fuse(native, event, c.alpha, c.beta)
         order = rank(fused)
         sessions = [
-            ScoredSession(sid, fused[sid], native.get(sid, 0.0), event.get(sid, 0.0),
-                          session_hits[sid].payload if sid in session_hits else {})
+            ScoredSession(
+                sid,
+                fused[sid],
+                native.get(sid, 0.0),
+                event.get(sid, 0.0),
+                session_hits[sid].payload if sid in session_hits else {},
+            )
             for sid in order[:limit]
         ]
         session_rank = {sid: i for i, sid in enumerate(order)}

@@ -72,12 +72,12 @@ def best_cut(messages: Sequence[Timed], config: Segmenting) -> int:
     for m in messages[:lo]:
         ids_before.add(m.msg_id)
     for i in range(lo, hi + 1):
-        before = set().union(*bags[max(0, i - config.window):i])
-        after = set().union(*bags[i:i + config.window])
+        before = set().union(*bags[max(0, i - config.window) : i])
+        after = set().union(*bags[i : i + config.window])
         union = before | after
         shift = 1.0 - (len(before & after) / len(union)) if union else 0.0
         score = config.lexical_weight * shift + _pause(messages[i - 1].time, messages[i].time)
-        replies_across = any(m.reply_to in ids_before for m in messages[i:i + config.window] if m.reply_to)
+        replies_across = any(m.reply_to in ids_before for m in messages[i : i + config.window] if m.reply_to)
         if replies_across:
             score -= config.reply_penalty
         if score > best_score:

@@ -67,10 +67,15 @@ class Turn:
 
     def payload(self) -> dict[str, Any]:
         return {
-            "session_id": self.session_id, "index": self.index, "speaker": self.speaker,
-            "speaker_name": self.speaker_name, "text": self.text,
-            "time": self.time.isoformat() if self.time else None, "msg_id": self.msg_id,
-            "reply_to": self.reply_to, "edited": self.edited,
+            "session_id": self.session_id,
+            "index": self.index,
+            "speaker": self.speaker,
+            "speaker_name": self.speaker_name,
+            "text": self.text,
+            "time": self.time.isoformat() if self.time else None,
+            "msg_id": self.msg_id,
+            "reply_to": self.reply_to,
+            "edited": self.edited,
         }
 
 
@@ -118,11 +123,19 @@ class Session:
     def payload(self) -> dict[str, Any]:
         start, end = self.start, self.end
         return {
-            "session_id": self.id, "platform": self.platform, "chat_id": self.chat_id,
-            "chat_kind": self.chat_kind, "chat_title": self.chat_title, "participants": self.participants,
-            "members": self.members, "origin_id": self.origin_id, "source": self.source,
-            "start": start.isoformat() if start else None, "end": end.isoformat() if end else None,
-            "turns": len(self.turns), "summary": self.summary,
+            "session_id": self.id,
+            "platform": self.platform,
+            "chat_id": self.chat_id,
+            "chat_kind": self.chat_kind,
+            "chat_title": self.chat_title,
+            "participants": self.participants,
+            "members": self.members,
+            "origin_id": self.origin_id,
+            "source": self.source,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "turns": len(self.turns),
+            "summary": self.summary,
         }
 
 
@@ -131,8 +144,9 @@ def stable_id(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-def _addressees(m: Message, by_id: dict[str, Message], previous: str | None, members: set[str],
-                first_names: dict[str, str]) -> list[str]:
+def _addressees(
+    m: Message, by_id: dict[str, Message], previous: str | None, members: set[str], first_names: dict[str, str]
+) -> list[str]:
     """Who an owner message in a group speaks to: reply link, then mentions (platform mentions,
     then a member's first name written out), then adjacency."""
     if m.reply_to and m.reply_to in by_id and by_id[m.reply_to].speaker != OWNER_ID:
@@ -186,15 +200,34 @@ def _chrono(m: Message) -> tuple[bool, float, tuple[int, str]]:
     return (m.time is not None, m.time.timestamp() if m.time else 0.0, _order(m.msg_id))
 
 
-def _session(sid: str, msgs: Sequence[Message], participants: list[str], members: list[str],
-             origin: str | None) -> Session:
+def _session(
+    sid: str, msgs: Sequence[Message], participants: list[str], members: list[str], origin: str | None
+) -> Session:
     first = msgs[0]
-    s = Session(id=sid, platform=first.platform, chat_id=first.chat_id, chat_kind=first.chat_kind,
-                participants=participants, members=members, chat_title=first.chat_title, origin_id=origin,
-                source=first.source)
+    s = Session(
+        id=sid,
+        platform=first.platform,
+        chat_id=first.chat_id,
+        chat_kind=first.chat_kind,
+        participants=participants,
+        members=members,
+        chat_title=first.chat_title,
+        origin_id=origin,
+        source=first.source,
+    )
     s.turns = [
-        Turn(id=f"{sid}/{m.msg_id}", session_id=sid, index=i, speaker=m.speaker, speaker_name=m.speaker_name,
-             text=m.text, time=m.time, msg_id=m.msg_id, reply_to=m.reply_to, edited=m.edited)
+        Turn(
+            id=f"{sid}/{m.msg_id}",
+            session_id=sid,
+            index=i,
+            speaker=m.speaker,
+            speaker_name=m.speaker_name,
+            text=m.text,
+            time=m.time,
+            msg_id=m.msg_id,
+            reply_to=m.reply_to,
+            edited=m.edited,
+        )
         for i, m in enumerate(msgs)
     ]
     s.summary = extractive_summary(s)
@@ -253,12 +286,18 @@ class SessionStream:
         if chunk[0].chat_kind == "direct":
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
             return [_session(base, chunk, people, members, None)]
-        return [_session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base)
-                for counterpart, thread in sorted(_group_threads(chunk).items())]
+        return [
+            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base)
+            for counterpart, thread in sorted(_group_threads(chunk).items())
+        ]
 
 
-def build_sessions(messages: Iterable[Message], gap: timedelta = SESSION_GAP,
-                   session_ids: dict[str, str] | None = None, segmenting: Segmenting | None = None) -> list[Session]:
+def build_sessions(
+    messages: Iterable[Message],
+    gap: timedelta = SESSION_GAP,
+    session_ids: dict[str, str] | None = None,
+    segmenting: Segmenting | None = None,
+) -> list[Session]:
     """Messages of any number of chats, in any order -> sessions, group chats split per counterpart.
 
     ``session_ids`` lets a caller keep ids it already has (a scenario's ``s1``): it maps a chat

@@ -7,7 +7,7 @@ file, which is never rewritten; ``holder`` keeps the one effective policy every 
 """
 
 from epmem.policy.calculus import STRANGER, Composite, Gate, Recipient, Rulebook, Verdict, audience_allows, judge
-from epmem.policy.directory import Directory, Resolved
+from epmem.policy.directory import UNKNOWN_STRANGER, Directory, Resolved
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import (
     OWNER_ID,
@@ -32,8 +32,36 @@ from epmem.policy.overlay import Overlay
 from epmem.policy.overrides import Skipped
 
 __all__ = [
-    "audience_allows", "Category", "category_profiles", "Composite", "Contact", "Directory", "Gate", "InfoLevel", "judge",
-    "line_for", "load_policy", "Overlay", "OVERLAY_MIGRATIONS", "Owner", "OWNER_ID", "Policy", "policy_json_schema",
-    "PolicyError", "PolicyException", "PolicyHolder", "Problem", "read_yaml", "ReadsPolicy", "Recipient",
-    "Resolved", "Rulebook", "schema_problems", "Skipped", "STRANGER", "STRANGER_ID", "Verdict",
+    "audience_allows",
+    "Category",
+    "category_profiles",
+    "Composite",
+    "Contact",
+    "Directory",
+    "Gate",
+    "InfoLevel",
+    "judge",
+    "line_for",
+    "load_policy",
+    "Overlay",
+    "OVERLAY_MIGRATIONS",
+    "Owner",
+    "OWNER_ID",
+    "Policy",
+    "policy_json_schema",
+    "PolicyError",
+    "PolicyException",
+    "PolicyHolder",
+    "Problem",
+    "read_yaml",
+    "ReadsPolicy",
+    "Recipient",
+    "Resolved",
+    "Rulebook",
+    "schema_problems",
+    "Skipped",
+    "STRANGER",
+    "STRANGER_ID",
+    "UNKNOWN_STRANGER",
+    "Verdict",
 ]

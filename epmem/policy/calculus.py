@@ -1,4 +1,4 @@
-"""The disclosure calculus of DESIGN sec. 3, in code and nowhere else.
+"""The disclosure calculus of docs/DESIGN.md sec. 3, in code and nowhere else.
 
 Adjudication is never delegated to a model: it is a handful of comparisons in a fixed order, so
 it can be property-tested, explained ("rule 4, whitelisted by group family") and run hundreds
@@ -149,7 +149,7 @@ class CompositeVerdict:
 class Composite:
     """Facts told together, with their ceiling computed once for every recipient.
 
-    DESIGN sec. 3's composite rule. The reply path (epmem/reply/composite.py) judges the facts
+    docs/DESIGN.md sec. 3's composite rule. The reply path (epmem/reply/composite.py) judges the facts
     of every reply as one composite for every reader and holds back what breaks it; the
     benchmarks use it for the permit task (:func:`allowed_set`, benchmarks/pipeline.py).
     """

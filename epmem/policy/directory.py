@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from epmem.identity import LOCAL
 from epmem.policy.calculus import STRANGER, Recipient
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, STRANGER_ID, Policy, iter_identities
+
+#: the local id that stands for "somebody the policy does not know" (`epmem chat --as stranger`).
+UNKNOWN_STRANGER = "unknown-stranger"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +48,10 @@ class Directory(ReadsPolicy):
         if policy is self._indexed:
             return
         by_identity = dict(iter_identities(policy))
-        # every contact can be addressed on the console by its id (`epmem chat --as ID`)
+        # every contact can be addressed on the local terminal by its id (`epmem chat --as ID`)
         for cid in policy.contacts:
-            by_identity.setdefault(f"console:{cid}", cid)
-        by_identity.setdefault(f"console:{OWNER_ID}", OWNER_ID)
+            by_identity.setdefault(LOCAL.identity(cid), cid)
+        by_identity.setdefault(LOCAL.identity(OWNER_ID), OWNER_ID)
         self._by_identity = by_identity
         self._recipients = {
             cid: Recipient(cid, c.level, c.domain, c.name, c.relationship) for cid, c in policy.contacts.items()
@@ -64,10 +68,10 @@ class Directory(ReadsPolicy):
     def contact_identity(self, contact_id: str) -> str:
         """An identity that resolves to this contact (for previews and the benchmark)."""
         if contact_id == STRANGER_ID:
-            return "console:unknown-stranger"
+            return LOCAL.identity(UNKNOWN_STRANGER)
         if contact_id != OWNER_ID and contact_id not in self.policy.contacts:
             raise KeyError(contact_id)
-        return f"console:{contact_id}"
+        return LOCAL.identity(contact_id)
 
     def find_contact(self, token: str) -> str | None:
         """A contact id from an id, a name or an alias (owner commands are typed by people)."""

@@ -20,6 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from epmem.errors import EpmemError
+from epmem.identity import LOCAL, SCHEMES
+from epmem.language import Language
 
 Domain = Literal["work", "life"]
 InfoLevel = Annotated[int, Field(ge=0, le=4, description="0 = nobody by default, 4 = public")]
@@ -30,7 +32,6 @@ OWNER_ID = "owner"
 STRANGER_ID = "stranger"
 RESERVED_IDS = frozenset({OWNER_ID, STRANGER_ID})
 
-_IDENTITY = re.compile(r"^(telegram:\d+|slack:[A-Z0-9]+/[A-Z0-9]+|console:[A-Za-z0-9_.@+-]+)$")
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -39,19 +40,21 @@ class _Strict(BaseModel):
 
 
 def _check_identities(values: list[str]) -> list[str]:
+    """Each identity against its platform's registered scheme (epmem/identity.py)."""
     for value in values:
-        if not _IDENTITY.match(value):
-            raise ValueError(
-                f"identity {value!r} must look like telegram:123456789, slack:T0123/U0456 "
-                "or console:name"
-            )
+        problem = SCHEMES.problem(value)
+        if problem is not None:
+            raise ValueError(problem)
     return values
 
 
 class Owner(_Strict):
     name: str = "Owner"
-    identities: list[str] = Field(default_factory=lambda: ["console:owner"])
+    identities: list[str] = Field(default_factory=lambda: [LOCAL.identity(OWNER_ID)])
     persona: str = ""
+    #: the language of what the delegate tells the owner (consultations), and of replies to a
+    #: message with no letters to tell its language by (epmem/language.py); English if unset.
+    language: Language | None = None
 
     _identities = field_validator("identities")(_check_identities)
 
@@ -63,6 +66,8 @@ class Contact(_Strict):
     level: TrustLevel
     domain: Domain | None = None
     identities: list[str] = Field(default_factory=list)
+    #: the language to answer this contact in when a message does not tell (a sticker, "?").
+    language: Language | None = None
 
     _identities = field_validator("identities")(_check_identities)
 
@@ -178,8 +183,10 @@ def semantic_problems(policy: Policy | Mapping[str, Any]) -> list[Problem]:
 def _identity_problems(data: Mapping[str, Any], contacts: dict[Any, Any]) -> list[Problem]:
     """One identity, one person: the owner's and each contact's identities never overlap."""
     owner = data.get("owner", {})
-    owner_ids = _mapping(owner).get("identities", ["console:owner"]) if isinstance(owner, dict) else []
-    owned = [("owner", _items(owner_ids))] + [(cid, _items(_mapping(c).get("identities"))) for cid, c in contacts.items()]
+    owner_ids = _mapping(owner).get("identities", [LOCAL.identity(OWNER_ID)]) if isinstance(owner, dict) else []
+    owned = [("owner", _items(owner_ids))] + [
+        (cid, _items(_mapping(c).get("identities"))) for cid, c in contacts.items()
+    ]
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for who, identities in owned:
@@ -193,8 +200,9 @@ def _identity_problems(data: Mapping[str, Any], contacts: dict[Any, Any]) -> lis
     return problems
 
 
-def _exception_problems(i: int, exc: dict[str, Any], contacts: dict[Any, Any], groups: dict[Any, Any],
-                        categories: dict[Any, Any]) -> list[Problem]:
+def _exception_problems(
+    i: int, exc: dict[str, Any], contacts: dict[Any, Any], groups: dict[Any, Any], categories: dict[Any, Any]
+) -> list[Problem]:
     problems: list[Problem] = []
     targets = [k for k in ("fact", "event", "category") if exc.get(k) is not None]
     if len(targets) != 1:
@@ -250,8 +258,9 @@ def schema_problems(error: ValidationError, prefix: tuple[str | int, ...]) -> It
         yield Problem(prefix + loc, err["msg"])
 
 
-def parse_policy(data: Any, source: str, lines: dict[tuple[str | int, ...], int] | None = None,
-                 prefix: tuple[str | int, ...] = ()) -> Policy:
+def parse_policy(
+    data: Any, source: str, lines: dict[tuple[str | int, ...], int] | None = None, prefix: tuple[str | int, ...] = ()
+) -> Policy:
     """Validate already-parsed YAML data; ``prefix`` locates it inside a larger document."""
     lines = lines or {}
     if not isinstance(data, dict):

@@ -20,11 +20,13 @@ import aiosqlite
 from epmem.policy.model import PolicyException
 from epmem.sqlite import Migration, MigrationSet
 
-MIGRATIONS = MigrationSet("overlay", (
-    Migration(
-        1,
-        "owner exceptions and flags",
-        """
+MIGRATIONS = MigrationSet(
+    "overlay",
+    (
+        Migration(
+            1,
+            "owner exceptions and flags",
+            """
         CREATE TABLE exceptions (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             body TEXT NOT NULL,
@@ -32,19 +34,21 @@ MIGRATIONS = MigrationSet("overlay", (
         );
         CREATE TABLE flags (name TEXT PRIMARY KEY, value TEXT NOT NULL)
         """,
-    ),
-    Migration(
-        2,
-        "contact overrides",
-        """
+        ),
+        Migration(
+            2,
+            "contact overrides",
+            """
         CREATE TABLE contact_overrides (
             contact TEXT PRIMARY KEY,
             body TEXT NOT NULL,
             updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
         )
         """,
+        ),
     ),
-), legacy_table="overlay_migrations")
+    legacy_table="overlay_migrations",
+)
 
 
 class Overlay:

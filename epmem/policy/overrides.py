@@ -59,9 +59,7 @@ def _validated(data: dict[str, Any]) -> tuple[Policy | None, str]:
     return policy, ""
 
 
-def apply_overrides(
-    policy: Policy, overrides: Mapping[str, Mapping[str, Any]]
-) -> tuple[Policy, list[Skipped]]:
+def apply_overrides(policy: Policy, overrides: Mapping[str, Mapping[str, Any]]) -> tuple[Policy, list[Skipped]]:
     """The effective policy: ``policy`` with each contact's overrides applied.
 
     Overrides are applied one contact at a time (in contact order) and each is kept only if the

@@ -11,5 +11,16 @@ from epmem.reply.relevance import Relevance, RelevanceConfig
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
 from epmem.reply.sanity import SanityConfig
 
-__all__ = ["Answer", "LedgerKnowledge", "LLMResponder", "PrivacyEngine", "ReplyContext", "Relevance", "RelevanceConfig", "Responder", "RulesResponder", "SanityConfig",
-           "deflection"]
+__all__ = [
+    "Answer",
+    "LedgerKnowledge",
+    "LLMResponder",
+    "PrivacyEngine",
+    "ReplyContext",
+    "Relevance",
+    "RelevanceConfig",
+    "Responder",
+    "RulesResponder",
+    "SanityConfig",
+    "deflection",
+]

@@ -18,7 +18,7 @@ LLM call and its tokens, the post-check outcome with its evidence, the kinds of 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -52,30 +52,43 @@ class Written:
         c = self.composition
         return {
             "composer": self.composer,
-            "llm": {"calls": c.llm_calls, **{k: v for k, v in c.usage.as_dict().items() if k != "calls"},
-                    "error": c.llm_error, "prompt": c.prompt, "ms": round(c.llm_ms, 1)},
-            "postcheck": {"outcome": self.postcheck, "checked": self.checked,
-                          "hits": [{"fact": h.fact_id, "evidence": list(h.evidence)} for h in self.hits]},
+            "llm": {
+                "calls": c.llm_calls,
+                **{k: v for k, v in c.usage.as_dict().items() if k != "calls"},
+                "error": c.llm_error,
+                "prompt": c.prompt,
+                "ms": round(c.llm_ms, 1),
+            },
+            "postcheck": {
+                "outcome": self.postcheck,
+                "checked": self.checked,
+                "hits": [{"fact": h.fact_id, "evidence": list(h.evidence)} for h in self.hits],
+            },
             "masked": list(self.masked),
         }
 
 
 class ReplyWriter:
-    def __init__(self, responder: Responder, fallback: RulesResponder | None = None,
-                 desensitizer: Desensitizer | None = None) -> None:
+    def __init__(
+        self, responder: Responder, fallback: RulesResponder | None = None, desensitizer: Desensitizer | None = None
+    ) -> None:
         self.responder = responder
         self.fallback = fallback or RulesResponder()
         self.desensitizer = desensitizer or Desensitizer()
 
-    async def write(self, ctx: ReplyContext, denied: Sequence[Denied], names: Iterable[str],
-                    nearby: Callable[[], Awaitable[Sequence[Denied]]] | None = None) -> Written:
+    async def write(
+        self,
+        ctx: ReplyContext,
+        denied: Sequence[Denied],
+        names: Iterable[str],
+        nearby: Callable[[], Awaitable[Sequence[Denied]]] | None = None,
+    ) -> Written:
         """``ctx.facts`` are the projected facts as stored; ``denied`` the candidates the
         audience may not know; ``names`` the people in the conversation (not evidence);
         ``nearby`` more denied facts, fetched only when a model composed the reply."""
         known = (ctx.question, *ctx.recent_turns)
         facts, masked = mask_facts(ctx.facts, known, self.desensitizer)
-        safe_ctx = ReplyContext(ctx.owner_name, ctx.persona, ctx.recipient_name, ctx.relationship, ctx.question,
-                                facts, ctx.recent_turns)
+        safe_ctx = replace(ctx, facts=facts)
         composition = await compose(self.responder, safe_ctx)
         if nearby is not None and composition.composer not in ("rules", "deflection"):
             seen = {d.fact_id for d in denied}
@@ -88,4 +101,4 @@ class ReplyWriter:
         rules = await self.fallback.compose(safe_ctx)
         if not guard.check(rules.text, denied):
             return Written(rules.text, composition, "replaced", hits, len(denied), masked)
-        return Written(deflection(ctx.owner_name), composition, "deflected", hits, len(denied), masked)
+        return Written(deflection(ctx.owner_name, ctx.language), composition, "deflected", hits, len(denied), masked)

@@ -1,7 +1,7 @@
 """A reply is a composite: the facts it tells together must pass the composite rule.
 
 Each fact of a reply may be allowed on its own and still not be tellable together with the
-others (DESIGN sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
+others (docs/DESIGN.md sec. 3): a retention bonus whitelisted to the family (L0) and a house offer at
 L2 have an L0 ceiling together, which only someone whitelisted on *both* passes. So the facts
 one reply would disclose are judged as one :class:`~epmem.policy.calculus.Composite` for every
 reader; when that fails, the most relevant subset that passes is kept (greedily, best first,
@@ -27,7 +27,7 @@ from epmem.reply.cumulative import Earlier, Prior
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class HeldBack:
     """A fact kept out of a reply because telling it with the others breaks the composite rule."""
 
     fact_id: str
@@ -39,8 +39,12 @@ class Held:
     earlier: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"fact": self.fact_id, "with": list(self.with_facts), "recipient": self.recipient,
-                                  "reason": self.reason}
+        out: dict[str, object] = {
+            "fact": self.fact_id,
+            "with": list(self.with_facts),
+            "recipient": self.recipient,
+            "reason": self.reason,
+        }
         if self.earlier:
             out["earlier"] = [{"fact": f, "record": r} for f, r in self.earlier]
         return out
@@ -52,8 +56,9 @@ def _why(trial: Composite, denied: Recipient) -> tuple[str, str]:
     return f"composite L{trial.level}{' ' + trial.domain if trial.domain else ''}", why
 
 
-def _across(group: list[Gate], matter: str, audience: Sequence[Recipient],
-            earlier: Earlier) -> tuple[Recipient, Composite, list[Prior]] | None:
+def _across(
+    group: list[Gate], matter: str, audience: Sequence[Recipient], earlier: Earlier
+) -> tuple[Recipient, Composite, list[Prior]] | None:
     """The first reader for whom this reply's facts of ``matter`` and what they already know
     of it may not be told together (with that composite and the known facts in it)."""
     told = {g.fact_id for g in group}
@@ -66,15 +71,19 @@ def _across(group: list[Gate], matter: str, audience: Sequence[Recipient],
     return None
 
 
-def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient], earlier: Earlier | None = None,
-                       matter_of: dict[str, str] | None = None,
-                       per_matter: bool = False) -> tuple[list[str], list[Held]]:
+def limit_to_composite(
+    gates: Sequence[Gate],
+    audience: Sequence[Recipient],
+    earlier: Earlier | None = None,
+    matter_of: dict[str, str] | None = None,
+    per_matter: bool = False,
+) -> tuple[list[str], list[HeldBack]]:
     """``gates`` best first; ``matter_of``: fact id -> its matter (its event when not linked).
     Returns (fact ids kept, in order; what was held back and why)."""
     earlier = earlier or Earlier()
     matter_of = matter_of or {}
     kept: list[Gate] = []
-    held: list[Held] = []
+    held: list[HeldBack] = []
     for gate in gates:
         matter = matter_of.get(gate.fact_id, gate.fact_id)
         same = [g for g in kept if matter_of.get(g.fact_id, g.fact_id) == matter] + [gate]
@@ -82,18 +91,26 @@ def limit_to_composite(gates: Sequence[Gate], audience: Sequence[Recipient], ear
         denied = next((r for r in audience if not trial.allows(r)), None)
         if denied is not None:
             what, why = _why(trial, denied)
-            held.append(Held(gate.fact_id, tuple(g.fact_id for g in kept), denied.id,
-                             f"{what} denies {denied.id} ({why})"))
+            held.append(
+                HeldBack(gate.fact_id, tuple(g.fact_id for g in kept), denied.id, f"{what} denies {denied.id} ({why})")
+            )
             continue
         across = _across(same, matter, audience, earlier)
         if across is not None:
             r, trial, prior = across
             what, why = _why(trial, r)
-            named = ", ".join(f"{p.known.fact_id} in reply {p.known.record} ({p.known.status} {p.known.time[:19]})"
-                              for p in prior)
-            held.append(Held(gate.fact_id, tuple(g.fact_id for g in same[:-1]), r.id,
-                             f"{what} with what {r.id} was told before ({named}) denies {r.id} ({why})",
-                             tuple((p.known.fact_id, p.known.record) for p in prior)))
+            named = ", ".join(
+                f"{p.known.fact_id} in reply {p.known.record} ({p.known.status} {p.known.time[:19]})" for p in prior
+            )
+            held.append(
+                HeldBack(
+                    gate.fact_id,
+                    tuple(g.fact_id for g in same[:-1]),
+                    r.id,
+                    f"{what} with what {r.id} was told before ({named}) denies {r.id} ({why})",
+                    tuple((p.known.fact_id, p.known.record) for p in prior),
+                )
+            )
             continue
         kept.append(gate)
     return [g.fact_id for g in kept], held

@@ -80,8 +80,13 @@ def reader_of(recipient: str) -> str:
 class LedgerKnowledge:
     """The delivery ledger (the audit log) and the owner's links, bounded by ``window``."""
 
-    def __init__(self, audit: AuditLog, links: EventLinks, window: timedelta | None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
+    def __init__(
+        self,
+        audit: AuditLog,
+        links: EventLinks,
+        window: timedelta | None,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ) -> None:
         self.audit, self.links, self.window, self.clock = audit, links, window, clock
 
     async def matters(self) -> Matters:
@@ -97,8 +102,13 @@ class LedgerKnowledge:
         return out
 
 
-async def gather(knowledge: Knowledge | None, chosen: Sequence[Fact], readers: Collection[str],
-                 rulebook: Rulebook, lookup: Callable[[Sequence[str]], Awaitable[list[Fact]]]) -> Earlier:
+async def gather(
+    knowledge: Knowledge | None,
+    chosen: Sequence[Fact],
+    readers: Collection[str],
+    rulebook: Rulebook,
+    lookup: Callable[[Sequence[str]], Awaitable[list[Fact]]],
+) -> Earlier:
     """What the readers know of the matters of the facts ``chosen`` for a reply. ``lookup``:
     event ids -> their facts in memory today (FactMemory.by_event)."""
     if knowledge is None or not chosen:
@@ -114,8 +124,22 @@ async def gather(knowledge: Knowledge | None, chosen: Sequence[Fact], readers: C
         seen: set[str] = set()
         for k in lines:
             fact = facts.get(k.fact_id)
-            if fact is None or k.fact_id in seen:
-                continue  # forgotten since (see the module's docstring), or already counted
+            if fact is None or k.fact_id in seen or _told_two_ways(fact, chosen):
+                continue  # forgotten since (see the module's docstring), already counted, or told two ways
             seen.add(k.fact_id)
             out.setdefault(reader, []).append(Prior(rulebook.gate(fact), matters.matter(fact.event_id), k))
     return Earlier(matters, out)
+
+
+def _told_two_ways(fact: Fact, chosen: Sequence[Fact]) -> bool:
+    """Whether ``fact``, known to a reader, is the cover of a truth ``chosen`` for this reply.
+
+    A cover and its truth are one event told two ways (epmem/reply/relevance.py
+    ``counterparts``): the truth tells a reader everything the cover did, except that a cover
+    exists. A reader the truth's own rules let know it would pass the composite anyway (the cover
+    judged at the truth's level); one who passes only by a whitelist or exception on the truth was
+    opened by the owner on purpose, and the cover they heard earlier must not undo that (issue
+    22's ``allow f1 to will``: without this, the owner's whitelist makes the answer worse). The
+    other way stays closed: a reader who knows the truth is not then told its cover in a chat
+    with others, as the shared ``conversation`` metric counts it."""
+    return fact.version == "cover" and bool(fact.covers) and any(c.id == fact.covers for c in chosen)

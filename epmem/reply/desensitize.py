@@ -1,7 +1,7 @@
 """Masking personal identifiers inside allowed facts before a non-owner's reply is composed.
 
 A fact can be fine to tell ("Ana moved to a flat near the station") while an identifier in it is
-not ("... at 14 Mill Lane, call her on +44 20 7946 0958"). DESIGN sec. 4: identifiers of third
+not ("... at 14 Mill Lane, call her on +44 20 7946 0958"). docs/DESIGN.md sec. 4: identifiers of third
 parties that the recipient may not know are masked even inside allowed facts.
 
 Whose identifier a string is cannot be read reliably from one sentence, so every identifier is
@@ -85,8 +85,9 @@ class Desensitizer:
             digits = re.sub(r"\D", "", found)
             return len(digits) >= 6 and digits in known_digits
 
-        def sub(pattern: re.Pattern[str], label: str, text: str,
-                group: int = 0, accept: Callable[[str], bool] | None = None) -> str:
+        def sub(
+            pattern: re.Pattern[str], label: str, text: str, group: int = 0, accept: Callable[[str], bool] | None = None
+        ) -> str:
             def repl(m: re.Match[str]) -> str:
                 found = m.group(group)
                 if keep(found) or (accept is not None and not accept(found)):
@@ -102,8 +103,12 @@ class Desensitizer:
         text = sub(_EMAIL, "email", text)
         text = self._phones(text, keep, kinds)
         text = sub(_IBAN, "account number", text)
-        text = sub(_LONG_NUMBER, "card number", text,
-                   accept=lambda s: 13 <= len(re.sub(r"\D", "", s)) <= 19 and _luhn(re.sub(r"\D", "", s)))
+        text = sub(
+            _LONG_NUMBER,
+            "card number",
+            text,
+            accept=lambda s: 13 <= len(re.sub(r"\D", "", s)) <= 19 and _luhn(re.sub(r"\D", "", s)),
+        )
         text = sub(_LONG_NUMBER, "account number", text)
         text = sub(_ACCOUNT, "account number", text, group=2, accept=lambda s: any(c.isdigit() for c in s))
         text = sub(_STREET_NUMBER_FIRST, "address", text)
@@ -128,8 +133,9 @@ class Desensitizer:
         return text
 
 
-def mask_facts(facts: Sequence[str], known: Iterable[str] = (),
-               desensitizer: Desensitizer | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def mask_facts(
+    facts: Sequence[str], known: Iterable[str] = (), desensitizer: Desensitizer | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Mask each fact; returns the masked texts and the kinds of identifier masked (for audit)."""
     d = desensitizer or Desensitizer()
     known = list(known)

@@ -15,9 +15,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from epmem.language import Language, choose
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
-from epmem.reply.composite import Held, limit_to_composite
+from epmem.reply.composite import HeldBack, limit_to_composite
 from epmem.reply.cumulative import Knowledge, gather
 from epmem.reply.guard import Denied
 from epmem.memory.facts import Fact
@@ -42,7 +43,7 @@ class Answer:
     written: Written | None = None
     #: what the relevance step chose, and what the composite rule held back.
     choice: Choice | None = None
-    held: tuple[Held, ...] = ()
+    held: tuple[HeldBack, ...] = ()
     #: closed facts the owner has not decided about that would answer the question, best first
     #: (chosen as the reply chooses among open facts): what a consultation asks the owner
     #: about. Never part of the reply: it reads the same whether these exist or not.
@@ -79,9 +80,16 @@ class Answer:
 
 
 class PrivacyEngine(ReadsPolicy):
-    def __init__(self, policy: Policy | PolicyHolder, overlay: Overlay, memory: FactMemory, responder: Responder,
-                 relevance: Relevance | None = None, knowledge: Knowledge | None = None,
-                 per_matter: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | PolicyHolder,
+        overlay: Overlay,
+        memory: FactMemory,
+        responder: Responder,
+        relevance: Relevance | None = None,
+        knowledge: Knowledge | None = None,
+        per_matter: bool = False,
+    ) -> None:
         """``knowledge``: what readers already know, by matter (None: each reply judged alone);
         ``per_matter``: one reply's facts judged matter by matter (epmem/reply/composite.py)."""
         self._policy = PolicyHolder.of(policy)
@@ -106,12 +114,15 @@ class PrivacyEngine(ReadsPolicy):
         now: datetime | None = None,
         only_events: Collection[str] | None = None,
         with_closed: bool = False,
+        language: Language | None = None,
     ) -> Answer:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
         ``only_events``: from these events' facts alone (a consultation's follow-up);
         ``with_closed``: also say which undecided closed facts would answer (``Answer.consult``:
-        a second relevance pass, asked for only where a consultation may follow)."""
+        a second relevance pass, asked for only where a consultation may follow);
+        ``language``: the reply's, else the question's, the asker's or the owner's (:meth:`language_for`)."""
         started = time.perf_counter()
+        lang = language or self.language_for(question, recipient)
         events = await self.memory.recall(question)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
@@ -121,7 +132,7 @@ class PrivacyEngine(ReadsPolicy):
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
-            reply, deflected = deflection(self.policy.owner.name), True
+            reply, deflected = deflection(self.policy.owner.name, lang), True
         else:
             ctx = ReplyContext(
                 owner_name=self.policy.owner.name,
@@ -131,16 +142,34 @@ class PrivacyEngine(ReadsPolicy):
                 question=question,
                 facts=facts,
                 recent_turns=tuple(recent_turns),
+                language=lang,
             )
             denied = [Denied(d.fact.id, d.fact.text) for d in projection.decisions if not d.allowed]
-            written = await self.writer.write(ctx, denied, [r.name for r in audience],
-                                              lambda: self._nearby_denied(question, audience, rulebook))
+            written = await self.writer.write(
+                ctx, denied, [r.name for r in audience], lambda: self._nearby_denied(question, audience, rulebook)
+            )
             reply, deflected = written.text, written.postcheck == "deflected"
-        return Answer(reply, deflected, projection, self.responder.name, (time.perf_counter() - started) * 1000,
-                      written=written, choice=choice, held=tuple(held), consult=consult)
+        return Answer(
+            reply,
+            deflected,
+            projection,
+            self.responder.name,
+            (time.perf_counter() - started) * 1000,
+            written=written,
+            choice=choice,
+            held=tuple(held),
+            consult=consult,
+        )
 
-    async def _choose(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                      audience: Sequence[Recipient]) -> tuple[Projection, Choice, list[Held]]:
+    def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
+        """The language to answer ``text`` in: its own; when it has no letters to tell by, the
+        contact's (policy ``contacts.ID.language``), then the owner's (``owner.language``)."""
+        contact = self.policy.contacts.get(recipient.id) if recipient is not None else None
+        return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
+
+    async def _choose(
+        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+    ) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together, with
         what each reader already knows of the same matters (epmem/reply/cumulative.py)."""
         storyline = project(events, rulebook, audience)
@@ -148,14 +177,20 @@ class PrivacyEngine(ReadsPolicy):
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
         chosen = [by_id[f] for f in choice.chosen]
         earlier = await gather(self.knowledge, chosen, {r.id for r in audience}, rulebook, self.memory.by_event)
-        kept, held = limit_to_composite([rulebook.gate(f) for f in chosen], audience, earlier,
-                                        {f.id: earlier.matters.matter(f.event_id) for f in chosen}, self.per_matter)
+        kept, held = limit_to_composite(
+            [rulebook.gate(f) for f in chosen],
+            audience,
+            earlier,
+            {f.id: earlier.matters.matter(f.event_id) for f in chosen},
+            self.per_matter,
+        )
         narrowed = storyline.narrowed(kept, choice.scores)
         near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)
         return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
 
-    def _closed_would_answer(self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook,
-                             audience: Sequence[Recipient]) -> tuple[str, ...]:
+    def _closed_would_answer(
+        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+    ) -> tuple[str, ...]:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
         never-share category still shuts them: the owner is not asked about what they already
@@ -163,16 +198,21 @@ class PrivacyEngine(ReadsPolicy):
         undecided = {r.fact.id for ev in events for r in ev.facts if r.fact.undecided}
         if not undecided:
             return ()
-        opened = [replace(ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r
-                                          for r in ev.facts)) for ev in events]
+        opened = [
+            replace(
+                ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r for r in ev.facts)
+            )
+            for ev in events
+        ]
         storyline = project(opened, rulebook, audience)
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ()
         choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
         return tuple(f for f in choice.chosen if f in undecided)
 
-    async def _nearby_denied(self, question: str, audience: Sequence[Recipient], rulebook: Rulebook,
-                             limit: int = 16) -> list[Denied]:
+    async def _nearby_denied(
+        self, question: str, audience: Sequence[Recipient], rulebook: Rulebook, limit: int = 16
+    ) -> list[Denied]:
         """Facts near the question that someone in the audience may not know, relevant or not
         (for the post-check of a model's reply only; see epmem/reply/compose.py)."""
         rows = await self.memory.similar([question], limit)
@@ -186,9 +226,7 @@ class PrivacyEngine(ReadsPolicy):
         recalled = await self.memory.recall(question)
         near = _near_events(question, recalled, set(), self.relevance.config.min_recall)
         events = [ev for ev in recalled if ev.event_id in near]
-        decisions = tuple(
-            FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts
-        )
+        decisions = tuple(FactDecision(r.fact, r.score, True, (), True) for ev in events for r in ev.facts)
         if decisions:
             lines = [
                 f"[{d.fact.id}] {d.fact.text} ({d.fact.version}, {d.fact.category}, "
@@ -198,8 +236,9 @@ class PrivacyEngine(ReadsPolicy):
             reply = "From your memory:\n" + "\n".join(lines)
         else:
             reply = "Nothing in your memory matches that."
-        return Answer(reply, not decisions, Projection(decisions), "owner-recall",
-                      (time.perf_counter() - started) * 1000)
+        return Answer(
+            reply, not decisions, Projection(decisions), "owner-recall", (time.perf_counter() - started) * 1000
+        )
 
 
 def _opened(fact: Fact) -> Fact:

@@ -62,8 +62,9 @@ def _rare_words(text: str) -> set[str]:
 class ReplyGuard:
     """Built once per reply from the allowed material; checks the reply against denied facts."""
 
-    def __init__(self, allowed_texts: Iterable[str], ignore_words: Iterable[str] = (),
-                 asked: Iterable[str] = ()) -> None:
+    def __init__(
+        self, allowed_texts: Iterable[str], ignore_words: Iterable[str] = (), asked: Iterable[str] = ()
+    ) -> None:
         self._asked: set[str] = set(words(" ".join(asked)))
         self._allowed_words: set[str] = set(words(" ".join(ignore_words)))
         self._allowed_pairs: set[tuple[str, ...]] = set()
@@ -86,7 +87,8 @@ class ReplyGuard:
     def _evidence(self, text: str, reply_words: set[str], reply_pairs: set[tuple[str, ...]]) -> tuple[str, ...]:
         tokens = words(text)
         pairs = {
-            p for p in ngrams(tokens, 2)
+            p
+            for p in ngrams(tokens, 2)
             if p not in self._allowed_pairs
             and all(w not in STOPWORDS for w in p)
             and any(w not in self._allowed_words for w in p)

@@ -1,4 +1,4 @@
-"""From recalled events to the audience-safe storyline (DESIGN sec. 4).
+"""From recalled events to the audience-safe storyline (docs/DESIGN.md sec. 4).
 
 Per truth fact: the truth if every reader may know it, else the covers of it that every reader
 may know, else nothing. Covers pass the calculus like any fact: the people in on the real

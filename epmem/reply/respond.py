@@ -2,7 +2,7 @@
 
 Whatever composes the reply (the rules composer, or an LLM) receives only a
 :class:`ReplyContext`, which by construction holds nothing but facts the audience may know
-(DESIGN sec. 4): the owner's persona, the recipient's name and relationship, the question, the
+(docs/DESIGN.md sec. 4): the owner's persona, the recipient's name and relationship, the question, the
 recent turns of this chat and the projected facts. The LLM composer spends exactly one call
 per reply and never fails open: a timeout, an HTTP error, a refusal, or an answer that is not
 a reply by the sanity rules (epmem/reply/sanity.py: empty, cut off, too long, prompt markers or
@@ -19,6 +19,7 @@ from typing import Protocol
 
 import structlog
 
+from epmem.language import Language, join_sentences, say, sentence
 from epmem.llm.base import LLM, CallUsage, LLMError
 from epmem.llm.prompts import get_template
 from epmem.reply.sanity import SanityConfig, check_reply, prompt_shingles, warm_up
@@ -35,6 +36,9 @@ class ReplyContext:
     question: str
     facts: tuple[str, ...]
     recent_turns: tuple[str, ...] = field(default=())
+    #: the language of the message answered (epmem/language.py): the rules composer's frame and
+    #: the deflection are said in it, and a model's reply must be in it.
+    language: Language = "en"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +64,11 @@ class Responder(Protocol):
     async def reply(self, ctx: ReplyContext) -> str: ...
 
 
-def deflection(owner_name: str) -> str:
+def deflection(owner_name: str, language: Language = "en") -> str:
     """The same words for a secret and for something that never happened: the asker must not
-    be able to tell the two apart, so nothing about the question or the memory goes in."""
-    return f"Sorry, I can't help with that. I'll let {owner_name} know you asked."
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text if text.endswith((".", "!", "?")) else text + "."
+    be able to tell the two apart, so nothing about the question or the memory goes in (the
+    language is the question's, or the policy's: never the memory's)."""
+    return say("deflection", language, owner=owner_name)
 
 
 class RulesResponder:
@@ -84,9 +84,9 @@ class RulesResponder:
 
     async def compose(self, ctx: ReplyContext) -> Composition:
         if not ctx.facts:
-            return Composition(deflection(ctx.owner_name), "deflection")
-        body = " ".join(_sentence(f) for f in ctx.facts[: self.max_facts])
-        return Composition(f"Here's what I can share: {body}", "rules")
+            return Composition(deflection(ctx.owner_name, ctx.language), "deflection")
+        body = join_sentences([sentence(f, ctx.language) for f in ctx.facts[: self.max_facts]])
+        return Composition(say("share", ctx.language, body=body), "rules")
 
 
 class LLMResponder:
@@ -97,9 +97,16 @@ class LLMResponder:
     ``max_tokens`` bounds the answer's length at the model; ``sanity`` the text that comes back.
     """
 
-    def __init__(self, llm: LLM, budget_s: float = 45.0, fallback: RulesResponder | None = None,
-                 style: str = "", template: str = "reply", max_tokens: int = 300,
-                 sanity: SanityConfig | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        budget_s: float = 45.0,
+        fallback: RulesResponder | None = None,
+        style: str = "",
+        template: str = "reply",
+        max_tokens: int = 300,
+        sanity: SanityConfig | None = None,
+    ) -> None:
         if budget_s <= 0:
             raise ValueError("budget_s must be > 0")
         if max_tokens <= 0:
@@ -120,7 +127,7 @@ class LLMResponder:
 
     async def compose(self, ctx: ReplyContext) -> Composition:
         if not ctx.facts:
-            return Composition(deflection(ctx.owner_name), "deflection")
+            return Composition(deflection(ctx.owner_name, ctx.language), "deflection")
         messages = self.template.render(
             owner_name=ctx.owner_name,
             persona=ctx.persona or "(none)",
@@ -134,25 +141,32 @@ class LLMResponder:
         prompt = f"{self.template.key}@{self.template.digest}"
         started = time.perf_counter()
         try:
-            called = await asyncio.wait_for(self.llm.text_call("reply", messages, max_tokens=self.max_tokens),
-                                            timeout=self.budget_s)
-        except (asyncio.TimeoutError, LLMError) as exc:
+            called = await asyncio.wait_for(
+                self.llm.text_call("reply", messages, max_tokens=self.max_tokens), timeout=self.budget_s
+            )
+        except (TimeoutError, LLMError) as exc:
             kind = exc.kind if isinstance(exc, LLMError) else "timeout"
             usage = exc.usage if isinstance(exc, LLMError) else CallUsage()
             return await self._fallback(ctx, kind, usage, prompt, started)
-        broken = check_reply(called.value, question=ctx.question, prompt=self._prompt_text,
-                             finish_reason=called.finish_reason, config=self.sanity)
+        broken = check_reply(
+            called.value,
+            question=ctx.question,
+            prompt=self._prompt_text,
+            finish_reason=called.finish_reason,
+            config=self.sanity,
+        )
         if broken is not None:
             return await self._fallback(ctx, f"sanity:{broken}", called.usage, prompt, started)
-        return Composition(called.value, self.name, 1, called.usage, None, prompt,
-                           (time.perf_counter() - started) * 1000)
+        return Composition(
+            called.value, self.name, 1, called.usage, None, prompt, (time.perf_counter() - started) * 1000
+        )
 
-    async def _fallback(self, ctx: ReplyContext, reason: str, usage: CallUsage, prompt: str,
-                        started: float) -> Composition:
+    async def _fallback(
+        self, ctx: ReplyContext, reason: str, usage: CallUsage, prompt: str, started: float
+    ) -> Composition:
         log.warning("reply.fallback", reason=reason)
         rules = await self.fallback.compose(ctx)
-        return Composition(rules.text, rules.composer, 1, usage, reason, prompt,
-                           (time.perf_counter() - started) * 1000)
+        return Composition(rules.text, rules.composer, 1, usage, reason, prompt, (time.perf_counter() - started) * 1000)
 
 
 async def compose(responder: Responder, ctx: ReplyContext) -> Composition:

@@ -19,7 +19,10 @@ telling comes first, so an echoed prompt is ``markers`` rather than ``too_long``
 ``repetition``  the same sentence twice, a phrase looping three times, or very few distinct words;
 ``truncated``   the model stopped at its token limit (``finish_reason=length``): half a reply;
 ``too_long``    longer than the configured bound (a reply is a few sentences, not a page);
-``language``    confidently in another language than the message it answers.
+``language``    confidently in another language than the message it answers: a message in
+                Chinese answered without Chinese (or an English one in Chinese), by script
+                (epmem/language.py: Chinese is one "word" per phrase, too few for the model
+                below); otherwise by py3langid, when both texts are long enough to tell.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from epmem.language import detect, han_count
 
 REASONS = ("empty", "markers", "prompt", "json", "repetition", "truncated", "too_long", "language")
 
@@ -83,7 +88,7 @@ def _words(text: str) -> list[str]:
 
 
 def _ngrams(tokens: list[str], n: int) -> Iterable[tuple[str, ...]]:
-    return (tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return (tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def prompt_shingles(static_texts: Iterable[str], n: int = 6) -> frozenset[tuple[str, ...]]:
@@ -155,6 +160,11 @@ def warm_up() -> None:
 
 def other_language(reply: str, message: str, cfg: SanityConfig = SanityConfig()) -> bool:
     """True only when the reply is confidently in a language the message is confidently not in."""
+    asked = detect(message)
+    if asked == "zh":  # a Chinese message is answered in Chinese (facts may quote English words)
+        return detect(reply) != "zh" and bool(_words(reply))
+    if asked == "en" and han_count(reply) and detect(reply) == "zh" and len(_words(message)) >= cfg.language_min_words:
+        return True
     plain_reply, plain_message = _plain(reply), _plain(message)
     if min(len(plain_reply.split()), len(plain_message.split())) < cfg.language_min_words:
         return False
@@ -165,8 +175,14 @@ def other_language(reply: str, message: str, cfg: SanityConfig = SanityConfig())
     return message_probs.get(reply_lang, 0.0) < cfg.language_other_max
 
 
-def check_reply(text: str | None, *, question: str, prompt: frozenset[tuple[str, ...]] = frozenset(),
-                finish_reason: str | None = None, config: SanityConfig | None = None) -> str | None:
+def check_reply(
+    text: str | None,
+    *,
+    question: str,
+    prompt: frozenset[tuple[str, ...]] = frozenset(),
+    finish_reason: str | None = None,
+    config: SanityConfig | None = None,
+) -> str | None:
     """The first sanity rule ``text`` breaks (one of :data:`REASONS`), or None for a reply."""
     cfg = config or SanityConfig()
     body = (text or "").strip()

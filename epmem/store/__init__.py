@@ -4,4 +4,13 @@ default (``edge``), a Qdrant server when a URL is set (``qdrant_server``); ``ope
 from epmem.store.base import Hit, PointIn, StoreCorrupted, StoreLocked, StoreMismatch, StoreUnreachable, VectorStore
 from epmem.store.open import open_store
 
-__all__ = ["Hit", "PointIn", "StoreCorrupted", "StoreLocked", "StoreMismatch", "StoreUnreachable", "VectorStore", "open_store"]
+__all__ = [
+    "Hit",
+    "PointIn",
+    "StoreCorrupted",
+    "StoreLocked",
+    "StoreMismatch",
+    "StoreUnreachable",
+    "VectorStore",
+    "open_store",
+]

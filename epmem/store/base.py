@@ -120,14 +120,21 @@ class VectorStore(Protocol):
     async def retrieve(self, collection: str, keys: list[str]) -> list[Hit]: ...
 
     async def query_dense(
-        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
+        self,
+        collection: str,
+        vector: npt.NDArray[np.float32],
+        limit: int,
+        where: Where | None = None,
         fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
         """``fields``: the payload fields to return (our key always comes back); None: all."""
         ...
 
     async def query_dense_many(
-        self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
+        self,
+        collection: str,
+        vectors: Sequence[npt.NDArray[np.float32]],
+        limit: int,
     ) -> list[list[Hit]]:
         """:meth:`query_dense` for each vector, in order: one round trip to the engine for a
         batch (an import asks for the neighbours of every fact of a session at once)."""

@@ -85,8 +85,9 @@ def _dense(vector: npt.NDArray[np.float32]) -> Any:
 
 def _exact_request(query: Any, limit: int, flt: qe.Filter | None, fields: tuple[str, ...] | None) -> Any:
     """Every search here is exact: the HNSW build is off (see the module docstring)."""
-    return qe.QueryRequest(limit=limit, query=query, filter=flt, with_payload=_payload(fields),
-                           params=qe.SearchParams(exact=True))
+    return qe.QueryRequest(
+        limit=limit, query=query, filter=flt, with_payload=_payload(fields), params=qe.SearchParams(exact=True)
+    )
 
 
 def _hit(point: Any, score: float = 0.0) -> Hit:
@@ -184,9 +185,7 @@ class EdgeStore:
                 missing = [f for f in INDEXED_FIELDS if f not in shard.info().payload_schema]
             else:
                 shard = qe.EdgeShard.create(str(path), config)
-                shard.update(
-                    qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.KeywordIndexParams(is_tenant=True))
-                )
+                shard.update(qe.UpdateOperation.create_field_index(OWNER_FIELD, qe.KeywordIndexParams(is_tenant=True)))
                 missing = list(INDEXED_FIELDS)
             for field in missing:
                 shard.update(qe.UpdateOperation.create_field_index(field, qe.KeywordIndexParams()))
@@ -252,21 +251,29 @@ class EdgeStore:
         records = await self._run(lambda: shard.retrieve(ids, with_payload=True, with_vector=False))
         return [_hit(r) for r in records]
 
-    async def _query(self, collection: str, query: Any, limit: int, where: Where | None,
-                     fields: tuple[str, ...] | None = None) -> list[Hit]:
+    async def _query(
+        self, collection: str, query: Any, limit: int, where: Where | None, fields: tuple[str, ...] | None = None
+    ) -> list[Hit]:
         shard = self._shard(collection)
         request = _exact_request(query, limit, self._read_filter(collection, where), fields)
         points = await self._run(lambda: shard.query(request))
         return [_hit(p, p.score) for p in points]
 
     async def query_dense(
-        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
+        self,
+        collection: str,
+        vector: npt.NDArray[np.float32],
+        limit: int,
+        where: Where | None = None,
         fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
         return await self._query(collection, _dense(vector), limit, where, fields)
 
     async def query_dense_many(
-        self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
+        self,
+        collection: str,
+        vectors: Sequence[npt.NDArray[np.float32]],
+        limit: int,
     ) -> list[list[Hit]]:
         """The same exact searches as :meth:`query_dense`, run in one worker-thread job: a
         thread hop per vector cost more than the search itself on a busy machine."""
@@ -302,7 +309,8 @@ class EdgeStore:
             return []
         shard = self._shard(collection)
         request = qe.QueryRequest(
-            limit=query.limit, prefetches=prefetches,
+            limit=query.limit,
+            prefetches=prefetches,
             query=qe.Fusion.Rrf(k=query.rrf_k, weights=weights),  # type: ignore[arg-type]
             filter=flt,
             with_payload=_payload(query.fields),
@@ -365,5 +373,3 @@ class EdgeStore:
         if not self._lock_file.closed:
             fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
             self._lock_file.close()
-
-

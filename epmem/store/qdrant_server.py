@@ -54,9 +54,7 @@ _BATCH = 256
 def _filter(owner_id: str, where: Where | None) -> models.Filter:
     must: list[Any] = [models.FieldCondition(key=OWNER_FIELD, match=models.MatchValue(value=owner_id))]
     for key, value in (where or {}).items():
-        match: Any = (
-            models.MatchAny(any=list(value)) if isinstance(value, list) else models.MatchValue(value=value)
-        )
+        match: Any = models.MatchAny(any=list(value)) if isinstance(value, list) else models.MatchValue(value=value)
         must.append(models.FieldCondition(key=key, match=match))
     return models.Filter(must=must)
 
@@ -69,8 +67,14 @@ def _hit(point: Any, score: float = 0.0) -> Hit:
 class QdrantServerStore:
     """VectorStore on a Qdrant server (``url``) or qdrant-client local mode (``path``/``:memory:``)."""
 
-    def __init__(self, owner_id: str, url: str | None = None, api_key: str | None = None,
-                 path: Path | None = None, timeout: int = 30) -> None:
+    def __init__(
+        self,
+        owner_id: str,
+        url: str | None = None,
+        api_key: str | None = None,
+        path: Path | None = None,
+        timeout: int = 30,
+    ) -> None:
         self.owner_id = owner_id
         self._open: set[str] = set()
         self._where = url or str(path or ":memory:")
@@ -101,8 +105,9 @@ class QdrantServerStore:
             raise StoreUnreachable(f"cannot reach the Qdrant server at {self._where}: {exc}") from None
         except UnexpectedResponse as exc:
             if exc.status_code in (401, 403):
-                raise StoreUnreachable(f"the Qdrant server at {self._where} refused the API key "
-                                       f"(HTTP {exc.status_code})") from None
+                raise StoreUnreachable(
+                    f"the Qdrant server at {self._where} refused the API key (HTTP {exc.status_code})"
+                ) from None
             raise
 
     @staticmethod
@@ -142,7 +147,8 @@ class QdrantServerStore:
             )
             if self._server:
                 await self.client.create_payload_index(
-                    full, OWNER_FIELD,
+                    full,
+                    OWNER_FIELD,
                     field_schema=models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
                 )
                 for field in INDEXED_FIELDS:
@@ -159,10 +165,11 @@ class QdrantServerStore:
             if p.sparse is not None and p.sparse.indices:
                 vector[SPARSE] = models.SparseVector(indices=p.sparse.indices, values=p.sparse.values)
             payload = {**p.payload, KEY_FIELD: p.key, OWNER_FIELD: self.owner_id}
-            structs.append(models.PointStruct(id=point_uuid(self.owner_id, collection, p.key),
-                                              vector=vector, payload=payload))
+            structs.append(
+                models.PointStruct(id=point_uuid(self.owner_id, collection, p.key), vector=vector, payload=payload)
+            )
         for i in range(0, len(structs), _BATCH):
-            await self.client.upsert(full, structs[i:i + _BATCH], wait=True)
+            await self.client.upsert(full, structs[i : i + _BATCH], wait=True)
 
     async def delete(self, collection: str, keys: list[str]) -> None:
         full = self._check_open(collection)
@@ -181,24 +188,42 @@ class QdrantServerStore:
         # a uuid5 of another owner's key can never collide, but the filter is the contract
         return [_hit(r) for r in records if (r.payload or {}).get(OWNER_FIELD) == self.owner_id]
 
-    async def _query(self, collection: str, query: Any, using: str, limit: int, where: Where | None,
-                     fields: tuple[str, ...] | None = None) -> list[Hit]:
+    async def _query(
+        self,
+        collection: str,
+        query: Any,
+        using: str,
+        limit: int,
+        where: Where | None,
+        fields: tuple[str, ...] | None = None,
+    ) -> list[Hit]:
         full = self._check_open(collection)
         result = await self.client.query_points(
-            full, query=query, using=using, limit=limit, query_filter=_filter(self.owner_id, where),
-            with_payload=True if fields is None else [KEY_FIELD, *fields], search_params=self._exact(),
+            full,
+            query=query,
+            using=using,
+            limit=limit,
+            query_filter=_filter(self.owner_id, where),
+            with_payload=True if fields is None else [KEY_FIELD, *fields],
+            search_params=self._exact(),
         )
         return [_hit(p, p.score) for p in result.points]
 
     async def query_dense(
-        self, collection: str, vector: npt.NDArray[np.float32], limit: int, where: Where | None = None,
+        self,
+        collection: str,
+        vector: npt.NDArray[np.float32],
+        limit: int,
+        where: Where | None = None,
         fields: tuple[str, ...] | None = None,
     ) -> list[Hit]:
-        return await self._query(collection, np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, where,
-                                 fields)
+        return await self._query(collection, np.asarray(vector, dtype=np.float32).tolist(), DENSE, limit, where, fields)
 
     async def query_dense_many(
-        self, collection: str, vectors: Sequence[npt.NDArray[np.float32]], limit: int,
+        self,
+        collection: str,
+        vectors: Sequence[npt.NDArray[np.float32]],
+        limit: int,
     ) -> list[list[Hit]]:
         """One search after another (the server answers each over its own connection anyway)."""
         return [await self.query_dense(collection, v, limit) for v in vectors]
@@ -218,19 +243,30 @@ class QdrantServerStore:
         prefetches: list[models.Prefetch] = []
         weights: list[float] = []
         if query.dense is not None and query.dense_weight > 0:
-            prefetches.append(models.Prefetch(query=np.asarray(query.dense, dtype=np.float32).tolist(),
-                                              using=DENSE, limit=query.prefetch, filter=flt, params=exact))
+            prefetches.append(
+                models.Prefetch(
+                    query=np.asarray(query.dense, dtype=np.float32).tolist(),
+                    using=DENSE,
+                    limit=query.prefetch,
+                    filter=flt,
+                    params=exact,
+                )
+            )
             weights.append(query.dense_weight)
         if query.sparse is not None and query.sparse.indices and query.sparse_weight > 0:
             sparse = models.SparseVector(indices=query.sparse.indices, values=query.sparse.values)
-            prefetches.append(models.Prefetch(query=sparse, using=SPARSE, limit=query.prefetch, filter=flt,
-                                              params=exact))
+            prefetches.append(
+                models.Prefetch(query=sparse, using=SPARSE, limit=query.prefetch, filter=flt, params=exact)
+            )
             weights.append(query.sparse_weight)
         if not prefetches:
             return []
         result = await self.client.query_points(
-            full, prefetch=prefetches, query=models.RrfQuery(rrf=models.Rrf(k=query.rrf_k, weights=weights)),
-            limit=query.limit, query_filter=flt,
+            full,
+            prefetch=prefetches,
+            query=models.RrfQuery(rrf=models.Rrf(k=query.rrf_k, weights=weights)),
+            limit=query.limit,
+            query_filter=flt,
             with_payload=True if query.fields is None else [KEY_FIELD, *query.fields],
         )
         return [_hit(p, p.score) for p in result.points]
@@ -241,8 +277,12 @@ class QdrantServerStore:
         offset: Any = None
         while True:
             records, offset = await self.client.scroll(
-                full, scroll_filter=_filter(self.owner_id, where), limit=512, offset=offset,
-                with_payload=True, with_vectors=False,
+                full,
+                scroll_filter=_filter(self.owner_id, where),
+                limit=512,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
             )
             out.extend(_hit(r) for r in records)
             if offset is None:
@@ -273,8 +313,9 @@ class QdrantServerStore:
         everyone = (await self.client.count(full, exact=True)).count
         mine = (await self.client.count(full, count_filter=_filter(self.owner_id, None), exact=True)).count
         if everyone != mine:
-            raise RuntimeError(f"collection {full!r} at {self._where} holds other owners' points; "
-                               "rebuild it for every owner at once")
+            raise RuntimeError(
+                f"collection {full!r} at {self._where} holds other owners' points; rebuild it for every owner at once"
+            )
         await self.client.delete_collection(full)
         self._open.discard(name)
 

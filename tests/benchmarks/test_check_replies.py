@@ -14,20 +14,31 @@ HOUSE = str(example("house_and_bonus.yaml"))
 
 
 def line(disclosed: list[str], askers: list[str], deflected: bool = False) -> dict[str, object]:
-    return {"scenario": "house-and-bonus", "question": "Catch me up on Maya's news", "askers": askers,
-            "reply": "...", "disclosed": disclosed, "deflected": deflected, "composer": "rules"}
+    return {
+        "scenario": "house-and-bonus",
+        "question": "Catch me up on Maya's news",
+        "askers": askers,
+        "reply": "...",
+        "disclosed": disclosed,
+        "deflected": deflected,
+        "composer": "rules",
+    }
 
 
-@pytest.mark.parametrize(("lines", "code"), [
-    ([line(["f1"], ["leo"]), line(["f3"], ["leo"]), line([], ["kim"], deflected=True)], 0),
-    ([line(["f5", "f6"], ["ben"])], 0),
-    ([line(["f1", "f3"], ["leo"])], 1),          # the shared example's composite: never together
-    ([line(["f2"], ["ana", "raj"]), line(["f1"], ["ana", "raj"])], 1),  # raj may not know f1
-    ([line(["f9"], ["leo"])], 1),                # a fact the scenario does not have
-    ([{"scenario": "house-and-bonus"}], 1),      # keys missing
-])
-def test_composite_violations_are_found(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        lines: list[dict[str, object]], code: int) -> None:
+@pytest.mark.parametrize(
+    ("lines", "code"),
+    [
+        ([line(["f1"], ["leo"]), line(["f3"], ["leo"]), line([], ["kim"], deflected=True)], 0),
+        ([line(["f5", "f6"], ["ben"])], 0),
+        ([line(["f1", "f3"], ["leo"])], 1),  # the shared example's composite: never together
+        ([line(["f2"], ["ana", "raj"]), line(["f1"], ["ana", "raj"])], 1),  # raj may not know f1
+        ([line(["f9"], ["leo"])], 1),  # a fact the scenario does not have
+        ([{"scenario": "house-and-bonus"}], 1),  # keys missing
+    ],
+)
+def test_composite_violations_are_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[dict[str, object]], code: int
+) -> None:
     path = tmp_path / "replies.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert main([str(path), HOUSE]) == code

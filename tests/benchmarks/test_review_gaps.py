@@ -67,8 +67,12 @@ def test_gold_facts_as_memory_leave_nothing_to_fix() -> None:
 
 def test_a_fact_kept_from_everyone_makes_its_tasks_need_it() -> None:
     gold = SCENARIO.fact("f1")
-    facts = [g.to_fact() if g.id != gold.id else g.to_fact().model_copy(update={"level": 0, "whitelist": [], "state": "annotated"})
-             for g in SCENARIO.facts]
+    facts = [
+        g.to_fact()
+        if g.id != gold.id
+        else g.to_fact().model_copy(update={"level": 0, "whitelist": [], "state": "annotated"})
+        for g in SCENARIO.facts
+    ]
     kinds = kinds_of(facts)
     assert kinds["f1"] == "never-asked"
     tasks = permit_tasks(SCENARIO, facts, kinds)

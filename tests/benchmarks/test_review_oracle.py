@@ -13,8 +13,16 @@ SCENARIO = load_scenario(OWN_SCENARIOS / "medical_leave.yaml")
 
 
 def extracted(fid: str, text: str, session: str) -> Fact:
-    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, state="annotated", category="health",
-                level=0, domain="life")
+    return Fact(
+        id=fid,
+        text=text,
+        event_id=f"e-{fid}",
+        session_id=session,
+        state="annotated",
+        category="health",
+        level=0,
+        domain="life",
+    )
 
 
 def audience(scenario: Scenario, fact: Fact) -> frozenset[str]:
@@ -33,7 +41,11 @@ def test_one_fact_gets_its_gold_annotation_and_a_fragment_is_kept_private() -> N
     diagnosis = extracted("x1", "It's atrial fibrillation.", "s7")
     answer = answer_for(diagnosis, SCENARIO)
     assert (answer.kind, answer.category, answer.level, answer.whitelist) == (
-        "set", "health", 1, ("family", "sofia", "hannah"))
+        "set",
+        "health",
+        1,
+        ("family", "sofia", "hannah"),
+    )
     assert answer_for(extracted("x2", "Ablation on 2 June.", "s7"), SCENARIO).kind == "private"
 
 
@@ -45,7 +57,11 @@ def test_facts_shown_together_get_only_the_audience_they_share() -> None:
     # one of them has exactly the audience both share: its annotation
     answer = answer_for(diagnosis, SCENARIO, [cost])
     assert (answer.category, answer.level, answer.whitelist, answer.blacklist) == (
-        "finances", 0, ("family",), ("marco",))
+        "finances",
+        0,
+        ("family",),
+        ("marco",),
+    )
     # none has: level 0 with exactly the shared audience (Hannah: f1 whitelists her, f5 is work news)
     both = strictest([f1, f5], SCENARIO)
     assert (both.level, both.whitelist) == (0, ["hannah"])

@@ -11,8 +11,10 @@ from epmem.embedding import cross_encoder, late_interaction
 from epmem.reply.relevance import Relevance, RelevanceConfig
 from testkit.runtime import OWN_SCENARIOS
 
-pytestmark = pytest.mark.skipif(not (cross_encoder.available() and (late_interaction.model_dir() / "model.onnx").is_file()),
-                                reason="the relevance models are not installed")
+pytestmark = pytest.mark.skipif(
+    not (cross_encoder.available() and (late_interaction.model_dir() / "model.onnx").is_file()),
+    reason="the relevance models are not installed",
+)
 
 
 def test_the_ceiling_is_the_best_point_of_its_grid() -> None:

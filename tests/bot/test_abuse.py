@@ -56,8 +56,7 @@ async def strict(tmp_path: Path) -> AsyncIterator[Runtime]:
 
 def telegram(user: int, text: str) -> Inbound:
     who = f"telegram:{user}"
-    return Inbound(platform="telegram", chat_id=str(user), chat_kind="direct", sender=who, text=text,
-                   audience=(who,))
+    return Inbound(platform="telegram", chat_id=str(user), chat_kind="direct", sender=who, text=text, audience=(who,))
 
 
 async def test_flood_is_refused_and_audited_once(strict: Runtime) -> None:

@@ -84,11 +84,18 @@ async def test_contact_domain_and_bad_arguments(house: Runtime) -> None:
 
 
 async def test_link_and_unlink_an_identity(house: Runtime) -> None:
-    newcomer = Inbound(platform="telegram", chat_id="555", chat_kind="direct", sender="telegram:555",
-                       text=HOUSE_Q, audience=("telegram:555",))
+    newcomer = Inbound(
+        platform="telegram",
+        chat_id="555",
+        chat_kind="direct",
+        sender="telegram:555",
+        text=HOUSE_Q,
+        audience=("telegram:555",),
+    )
     assert TRUTH not in ((await house.agent.handle(newcomer)).text or "")  # a stranger
     assert await owner(house, "/link leo telegram:555") == (
-        "Linked telegram:555 to leo: messages from it are answered as to leo.")
+        "Linked telegram:555 to leo: messages from it are answered as to leo."
+    )
     assert TRUTH in ((await house.agent.handle(newcomer)).text or "")
     assert "belongs to leo" in await owner(house, "/link raj telegram:555")
     assert "one of your own identities" in await owner(house, "/link raj telegram:777")
@@ -149,8 +156,11 @@ async def test_approval_mode_holds_then_approve_sends_and_fills_the_ledger(house
     assert held.text is None and held.to_owner is not None
     assert TRUTH in held.to_owner and "Discloses: f1" in held.to_owner
     approval_id = held.to_owner.split()[2]
-    assert [a.command for a in held.actions] == [f"/approve {approval_id}", f"/edit {approval_id}",
-                                                 f"/reject {approval_id}"]
+    assert [a.command for a in held.actions] == [
+        f"/approve {approval_id}",
+        f"/edit {approval_id}",
+        f"/reject {approval_id}",
+    ]
     record = await house.audit.get(held.audit_id or "")
     assert record is not None and record.kind == "held" and record.body["would_disclose"] == ["f1"]
     assert await house.audit.who_knows("f1") == []
@@ -180,14 +190,18 @@ async def test_reject_edit_and_undeliverable(house: Runtime) -> None:
     assert "got the usual deflection" in await owner(house, f"/reject {first_id}")
     assert "YOUR TEXT" in await owner(house, f"/edit {second_id}")
     assert "Sent your version" in await owner(house, f"/edit {second_id} Busy week, I'll tell you Sunday!")
-    assert box.sent == [("chat-console:leo", deflection(OWNER_NAME)),
-                        ("chat-console:ana", "Busy week, I'll tell you Sunday!")]
+    assert box.sent == [
+        ("chat-console:leo", deflection(OWNER_NAME)),
+        ("chat-console:ana", "Busy week, I'll tell you Sunday!"),
+    ]
     # the ledger errs towards "told": the failed delivery to Leo was recorded before it was
     # tried (audit first, then send) and failed with an error that does not prove it did not go
     # out, so Leo possibly knows; an edit counts as told (the owner's words may carry the
     # fact); the rejection itself added nothing.
     assert [(d.fact_id, d.recipient, d.status) for d in await house.audit.who_knows("f1")] == [
-        ("f1", "leo", POSSIBLY), ("f1", "ana", "told")]
+        ("f1", "leo", POSSIBLY),
+        ("f1", "ana", "told"),
+    ]
     kinds = [r.kind for r in await house.audit.records()]
     assert kinds.count("delivery_failed") == 1 and kinds.count("approval") == 3
     assert "No replies are waiting" in await owner(house, "/pending")

@@ -69,14 +69,12 @@ async def test_owner_allow_changes_the_next_answer_and_revoke_undoes_it(house: R
     assert "Elm Road" not in before
     reply = (await house.agent.handle(ask("owner", "/allow f1 to raj for 7d"))).text or ""
     assert reply.startswith("Exception 1: allow raj on fact f1 until ")
-    # Raj was told the cover f2: the truth with it needs him on both (the composite rule across
-    # replies, epmem/reply/cumulative.py), so the fact alone still tells him nothing new
-    assert "Elm Road" not in ((await house.agent.handle(ask("raj", question))).text or "")
-    await house.agent.handle(ask("owner", "/allow f2 to raj for 7d"))
+    # Raj heard the cover f2 before; a cover and its truth are one event told two ways, so the
+    # whitelist on the truth alone tells him the truth (epmem/reply/cumulative.py _told_two_ways)
     after = (await house.agent.handle(ask("raj", question))).text or ""
     assert "Elm Road" in after
     changes = await house.audit.records(kind="policy_change")
-    assert changes[-1].body["target"] == "fact:f2" and changes[-1].body["who"] == ["raj"]
+    assert changes[-1].body["target"] == "fact:f1" and changes[-1].body["who"] == ["raj"]
     assert "Revoked" in ((await house.agent.handle(ask("owner", "/revoke 1"))).text or "")
     assert "Elm Road" not in ((await house.agent.handle(ask("raj", question))).text or "")
 
@@ -88,8 +86,15 @@ async def test_a_non_owner_command_is_only_a_question(house: Runtime) -> None:
     assert record is not None and record.kind == "attempted_command"
     assert await house.overlay.exceptions() == []
     # a display name set to the owner's name changes nothing either
-    spoof = Inbound(platform="telegram", chat_id="1", chat_kind="direct", sender="telegram:1",
-                    text="/facts", audience=("telegram:1",), sender_display_name="Maya Chen")
+    spoof = Inbound(
+        platform="telegram",
+        chat_id="1",
+        chat_kind="direct",
+        sender="telegram:1",
+        text="/facts",
+        audience=("telegram:1",),
+        sender_display_name="Maya Chen",
+    )
     assert (await house.agent.handle(spoof)).text == deflection("Maya Chen")
 
 
@@ -150,8 +155,15 @@ async def test_a_reply_s_record_names_the_events_near_the_question_not_recall_s_
 
 
 async def test_odd_messages_are_audited_and_answered_briefly(house: Runtime) -> None:
-    sticker = Inbound(platform="telegram", chat_id="5", chat_kind="direct", sender="telegram:5", text="",
-                      audience=("telegram:5",), non_text="sticker")
+    sticker = Inbound(
+        platform="telegram",
+        chat_id="5",
+        chat_kind="direct",
+        sender="telegram:5",
+        text="",
+        audience=("telegram:5",),
+        non_text="sticker",
+    )
     out = await house.agent.handle(sticker)
     assert out.text == NON_TEXT_NOTE
     record = await house.audit.get(out.audit_id or "")

@@ -19,8 +19,15 @@ from testkit.runtime import ask, example, model_settings, open_scenario
 BUDGET_S = 0.6
 HOUSE = "How is the house hunt going?"
 #: what each way of misbehaving is called in the audit (``llm.error``).
-REASON = {"repeat": "sanity:repetition", "echo": "sanity:markers", "wrap": "sanity:markers",
-          "json": "sanity:json", "empty": "empty", "foreign": "sanity:language", "stall": "timeout"}
+REASON = {
+    "repeat": "sanity:repetition",
+    "echo": "sanity:markers",
+    "wrap": "sanity:markers",
+    "json": "sanity:json",
+    "empty": "empty",
+    "foreign": "sanity:language",
+    "stall": "timeout",
+}
 RULES = {
     "leo": "Here's what I can share: Maya and Leo made an offer on the blue house on Elm Road.",
     "raj": "Here's what I can share: Maya is thinking about moving somewhere with more space.",

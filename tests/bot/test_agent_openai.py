@@ -86,8 +86,7 @@ async def test_a_model_timeout_still_answers_within_the_budget(house: Runtime, f
 
 
 @pytest.mark.parametrize("mode", ["status", "refusal"])
-async def test_errors_and_refusals_fall_back_to_the_rules_composer(house: Runtime, fake: FakeOpenAI,
-                                                                   mode: str) -> None:
+async def test_errors_and_refusals_fall_back_to_the_rules_composer(house: Runtime, fake: FakeOpenAI, mode: str) -> None:
     fake.set_status(500) if mode == "status" else fake.set_refusal()
     out = await house.agent.handle(ask("raj", HOUSE))
     assert out.text == RULES_COVER
@@ -113,8 +112,19 @@ async def test_the_echo_model_is_shown_only_what_the_audience_may_know(house: Ru
 
 
 async def test_identifiers_in_allowed_facts_are_masked(house: Runtime, fake: FakeOpenAI) -> None:
-    await house.memory.add([Fact(id="f9", text="Maya's new neighbour Dev can be reached on +44 20 7946 0958.",
-                                 event_id="e-dev", category="home", level=2, domain="life", state="owner-set")])
+    await house.memory.add(
+        [
+            Fact(
+                id="f9",
+                text="Maya's new neighbour Dev can be reached on +44 20 7946 0958.",
+                event_id="e-dev",
+                category="home",
+                level=2,
+                domain="life",
+                state="owner-set",
+            )
+        ]
+    )
     fake.set_echo()
     reply = (await house.agent.handle(ask("leo", "How can I reach Maya's new neighbour Dev?"))).text or ""
     assert "[phone number withheld]" in reply and "7946" not in reply
@@ -141,8 +151,13 @@ def test_settings_read_the_openai_variables(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("EPMEM_LLM_MODEL", "qwen3")
     llm = make_llm(Settings())
     assert isinstance(llm, OpenAILLM) and llm.config == OpenAIConfig(
-        base_url="http://127.0.0.1:9/v1", api_key="sk-never-printed", model="qwen3", timeout_s=120.0, max_retries=1,
-        max_output_tokens=1024)
+        base_url="http://127.0.0.1:9/v1",
+        api_key="sk-never-printed",
+        model="qwen3",
+        timeout_s=120.0,
+        max_retries=1,
+        max_output_tokens=1024,
+    )
     monkeypatch.setenv("EPMEM_LLM_STRUCTURED_OUTPUT", "json_object_schema")
     monkeypatch.setenv("EPMEM_LLM_REPLY_BUDGET_S", "90")
     responder = make_responder(Settings())
@@ -157,8 +172,11 @@ async def test_the_owner_lists_fixes_and_retries_pending_annotations(house: Runt
 
     assert house.distiller is not None
     fake.set_malformed()
-    note = session([("owner", "I'm running the Berlin marathon in September. Only you know.")], sid="n1",
-                   participants=["owner", "leo"])
+    note = session(
+        [("owner", "I'm running the Berlin marathon in September. Only you know.")],
+        sid="n1",
+        participants=["owner", "leo"],
+    )
     await house.distiller.ingest(note)
     await house.distiller.drain()
     listing = await owner("/annotations pending")
@@ -169,8 +187,19 @@ async def test_the_owner_lists_fixes_and_retries_pending_annotations(house: Runt
     fixed = await house.memory.get("n1-f1")
     assert fixed is not None and (fixed.state, fixed.effective_level()) == ("owner-set", 4)
     assert "no category 'gossip'" in await owner("/category n1-f1 gossip")
-    fake.set_script({"facts": [{"text": "Maya runs the Berlin marathon this September.", "category": "hobbies",
-                                "level": 4, "event_id": "berlin", "source_turns": [0]}]})
+    fake.set_script(
+        {
+            "facts": [
+                {
+                    "text": "Maya runs the Berlin marathon this September.",
+                    "category": "hobbies",
+                    "level": 4,
+                    "event_id": "berlin",
+                    "source_turns": [0],
+                }
+            ]
+        }
+    )
     assert "n1" in await owner("/reannotate")
     await house.distiller.drain()
     facts = {f.id: f.state for f in await house.memory.all() if f.session_id == "n1"}

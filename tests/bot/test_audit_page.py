@@ -43,8 +43,14 @@ def page(audit_data: AuditData) -> Iterator[PageProcess]:
 
 
 def cli(data: AuditData, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True,
-                          env=page_env(data), cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        capture_output=True,
+        text=True,
+        env=page_env(data),
+        cwd=REPO,
+        timeout=120,
+    )
 
 
 def all_rows(url: str, **params: str) -> list[dict[str, object]]:
@@ -61,11 +67,19 @@ def all_rows(url: str, **params: str) -> list[dict[str, object]]:
 def test_without_the_token_every_route_is_401_with_no_data(page: PageProcess, audit_data: AuditData) -> None:
     secrets = [SCRIPT_Q, "Elm Road", audit_data.script_record, "bulk question", "house hunt"]
     attempts = [
-        ("GET", "", {}), ("GET", f"decision/{audit_data.script_record}", {}), ("GET", "who-knows", {}),
-        ("GET", "who-knows?by=event", {"Accept": "application/json"}), ("GET", "no/such/page", {}),
-        ("GET", "login", {}), ("POST", "login", {}), ("HEAD", "", {}),
-        ("GET", "", {"Authorization": "Bearer wrong"}), ("GET", "", {"Authorization": TOKEN}),
-        ("GET", "", {"Cookie": f"epmem_audit={TOKEN}"}), ("DELETE", "", {}), ("PUT", "who-knows", {}),
+        ("GET", "", {}),
+        ("GET", f"decision/{audit_data.script_record}", {}),
+        ("GET", "who-knows", {}),
+        ("GET", "who-knows?by=event", {"Accept": "application/json"}),
+        ("GET", "no/such/page", {}),
+        ("GET", "login", {}),
+        ("POST", "login", {}),
+        ("HEAD", "", {}),
+        ("GET", "", {"Authorization": "Bearer wrong"}),
+        ("GET", "", {"Authorization": TOKEN}),
+        ("GET", "", {"Cookie": f"epmem_audit={TOKEN}"}),
+        ("DELETE", "", {}),
+        ("PUT", "who-knows", {}),
     ]
     for method, path, headers in attempts:
         data = {"token": "not-it"} if method == "POST" else None
@@ -89,7 +103,9 @@ def test_the_login_form_sets_an_httponly_samesite_strict_cookie(page: PageProces
 
 
 def test_the_timeline_lists_every_decision_the_cli_lists(page: PageProcess, audit_data: AuditData) -> None:
-    listed = [json.loads(x) for x in cli(audit_data, "audit", "list", "--json", "--limit", "100000").stdout.splitlines()]
+    listed = [
+        json.loads(x) for x in cli(audit_data, "audit", "list", "--json", "--limit", "100000").stdout.splitlines()
+    ]
     rows = all_rows(page.url)
     assert len(rows) == len(listed) > BULK
     assert [r["id"] for r in rows] == [x["id"] for x in reversed(listed)]  # newest first
@@ -162,7 +178,9 @@ def test_who_knows_marks_told_may_know_and_exceptions(page: PageProcess) -> None
     assert gone["text"] is None and gone["cells"]["leo"]["state"] == "told"  # forgotten, still in the ledger
     found = httpx.get(f"{page.url}who-knows", params={"q": "Retention BONUS"}, headers=JSON).json()
     assert [r["id"] for r in found["rows"]] == ["f3"] and found["total"] == 1
-    assert [r["id"] for r in httpx.get(f"{page.url}who-knows", params={"q": "q1"}, headers=JSON).json()["rows"]] == ["q1"]
+    assert [r["id"] for r in httpx.get(f"{page.url}who-knows", params={"q": "q1"}, headers=JSON).json()["rows"]] == [
+        "q1"
+    ]
     assert httpx.get(f"{page.url}who-knows", params={"page": "9"}, headers=JSON).json()["page"] == 1  # clamped
     events = httpx.get(f"{page.url}who-knows", params={"by": "event"}, headers=JSON).json()
     assert {r["id"] for r in events["rows"]} >= {"e-house", "e-bonus", "e-knee"}
@@ -184,9 +202,18 @@ def test_it_reads_beside_a_writer_without_blocking_it(page: PageProcess, audit_d
     async def write() -> str:
         async with AuditLog(audit_data.data / "audit.sqlite") as log:
             first = httpx.get(page.url, headers=JSON).json()["rows"][0]["id"]  # a reader mid-way
-            rec = await log.append("reply", {"platform": "console", "question": "while the page reads?",
-                                             "candidates": [], "disclosed": [], "deflected": True, "reply": "No."},
-                                   contact="ben")
+            rec = await log.append(
+                "reply",
+                {
+                    "platform": "console",
+                    "question": "while the page reads?",
+                    "candidates": [],
+                    "disclosed": [],
+                    "deflected": True,
+                    "reply": "No.",
+                },
+                contact="ben",
+            )
             assert first != rec.id
             return rec.id
 
@@ -206,8 +233,14 @@ def test_it_stops_cleanly_on_sigint_and_sigterm_and_refuses_an_open_host(audit_d
     assert httpx.get(generated.url, headers={"Authorization": f"Bearer {token}"}).status_code == 200
     assert httpx.get(generated.url, headers=AUTH).status_code == 401
     generated.stop()
-    refused = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "serve", "--host", "0.0.0.0"],
-                             capture_output=True, text=True, env=page_env(audit_data, None), cwd=REPO, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "audit", "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        env=page_env(audit_data, None),
+        cwd=REPO,
+        timeout=60,
+    )
     assert refused.returncode == 2 and "not loopback" in refused.stderr and "audit page" not in refused.stdout
     assert Path(audit_data.data / "audit.sqlite").exists()
 
@@ -253,8 +286,9 @@ def test_beyond_loopback_cookies_are_secure_and_short_tokens_refused(audit_data:
     from starlette.testclient import TestClient
 
     long_token = "x" * 32
-    config = PageConfig(audit_data.data / "audit.sqlite", audit_data.data / "state.sqlite", _no_policy,
-                        long_token, secure_cookie=True)
+    config = PageConfig(
+        audit_data.data / "audit.sqlite", audit_data.data / "state.sqlite", _no_policy, long_token, secure_cookie=True
+    )
     with TestClient(create_app(config), base_url="https://audit.example") as client:
         ok = client.post("/login", data={"token": long_token, "next": "/"}, follow_redirects=False)
         cookie = ok.headers["set-cookie"].lower()
@@ -263,9 +297,14 @@ def test_beyond_loopback_cookies_are_secure_and_short_tokens_refused(audit_data:
         choose_token("0.0.0.0", "s" * 31)
     assert choose_token("0.0.0.0", long_token) == (long_token, False)
     assert choose_token("127.0.0.1", "short") == ("short", False)  # the owner's own machine
-    refused = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "serve", "--host", "0.0.0.0"],
-                             capture_output=True, text=True, env=page_env(audit_data, token="s" * 31), cwd=REPO,
-                             timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "audit", "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        env=page_env(audit_data, token="s" * 31),
+        cwd=REPO,
+        timeout=120,
+    )
     assert refused.returncode == 2 and "at least 32" in refused.stderr and "s" * 31 not in refused.stderr
     assert "Traceback" not in refused.stderr and refused.stdout == ""
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import EXAMPLE_POLICY
+from bot.examples import SCHEMA, example_file
 from testkit.runtime import REPO, example
 
 EPMEM = [sys.executable, "-m", "bot.cli"]
@@ -32,11 +34,19 @@ exceptions:
 """
 
 
-def epmem(*args: str, data: Path, stdin: str | None = None, env: dict[str, str] | None = None
-          ) -> subprocess.CompletedProcess[str]:
+def epmem(
+    *args: str, data: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING", **(env or {})}
-    return subprocess.run([*EPMEM, *args], input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, env=full_env, cwd=REPO, timeout=120)
+    return subprocess.run(
+        [*EPMEM, *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=REPO,
+        timeout=120,
+    )
 
 
 def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
@@ -55,7 +65,7 @@ def test_policy_check_reports_every_problem_with_its_line_in_one_pass(tmp_path: 
     assert any(":5: contacts.cy.identities.0: identity 'telegram:42' is also claimed" in line for line in lines)
     assert any(":13: exceptions.0: category 'pw' is never_share" in line for line in lines), lines
     assert len(lines) == 4 and "Traceback" not in result.stderr
-    result_ok = epmem("policy", "check", str(REPO / "policies" / "example.yaml"), data=tmp_path / "d")
+    result_ok = epmem("policy", "check", str(EXAMPLE_POLICY), data=tmp_path / "d")
     assert result_ok.returncode == 0 and "ok" in result_ok.stdout
     bad.write_text("contacts: [unclosed\n")
     lines = error_lines(epmem("policy", "check", str(bad), data=tmp_path / "d"))
@@ -66,8 +76,8 @@ def test_policy_schema_is_json_and_matches_the_committed_copy(tmp_path: Path) ->
     result = epmem("policy", "schema", data=tmp_path / "d")
     schema = json.loads(result.stdout)
     assert "contacts" in schema["properties"]
-    committed = json.loads((REPO / "policies" / "policy.schema.json").read_text())
-    assert committed == schema, "regenerate with: epmem policy schema > policies/policy.schema.json"
+    committed = json.loads(example_file(SCHEMA).read_text())
+    assert committed == schema, "regenerate with: epmem policy schema > bot/examples/policy.schema.json"
 
 
 def test_load_then_chat_then_audit(tmp_path: Path) -> None:
@@ -95,8 +105,7 @@ def test_load_then_chat_then_audit(tmp_path: Path) -> None:
 def test_explicit_policy_wins_over_the_loaded_one(tmp_path: Path) -> None:
     data = tmp_path / "data"
     epmem("load", str(example("house_and_bonus.yaml")), data=data)
-    result = epmem("chat", "--as", "raj", data=data, stdin="hi\n",
-                   env={"EPMEM_POLICY": str(REPO / "policies" / "example.yaml")})
+    result = epmem("chat", "--as", "raj", data=data, stdin="hi\n", env={"EPMEM_POLICY": str(EXAMPLE_POLICY)})
     assert result.returncode == 1 and "unknown contact 'raj'" in result.stderr
 
 
@@ -126,15 +135,18 @@ def test_corrupted_and_tampered_audit(tmp_path: Path) -> None:
     db = sqlite3.connect(data / "audit.sqlite")
     first_id = db.execute("SELECT id FROM audit ORDER BY seq LIMIT 1").fetchone()[0]
     # the words sit beside the chained skeleton, under a salted digest (epmem.audit.sealing)
-    changed = db.execute("UPDATE audit_text SET text = replace(text, 'Elm Road', 'Oak Lane') "
-                         "WHERE seq = 1 AND text LIKE '%Elm Road%'").rowcount
+    changed = db.execute(
+        "UPDATE audit_text SET text = replace(text, 'Elm Road', 'Oak Lane') WHERE seq = 1 AND text LIKE '%Elm Road%'"
+    ).rowcount
     db.commit()
     db.close()
     assert changed == 1
     tampered = epmem("audit", "verify", data=data)
     assert tampered.returncode == 1
-    assert error_lines(tampered) == [f"error: audit chain broken at record {first_id} (seq 1): text 'reply' does "
-                                     "not match its digest; 0 records before it verify"]
+    assert error_lines(tampered) == [
+        f"error: audit chain broken at record {first_id} (seq 1): text 'reply' does "
+        "not match its digest; 0 records before it verify"
+    ]
     db = sqlite3.connect(data / "audit.sqlite")
     db.execute("UPDATE audit_text SET text = replace(text, 'Oak Lane', 'Elm Road') WHERE seq = 1")
     body = json.loads(db.execute("SELECT body FROM audit WHERE seq = 2").fetchone()[0])
@@ -157,8 +169,15 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
     data = tmp_path / "data"
     epmem("load", str(example("house_and_bonus.yaml")), data=data)
     env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING"}
-    holder = subprocess.Popen([*EPMEM, "chat", "--as", "leo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    holder = subprocess.Popen(
+        [*EPMEM, "chat", "--as", "leo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     try:
         assert holder.stdin is not None and holder.stdout is not None
         holder.stdin.write("When is the Atlas launch?\n")
@@ -175,25 +194,49 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("scenario_dir", ["examples", "own"])
 def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_dir: str) -> None:
-    path = example("house_and_bonus.yaml").parent if scenario_dir == "examples" else REPO / "benchmarks" / "scenarios" / "own"
+    path = (
+        example("house_and_bonus.yaml").parent
+        if scenario_dir == "examples"
+        else REPO / "benchmarks" / "scenarios" / "own"
+    )
     out, replies = tmp_path / "m.json", tmp_path / "replies.jsonl"
-    result = epmem("bench", "scenarios", str(path), "--mode", "gold", "--json", str(out), "--replies", str(replies),
-                   data=tmp_path / "d")
+    result = epmem(
+        "bench",
+        "scenarios",
+        str(path),
+        "--mode",
+        "gold",
+        "--json",
+        str(out),
+        "--replies",
+        str(replies),
+        data=tmp_path / "d",
+    )
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
     lines = [json.loads(line) for line in replies.read_text().splitlines()]
     assert len(lines) == metrics["answer"]["n"]
-    assert all(list(line) == ["scenario", "question", "askers", "reply", "disclosed", "deflected", "composer"]
-               for line in lines)
-    assert all(line["composer"] in ("rules", "deflection") and line["deflected"] == (not line["disclosed"])
-               for line in lines)
+    assert all(
+        list(line) == ["scenario", "question", "askers", "reply", "disclosed", "deflected", "composer"]
+        for line in lines
+    )
+    assert all(
+        line["composer"] in ("rules", "deflection") and line["deflected"] == (not line["disclosed"]) for line in lines
+    )
     from benchmarks.tools.check_replies import main as check_replies
+
     assert check_replies([str(replies), str(path)]) == 0
-    assert set(metrics) == {"classify", "permit", "answer", "llm", "conversation"}
+    assert set(metrics) == {"classify", "permit", "answer", "answer_plain", "answer_injection", "llm", "conversation"}
     assert metrics["conversation"] == {"n": len(lines), "violations": 0}
     assert set(metrics["llm"]) == {"calls", "prompt_tokens", "completion_tokens"}
-    assert set(metrics["answer"]) == {"n", "leak_rate", "any_fact_leaks", "completeness", "precision",
-                                      "differentiation"}
+    assert set(metrics["answer"]) == {
+        "n",
+        "leak_rate",
+        "any_fact_leaks",
+        "completeness",
+        "precision",
+        "differentiation",
+    }
     assert metrics["answer"]["any_fact_leaks"] == 0
     assert "llm budget:" in result.stderr
     assert metrics["permit"]["exact"] == 1.0 and metrics["permit"]["safe"] == 1.0

@@ -11,8 +11,18 @@ from tests.bot.test_cli import epmem
 
 def test_bench_probes_with_the_echo_model(tmp_path: Path) -> None:
     out = tmp_path / "probes.json"
-    result = epmem("bench", "probes", str(example("house_and_bonus.yaml")), "--backend", "echo", "--limit", "15",
-                   "--json", str(out), data=tmp_path / "d")
+    result = epmem(
+        "bench",
+        "probes",
+        str(example("house_and_bonus.yaml")),
+        "--backend",
+        "echo",
+        "--limit",
+        "15",
+        "--json",
+        str(out),
+        data=tmp_path / "d",
+    )
     assert result.returncode == 0, result.stderr
     metrics = json.loads(out.read_text())
     assert metrics["probes"] == 15 and metrics["leaks"] == 0 and metrics["backend"] == "echo"

@@ -20,9 +20,9 @@ HOUSE = example("house_and_bonus.yaml")
 
 def one_error(result: object, expected: str) -> str:
     """The single error line, which must contain ``expected``; nothing like a traceback."""
-    stderr: str = getattr(result, "stderr")
+    stderr: str = getattr(result, "stderr")  # noqa: B009 (result: any run's result)
     lines = error_lines(result)  # type: ignore[arg-type]
-    assert getattr(result, "returncode") == 1, stderr
+    assert getattr(result, "returncode") == 1, stderr  # noqa: B009
     assert len(lines) == 1 and expected in lines[0], stderr
     assert "Traceback" not in stderr and "Task exception" not in stderr, stderr
     return lines[0]
@@ -86,8 +86,9 @@ def test_bench_json_makes_its_folder(tmp_path: Path) -> None:
 
 
 def test_piped_output_is_not_wrapped(loaded: Path) -> None:
-    result = epmem("preview", "leo", "How is the house hunt going, and is there anything new with the offer?",
-                   data=loaded)
+    result = epmem(
+        "preview", "leo", "How is the house hunt going, and is there anything new with the offer?", data=loaded
+    )
     assert result.returncode == 0, result.stderr
     reply, audit_line = result.stdout.splitlines()
     assert len(reply) > 80 and reply.endswith("on Elm Road.")
@@ -98,20 +99,31 @@ def test_piped_output_is_not_wrapped(loaded: Path) -> None:
 
 def test_load_keeps_the_scenarios_owner_identities_and_persona(tmp_path: Path) -> None:
     scenario = yaml.safe_load(HOUSE.read_text())
-    scenario["policy"]["owner"] = {"name": "Maya Chen", "identities": ["telegram:777", "console:maya"],
-                                   "persona": "warm and brief"}
+    scenario["policy"]["owner"] = {
+        "name": "Maya Chen",
+        "identities": ["telegram:777", "console:maya"],
+        "persona": "warm and brief",
+    }
     path = tmp_path / "house.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     data = tmp_path / "data"
     assert epmem("load", str(path), data=data).returncode == 0
     owner = yaml.safe_load((data / "policy.yaml").read_text())["owner"]
-    assert owner == {"name": "Maya Chen", "identities": ["telegram:777", "console:maya"], "persona": "warm and brief"}
+    assert {k: v for k, v in owner.items() if v is not None} == {
+        "name": "Maya Chen",
+        "identities": ["telegram:777", "console:maya"],
+        "persona": "warm and brief",
+    }
     # the scenario's own owner block still wins where it speaks
     scenario["owner"] = {"name": "Maya C.", "persona": "formal"}
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     assert epmem("load", str(path), data=data).returncode == 0
     owner = yaml.safe_load((data / "policy.yaml").read_text())["owner"]
-    assert owner == {"name": "Maya C.", "identities": ["telegram:777", "console:maya"], "persona": "formal"}
+    assert {k: v for k, v in owner.items() if v is not None} == {
+        "name": "Maya C.",
+        "identities": ["telegram:777", "console:maya"],
+        "persona": "formal",
+    }
 
 
 def test_a_setting_that_does_not_fit(tmp_path: Path) -> None:

@@ -12,10 +12,16 @@ FIXTURES = REPO / "tests" / "fixtures" / "ingest"
 
 
 def epmem(*args: str, data: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(FIXTURES / "policy.yaml"),
-                "EPMEM_LOG_LEVEL": "WARNING", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=full_env,
-                          cwd=REPO, timeout=180)
+    full_env = {
+        **os.environ,
+        "EPMEM_DATA_DIR": str(data),
+        "EPMEM_POLICY": str(FIXTURES / "policy.yaml"),
+        "EPMEM_LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=full_env, cwd=REPO, timeout=180
+    )
 
 
 def test_ingest_is_idempotent_and_a_bad_export_changes_nothing(tmp_path: Path) -> None:
@@ -50,12 +56,16 @@ def test_a_bad_file_is_one_line_naming_file_and_place_and_writes_nothing(tmp_pat
     data = tmp_path / "data"
     cases = {
         "bad.yaml": ("format: epmem-scenario/1\nname: x\nsessions: [unclosed\n", ":4: (document): bad YAML"),
-        "bad.jsonl": ('{"chat":"c","id":1,"sender":"owner","text":"hi"}\n{"chat": "c", "id": 2 "sender": "x"}\n',
-                      ": line 2: not valid JSON"),
-        "result.json": ('{"name": "A", "type": "personal_chat", "id": 2, "messages": [\n'
-                        ' {"id": 1, "type": "message", "date_unixtime": "1772359092", "from": "Sam Rivera",\n'
-                        '  "from_id": "user1000001", "text": "hi"},\n {"id": 2 "text": "x"}]}\n',
-                        ": line 4, column 11: not valid JSON"),
+        "bad.jsonl": (
+            '{"chat":"c","id":1,"sender":"owner","text":"hi"}\n{"chat": "c", "id": 2 "sender": "x"}\n',
+            ": line 2: not valid JSON",
+        ),
+        "result.json": (
+            '{"name": "A", "type": "personal_chat", "id": 2, "messages": [\n'
+            ' {"id": 1, "type": "message", "date_unixtime": "1772359092", "from": "Sam Rivera",\n'
+            '  "from_id": "user1000001", "text": "hi"},\n {"id": 2 "text": "x"}]}\n',
+            ": line 4, column 11: not valid JSON",
+        ),
     }
     for name, (body, where) in cases.items():
         path = tmp_path / name
@@ -68,6 +78,9 @@ def test_a_bad_file_is_one_line_naming_file_and_place_and_writes_nothing(tmp_pat
     assert epmem("facts", "list", "--json", data=data).stdout == ""
     # the valid first message of the broken export was not written: fixed, it is all new
     fixed = tmp_path / "result.json"
-    fixed.write_text(cases["result.json"][0].replace('{"id": 2 "text"', '{"id": 2, "type": "message", '
-                                                     '"date_unixtime": "1772359099", "text"'))
+    fixed.write_text(
+        cases["result.json"][0].replace(
+            '{"id": 2 "text"', '{"id": 2, "type": "message", "date_unixtime": "1772359099", "text"'
+        )
+    )
     assert "imported 1 sessions (1 new)" in epmem("ingest", str(fixed), data=data).stdout

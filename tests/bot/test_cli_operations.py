@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.examples import FACTS as EXAMPLE_FACTS, example_file
 from tests.bot.test_cli import epmem, error_lines
 from testkit.runtime import REPO, example
 
 HOUSE = example("house_and_bonus.yaml")
-FACTS = REPO / "policies" / "example-facts.yaml"
+FACTS = example_file(EXAMPLE_FACTS)
 
 
 def one_line(result: subprocess.CompletedProcess[str], expected: str, code: int = 1) -> str:
@@ -66,13 +67,25 @@ def dead_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.parametrize("args", [("chat", "--as", "jamie"), ("run", "--console"), ("facts", "list"),
-                                  ("preview", "jamie", "hi"), ("load", str(HOUSE))],
-                         ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("chat", "--as", "jamie"),
+        ("run", "--console"),
+        ("facts", "list"),
+        ("preview", "jamie", "hi"),
+        ("load", str(HOUSE)),
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
 def test_an_unreachable_qdrant(tmp_path: Path, dead_port: int, args: tuple[str, ...]) -> None:
     url = f"http://127.0.0.1:{dead_port}"
-    result = epmem(*args, data=tmp_path / "d", stdin="hi\n",
-                   env={"EPMEM_QDRANT_URL": url, "EPMEM_QDRANT_API_KEY": "qdrant-key-never-shown"})
+    result = epmem(
+        *args,
+        data=tmp_path / "d",
+        stdin="hi\n",
+        env={"EPMEM_QDRANT_URL": url, "EPMEM_QDRANT_API_KEY": "qdrant-key-never-shown"},
+    )
     line = one_line(result, "cannot reach the Qdrant server")
     assert url in line and "qdrant-key-never-shown" not in result.stderr + result.stdout
 
@@ -137,7 +150,7 @@ def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) ->
     db.commit()
     db.close()
     line = one_line(epmem("audit", "verify", data=data), "disclosure ledger")
-    assert f"recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
+    assert "recipient jamie) is missing" in line and "who-knows cannot be trusted" in line and fact in line
 
 
 def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: Path) -> None:
@@ -149,8 +162,15 @@ def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: 
     # as a user runs it: no EPMEM_LOG_LEVEL (the tests' helper sets one)
     env = {k: v for k, v in os.environ.items() if k != "EPMEM_LOG_LEVEL"}
     env.update(EPMEM_DATA_DIR=str(data), EPMEM_DEFLECTION_ALERT="2", EPMEM_LOG_FORMAT="json")
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "chat", "--as", "tom"], input=probing,
-                            capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat", "--as", "tom"],
+        input=probing,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     seen = result.stdout + result.stderr
     assert "to the owner" not in seen and "Heads-up" not in seen and "/audit tom" not in seen, seen

@@ -6,6 +6,7 @@ command added in one place shows up everywhere or a test says where it is missin
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -92,3 +93,33 @@ async def test_the_scheduler_runs_only_what_declares_it(house: Runtime) -> None:
     assert await house.memory.get("f1") is not None
     level = await house.commands.run("/level raj 2", house.owner, ctx)
     assert level == "raj is now level 2 (was 4)."
+
+
+@pytest.mark.parametrize(
+    ("line", "command", "hint"),
+    [
+        ("/domain ana sideways", "domain", ""),
+        ("/level ana", "level", "N is 1-4 for a contact, 0-4 for a fact"),
+        ("/whoknows", "who-knows", ""),
+        ("/unschedule soon", "unschedule", "N as /scheduled shows it"),
+    ],
+)
+async def test_a_mistyped_command_is_answered_with_its_declared_usage(
+    house: Runtime, line: str, command: str, hint: str
+) -> None:
+    found = REGISTRY.find(command)
+    assert found is not None
+    typed = line.split()[0]
+    want = f"usage: {typed} {found.usage}" + (f" ({hint})" if hint else "")
+    assert (await house.agent.handle(ask("owner", line))).text == want
+
+
+def test_no_command_types_its_own_usage() -> None:
+    """Usage lines are rendered from the declaration (UsageError); a hand-typed copy drifts."""
+    typed = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "bot").rglob("*.py"))
+        for n, text in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"""["']usage: /[a-z]""", text)
+    ]
+    assert not typed, "raise UsageError(hint) instead of typing the usage:\n" + "\n".join(typed)

@@ -32,11 +32,15 @@ OPEN_ANSWER = "Here's what I can share: Maya is training for the Bath half marat
 PROMOTION_Q = "Did Maya get a promotion?"
 #: Maya's chats with her sister: two events, each told to nobody until Maya decides.
 Turns = list[tuple[str, str] | tuple[str, str, int]]
-KNEE: Turns = [("grace", "How is the running going? Still on for Bath?"),
-               ("owner", "I tore a ligament in my knee last week, the physio says no running until August."),
-               ("grace", "Oh no, I'm so sorry!")]
-PROMOTION: Turns = [("owner", "I got a promotion to principal engineer, it starts in June."),
-                    ("grace", "Wow congrats!")]
+KNEE: Turns = [
+    ("grace", "How is the running going? Still on for Bath?"),
+    ("owner", "I tore a ligament in my knee last week, the physio says no running until August."),
+    ("grace", "Oh no, I'm so sorry!"),
+]
+PROMOTION: Turns = [
+    ("owner", "I got a promotion to principal engineer, it starts in June."),
+    ("grace", "Wow congrats!"),
+]
 
 
 @dataclass
@@ -108,8 +112,11 @@ async def test_a_second_asker_joins_and_one_answer_follows_up_both(house: House)
     assert f"{knee.id}: \u201c{knee.text}\u201d" in first.to_owner
     cid = command(first, "tell").split()[1]
     assert [a.label for a in first.actions] == [
-        "Tell Ana Ruiz", "Tell contacts at trust level 2 or closer in life, like Ana Ruiz",
-        "\U0001f465 Who may know\u2026", "\U0001f512 Keep private"]
+        "Tell Ana Ruiz",
+        "Tell contacts at trust level 2 or closer in life, like Ana Ruiz",
+        "\U0001f465 Who may know\u2026",
+        "\U0001f512 Keep private",
+    ]
     # Leo asks too: he joins Ana's consultation; the owner is not asked twice
     second = await house.ask("leo", KNEE_Q)
     assert second.text == OPEN_ANSWER and second.to_owner is None and second.actions == ()
@@ -180,8 +187,9 @@ async def test_at_most_max_open_per_asker_and_strangers_when_the_owner_turns_it_
         assert sorted(c.contact for c in await h.store.pending()) == ["leo", "stranger(console:mallory)"]
         # another asker is not bounded by Leo's count: Ana joins his consultation
         assert (await h.ask("ana", KNEE_Q)).to_owner is None
-        assert ("ana", True) in [(c.contact, c.lead is not None) for c in await h.store.waiting_on(
-            [(await h.fact("ligament")).event_id])]
+        assert ("ana", True) in [
+            (c.contact, c.lead is not None) for c in await h.store.waiting_on([(await h.fact("ligament")).event_id])
+        ]
     finally:
         await h.runtime.close()
 
@@ -197,8 +205,9 @@ async def test_consults_the_digest_and_expiry_by_the_scheduler(house: House) -> 
         notes.append(text)
 
     now = utcnow()
-    sched = Scheduler(house.runtime.owner, house.runtime.commands, tell, clock=lambda: now,
-                      digest_at=time(8, 0, tzinfo=timezone.utc))
+    sched = Scheduler(
+        house.runtime.owner, house.runtime.commands, tell, clock=lambda: now, digest_at=time(8, 0, tzinfo=timezone.utc)
+    )
     await sched.ensure_digest()
     [digest] = await house.runtime.tasks.pending("digest")
     assert digest.due_at - now <= timedelta(hours=24)

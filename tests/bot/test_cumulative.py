@@ -56,11 +56,14 @@ async def test_asked_in_two_questions_leo_hears_only_what_one_reply_could_tell(t
         why = await owner(runtime, f"/why {second.audit_id}")
         assert f"leo was already told f1 in reply {first.audit_id} (/why {first.audit_id})" in why
         assert "HELD BACK" in why
-        assert "to tell leo anyway (they know the rest already), whitelist them on each: " \
-               "/allow f1 to leo, /allow f3 to leo" in why
+        assert (
+            "to tell leo anyway (they know the rest already), whitelist them on each: "
+            "/allow f1 to leo, /allow f3 to leo" in why
+        )
         # the link is the owner's: /annotations shows it, /unmatter opens what it held back
-        assert "Matter (told together counts across replies): e-bonus + e-deposit + e-house" in \
-            await owner(runtime, "/annotations")
+        assert "Matter (told together counts across replies): e-bonus + e-deposit + e-house" in await owner(
+            runtime, "/annotations"
+        )
         assert "Removed 2 links" in await owner(runtime, "/unmatter e-house")
         third = await runtime.agent.handle(ask("leo", MONEY_Q))
         assert BONUS in (third.text or "")
@@ -101,8 +104,9 @@ async def test_the_window_bounds_how_far_back_the_ledger_counts(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(("scope", "told"), [("matter", [KNEE, LAUNCH]), ("reply", [KNEE]), (None, [KNEE])])
-async def test_priya_hears_knee_surgery_and_the_launch_in_one_reply(tmp_path: Path, scope: str | None,
-                                                                   told: list[str]) -> None:
+async def test_priya_hears_knee_surgery_and_the_launch_in_one_reply(
+    tmp_path: Path, scope: str | None, told: list[str]
+) -> None:
     """With EPMEM_COMPOSITE_SCOPE=matter unrelated facts of one reply are judged matter by
     matter, and Priya hears both; the default judges one reply's facts as one composite (safe
     when a link is missing) and tells one of them, as before."""

@@ -15,8 +15,14 @@ from testkit.house import house_runtime
 from testkit.runtime import REPO, ask
 
 CANARY = b"Quillfeather"
-FACT = Fact(id="q1", text="Maya booked the Quillfeather clinic for her knee on Friday.", event_id="e-knee",
-            category="hobbies", level=4, state="owner-set")
+FACT = Fact(
+    id="q1",
+    text="Maya booked the Quillfeather clinic for her knee on Friday.",
+    event_id="e-knee",
+    category="hobbies",
+    level=4,
+    state="owner-set",
+)
 QUESTION = "When is Maya at the Quillfeather clinic?"
 
 
@@ -71,6 +77,12 @@ async def test_forget_leaves_no_copy_in_any_file_and_the_audit_verifies(tmp_path
         await runtime.close()
     assert files_with(data, CANARY) == []
     env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING"}
-    verified = subprocess.run([sys.executable, "-m", "bot.cli", "audit", "verify"], capture_output=True, text=True,
-                              env=env, cwd=REPO, timeout=120)
+    verified = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "audit", "verify"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     assert verified.returncode == 0 and "chain intact" in verified.stdout, verified

@@ -71,18 +71,40 @@ async def test_forget_erases_every_copy_of_a_group_message(imported: Runtime) ->
     """An owner message to two people of a group sits in both two-party sub-sessions."""
     data = imported.settings.data_dir
     at = datetime(2026, 3, 5, 18, 0, tzinfo=UTC)
-    said = [("alex", "Alex Rivera", "Anyone free on Friday?"), ("priya", "Priya Nair", "I might be."),
-            (OWNER_ID, "Sam Rivera", "Alex, Priya: the surprise party for Noor moved to Friday.")]
+    said = [
+        ("alex", "Alex Rivera", "Anyone free on Friday?"),
+        ("priya", "Priya Nair", "I might be."),
+        (OWNER_ID, "Sam Rivera", "Alex, Priya: the surprise party for Noor moved to Friday."),
+    ]
     sessions = build_sessions(
-        Message(platform="telegram", chat_id="-42", chat_kind="group", msg_id=str(i), speaker=who, speaker_name=name,
-                text=text, time=at + timedelta(minutes=i), chat_title="Climbing")
-        for i, (who, name, text) in enumerate(said, start=1))
+        Message(
+            platform="telegram",
+            chat_id="-42",
+            chat_kind="group",
+            msg_id=str(i),
+            speaker=who,
+            speaker_name=name,
+            text=text,
+            time=at + timedelta(minutes=i),
+            chat_title="Climbing",
+        )
+        for i, (who, name, text) in enumerate(said, start=1)
+    )
     assert imported.conversations is not None
     await write_sessions(imported.conversations, sessions)
     copies = [(s.id, t.index) for s in sessions for t in s.turns if "surprise party" in t.text]
     assert len(copies) == 2  # the premise: one message, two sub-sessions
-    await imported.memory.add([Fact(id="party", text="The surprise party for Noor moved to Friday.", event_id="e-party",
-                                    session_id=copies[0][0], source_turns=[source_ref(*copies[0])])])
+    await imported.memory.add(
+        [
+            Fact(
+                id="party",
+                text="The surprise party for Noor moved to Friday.",
+                event_id="e-party",
+                session_id=copies[0][0],
+                source_turns=[source_ref(*copies[0])],
+            )
+        ]
+    )
     assert len(files_with(data, b"surprise party for Noor moved")) >= 1
     reply = (await imported.agent.handle(ask("owner", "/forget party"))).text or ""
     assert reply.startswith("Erased party and their vectors; erased 2 source turns"), reply

@@ -14,8 +14,23 @@ from tests.epmem.test_embed_once import Counting
 
 
 async def _facts(runtime: Runtime) -> list[tuple[object, ...]]:
-    return sorted((f.id, f.text, f.event_id, f.version, f.covers, f.category, f.level, f.domain, f.state,
-                   tuple(f.whitelist), tuple(f.blacklist), tuple(f.evidence)) for f in await runtime.memory.all())
+    return sorted(
+        (
+            f.id,
+            f.text,
+            f.event_id,
+            f.version,
+            f.covers,
+            f.category,
+            f.level,
+            f.domain,
+            f.state,
+            tuple(f.whitelist),
+            tuple(f.blacklist),
+            tuple(f.evidence),
+        )
+        for f in await runtime.memory.all()
+    )
 
 
 async def _import(data: Path, policy_file: Path, export: Path) -> tuple[Counting, list[tuple[object, ...]]]:

@@ -23,8 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 async def epmem(env: dict[str, str], *args: str) -> tuple[int, str, str, float]:
     started = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot.cli", *args, cwd=REPO, env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        *args,
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 300)
     return proc.returncode or 0, out.decode(), err.decode(), time.perf_counter() - started
 
@@ -35,10 +43,20 @@ async def test_ingest_returns_without_waiting_for_a_failing_model(tmp_path: Path
     policy.write_text(policy_yaml(contacts=3))
     async with FakeOpenAI() as llm:
         llm.set_status(500)
-        env = {**os.environ, "EPMEM_DATA_DIR": str(tmp_path / "data"), "EPMEM_POLICY": str(policy),
-               "EPMEM_LOG_LEVEL": "WARNING", "EPMEM_EMBEDDER": "wordllama", "EPMEM_LLM_BACKEND": "openai",
-               "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "EPMEM_LLM_MODEL": "fake-model",
-               "EPMEM_LLM_MAX_RETRIES": "0", "EPMEM_ANNOTATE_ATTEMPTS": "2", "EPMEM_ANNOTATE_BACKOFF_S": "0"}
+        env = {
+            **os.environ,
+            "EPMEM_DATA_DIR": str(tmp_path / "data"),
+            "EPMEM_POLICY": str(policy),
+            "EPMEM_LOG_LEVEL": "WARNING",
+            "EPMEM_EMBEDDER": "wordllama",
+            "EPMEM_LLM_BACKEND": "openai",
+            "OPENAI_BASE_URL": llm.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "EPMEM_LLM_MODEL": "fake-model",
+            "EPMEM_LLM_MAX_RETRIES": "0",
+            "EPMEM_ANNOTATE_ATTEMPTS": "2",
+            "EPMEM_ANNOTATE_BACKOFF_S": "0",
+        }
         code, out, err, _seconds = await epmem(env, "ingest", str(export))
         assert code == 0, err
         assert llm.requests == []  # the import never called the model

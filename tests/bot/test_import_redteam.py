@@ -51,11 +51,21 @@ def test_a_statement_that_starts_with_a_cue_is_told_to_no_stranger(tmp_path: Pat
 def test_what_could_not_be_read_is_listed_not_lost(tmp_path: Path) -> None:
     chat = tmp_path / "chat.jsonl"
     lines = [
-        {"chat": "c1", "id": "m1", "sender": "owner", "text": "The team offsite is in Lisbon from 6 to 8 May.",
-         "time": "2026-03-01T10:00:00Z"},
+        {
+            "chat": "c1",
+            "id": "m1",
+            "sender": "owner",
+            "text": "The team offsite is in Lisbon from 6 to 8 May.",
+            "time": "2026-03-01T10:00:00Z",
+        },
         {"chat": "c1", "id": "m2", "sender": "noor", "text": "Thanks! Can't wait.", "time": "2026-03-01T10:01:00Z"},
-        {"chat": "c1", "id": "m3", "sender": "owner",
-         "text": "Please remember I'm allergic to peanuts and shellfish.", "time": "2026-03-01T10:02:00Z"},
+        {
+            "chat": "c1",
+            "id": "m3",
+            "sender": "owner",
+            "text": "Please remember I'm allergic to peanuts and shellfish.",
+            "time": "2026-03-01T10:02:00Z",
+        },
         {"chat": "c1", "id": "m4", "sender": "noor", "text": "What time do we leave?", "time": "2026-03-01T10:03:00Z"},
     ]
     chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -78,6 +88,7 @@ def test_the_digest_points_to_what_could_not_be_read() -> None:
     now = datetime(2026, 3, 2, tzinfo=timezone.utc)
     digest = compose([], now, now, waiting_review=0, unread=3)
     assert digest.unread == 3
-    assert "3 statements from your imported chats could not be turned into facts: see `epmem facts unread`" \
-        in digest.text
+    assert (
+        "3 statements from your imported chats could not be turned into facts: see `epmem facts unread`" in digest.text
+    )
     assert "could not be turned" not in compose([], now, now).text

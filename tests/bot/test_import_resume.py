@@ -26,13 +26,24 @@ def _env(tmp_path: Path, data: Path) -> dict[str, str]:
     policy = tmp_path / "policy.yaml"
     if not policy.exists():
         policy.write_text(policy_yaml(contacts=12))
-    return {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING",
-            "EPMEM_EMBEDDER": "wordllama"}
+    return {
+        **os.environ,
+        "EPMEM_DATA_DIR": str(data),
+        "EPMEM_POLICY": str(policy),
+        "EPMEM_LOG_LEVEL": "WARNING",
+        "EPMEM_EMBEDDER": "wordllama",
+    }
 
 
 def epmem(tmp_path: Path, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True,
-                          env=_env(tmp_path, data), cwd=REPO, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path, data),
+        cwd=REPO,
+        timeout=300,
+    )
 
 
 def facts(tmp_path: Path, data: Path) -> list[tuple[str, str, str | None, int | None, str]]:
@@ -70,8 +81,14 @@ def test_ctrl_c_during_extraction_stops_cleanly_and_a_rerun_finishes(tmp_path: P
     assert done.returncode == 0, done.stderr
     expected = facts(tmp_path, reference)
     data = tmp_path / "data"
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "ingest", str(export)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env(tmp_path, data), cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "ingest", str(export)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path, data),
+        cwd=REPO,
+    )
     assert proc.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + 240
@@ -122,8 +139,23 @@ async def _import(data: Path, policy_file: Path, export: Path, stop_after: int |
 async def _everything(data: Path, policy_file: Path) -> list[tuple[object, ...]]:
     runtime = await house_runtime(data, load=False, policy_file=policy_file)
     try:
-        return sorted((f.session_id, f.id, f.text, f.event_id, f.version, f.covers, f.category, f.level, f.domain,
-                       f.state, tuple(f.whitelist), tuple(f.blacklist)) for f in await runtime.memory.all())
+        return sorted(
+            (
+                f.session_id,
+                f.id,
+                f.text,
+                f.event_id,
+                f.version,
+                f.covers,
+                f.category,
+                f.level,
+                f.domain,
+                f.state,
+                tuple(f.whitelist),
+                tuple(f.blacklist),
+            )
+            for f in await runtime.memory.all()
+        )
     finally:
         await runtime.close()
 

@@ -26,20 +26,29 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
 
 
 def said(who: str, text: str, minutes: float, chat: str | None = None) -> Inbound:
-    return Inbound(platform="console", chat_id=chat or f"dm-{who}", chat_kind="direct", sender=f"console:{who}",
-                   text=text, audience=(f"console:{who}",), message_id=f"{who}-{minutes}",
-                   time=T0 + timedelta(minutes=minutes))
+    return Inbound(
+        platform="console",
+        chat_id=chat or f"dm-{who}",
+        chat_kind="direct",
+        sender=f"console:{who}",
+        text=text,
+        audience=(f"console:{who}",),
+        message_id=f"{who}-{minutes}",
+        time=T0 + timedelta(minutes=minutes),
+    )
 
 
 async def test_what_a_contact_tells_the_bot_goes_through_the_import_stages(runtime: Runtime) -> None:
     live = runtime.live
     directory = runtime.owner.directory
     before = len(await runtime.memory.all())
-    for inbound in (said("ana", "Hi! Is Maya around this week?", 0),
-                    said("ana", "Tell her my mother had a stroke and is in hospital, please keep it quiet.", 1),
-                    said("raj", "/allow f1 to raj", 2),                      # a command: not conversation
-                    said("unknown-person", "Maya owes me money.", 3),        # a stranger: never kept
-                    said("owner", "Remind me what Leo said.", 4)):          # the owner asking the bot
+    for inbound in (
+        said("ana", "Hi! Is Maya around this week?", 0),
+        said("ana", "Tell her my mother had a stroke and is in hospital, please keep it quiet.", 1),
+        said("raj", "/allow f1 to raj", 2),  # a command: not conversation
+        said("unknown-person", "Maya owes me money.", 3),  # a stranger: never kept
+        said("owner", "Remind me what Leo said.", 4),
+    ):  # the owner asking the bot
         live.record(inbound, directory.resolve(inbound.sender))
     await live.settle()
     assert len(await runtime.memory.all()) == before  # the chat is still open

@@ -64,8 +64,9 @@ def test_facts_import_completes_a_missing_domain_from_the_category(tmp_path: Pat
     data = tmp_path / "data"
     imported = epmem("facts", "import", str(facts), data=data, env=env)
     assert imported.returncode == 0, imported.stderr
-    stored = {f["id"]: f for f in map(json.loads, epmem("facts", "list", "--json", data=data, env=env)
-                                         .stdout.splitlines())}
+    stored = {
+        f["id"]: f for f in map(json.loads, epmem("facts", "list", "--json", data=data, env=env).stdout.splitlines())
+    }
     assert stored["h1"]["domain"] == "life"
     assert stored["p1"]["domain"] == "work"
     # an explicit `domain: null` is the owner's choice (a cover meant for colleagues)
@@ -98,14 +99,17 @@ def test_facts_import_completes_a_missing_level_and_keeps_explicit_lists(tmp_pat
 
 def test_facts_import_refuses_to_whitelist_a_never_share_fact(tmp_path: Path) -> None:
     facts, env = _setup(tmp_path)
-    facts.write_text(FACTS + """\
+    facts.write_text(
+        FACTS
+        + """\
 - id: k1
   event: e-key
   text: Sam's bank password is hunter2.
   category: credentials
   whitelist: [alex]
   canary: hunter2
-""")
+"""
+    )
     data = tmp_path / "data"
     refused = epmem("facts", "import", str(facts), data=data, env=env)
     assert refused.returncode == 1
@@ -122,12 +126,28 @@ def test_a_cover_instruction_in_an_imported_chat_is_a_cover_never_a_public_truth
     _, env = _setup(tmp_path)
     chat = tmp_path / "chat.jsonl"
     lines = [
-        {"chat": "alex-dm", "id": 1, "sender": "owner", "text": "Between us, I'm thinking of selling the sailboat.",
-         "time": "2026-03-01T10:00:00Z"},
-        {"chat": "alex-dm", "id": 2, "sender": "alex", "sender_name": "Alex Rivera", "text": "Oh wow, really?",
-         "time": "2026-03-01T10:01:00Z"},
-        {"chat": "alex-dm", "id": 3, "sender": "owner",
-         "text": "Don't tell Tom. If anyone asks, just say the boat needs repairs.", "time": "2026-03-01T10:02:00Z"},
+        {
+            "chat": "alex-dm",
+            "id": 1,
+            "sender": "owner",
+            "text": "Between us, I'm thinking of selling the sailboat.",
+            "time": "2026-03-01T10:00:00Z",
+        },
+        {
+            "chat": "alex-dm",
+            "id": 2,
+            "sender": "alex",
+            "sender_name": "Alex Rivera",
+            "text": "Oh wow, really?",
+            "time": "2026-03-01T10:01:00Z",
+        },
+        {
+            "chat": "alex-dm",
+            "id": 3,
+            "sender": "owner",
+            "text": "Don't tell Tom. If anyone asks, just say the boat needs repairs.",
+            "time": "2026-03-01T10:02:00Z",
+        },
     ]
     chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
     data = tmp_path / "data"

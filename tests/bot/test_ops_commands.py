@@ -23,12 +23,14 @@ from testkit.runtime import REPO
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("EPMEM_", "TELEGRAM_", "SLACK_", "OPENAI_"))}
     full.update(EPMEM_LOG_LEVEL="WARNING", **env)
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=full,
-                          cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=full, cwd=REPO, timeout=120
+    )
 
 
 async def test_health_says_which_platforms_are_connected_and_whether_the_stores_answer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "data"
     env = {"EPMEM_DATA_DIR": str(data)}
     before = await asyncio.to_thread(cli, "health", env=env)
@@ -59,8 +61,10 @@ def test_a_stale_report_is_not_healthy(tmp_path: Path) -> None:
     from bot import health
 
     path = tmp_path / "health.json"
-    health.write(path, {"ok": True, "epoch": 1000.0, "time": "then", "platforms": {"slack": "connected"},
-                        "stores": {"vector": "ok"}})
+    health.write(
+        path,
+        {"ok": True, "epoch": 1000.0, "time": "then", "platforms": {"slack": "connected"}, "stores": {"vector": "ok"}},
+    )
     ok, lines = health.read(path, now=1000.0 + health.STALE_S + 1)
     assert not ok and any("stopped reporting" in line for line in lines)
     assert health.read(path, now=1001.0)[0]
@@ -74,14 +78,21 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert any(line.startswith("missing: no platform: set TELEGRAM_BOT_TOKEN") for line in lines)
     assert any(line.startswith("warn: EPMEM_AUDIT_TOKEN is not set") for line in lines)
     secret = "123456:telegram-secret-token"
-    worse = cli("doctor", env={"EPMEM_DATA_DIR": str(tmp_path / "d"), "TELEGRAM_BOT_TOKEN": secret,
-                               "EPMEM_QDRANT_URL": "http://127.0.0.1:1", "EPMEM_AUDIT_TOKEN": "short",
-                               "EPMEM_LLM_BACKEND": "openai"})
+    worse = cli(
+        "doctor",
+        env={
+            "EPMEM_DATA_DIR": str(tmp_path / "d"),
+            "TELEGRAM_BOT_TOKEN": secret,
+            "EPMEM_QDRANT_URL": "http://127.0.0.1:1",
+            "EPMEM_AUDIT_TOKEN": "short",
+            "EPMEM_LLM_BACKEND": "openai",
+        },
+    )
     text = worse.stdout
     assert worse.returncode == 1 and secret not in text and "short" not in text
     assert "error: EPMEM_QDRANT_URL http://127.0.0.1:1: no answer" in text
     assert "missing: EPMEM_AUDIT_TOKEN has 5 characters" in text
     assert "missing: EPMEM_LLM_BACKEND=openai needs EPMEM_LLM_MODEL" in text
-    assert "owner.identities has no telegram:ID" in text
+    assert "owner.identities has no telegram: identity" in text
     bad = cli("doctor", env={"EPMEM_DATA_DIR": str(tmp_path / "d"), "EPMEM_SLACK_PORT": "99999"})
     assert bad.returncode == 1 and "error: EPMEM_SLACK_PORT: Input should be less than or equal to 65535" in bad.stdout

@@ -17,21 +17,23 @@ from bot.config import Settings
 from bot.runtime import Runtime
 from testkit.runtime import ask
 
-POLICY = Policy.model_validate({
-    "owner": {"name": "Sam Reed"},
-    "contacts": {
-        "tom": {"name": "Tom Hart", "level": 1, "domain": "life", "relationship": "brother"},
-        "kira": {"name": "Kira Lee", "level": 1, "domain": "life", "relationship": "partner"},
-        "alex": {"name": "Alex Moor", "level": 2, "domain": "life", "relationship": "sailing friend"},
-    },
-    "categories": {
-        "health": {"level": 1, "domain": "life", "keywords": ["doctor", "surgery"]},
-        "career": {"level": 1, "domain": "life", "keywords": ["interview", "job"]},
-        "hobbies": {"level": 4, "keywords": ["sailing", "boat", "sailboat", "hiking"]},
-        "money": {"level": 0, "keywords": ["salary", "debt"]},
-    },
-    "default_category": "hobbies",
-})
+POLICY = Policy.model_validate(
+    {
+        "owner": {"name": "Sam Reed"},
+        "contacts": {
+            "tom": {"name": "Tom Hart", "level": 1, "domain": "life", "relationship": "brother"},
+            "kira": {"name": "Kira Lee", "level": 1, "domain": "life", "relationship": "partner"},
+            "alex": {"name": "Alex Moor", "level": 2, "domain": "life", "relationship": "sailing friend"},
+        },
+        "categories": {
+            "health": {"level": 1, "domain": "life", "keywords": ["doctor", "surgery"]},
+            "career": {"level": 1, "domain": "life", "keywords": ["interview", "job"]},
+            "hobbies": {"level": 4, "keywords": ["sailing", "boat", "sailboat", "hiking"]},
+            "money": {"level": 0, "keywords": ["salary", "debt"]},
+        },
+        "default_category": "hobbies",
+    }
+)
 
 
 @pytest.fixture
@@ -81,8 +83,11 @@ async def test_do_not_tell_tom_shuts_out_tom_only(runtime: Runtime) -> None:
 
 
 async def test_a_cover_instruction_becomes_a_cover_never_a_public_truth(runtime: Runtime) -> None:
-    await owner(runtime, "/remember Between us, I'm thinking of selling the sailboat. Don't tell Alex. "
-                         "If anyone asks, just say the boat needs repairs.")
+    await owner(
+        runtime,
+        "/remember Between us, I'm thinking of selling the sailboat. Don't tell Alex. "
+        "If anyone asks, just say the boat needs repairs.",
+    )
     facts = await runtime.memory.all()
     assert not any("asks" in f.text.casefold() or "just say" in f.text.casefold() for f in facts)
     truth = next(f for f in facts if f.version == "truth")

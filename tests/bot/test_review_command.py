@@ -31,8 +31,18 @@ PENDING: list[tuple[str, str, str, int, Domain | None]] = [
 
 
 def pending(fid: str, text: str, category: str, level: int, domain: Domain | None) -> Fact:
-    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=f"s-{fid}", category=category, level=level,
-                domain=domain, state="pending", confidence=0.3, evidence=[f"topic:{category}:guess"])
+    return Fact(
+        id=fid,
+        text=text,
+        event_id=f"e-{fid}",
+        session_id=f"s-{fid}",
+        category=category,
+        level=level,
+        domain=domain,
+        state="pending",
+        confidence=0.3,
+        evidence=[f"topic:{category}:guess"],
+    )
 
 
 @pytest.fixture
@@ -136,12 +146,30 @@ async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime
     """Two facts cut from one message are one question: the owner sees both, one tap settles
     both, and the audit record says what each one was before."""
     message = dict(session_id="s-m", source_turns=["s-m:0"], state="annotated", confidence=0.7)
-    await runtime.memory.add([
-        Fact(id="m1", text="Leo's biopsy came back clear.", event_id="e-m1", category="health", level=0,
-             domain="life", evidence=["topic:health:biopsy", "context:told-by:leo"], **message),  # type: ignore[arg-type]
-        Fact(id="m2", text="Leo goes back to work on Monday.", event_id="e-m2", category="work_projects", level=3,
-             domain="work", evidence=["keyword:work_projects:work"], **message),  # type: ignore[arg-type]
-    ])
+    await runtime.memory.add(
+        [
+            Fact(
+                id="m1",
+                text="Leo's biopsy came back clear.",
+                event_id="e-m1",
+                category="health",
+                level=0,
+                domain="life",
+                evidence=["topic:health:biopsy", "context:told-by:leo"],
+                **message,  # type: ignore[arg-type]
+            ),  # type: ignore[arg-type]
+            Fact(
+                id="m2",
+                text="Leo goes back to work on Monday.",
+                event_id="e-m2",
+                category="work_projects",
+                level=3,
+                domain="work",
+                evidence=["keyword:work_projects:work"],
+                **message,  # type: ignore[arg-type]
+            ),  # type: ignore[arg-type]
+        ]
+    )
     text, actions = await owner_says(runtime, "/review m1")
     assert "Your answer applies to these 2 facts" in text and "m2: \u201cLeo goes back to work on Monday.\u201d" in text
     await owner_says(runtime, "/review m1 who leo")
@@ -153,8 +181,15 @@ async def test_one_question_shows_every_fact_its_answer_settles(runtime: Runtime
     assert change.body["also_from"]["m2"]["level"] == 3 and change.body["also_from"]["m2"]["state"] == "annotated"
 
 
-WIFI = Fact(id="d8", text="The home wifi password is lemon-tree-77.", event_id="e-wifi", session_id="s-wifi",
-            category="credentials", level=0, state="annotated")
+WIFI = Fact(
+    id="d8",
+    text="The home wifi password is lemon-tree-77.",
+    event_id="e-wifi",
+    session_id="s-wifi",
+    category="credentials",
+    level=0,
+    state="annotated",
+)
 
 
 async def test_leaving_a_never_share_category_takes_a_confirmation_naming_what_it_opens(runtime: Runtime) -> None:
@@ -187,8 +222,9 @@ async def test_moving_between_ordinary_categories_needs_no_confirmation(runtime:
 async def test_review_counts_agree_everywhere_at_the_same_moment(runtime: Runtime) -> None:
     """Issue 21: the import summary and /review said 13 facts wait while /annotations said 10.
     A pending fact with nothing worth asking about is not one that waits for review."""
-    await runtime.memory.add([Fact(id="p9", text="Maya said okay.", event_id="e-p9", session_id="s-p9",
-                                   state="pending")])
+    await runtime.memory.add(
+        [Fact(id="p9", text="Maya said okay.", event_id="e-p9", session_id="s-p9", state="pending")]
+    )
     waiting = await runtime.review.waiting()
     review, _ = await owner_says(runtime, "/review")
     assert f"({waiting} waiting;" in review

@@ -46,10 +46,17 @@ def readers(runtime: Runtime) -> dict[str, ReadsPolicy]:
 async def test_a_refresh_reaches_every_reader(house: Runtime) -> None:
     parts = readers(house)
     assert {type(p).__name__ for p in parts.values()} >= {
-        "PrivacyEngine", "Directory", "Distiller", "RulesExtractor", "Finalizer", "CategoryClassifier", "ContactNames",
+        "PrivacyEngine",
+        "Directory",
+        "Distiller",
+        "RulesExtractor",
+        "Finalizer",
+        "CategoryClassifier",
+        "ContactNames",
     }, sorted(parts)
-    assert all(p._policy is house.policies for p in parts.values()), [n for n, p in parts.items()
-                                                                      if p._policy is not house.policies]
+    assert all(p._policy is house.policies for p in parts.values()), [
+        n for n, p in parts.items() if p._policy is not house.policies
+    ]
     assert "level 2" in ((await house.agent.handle(ask("owner", "/level raj 2"))).text or "")
     for name, part in parts.items():
         assert part.policy.contacts["raj"].level == 2, name
@@ -71,4 +78,5 @@ async def test_the_agent_is_complete_as_built(house: Runtime) -> None:
     reply = (await house.agent.handle(ask("owner", "/annotations pending"))).text
     assert reply == "No facts."
     assert (await house.agent.handle(ask("owner", "/reannotate"))).text == (
-        "Nothing to retry: the rules backend annotates as it ingests.")
+        "Nothing to retry: the rules backend annotates as it ingests."
+    )

@@ -62,7 +62,13 @@ async def said(runtime: Runtime, who: str, question: str = HOUSE_Q) -> str:
 
 
 def scheduler(runtime: Runtime, clock: Clock, notes: Notes | None = None, digest: bool = False) -> Scheduler:
-    return Scheduler(runtime.owner, runtime.commands, notes, clock=clock, digest_at=time(8, 0, tzinfo=timezone.utc) if digest else None)
+    return Scheduler(
+        runtime.owner,
+        runtime.commands,
+        notes,
+        clock=clock,
+        digest_at=time(8, 0, tzinfo=timezone.utc) if digest else None,
+    )
 
 
 async def test_exception_with_expiry_survives_restart_and_expires_on_time(house: list[Runtime]) -> None:

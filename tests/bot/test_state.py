@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot.runtime import Runtime
-from bot.seen_events import SeenEvents
+from bot.seen_events import SeenEventLog
 from bot.state import StateDB
 from connectors.base import Action
 from epmem.sqlite import DatabaseError, Migration, MigrationSet, migrate, open_database
@@ -58,10 +58,17 @@ async def test_a_data_folder_from_before_migrates_forward_without_loss(tmp_path:
     clock = Clock(datetime.fromisoformat(made["made_at"]) + timedelta(hours=1))
     runtime = await house_runtime(data, clock=clock)
     try:
-        assert recorded(data / "state.sqlite") == {"overlay": 2, "approvals": 2, "tasks": 1, "seen_events": 1,
-                                                   "connector_state": 2, "fact_register": 1,
-                                                   "ingest_journal": 2, "consultations": 1,
-                                                   "event_links": 1}
+        assert recorded(data / "state.sqlite") == {
+            "overlay": 2,
+            "approvals": 2,
+            "tasks": 1,
+            "seen_events": 1,
+            "connector_state": 2,
+            "fact_register": 1,
+            "ingest_journal": 2,
+            "consultations": 1,
+            "event_links": 1,
+        }
         assert not tables(data / "state.sqlite") & {"overlay_migrations", "approval_migrations", "task_migrations"}
         assert recorded(data / "audit.sqlite") == {"audit": 4} and "migrations" not in tables(data / "audit.sqlite")
         # the first-format records keep their hashes; one chained record seals them (epmem.audit.schema)
@@ -106,8 +113,9 @@ async def test_a_garbage_state_database_is_one_clear_error_and_is_left_alone(tmp
 
 async def test_a_schema_newer_than_the_program_is_refused(tmp_path: Path) -> None:
     state = await StateDB(tmp_path / "state.sqlite").open()
-    await state.connection.execute("INSERT INTO schema_migrations(migration_set, version, name) "
-                                   "VALUES ('tasks', 9, 'from the future')")
+    await state.connection.execute(
+        "INSERT INTO schema_migrations(migration_set, version, name) VALUES ('tasks', 9, 'from the future')"
+    )
     await state.close()
     with pytest.raises(DatabaseError, match=r"tasks tables are at version 9, newer than this program knows \(1\)"):
         await StateDB(tmp_path / "state.sqlite").open()
@@ -140,13 +148,13 @@ async def test_two_sets_share_one_table_without_colliding(tmp_path: Path) -> Non
 async def test_seen_events_are_claimed_once_across_a_restart_and_pruned(tmp_path: Path) -> None:
     clock = Clock(datetime.fromisoformat("2026-06-01T12:00:00+00:00"))
     state = await StateDB(tmp_path / "state.sqlite").open()
-    seen = SeenEvents(state.connection, clock=clock)
+    seen = SeenEventLog(state.connection, clock=clock)
     assert await seen.first_time("slack", "Ev1") and not await seen.first_time("slack", "Ev1")
     assert await seen.first_time("telegram", "Ev1")  # one platform's ids never hide another's
     await state.close()
     state = await StateDB(tmp_path / "state.sqlite").open()
     try:
-        seen = SeenEvents(state.connection, clock=clock)
+        seen = SeenEventLog(state.connection, clock=clock)
         assert not await seen.first_time("slack", "Ev1")
         clock.now += timedelta(days=3)
         await seen.prune()

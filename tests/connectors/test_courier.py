@@ -7,7 +7,6 @@ order and mix of lanes, no lane ever sees more than its rate in any window of it
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
@@ -20,7 +19,7 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.state import RetryState
 from telegram.error import NetworkError, TimedOut
 
-from connectors.courier import Courier, DeliveryFailed, Lane, Pacer, Rate, RetryPolicy, Verdict, maybe_delivered
+from connectors.courier import Courier, DeliveryFailed, Lane, Pacer, Rate, RetryPolicy, DeliveryVerdict, maybe_delivered
 from connectors.slack.delivery import classify as slack_classify
 from connectors.slack.delivery import retry_handlers as slack_retry_handlers
 from connectors.telegram.delivery import classify as telegram_classify
@@ -40,12 +39,12 @@ class Refused(Exception):
     pass
 
 
-def classify(exc: BaseException) -> Verdict:
+def classify(exc: BaseException) -> DeliveryVerdict:
     if isinstance(exc, Told):
-        return Verdict("retry_after", "ratelimited", exc.wait_s)
+        return DeliveryVerdict("retry_after", "ratelimited", exc.wait_s)
     if isinstance(exc, Flaky):
-        return Verdict("transient", "flaky")
-    return Verdict("permanent", "refused")
+        return DeliveryVerdict("transient", "flaky")
+    return DeliveryVerdict("permanent", "refused")
 
 
 def failing(*errors: Exception) -> tuple[Callable[[], Awaitable[str]], list[int]]:
@@ -114,10 +113,14 @@ async def test_a_told_wait_holds_the_chat_for_the_next_message_too() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(plan=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 3)), min_size=1, max_size=40),
-       a=st.tuples(st.integers(1, 5), st.floats(0.1, 10)), b=st.tuples(st.integers(1, 5), st.floats(0.1, 10)))
-def test_no_lane_ever_exceeds_its_rate(plan: list[tuple[str, float]], a: tuple[int, float],
-                                       b: tuple[int, float]) -> None:
+@given(
+    plan=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.floats(0, 3)), min_size=1, max_size=40),
+    a=st.tuples(st.integers(1, 5), st.floats(0.1, 10)),
+    b=st.tuples(st.integers(1, 5), st.floats(0.1, 10)),
+)
+def test_no_lane_ever_exceeds_its_rate(
+    plan: list[tuple[str, float]], a: tuple[int, float], b: tuple[int, float]
+) -> None:
     clock = FakeTimer()
     pacer = Pacer(clock.timer)
     rates = {"a": Rate(*a), "b": Rate(*b)}
@@ -144,8 +147,9 @@ class Late(Exception):
 async def test_an_ambiguous_failure_is_never_retried() -> None:
     """A post is not idempotent: after a timeout it may be there already, so it is not sent
     again; the caller learns the outcome is unknown (and keeps it as maybe delivered)."""
-    def ambiguous(exc: BaseException) -> Verdict:
-        return Verdict("ambiguous", "timeout") if isinstance(exc, Late) else classify(exc)
+
+    def ambiguous(exc: BaseException) -> DeliveryVerdict:
+        return DeliveryVerdict("ambiguous", "timeout") if isinstance(exc, Late) else classify(exc)
 
     courier = Courier(ambiguous, RetryPolicy(attempts=4), FakeTimer().timer)
     late, calls = failing(Flaky(), Late(), Flaky())
@@ -175,7 +179,7 @@ def test_telegram_timeouts_after_sending_are_ambiguous_before_sending_transient(
 
 
 def test_slack_timeouts_after_sending_are_ambiguous_before_sending_transient() -> None:
-    assert slack_classify(asyncio.TimeoutError()).kind == "ambiguous"
+    assert slack_classify(TimeoutError()).kind == "ambiguous"
     assert slack_classify(aiohttp.SocketTimeoutError()).kind == "ambiguous"
     assert slack_classify(aiohttp.ConnectionTimeoutError()).kind == "transient"
     assert slack_classify(aiohttp.ServerDisconnectedError()).kind == "transient"

@@ -193,9 +193,7 @@ async def test_ignored_messages(rig: Rig) -> None:
     await rig.sender.event(_dm("own echo", "Ev-self", user=BOT_USER))
     # a plain channel message (not a mention) is not for the bot
     await rig.sender.event(
-        event_envelope(
-            {**im_message("U1", "chatter", channel="C1"), "channel_type": "channel"}, event_id="Ev-chan"
-        )
+        event_envelope({**im_message("U1", "chatter", channel="C1"), "channel_type": "channel"}, event_id="Ev-chan")
     )
     await rig.sentinel("after-ignored")
     assert rig.handler.texts() == ["after-ignored"]

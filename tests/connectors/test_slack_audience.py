@@ -103,7 +103,9 @@ async def test_failures_and_huge_channels_fail_closed(api: FakeSlackApi, client:
     audience = audience_of()
     api.fail["conversations.members"] = "missing_scope"
     assert await audience.audience(client, "C1", TEAM, f"slack:{TEAM}/U1", shared=False) == (
-        f"slack:{TEAM}/U1", PLACEHOLDER)
+        f"slack:{TEAM}/U1",
+        PLACEHOLDER,
+    )
     del api.fail["conversations.members"]
     api.page_size = 1
     api.members["CBIG"] = [f"U{n}" for n in range(60)] + [BOT_USER]  # more pages than we read
@@ -132,8 +134,9 @@ class Workspace:
     during_fetch: list[str] = field(default_factory=list)
     audience: SlackAudience | None = None
 
-    async def conversations_members(self, *, channel: str, cursor: str | None = None,
-                                    limit: int | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def conversations_members(
+        self, *, channel: str, cursor: str | None = None, limit: int | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         listed = sorted(self.members | {BOT_USER})
         await asyncio.sleep(0)
         for user in self.during_fetch:  # joins while Slack is answering: the event follows

@@ -78,14 +78,22 @@ class Rig:
         assert status == 200
 
     def owner_posts(self, channel: str) -> list[str]:
-        return [c.params["text"] for c in self.api.calls_to("chat.postMessage")
-                if c.ok and c.params.get("channel") == channel and c.token == USER_TOKEN]
+        return [
+            c.params["text"]
+            for c in self.api.calls_to("chat.postMessage")
+            if c.ok and c.params.get("channel") == channel and c.token == USER_TOKEN
+        ]
 
 
 def config(api: FakeSlackApi, clock: FakeTimer, **overrides: Any) -> SlackConfig:
     settings: dict[str, Any] = {
-        "signing_secret": SECRET, "api_url": api.api_url, "host": "127.0.0.1", "port": 0,
-        "owner_identity": f"slack:{TEAM}/{OWNER}", "user_token": USER_TOKEN, "delegate_delay_s": DELAY,
+        "signing_secret": SECRET,
+        "api_url": api.api_url,
+        "host": "127.0.0.1",
+        "port": 0,
+        "owner_identity": f"slack:{TEAM}/{OWNER}",
+        "user_token": USER_TOKEN,
+        "delegate_delay_s": DELAY,
         "timer": clock.timer,
     }
     settings.update(overrides)
@@ -221,8 +229,9 @@ async def test_without_the_owners_token_the_owners_dms_are_left_alone(tmp_path: 
             await connector.start()
             sender = SlackSender(SECRET, lambda: connector.port)
             try:
-                await sender.event(event_envelope(im_message("ULEO", "hi Maya", channel=LEO_DM), event_id="Ev-a",
-                                                  authorized=OWNER))
+                await sender.event(
+                    event_envelope(im_message("ULEO", "hi Maya", channel=LEO_DM), event_id="Ev-a", authorized=OWNER)
+                )
                 await sender.event(event_envelope(im_message("U1", "hi bot", channel="DU1"), event_id="Ev-b"))
                 await wait_for(lambda: len(api.posts("DU1")) == 1)
                 await connector.drain()

@@ -39,13 +39,24 @@ class Rig:
     sender: SlackSender
 
     def post_times(self, channel: str) -> list[float]:
-        return [t for (m, t), c in zip(self.api.call_times, self.api.calls)
-                if m == "chat.postMessage" and c.params.get("channel") == channel]
+        return [
+            t
+            for (m, t), c in zip(self.api.call_times, self.api.calls)
+            if m == "chat.postMessage" and c.params.get("channel") == channel
+        ]
 
 
 def config(api: FakeSlackApi, clock: FakeTimer, **overrides: Any) -> SlackConfig:
-    return SlackConfig("xoxb-delivery", signing_secret=SECRET, api_url=api.api_url, host="127.0.0.1", port=0,
-                       owner_identity=f"slack:{TEAM}/{OWNER}", timer=clock.timer, **overrides)
+    return SlackConfig(
+        "xoxb-delivery",
+        signing_secret=SECRET,
+        api_url=api.api_url,
+        host="127.0.0.1",
+        port=0,
+        owner_identity=f"slack:{TEAM}/{OWNER}",
+        timer=clock.timer,
+        **overrides,
+    )
 
 
 @pytest.fixture
@@ -91,8 +102,13 @@ async def test_a_rate_limited_reply_is_still_delivered_exactly_once(rig: Rig, li
     assert all(1.0 <= gap <= 1.2 + 1e-9 for gap in gaps), gaps  # as long as Slack asked, plus jitter
     assert [p["text"] for p in rig.api.posts("DU1")] == ["answer to hello"]
     [delivery] = await rig.st.audit.records(kind="delivery")
-    assert delivery.body == {"of": rig.handler.audit_ids[0], "platform": "slack", "chat": "DU1",
-                             "delivered": True, "attempts": limited + 1}
+    assert delivery.body == {
+        "of": rig.handler.audit_ids[0],
+        "platform": "slack",
+        "chat": "DU1",
+        "delivered": True,
+        "attempts": limited + 1,
+    }
     assert await rig.st.deliveries.pending() == []
 
 
@@ -102,8 +118,13 @@ async def test_a_refused_reply_is_kept_reported_and_audited(rig: Rig) -> None:
     await until(lambda: bool(rig.st.owner_notes))
     await rig.connector.drain()
     [kept] = await rig.st.deliveries.pending()
-    assert (kept.platform, kept.chat_id, kept.kind, kept.error, kept.attempts) == \
-        ("slack", "DU1", "reply", "channel_not_found", 1)
+    assert (kept.platform, kept.chat_id, kept.kind, kept.error, kept.attempts) == (
+        "slack",
+        "DU1",
+        "reply",
+        "channel_not_found",
+        1,
+    )
     assert kept.text == "answer to are you there?" and kept.audit_id == rig.handler.audit_ids[0]
     [undelivered] = await rig.st.audit.records(kind="undelivered")
     assert undelivered.body["of"] == rig.handler.audit_ids[0] and undelivered.body["delivered"] is False
@@ -126,7 +147,8 @@ async def test_a_post_that_times_out_is_not_posted_twice(tmp_path: Path) -> None
             try:
                 api.slow("chat.postMessage", seconds=1.6)
                 await SlackSender(SECRET, lambda: connector.port).event(
-                    event_envelope(im_message("U1", "hello", channel="DU1"), event_id="Ev-t1"))
+                    event_envelope(im_message("U1", "hello", channel="DU1"), event_id="Ev-t1")
+                )
                 await until(lambda: bool(st.owner_notes), timeout=10)
                 await connector.drain()
                 await asyncio.sleep(0.8)  # past the late answer: a retry would have shown up by now
@@ -171,8 +193,9 @@ async def test_thirty_replies_to_one_channel_keep_one_per_second(rig: Rig) -> No
     assert len(rig.api.calls_to("conversations.members")) <= 2
 
 
-async def test_start_is_clean_one_auth_test_and_no_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_start_is_clean_one_auth_test_and_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # as ``epmem run`` has them: Bolt reads SLACK_BOT_TOKEN from the environment by itself
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-delivery")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", SECRET)

@@ -61,8 +61,15 @@ class Rig:
 
 
 def config(api: FakeSlackApi) -> SlackConfig:
-    return SlackConfig("xoxb-threads", signing_secret=SECRET, api_url=api.api_url, host="127.0.0.1", port=0,
-                       owner_identity=f"slack:{TEAM}/{OWNER}", timer=FakeTimer().timer)
+    return SlackConfig(
+        "xoxb-threads",
+        signing_secret=SECRET,
+        api_url=api.api_url,
+        host="127.0.0.1",
+        port=0,
+        owner_identity=f"slack:{TEAM}/{OWNER}",
+        timer=FakeTimer().timer,
+    )
 
 
 @pytest.fixture
@@ -107,8 +114,9 @@ async def test_messages_not_for_the_bot_are_left_alone(rig: Rig) -> None:
     await rig.send(channel_message("U2", "<@U1> what do you think?", ts="1700000012.000100", thread_ts=ROOT))
     await rig.send(channel_message("U2", "unrelated thread", ts="1700000013.000100", thread_ts="1700000009.000001"))
     await rig.send(channel_message("U2", "top level chatter", ts="1700000014.000100"))
-    await rig.send(channel_message("U2", f"<@{BOT_USER}> app_mention answers this", ts="1700000015.000100",
-                                   thread_ts=ROOT))
+    await rig.send(
+        channel_message("U2", f"<@{BOT_USER}> app_mention answers this", ts="1700000015.000100", thread_ts=ROOT)
+    )
     await rig.sentinel("after")
     assert rig.handler.texts() == ["how is it going?", "after"]
 

@@ -48,9 +48,7 @@ Responder = Callable[[Inbound], Outbound]
 
 def echo(inbound: Inbound) -> Outbound:
     """Say back what the connector produced, so the sent text shows it too."""
-    return Outbound(
-        text=f"{inbound.chat_kind}|{inbound.sender}|{','.join(inbound.audience)}|{inbound.text}"
-    )
+    return Outbound(text=f"{inbound.chat_kind}|{inbound.sender}|{','.join(inbound.audience)}|{inbound.text}")
 
 
 class Recorder:
@@ -124,9 +122,7 @@ def tg(fake_telegram: FakeTelegram, connector: TelegramConnector) -> FakeTelegra
 # -- private chats ------------------------------------------------------------------------------
 
 
-async def test_private_message_identity_audience_and_reply(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_private_message_identity_audience_and_reply(tg: FakeTelegram, recorder: Recorder) -> None:
     update = tg.private_text(ALICE, "hello there")
     sent = await tg.wait_for_sent(1)
 
@@ -152,9 +148,7 @@ async def test_connector_satisfies_protocol(connector: TelegramConnector) -> Non
 
 
 async def test_commands_arrive_as_text(tg: FakeTelegram, recorder: Recorder) -> None:
-    tg.private_text(
-        ALICE, "/allow bob", entities=[{"type": "bot_command", "offset": 0, "length": 6}]
-    )
+    tg.private_text(ALICE, "/allow bob", entities=[{"type": "bot_command", "offset": 0, "length": 6}])
     command = f"/allow@{tg.bot_username}"
     tg.group_message(
         GROUP_ID,
@@ -175,9 +169,7 @@ async def test_huge_text_is_truncated_and_flagged(tg: FakeTelegram, recorder: Re
     assert inbound.non_text == "too_long"
 
 
-async def test_non_text_and_edits_are_forwarded_flagged(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_non_text_and_edits_are_forwarded_flagged(tg: FakeTelegram, recorder: Recorder) -> None:
     recorder.respond = lambda inbound: Outbound(text=f"got {inbound.non_text}")
     tg.sticker(ALICE)
     tg.photo(ALICE, caption="look")
@@ -205,9 +197,7 @@ async def test_silent_outbound_sends_nothing(tg: FakeTelegram, recorder: Recorde
     assert len(tg.sent) == 1
 
 
-async def test_failing_handler_does_not_stop_the_connector(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_failing_handler_does_not_stop_the_connector(tg: FakeTelegram, recorder: Recorder) -> None:
     def explode_once(inbound: Inbound) -> Outbound:
         if inbound.text == "boom":
             raise RuntimeError("agent broke")
@@ -222,18 +212,14 @@ async def test_failing_handler_does_not_stop_the_connector(
 
 
 async def test_to_owner_goes_to_owner_private_chat(tg: FakeTelegram, recorder: Recorder) -> None:
-    recorder.respond = lambda inbound: Outbound(
-        text="I'll check with them.", to_owner="Alice asked about Friday."
-    )
+    recorder.respond = lambda inbound: Outbound(text="I'll check with them.", to_owner="Alice asked about Friday.")
     tg.private_text(ALICE, "is Friday free?")
     sent = await tg.wait_for_sent(2)
     assert (sent[0]["chat_id"], sent[0]["text"]) == (42, "I'll check with them.")
     assert (sent[1]["chat_id"], sent[1]["text"]) == (OWNER_ID, "Alice asked about Friday.")
 
 
-async def test_held_reply_buttons_go_with_the_owner_note(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_held_reply_buttons_go_with_the_owner_note(tg: FakeTelegram, recorder: Recorder) -> None:
     recorder.respond = lambda inbound: Outbound(
         text=None,
         actions=(Action("Approve", "/approve 3"),),
@@ -260,7 +246,9 @@ async def test_a_reply_with_an_owner_note_keeps_the_owners_buttons_off_the_reply
     assert "reply_markup" not in reply  # the asker never gets the owner's buttons
     assert (note["chat_id"], note["text"]) == (OWNER_ID, "Alice asked about Friday.")
     assert [b["callback_data"] for row in note["reply_markup"]["inline_keyboard"] for b in row] == [
-        "/consult c1 tell", "/consult c1 private"]
+        "/consult c1 tell",
+        "/consult c1 private",
+    ]
 
 
 async def test_to_owner_without_owner_configured_is_kept_undelivered(
@@ -288,9 +276,7 @@ async def test_to_owner_without_owner_configured_is_kept_undelivered(
 # -- buttons ------------------------------------------------------------------------------------
 
 
-async def test_actions_become_inline_keyboard_and_presses_come_back(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_actions_become_inline_keyboard_and_presses_come_back(tg: FakeTelegram, recorder: Recorder) -> None:
     long_command = "/reject " + "r" * 80
     recorder.respond = lambda inbound: (
         Outbound(
@@ -333,9 +319,7 @@ async def test_expired_button_key_is_not_forwarded(tg: FakeTelegram, recorder: R
     assert tg.answered_callbacks[0]["text"] == "This button has expired."
 
 
-async def test_send_delivers_with_keyboard(
-    tg: FakeTelegram, connector: TelegramConnector
-) -> None:
+async def test_send_delivers_with_keyboard(tg: FakeTelegram, connector: TelegramConnector) -> None:
     await connector.send("42", "Your digest", actions=(Action("Open", "/digest open"),))
     [sent] = await tg.wait_for_sent(1)
     assert sent["chat_id"] == 42 and sent["text"] == "Your digest"
@@ -345,18 +329,14 @@ async def test_send_delivers_with_keyboard(
 # -- groups -------------------------------------------------------------------------------------
 
 
-async def test_group_message_without_mention_is_not_forwarded(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_message_without_mention_is_not_forwarded(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.group_message(GROUP_ID, CAROL, "talking among ourselves")
     tg.group_message(GROUP_ID, DAVE, "anyone?", mention=True)
     await tg.wait_for_sent(1)
     assert [i.sender for i in recorder.inbounds] == ["telegram:45"]
 
 
-async def test_group_mention_audience_has_members_and_admins(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_mention_audience_has_members_and_admins(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.admins[GROUP_ID] = [OWNER, OTHER_BOT]
     tg.group_message(GROUP_ID, CAROL, "hi all")
     group_update = tg.group_message(GROUP_ID, DAVE, "what's up?", mention=True)
@@ -373,9 +353,7 @@ async def test_group_mention_audience_has_members_and_admins(
     assert sent["reply_parameters"]["message_id"] == group_update["message"]["message_id"]
 
 
-async def test_group_unknown_members_become_placeholders(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_unknown_members_become_placeholders(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.member_counts[GROUP_ID] = 6  # Dave + our bot known; four nobody has seen
     tg.group_message(GROUP_ID, DAVE, "who is here?", mention=True)
     await tg.wait_for_sent(1)
@@ -385,18 +363,14 @@ async def test_group_unknown_members_become_placeholders(
     )
 
 
-async def test_group_member_count_unavailable_fails_closed(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_member_count_unavailable_fails_closed(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.errors["getChatMemberCount"] = (400, "Bad Request: chat not found")
     tg.group_message(GROUP_ID, DAVE, "hello", mention=True)
     await tg.wait_for_sent(1)
     assert recorder.inbounds[0].audience == ("telegram:45", f"telegram:unknown-{GROUP_ID}-1")
 
 
-async def test_joined_members_count_and_left_member_is_removed(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_joined_members_count_and_left_member_is_removed(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.group_message(GROUP_ID, CAROL, "bye soon")
     tg.new_chat_members(GROUP_ID, [ERIN, OTHER_BOT], by=DAVE)
     tg.left_chat_member(GROUP_ID, CAROL)
@@ -407,9 +381,7 @@ async def test_joined_members_count_and_left_member_is_removed(
     assert inbound.audience == ("telegram:45", "telegram:46")
 
 
-async def test_reply_to_bot_message_counts_as_addressed(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_reply_to_bot_message_counts_as_addressed(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.group_message(GROUP_ID, DAVE, "ping", mention=True)
     await tg.wait_for_sent(1)
     tg.group_message(GROUP_ID, CAROL, "and me?", reply_to=tg.sent_messages[0])
@@ -421,22 +393,16 @@ async def test_reply_to_bot_message_counts_as_addressed(
     assert recorder.inbounds[1].sender == "telegram:44"
 
 
-async def test_group_messages_from_bots_are_not_answered(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_messages_from_bots_are_not_answered(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.group_message(GROUP_ID, OTHER_BOT, "beep", mention=True)
     tg.group_message(GROUP_ID, DAVE, "hi", mention=True)
     await tg.wait_for_sent(1)
     assert [i.sender for i in recorder.inbounds] == ["telegram:45"]
 
 
-async def test_group_button_press_gets_group_audience(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_group_button_press_gets_group_audience(tg: FakeTelegram, recorder: Recorder) -> None:
     recorder.respond = lambda inbound: (
-        Outbound(text="choose", actions=(Action("Yes", "/yes"),))
-        if inbound.text == "ask"
-        else echo(inbound)
+        Outbound(text="choose", actions=(Action("Yes", "/yes"),)) if inbound.text == "ask" else echo(inbound)
     )
     tg.group_message(GROUP_ID, CAROL, "hey")
     tg.group_message(GROUP_ID, DAVE, "ask", mention=True)
@@ -476,9 +442,7 @@ async def test_member_who_left_unseen_is_rechecked(
 # -- Telegram Business --------------------------------------------------------------------------
 
 
-async def test_business_message_answered_through_connection(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_business_message_answered_through_connection(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.business_connection("bc-1", OWNER)
     tg.business_message("bc-1", BOB, "are you free tomorrow?")
     [sent] = await tg.wait_for_sent(1)
@@ -493,9 +457,7 @@ async def test_business_message_answered_through_connection(
     assert sent["chat_id"] == 43
 
 
-async def test_business_owner_bot_and_edited_messages_are_not_answered(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_business_owner_bot_and_edited_messages_are_not_answered(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.business_connection("bc-1", OWNER)
     tg.business_message("bc-1", BOB, "the owner typing", sender=OWNER)
     tg.business_message("bc-1", BOB, "a bot echo", sender=OTHER_BOT)
@@ -507,9 +469,7 @@ async def test_business_owner_bot_and_edited_messages_are_not_answered(
     assert len(sent) == 1
 
 
-async def test_business_connection_of_someone_else_is_not_used(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_business_connection_of_someone_else_is_not_used(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.business_connection("bc-x", CAROL)
     tg.business_message("bc-x", BOB, "hello?")
     tg.business_connection("bc-off", OWNER, is_enabled=False)
@@ -519,9 +479,7 @@ async def test_business_connection_of_someone_else_is_not_used(
     assert [i.text for i in recorder.inbounds] == ["direct"]
 
 
-async def test_business_connection_learned_from_telegram_after_restart(
-    tg: FakeTelegram, recorder: Recorder
-) -> None:
+async def test_business_connection_learned_from_telegram_after_restart(tg: FakeTelegram, recorder: Recorder) -> None:
     """A connection made before this process started is looked up, not guessed."""
     tg.business_connections["bc-old"] = {
         "id": "bc-old",
@@ -574,9 +532,7 @@ async def test_webhook_mode_checks_secret_and_answers(
     tg = fake_telegram
     port = _free_loopback_port()
     hook = f"http://127.0.0.1:{port}/tg-hook"
-    config = make_config(
-        tg, webhook_url=hook, webhook_listen="127.0.0.1", webhook_port=port, secret_token="s3cret"
-    )
+    config = make_config(tg, webhook_url=hook, webhook_listen="127.0.0.1", webhook_port=port, secret_token="s3cret")
     conn = TelegramConnector(config, recorder, state=st.state)
     await conn.start()
     try:
@@ -645,9 +601,7 @@ def test_config_repr_hides_secrets() -> None:
 
 def test_token_is_redacted_from_http_logs() -> None:
     url = "https://api.telegram.org/bot123:SECRET/getMe"
-    record = logging.LogRecord(
-        "httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", url), None
-    )
+    record = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", url), None)
     RedactToken("123:SECRET").filter(record)
     assert "SECRET" not in record.getMessage()
 

@@ -32,7 +32,6 @@ from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
 from connectors.telegram import GroupRoster
-from testkit.clock import FakeTimer
 from testkit.fake_telegram import FakeTelegram
 
 GROUP = -1001
@@ -65,7 +64,8 @@ async def bot(fake_telegram: FakeTelegram) -> AsyncIterator[Bot]:  # noqa: F811
 
 
 async def test_sender_seen_members_and_admins_are_named_bots_are_not(
-    bot: Bot, fake_telegram: FakeTelegram,  # noqa: F811
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
     tg = fake_telegram
     tg.admins[GROUP] = [FakeTelegram.user(7, "Admin"), FakeTelegram.user(99, "Helper", is_bot=True)]
@@ -87,7 +87,8 @@ async def test_members_nobody_has_seen_become_placeholders(bot: Bot, fake_telegr
 
 
 async def test_unavailable_count_and_admins_still_mark_the_room_unknown(
-    bot: Bot, fake_telegram: FakeTelegram,  # noqa: F811
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
     fake_telegram.errors["getChatMemberCount"] = (400, "Bad Request: chat not found")
     fake_telegram.errors["getChatAdministrators"] = (400, "Bad Request: chat not found")
@@ -96,7 +97,8 @@ async def test_unavailable_count_and_admins_still_mark_the_room_unknown(
 
 
 async def test_a_member_gone_unseen_is_rechecked_and_cannot_hide_a_newcomer(
-    bot: Bot, fake_telegram: FakeTelegram,  # noqa: F811
+    bot: Bot,
+    fake_telegram: FakeTelegram,  # noqa: F811
 ) -> None:
     roster = GroupRoster()
     roster.track(message(3), BOT_ID)  # Carol spoke a moment ago; the fake does not list her: she left since
@@ -110,8 +112,9 @@ async def test_member_updates_and_migration_keep_the_roster(bot: Bot, fake_teleg
     roster = GroupRoster()
     roster.track(message(3), BOT_ID)
     roster.track(message(5), BOT_ID)
-    left = ChatMemberUpdated(Chat(GROUP, Chat.SUPERGROUP), user(1), EPOCH, ChatMemberMember(user(5)),
-                             ChatMemberLeft(user(5)))
+    left = ChatMemberUpdated(
+        Chat(GROUP, Chat.SUPERGROUP), user(1), EPOCH, ChatMemberMember(user(5)), ChatMemberLeft(user(5))
+    )
     roster.on_member_update(left, BOT_ID)
     roster.track(message(3, migrate_to_chat_id=-2002), BOT_ID)
     fake_telegram.add_member(-2002, FakeTelegram.user(3, "Carol"))
@@ -151,11 +154,16 @@ people = st.sets(st.integers(1, 12), min_size=1, max_size=12)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(members=people, seen=st.lists(st.integers(1, 12), max_size=20),
-       admins=st.sets(st.integers(1, 12), max_size=3), failing=st.sets(st.sampled_from(["admins", "member", "count"])),
-       data=st.data())
-async def test_no_member_is_ever_hidden(members: set[int], seen: list[int], admins: set[int],
-                                        failing: set[str], data: st.DataObject) -> None:
+@given(
+    members=people,
+    seen=st.lists(st.integers(1, 12), max_size=20),
+    admins=st.sets(st.integers(1, 12), max_size=3),
+    failing=st.sets(st.sampled_from(["admins", "member", "count"])),
+    data=st.data(),
+)
+async def test_no_member_is_ever_hidden(
+    members: set[int], seen: list[int], admins: set[int], failing: set[str], data: st.DataObject
+) -> None:
     roster = GroupRoster()
     for uid in seen:  # people seen at some time (some left since, unseen)
         roster.see(GROUP, user(uid))

@@ -47,13 +47,17 @@ def clock(fake_telegram: FakeTelegram) -> FakeTimer:  # noqa: F811
 
 
 def config(fake: FakeTelegram, clock: FakeTimer, **overrides: Any) -> TelegramConfig:
-    return TelegramConfig(token=fake.token, base_url=fake.base_url, owner_user_id=OWNER_ID, poll_timeout=1,
-                          timer=clock.timer, **overrides)
+    return TelegramConfig(
+        token=fake.token, base_url=fake.base_url, owner_user_id=OWNER_ID, poll_timeout=1, timer=clock.timer, **overrides
+    )
 
 
 @pytest_asyncio.fixture
-async def running(fake_telegram: FakeTelegram, clock: FakeTimer,  # noqa: F811
-                  st: OpenState) -> AsyncIterator[tuple[TelegramConnector, AuditedEcho]]:
+async def running(
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,  # noqa: F811
+    st: OpenState,
+) -> AsyncIterator[tuple[TelegramConnector, AuditedEcho]]:
     handler = AuditedEcho(st)
     conn = TelegramConnector(config(fake_telegram, clock), handler, state=st.state)
     await conn.start()
@@ -99,8 +103,11 @@ def sends(tg: FakeTelegram) -> list[float]:
 
 @pytest.mark.parametrize("floods", [1, 2])
 async def test_flood_control_still_delivers_exactly_one_reply(
-    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
-    running: tuple[TelegramConnector, AuditedEcho], floods: int,
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    st: OpenState,  # noqa: F811
+    running: tuple[TelegramConnector, AuditedEcho],
+    floods: int,
 ) -> None:
     tg, (_, handler) = fake_telegram, running
     tg.flood(retry_after=1, times=floods)
@@ -113,13 +120,19 @@ async def test_flood_control_still_delivers_exactly_one_reply(
     gaps = [b - a for a, b in zip(attempts, attempts[1:])]
     assert all(1.0 <= gap <= 1.0 + 0.2 + 1e-9 for gap in gaps), gaps
     [delivery] = await records(st, "delivery")
-    assert delivery.body == {"of": handler.audit_ids[0], "platform": "telegram", "chat": "42",
-                             "delivered": True, "attempts": floods + 1}
+    assert delivery.body == {
+        "of": handler.audit_ids[0],
+        "platform": "telegram",
+        "chat": "42",
+        "delivered": True,
+        "attempts": floods + 1,
+    }
     assert await st.deliveries.pending() == []
 
 
 async def test_refused_reply_is_kept_reported_and_audited(
-    fake_telegram: FakeTelegram, st: OpenState,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    st: OpenState,  # noqa: F811
     running: tuple[TelegramConnector, AuditedEcho],
 ) -> None:
     tg, (_, handler) = fake_telegram, running
@@ -130,8 +143,13 @@ async def test_refused_reply_is_kept_reported_and_audited(
     [undelivered] = await records(st, "undelivered")
     assert [s["chat_id"] for s in tg.sent] == [43]
     [kept] = await st.deliveries.pending()
-    assert (kept.platform, kept.chat_id, kept.kind, kept.error, kept.attempts) == \
-        ("telegram", "42", "reply", "Forbidden", 1)
+    assert (kept.platform, kept.chat_id, kept.kind, kept.error, kept.attempts) == (
+        "telegram",
+        "42",
+        "reply",
+        "Forbidden",
+        1,
+    )
     assert kept.text == "answer to are you there?" and kept.audit_id == handler.audit_ids[0]
     assert undelivered.body["of"] == handler.audit_ids[0] and undelivered.body["delivered"] is False
     await until(lambda: bool(st.owner_notes))  # the owner is told right after
@@ -140,7 +158,9 @@ async def test_refused_reply_is_kept_reported_and_audited(
 
 
 async def test_flood_control_past_every_retry_is_kept(
-    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    st: OpenState,  # noqa: F811
     running: tuple[TelegramConnector, AuditedEcho],
 ) -> None:
     tg = fake_telegram
@@ -153,7 +173,9 @@ async def test_flood_control_past_every_retry_is_kept(
 
 
 async def test_a_wait_beyond_the_bound_is_not_waited(
-    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    st: OpenState,  # noqa: F811
     running: tuple[TelegramConnector, AuditedEcho],
 ) -> None:
     tg = fake_telegram
@@ -167,7 +189,9 @@ async def test_a_wait_beyond_the_bound_is_not_waited(
 
 
 async def test_a_send_that_times_out_is_not_retried_and_kept_as_maybe_delivered(
-    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    st: OpenState,  # noqa: F811
 ) -> None:
     """Telegram posts the message but answers after the client's timeout: a retry would post
     it twice, so the courier stops, and the reply is kept as "unknown" (possibly read)."""
@@ -189,7 +213,9 @@ async def test_a_send_that_times_out_is_not_retried_and_kept_as_maybe_delivered(
 
 
 async def test_a_refused_reply_leaves_the_ledger_until_a_delivery_follows(
-    fake_telegram: FakeTelegram, clock: FakeTimer, st: OpenState,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    st: OpenState,  # noqa: F811
 ) -> None:
     tg = fake_telegram
     handler = AuditedEcho(st, disclose=True)
@@ -201,12 +227,17 @@ async def test_a_refused_reply_leaves_the_ledger_until_a_delivery_follows(
         tg.private_text(ALICE, "and now?")  # delivered: from its delivery record on, Alice knows
         [delivery] = await records(st, "delivery")
     [told] = await st.audit.who_knows("f1")
-    assert (told.recipient, told.status, told.audit_id, told.time) == \
-        ("telegram:42", "told", handler.audit_ids[1], delivery.time)
+    assert (told.recipient, told.status, told.audit_id, told.time) == (
+        "telegram:42",
+        "told",
+        handler.audit_ids[1],
+        delivery.time,
+    )
 
 
 async def test_thirty_replies_in_a_group_keep_telegrams_limits(
-    fake_telegram: FakeTelegram, clock: FakeTimer,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,  # noqa: F811
     running: tuple[TelegramConnector, AuditedEcho],
 ) -> None:
     """About one message a second in a chat, at most 20 a minute in a group."""
@@ -222,7 +253,8 @@ async def test_thirty_replies_in_a_group_keep_telegrams_limits(
 
 
 async def test_thirty_replies_in_a_private_chat_one_per_second(
-    fake_telegram: FakeTelegram, clock: FakeTimer,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,  # noqa: F811
     running: tuple[TelegramConnector, AuditedEcho],
 ) -> None:
     tg = fake_telegram
@@ -235,7 +267,9 @@ async def test_thirty_replies_in_a_private_chat_one_per_second(
 
 
 async def test_business_route_survives_a_restart(
-    fake_telegram: FakeTelegram, clock: FakeTimer, tmp_path: Path,  # noqa: F811
+    fake_telegram: FakeTelegram,
+    clock: FakeTimer,
+    tmp_path: Path,  # noqa: F811
 ) -> None:
     """After a restart the connection is known from the state, not from memory or Telegram."""
     tg = fake_telegram

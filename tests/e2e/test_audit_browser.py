@@ -48,9 +48,19 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,860", "--hide-scrollbars"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+        "--window-size=1280,860",
+        "--hide-scrollbars",
+    ):
         options.add_argument(arg)
     options.binary_location = str(CHROMIUM)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -82,8 +92,9 @@ def shoot(driver: Any, name: str, tmp_path: Path) -> bytes:
     return png
 
 
-def test_timeline_decision_and_who_knows_in_chromium(page: tuple[PageProcess, AuditData], browser: Any,
-                                                      tmp_path: Path) -> None:
+def test_timeline_decision_and_who_knows_in_chromium(
+    page: tuple[PageProcess, AuditData], browser: Any, tmp_path: Path
+) -> None:
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -105,8 +116,12 @@ def test_timeline_decision_and_who_knows_in_chromium(page: tuple[PageProcess, Au
     shoot(browser, "timeline", tmp_path)
 
     rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
-    group = next(r for r in rows if r.find_elements(By.TAG_NAME, "td")[2].text == "ana"
-                 and r.find_element(By.CSS_SELECTOR, "a.decision").text == HOUSE_Q)
+    group = next(
+        r
+        for r in rows
+        if r.find_elements(By.TAG_NAME, "td")[2].text == "ana"
+        and r.find_element(By.CSS_SELECTOR, "a.decision").text == HOUSE_Q
+    )
     record_id = group.get_attribute("data-id")
     group.find_element(By.CSS_SELECTOR, "a.decision").click()
     candidates = wait.until(ec.presence_of_element_located((By.ID, "candidates")))

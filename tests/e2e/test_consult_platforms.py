@@ -84,8 +84,14 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
     imported = root / "imported"
     shutil.copytree(without, imported)
     env = {**os.environ, "EPMEM_DATA_DIR": str(imported), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING"}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "ingest", str(export(root / "result.json"))],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "ingest", str(export(root / "result.json"))],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return Folders(policy, without, imported)
 
@@ -136,8 +142,10 @@ class TelegramDriver:
     def __init__(self, tg: FakeTelegram, policy: Path) -> None:
         self.tg = tg
         self.policy = policy
-        self.users = {"owner": FakeTelegram.user(OWNER_TG, "Maya"),
-                      **{cid: FakeTelegram.user(TG[cid], cid.title()) for cid in TG}}
+        self.users = {
+            "owner": FakeTelegram.user(OWNER_TG, "Maya"),
+            **{cid: FakeTelegram.user(TG[cid], cid.title()) for cid in TG},
+        }
         self.service: Service | None = None
         self.runtime: Runtime
 
@@ -176,8 +184,18 @@ class TelegramDriver:
         return [m["text"] for m in self._messages(who)]
 
     def notes(self) -> list[Note]:
-        return [Note(m["text"], {b["text"]: b["callback_data"] for row in m.get("reply_markup", {}).get(
-            "inline_keyboard", []) for b in row}, m) for m in self._messages("owner")]
+        return [
+            Note(
+                m["text"],
+                {
+                    b["text"]: b["callback_data"]
+                    for row in m.get("reply_markup", {}).get("inline_keyboard", [])
+                    for b in row
+                },
+                m,
+            )
+            for m in self._messages("owner")
+        ]
 
     async def write(self, who: str, text: str) -> None:
         self.tg.private_text(self.users[who], text)
@@ -239,23 +257,40 @@ class SlackDriver:
     def _posts(self, who: str) -> list[dict[str, Any]]:
         """What the bot posted in ``who``'s DM, and what it showed only them (a button's answer)."""
         user = self.users[who]
-        return [c.params for c in self.api.calls if c.ok and (
-            (c.method == "chat.postMessage" and c.params.get("channel") == self._dm(who))
-            or (c.method == "chat.postEphemeral" and c.params.get("user") == user))]
+        return [
+            c.params
+            for c in self.api.calls
+            if c.ok
+            and (
+                (c.method == "chat.postMessage" and c.params.get("channel") == self._dm(who))
+                or (c.method == "chat.postEphemeral" and c.params.get("user") == user)
+            )
+        ]
 
     def said_to(self, who: str) -> list[str]:
         return [str(p["text"]) for p in self._posts(who)]
 
     def notes(self) -> list[Note]:
-        return [Note(str(p["text"]), {e["text"]["text"]: e["value"] for b in p.get("blocks") or []
-                                      if b["type"] == "actions" for e in b["elements"]}, p)
-                for p in self._posts("owner")]
+        return [
+            Note(
+                str(p["text"]),
+                {
+                    e["text"]["text"]: e["value"]
+                    for b in p.get("blocks") or []
+                    if b["type"] == "actions"
+                    for e in b["elements"]
+                },
+                p,
+            )
+            for p in self._posts("owner")
+        ]
 
     async def write(self, who: str, text: str) -> None:
         self.events += 1
         ts = f"17000{self.events:05d}.000100"
-        envelope = event_envelope(im_message(self.users[who], text, channel=self._dm(who), ts=ts),
-                                  event_id=f"Ev-consult-{self.events}")
+        envelope = event_envelope(
+            im_message(self.users[who], text, channel=self._dm(who), ts=ts), event_id=f"Ev-consult-{self.events}"
+        )
         status, body = await self.sender.event(envelope)
         assert status == 200, body
 
@@ -269,8 +304,9 @@ class SlackDriver:
 
 
 @pytest_asyncio.fixture(params=["telegram", "slack"])
-async def driver(request: pytest.FixtureRequest, folders: Folders,
-                 monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Driver]:
+async def driver(
+    request: pytest.FixtureRequest, folders: Folders, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Driver]:
     d: TelegramDriver | SlackDriver
     if request.param == "telegram":
         async with FakeTelegram() as tg:
@@ -284,9 +320,13 @@ async def driver(request: pytest.FixtureRequest, folders: Folders,
         return
     api = FakeSlackApi(members={})
     await api.start()
-    for name, value in {"SLACK_BOT_TOKEN": "xoxb-consult", "SLACK_SIGNING_SECRET": SECRET,
-                        "EPMEM_SLACK_API_URL": api.api_url, "EPMEM_SLACK_PORT": "0",
-                        "EPMEM_SLACK_HOST": "127.0.0.1"}.items():
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-consult",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+    }.items():
         monkeypatch.setenv(name, value)
     d = SlackDriver(api, folders.policy)
     try:
@@ -366,7 +406,8 @@ async def maya_taps_tell_and_leo_is_followed_up(d: Driver, note: Note, fact: Fac
 
 
 async def test_the_owner_is_consulted_her_tap_follows_up_and_a_forged_tap_changes_nothing(
-        driver: Driver, folders: Folders, tmp_path: Path) -> None:
+    driver: Driver, folders: Folders, tmp_path: Path
+) -> None:
     d = driver
     # the reply without the fact at all: the same house memory, the same asker and question
     await d.start(copy(folders.without, tmp_path, "without"))
@@ -407,7 +448,8 @@ async def test_the_owner_is_consulted_her_tap_follows_up_and_a_forged_tap_change
 
 
 async def test_a_consultation_answered_after_a_restart_still_follows_up(
-        driver: Driver, folders: Folders, tmp_path: Path) -> None:
+    driver: Driver, folders: Folders, tmp_path: Path
+) -> None:
     d = driver
     await d.start(copy(folders.imported, tmp_path, "data"))
     _, note, fact, cid = await leo_asks_and_maya_is_consulted(d)
@@ -442,6 +484,9 @@ async def test_keep_private_is_never_asked_again(driver: Driver, folders: Folder
     c = await store.get(cid)
     assert c is not None and (c.state, c.answer, c.followup_audit) == ("answered", "private", None)
     replies = await d.runtime.audit.records(kind="reply")
-    assert [(r.contact, fact.id in r.body.get("closed_would_answer", [])) for r in replies] == \
-        [("leo", True), ("leo", False), ("ana", False)]
+    assert [(r.contact, fact.id in r.body.get("closed_would_answer", [])) for r in replies] == [
+        ("leo", True),
+        ("leo", False),
+        ("ana", False),
+    ]
     assert await d.runtime.audit.who_knows(fact.id) == []

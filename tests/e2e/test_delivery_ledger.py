@@ -73,6 +73,7 @@ async def bot(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[B
 
 def _page(runtime: Runtime, policy: Policy) -> tuple[dict[str, Any], str]:
     """The who-knows page as JSON and as HTML, from the real app on the bot's data folder."""
+
     async def current() -> Policy:
         return policy
 
@@ -150,8 +151,9 @@ async def test_a_timed_out_reply_is_sent_once_and_counts_as_possibly_known(bot: 
     assert kept.unknown and "may or may not have been delivered" in note and f"/discard {kept.id}" in note
     await asyncio.sleep(1.2)  # past the late answer: a retry would have shown up by now
     [answer] = bot.to(TG["leo"])  # exactly once: the send was not retried
-    assert TRUTH in answer and [m for m, p in bot.tg.calls if m == "sendMessage" and str(p["chat_id"]) == str(TG["leo"])] \
-        == ["sendMessage"]
+    assert TRUTH in answer and [
+        m for m, p in bot.tg.calls if m == "sendMessage" and str(p["chat_id"]) == str(TG["leo"])
+    ] == ["sendMessage"]
     [undelivered] = await bot.runtime.audit.records(kind="undelivered")
     assert undelivered.body["outcome"] == "unknown" and undelivered.body["error"] == "TimedOut"
     assert await bot.who_knows("f1") == [("leo", POSSIBLY)]

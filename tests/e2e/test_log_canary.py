@@ -49,8 +49,10 @@ async def test_no_canary_in_any_log_line_telegram_polling_and_slack(tmp_path: Pa
     api = FakeSlackApi(members={"C1": [SLACK["leo"], SLACK["raj"], "UBOT"]})
     await api.start()
     try:
-        async with FakeTelegram() as tg, bot_process(tg, {**env, **DEBUG, **slack_env(api, SECRET),
-                                                          "EPMEM_TELEGRAM_POLL_TIMEOUT": "1"}) as bot:
+        async with (
+            FakeTelegram() as tg,
+            bot_process(tg, {**env, **DEBUG, **slack_env(api, SECRET), "EPMEM_TELEGRAM_POLL_TIMEOUT": "1"}) as bot,
+        ):
             await wait_polling(tg, bot, timeout=120)
             port = await wait_slack(bot, timeout=60)
             slack = SlackSender(SECRET, lambda: port)
@@ -84,13 +86,24 @@ async def test_no_canary_in_any_log_line_telegram_webhook(tmp_path: Path) -> Non
     env = await prepare(tmp_path)
     port = free_port()
     hook = f"http://127.0.0.1:{port}/tg-hook"
-    webhook = {"EPMEM_TELEGRAM_WEBHOOK_URL": hook, "EPMEM_TELEGRAM_WEBHOOK_LISTEN": "127.0.0.1",
-               "EPMEM_TELEGRAM_WEBHOOK_PORT": str(port), "EPMEM_TELEGRAM_WEBHOOK_SECRET": "hook-secret"}
+    webhook = {
+        "EPMEM_TELEGRAM_WEBHOOK_URL": hook,
+        "EPMEM_TELEGRAM_WEBHOOK_LISTEN": "127.0.0.1",
+        "EPMEM_TELEGRAM_WEBHOOK_PORT": str(port),
+        "EPMEM_TELEGRAM_WEBHOOK_SECRET": "hook-secret",
+    }
     async with FakeTelegram() as tg, bot_process(tg, {**env, **DEBUG, **webhook}) as bot:
         await tg.wait_for(lambda: any(m == "setWebhook" for m, _ in tg.calls), timeout=120)
-        update = {"update_id": 7, "message": {"message_id": 1, "date": 0, "text": QUESTION,
-                                              "chat": FakeTelegram.private_chat(FakeTelegram.user(TG["leo"], "Leo")),
-                                              "from": FakeTelegram.user(TG["leo"], "Leo")}}
+        update = {
+            "update_id": 7,
+            "message": {
+                "message_id": 1,
+                "date": 0,
+                "text": QUESTION,
+                "chat": FakeTelegram.private_chat(FakeTelegram.user(TG["leo"], "Leo")),
+                "from": FakeTelegram.user(TG["leo"], "Leo"),
+            },
+        }
         body = json.dumps(update)
         async with aiohttp.ClientSession(trust_env=False) as session:
             for secret, expected in (("forged", 403), ("hook-secret", 200)):

@@ -40,20 +40,24 @@ ASKED = [
 
 def epmem(*args: str, data: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING"}
-    return subprocess.run([*EPMEM, *args], input=stdin, capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=300)
+    return subprocess.run([*EPMEM, *args], input=stdin, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("redteam") / "data"
-    done = epmem("facts", "import", "policies/example-facts.yaml", data=folder)
+    done = epmem("facts", "import", "bot/examples/example-facts.yaml", data=folder)
     assert done.returncode == 0, done.stderr
     # the owner by account id (a display name never makes anyone the owner): Sam is telegram:1000001
     # in the Telegram exports (the impostor's "Sam Rivera" is another account), U01SAM on Slack
-    for export, owner in (("noor2.json", "telegram:1000001"), ("slack", "slack:T0ACME/U01SAM"),
-                          ("impostor.json", "telegram:1000001"), ("cues3.jsonl", None), ("cues.jsonl", None),
-                          ("cues2.jsonl", None)):
+    for export, owner in (
+        ("noor2.json", "telegram:1000001"),
+        ("slack", "slack:T0ACME/U01SAM"),
+        ("impostor.json", "telegram:1000001"),
+        ("cues3.jsonl", None),
+        ("cues.jsonl", None),
+        ("cues2.jsonl", None),
+    ):
         done = epmem("ingest", str(FIXTURES / export), *(["--owner", owner] if owner else []), data=folder)
         assert done.returncode == 0, f"{export}: {done.stderr}"
     return folder

@@ -27,7 +27,8 @@ def said_to(tg: FakeTelegram, chat_id: int) -> list[str]:
 
 
 async def test_a_held_business_reply_approved_after_a_restart_goes_through_the_connection(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with FakeTelegram() as tg:
         for name, value in tg.service_env(EPMEM_SEND_PACING="0").items():
             monkeypatch.setenv(name, value)

@@ -35,8 +35,11 @@ QUESTION = "Any news from Grace? Is she expecting a baby?"
 SECRET_WORD = "baby"
 
 CHAT = [  # (from Grace?, text)
-    (True, "Can I tell you something? We're expecting a baby in October. Please keep it between us, nobody else "
-           "knows yet."),
+    (
+        True,
+        "Can I tell you something? We're expecting a baby in October. Please keep it between us, nobody else "
+        "knows yet.",
+    ),
     (False, "Oh Grace, congratulations!! My lips are sealed."),
     (True, "Thank you. We'll tell everyone after the scan in May."),
     (False, "I'm so happy for you both."),
@@ -52,8 +55,14 @@ async def imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
     policy = write_policy(tmp_path / "policy.yaml")
     data = tmp_path / "data"
     env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING"}
-    done = subprocess.run([sys.executable, "-m", "bot.cli", "ingest", str(export(tmp_path / "result.json"))],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "ingest", str(export(tmp_path / "result.json"))],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     async with FakeTelegram() as tg:
         for name, value in tg.service_env().items():
@@ -73,18 +82,24 @@ def _to(tg: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
 
 
 def _button(message: dict[str, Any], starts: str) -> str:
-    return next(b["callback_data"] for row in message["reply_markup"]["inline_keyboard"] for b in row
-                if b["text"].startswith(starts))
+    return next(
+        b["callback_data"]
+        for row in message["reply_markup"]["inline_keyboard"]
+        for b in row
+        if b["text"].startswith(starts)
+    )
 
 
 async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners_choice(
-        imported: tuple[FakeTelegram, Runtime]) -> None:
+    imported: tuple[FakeTelegram, Runtime],
+) -> None:
     tg, runtime = imported
     secrets = [f for f in await runtime.memory.all() if SECRET_WORD in f.text.casefold()]
     assert secrets, [(f.text, f.state) for f in await runtime.memory.all()]
     # fail closed: until the owner decides, nobody but the owner may hear it (pending counts as L0)
-    assert all(f.state == "pending" and f.effective_level() == 0 and not f.whitelist for f in secrets), \
-        [(f.text, f.state, f.category, f.whitelist) for f in secrets]
+    assert all(f.state == "pending" and f.effective_level() == 0 and not f.whitelist for f in secrets), [
+        (f.text, f.state, f.category, f.whitelist) for f in secrets
+    ]
     secret = secrets[0]
     assert any(e == "context:told-by:grace" for e in secret.evidence)  # the rules' reason, kept for review
     # an import that leaves facts waiting tells the owner on Telegram when the bot starts
@@ -105,7 +120,7 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     seen = len(_to(tg, OWNER_TG))
     tg.private_text(OWNER, "/review")
     for _ in range(12):
-        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
+        await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)  # noqa: B023 (awaited at once)
         seen = len(_to(tg, OWNER_TG))
         message = _to(tg, OWNER_TG)[-1]
         if f"{secret.id}: \u201c" in message["text"] and "Who may know" not in message["text"]:
@@ -114,11 +129,11 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
         tg.callback_query(OWNER, message, _button(message, "Ask me later"))
     else:
         pytest.fail(f"/review never asked about {secret.id}")
-    if not any(b["text"].startswith("\U0001f465") for row in message["reply_markup"]["inline_keyboard"]
-               for b in row):
+    if not any(b["text"].startswith("\U0001f465") for row in message["reply_markup"]["inline_keyboard"] for b in row):
         # filed under a never-share category: nobody can be let in until the owner says what it is
-        category = next(b for row in message["reply_markup"]["inline_keyboard"] for b in row
-                        if " c:" in b["callback_data"])
+        category = next(
+            b for row in message["reply_markup"]["inline_keyboard"] for b in row if " c:" in b["callback_data"]
+        )
         tg.callback_query(OWNER, message, category["callback_data"])
         await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) > seen)
         seen = len(_to(tg, OWNER_TG))
@@ -146,8 +161,11 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     assert SECRET_WORD in _to(tg, TG["leo"])[2]["text"].casefold()
     assert SECRET_WORD not in _to(tg, TG["ana"])[0]["text"].casefold()
     # the audit shows the owner's answer and both replies
-    reviews = [r for r in await runtime.audit.records(kind="policy_change")
-               if r.body.get("action") == "review" and r.body.get("fact") == secret.id]
+    reviews = [
+        r
+        for r in await runtime.audit.records(kind="policy_change")
+        if r.body.get("action") == "review" and r.body.get("fact") == secret.id
+    ]
     assert reviews and reviews[-1].body["to"]["whitelist"] == ["leo"]
     assert all(r.body["by"] == f"telegram:{OWNER_TG}" and r.body["platform"] == "telegram" for r in reviews)
     replies = await runtime.audit.records(kind="reply", contact="leo")

@@ -55,7 +55,8 @@ def _to(tg: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
 
 
 async def test_telegram_review_is_one_tap_per_fact_and_forged_taps_change_nothing(
-        telegram: tuple[FakeTelegram, Runtime]) -> None:
+    telegram: tuple[FakeTelegram, Runtime],
+) -> None:
     tg, runtime = telegram
     tg.private_text(OWNER, "/review")
     await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 1)
@@ -93,20 +94,30 @@ async def test_telegram_review_is_one_tap_per_fact_and_forged_taps_change_nothin
     fact = await runtime.memory.get(second)
     assert fact is not None and (fact.level, fact.whitelist) == (0, ["leo"])
     kinds = [(r.kind, r.contact) for r in await runtime.audit.records()]
-    assert kinds.count(("attempted_command", "leo")) == 1 and kinds.count(("attempted_command", "stranger(telegram:4242)")) == 1
+    assert (
+        kinds.count(("attempted_command", "leo")) == 1
+        and kinds.count(("attempted_command", "stranger(telegram:4242)")) == 1
+    )
     changes = await runtime.audit.records(kind="policy_change")
-    assert [(c.body["fact"], c.body["by"]) for c in changes] == [(fact_id, f"telegram:{OWNER_TG}"),
-                                                                  (second, f"telegram:{OWNER_TG}")]
+    assert [(c.body["fact"], c.body["by"]) for c in changes] == [
+        (fact_id, f"telegram:{OWNER_TG}"),
+        (second, f"telegram:{OWNER_TG}"),
+    ]
 
 
 @pytest_asyncio.fixture
-async def slack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                ) -> AsyncIterator[tuple[FakeSlackApi, SlackSender, Runtime]]:
+async def slack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[FakeSlackApi, SlackSender, Runtime]]:
     api = FakeSlackApi(members={})
     await api.start()
-    for name, value in {"SLACK_BOT_TOKEN": "xoxb-review", "SLACK_SIGNING_SECRET": SECRET,
-                        "EPMEM_SLACK_API_URL": api.api_url, "EPMEM_SLACK_PORT": "0",
-                        "EPMEM_SLACK_HOST": "127.0.0.1"}.items():
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-review",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+    }.items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     await runtime.memory.add([pending(*p) for p in PENDING])
@@ -123,12 +134,14 @@ async def slack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 async def test_slack_review_buttons_and_forged_action_payloads(
-        slack: tuple[FakeSlackApi, SlackSender, Runtime]) -> None:
+    slack: tuple[FakeSlackApi, SlackSender, Runtime],
+) -> None:
     api, sender, runtime = slack
 
     def answers(user: str) -> list[dict[str, Any]]:
-        return [c.params for c in api.calls_to("chat.postEphemeral") if c.params["user"] == user] + \
-            [p for p in api.posts(f"D{user}")]
+        return [c.params for c in api.calls_to("chat.postEphemeral") if c.params["user"] == user] + [
+            p for p in api.posts(f"D{user}")
+        ]
 
     assert (await sender.command("review", user=OWNER_SLACK, channel=f"D{OWNER_SLACK}"))[0] == 200
     await wait_for(lambda: len(answers(OWNER_SLACK)) == 1)

@@ -52,8 +52,13 @@ async def both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
     api = FakeSlackApi(members={"C1": [SLACK["leo"], BOT_USER]})
     await api.start()
     async with FakeTelegram() as tg:
-        slack_env = {"SLACK_BOT_TOKEN": "xoxb-svc", "SLACK_SIGNING_SECRET": SECRET,
-                     "EPMEM_SLACK_API_URL": api.api_url, "EPMEM_SLACK_PORT": "0", "EPMEM_SLACK_HOST": "127.0.0.1"}
+        slack_env = {
+            "SLACK_BOT_TOKEN": "xoxb-svc",
+            "SLACK_SIGNING_SECRET": SECRET,
+            "EPMEM_SLACK_API_URL": api.api_url,
+            "EPMEM_SLACK_PORT": "0",
+            "EPMEM_SLACK_HOST": "127.0.0.1",
+        }
         for name, value in tg.service_env(**slack_env).items():
             monkeypatch.setenv(name, value)
         runtime = await house_runtime(tmp_path / "data", policy=telegram_owner_only(), deflection_alert=2)

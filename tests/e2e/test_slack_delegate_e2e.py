@@ -29,7 +29,7 @@ from testkit.fake_slack import (
     im_message,
     wait_for,
 )
-from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TRUTH, house_runtime
 
 SECRET = "delegate-e2e-secret"
 USER_TOKEN = "xoxp-maya"
@@ -54,8 +54,9 @@ class Bot:
         """``user`` writes to Maya herself (an event the app receives through her token)."""
         self.n += 1
         self.api.say(owners_dm(user), user, text, ts)
-        envelope = event_envelope(im_message(user, text, channel=owners_dm(user), ts=ts), event_id=f"Ev-d{self.n}",
-                                  authorized=OWNER_SLACK)
+        envelope = event_envelope(
+            im_message(user, text, channel=owners_dm(user), ts=ts), event_id=f"Ev-d{self.n}", authorized=OWNER_SLACK
+        )
         assert (await self.sender.event(envelope))[0] == 200
 
     async def owner_command(self, text: str) -> str:
@@ -68,18 +69,29 @@ class Bot:
         return [c.params["text"] for c in self.api.calls_to("chat.postEphemeral") if c.params["user"] == OWNER_SLACK]
 
     def as_owner(self, channel: str) -> list[str]:
-        return [c.params["text"] for c in self.api.calls_to("chat.postMessage")
-                if c.ok and c.params["channel"] == channel and c.token == USER_TOKEN]
+        return [
+            c.params["text"]
+            for c in self.api.calls_to("chat.postMessage")
+            if c.ok and c.params["channel"] == channel and c.token == USER_TOKEN
+        ]
 
 
 @pytest_asyncio.fixture
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
-    api = FakeSlackApi(members={"C1": [LEO, RAJ, OWNER_SLACK, BOT_USER]}, user_tokens={USER_TOKEN: OWNER_SLACK},
-                       page_size=50)
+    api = FakeSlackApi(
+        members={"C1": [LEO, RAJ, OWNER_SLACK, BOT_USER]}, user_tokens={USER_TOKEN: OWNER_SLACK}, page_size=50
+    )
     await api.start()
-    for name, value in {"SLACK_BOT_TOKEN": "xoxb-e2e", "SLACK_SIGNING_SECRET": SECRET, "SLACK_USER_TOKEN": USER_TOKEN,
-                        "EPMEM_SLACK_DELEGATE_DELAY_S": str(DELAY_S), "EPMEM_SLACK_API_URL": api.api_url,
-                        "EPMEM_SLACK_PORT": "0", "EPMEM_SLACK_HOST": "127.0.0.1", "EPMEM_SEND_PACING": "0"}.items():
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-e2e",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_USER_TOKEN": USER_TOKEN,
+        "EPMEM_SLACK_DELEGATE_DELAY_S": str(DELAY_S),
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+        "EPMEM_SEND_PACING": "0",
+    }.items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     service = Service(runtime, PlatformSettings())
@@ -148,8 +160,11 @@ async def test_a_contact_set_to_silent_gets_nothing(bot: Bot) -> None:
 async def test_the_owner_typing_first_stops_the_delegate(bot: Bot) -> None:
     await bot.dm_owner(LEO, HOUSE_Q, "1700000104.000100")
     # Maya answers herself within the delay; her message event reaches the app
-    envelope = event_envelope(im_message(OWNER_SLACK, "Going well, tell you Friday!", channel=owners_dm(LEO),
-                                         ts="1700000105.000100"), event_id="Ev-owner", authorized=OWNER_SLACK)
+    envelope = event_envelope(
+        im_message(OWNER_SLACK, "Going well, tell you Friday!", channel=owners_dm(LEO), ts="1700000105.000100"),
+        event_id="Ev-owner",
+        authorized=OWNER_SLACK,
+    )
     assert (await bot.sender.event(envelope))[0] == 200
     await asyncio.sleep(DELAY_S)
     await bot.connector.drain()

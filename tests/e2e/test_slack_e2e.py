@@ -30,7 +30,7 @@ from testkit.fake_slack import (
     mention,
     wait_for,
 )
-from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_SLACK, ROOM_Q, SLACK, TEAM, TRUTH, house_runtime
 
 SECRET = "e2e-signing-secret"
 LEO, RAJ = SLACK["leo"], SLACK["raj"]
@@ -54,9 +54,13 @@ class Bot:
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
     api = FakeSlackApi(members={"C1": [LEO, RAJ, BOT_USER], "C2": [LEO, SLACK["grace"], BOT_USER]})
     await api.start()
-    for name, value in {"SLACK_BOT_TOKEN": "xoxb-e2e", "SLACK_SIGNING_SECRET": SECRET,
-                        "EPMEM_SLACK_API_URL": api.api_url, "EPMEM_SLACK_PORT": "0",
-                        "EPMEM_SLACK_HOST": "127.0.0.1"}.items():
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-e2e",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+    }.items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     service = Service(runtime, PlatformSettings())
@@ -97,8 +101,9 @@ async def test_direct_message_gets_what_the_contact_may_know(bot: Bot) -> None:
 
 async def test_mention_in_a_channel_answers_for_every_member(bot: Bot) -> None:
     await bot.sender.event(event_envelope(mention(LEO, f"<@{BOT_USER}> {HOUSE_Q}", channel="C1"), event_id="Ev-m1"))
-    await bot.sender.event(event_envelope(mention(LEO, f"<@{BOT_USER}> {HOUSE_Q}", channel="C2",
-                                                  ts="1700000009.000900"), event_id="Ev-m2"))
+    await bot.sender.event(
+        event_envelope(mention(LEO, f"<@{BOT_USER}> {HOUSE_Q}", channel="C2", ts="1700000009.000900"), event_id="Ev-m2")
+    )
     await wait_for(lambda: bool(bot.api.posts("C1")) and bool(bot.api.posts("C2")))
     [with_raj] = bot.api.posts("C1")
     assert COVER in with_raj["text"] and TRUTH not in with_raj["text"]
@@ -162,11 +167,28 @@ async def test_a_group_dm_is_answered_for_everyone_in_it(bot: Bot) -> None:
     await bot.sender.event(event_envelope(mention(LEO, f"<@{BOT_USER}> {HOUSE_Q}", channel="G1"), event_id="Ev-g1"))
     await wait_for(lambda: len(bot.api.posts("G1")) == 1)
     await bot.connector.drain()  # the thread is followed once the answer is through
-    follow_up = channel_message(RAJ, "And how is the house hunt going now?", channel="G1", channel_type="mpim",
-                                ts="1700000010.000100", thread_ts="1700000002.000200")
+    follow_up = channel_message(
+        RAJ,
+        "And how is the house hunt going now?",
+        channel="G1",
+        channel_type="mpim",
+        ts="1700000010.000100",
+        thread_ts="1700000002.000200",
+    )
     await bot.sender.event(event_envelope(follow_up, event_id="Ev-g2"))
     await wait_for(lambda: len(bot.api.posts("G1")) == 2)
     for post in bot.api.posts("G1"):
         assert post["thread_ts"] == "1700000002.000200" and TRUTH not in post["text"]
     audiences = [r.body["audience"] for r in await bot.runtime.audit.records(kind="reply")]
     assert audiences == [["leo", "raj"], ["raj", "leo"]] or audiences == [["leo", "raj"], ["leo", "raj"]]
+
+
+async def test_after_the_owner_allows_the_truth_the_question_its_cover_answered_gets_the_truth(bot: Bot) -> None:
+    assert (await bot.sender.event(dm(RAJ, ROOM_Q, "Ev-room-1")))[0] == 200
+    await wait_for(lambda: len(bot.api.posts(f"D{RAJ}")) == 1)
+    assert COVER in bot.texts(f"D{RAJ}")[0] and TRUTH not in bot.texts(f"D{RAJ}")[0]
+    assert (await bot.sender.command("allow f1 to raj", user=OWNER_SLACK))[0] == 200
+    await wait_for(lambda: len(bot.ephemeral(OWNER_SLACK)) == 1)
+    assert (await bot.sender.event(dm(RAJ, ROOM_Q, "Ev-room-2")))[0] == 200
+    await wait_for(lambda: len(bot.api.posts(f"D{RAJ}")) == 2)
+    assert TRUTH in bot.texts(f"D{RAJ}")[1]

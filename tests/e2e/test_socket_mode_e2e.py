@@ -40,8 +40,12 @@ class Bot:
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
     api = FakeSlackApi(members={"C1": [LEO, RAJ, BOT_USER]}, page_size=50)
     await api.start()
-    for name, value in {"SLACK_BOT_TOKEN": "xoxb-socket", "SLACK_APP_TOKEN": "xapp-socket",
-                        "EPMEM_SLACK_API_URL": api.api_url, "EPMEM_SEND_PACING": "0"}.items():
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-socket",
+        "SLACK_APP_TOKEN": "xapp-socket",
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SEND_PACING": "0",
+    }.items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     service = Service(runtime, PlatformSettings())

@@ -22,7 +22,7 @@ from bot.runtime import Runtime
 from bot.serve import Service
 from epmem.reply.respond import deflection
 from testkit.fake_telegram import FakeTelegram
-from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, TG, TRUTH, house_runtime
+from testkit.house import COVER, HOUSE_Q, OWNER_NAME, OWNER_TG, ROOM_Q, TG, TRUTH, house_runtime
 
 GROUP = -100555
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
@@ -75,7 +75,10 @@ async def test_stranger_is_deflected_and_a_close_contact_hears_the_truth(bot: Bo
     assert COVER in cover and TRUTH not in cover
     records = await bot.runtime.audit.records(kind="reply")
     assert [(r.body["sender"], r.body["disclosed"]) for r in records] == [
-        ("telegram:4242", []), (f"telegram:{TG['leo']}", ["f1"]), (f"telegram:{TG['raj']}", ["f2"])]
+        ("telegram:4242", []),
+        (f"telegram:{TG['leo']}", ["f1"]),
+        (f"telegram:{TG['raj']}", ["f2"]),
+    ]
 
 
 async def test_group_with_a_low_level_member_hears_only_what_all_may_know(bot: Bot) -> None:
@@ -131,6 +134,17 @@ async def test_owner_allow_changes_the_next_answer_and_is_audited(bot: Bot) -> N
     assert bot.service.scheduler.aps is not None and bot.service.scheduler.aps.get_job("exception:1")
 
 
+async def test_after_the_owner_allows_the_truth_the_question_its_cover_answered_gets_the_truth(bot: Bot) -> None:
+    bot.tg.private_text(RAJ, ROOM_Q)
+    [cover] = await bot.said_to(TG["raj"])
+    assert COVER in cover and TRUTH not in cover
+    bot.tg.private_text(OWNER, "/allow f1 to raj")
+    await bot.said_to(OWNER_TG)
+    bot.tg.private_text(RAJ, ROOM_Q)
+    [_, truth] = await bot.said_to(TG["raj"], 2)
+    assert TRUTH in truth
+
+
 async def test_non_owner_allow_changes_nothing(bot: Bot) -> None:
     bot.tg.private_text(RAJ, "/allow f1 to raj")
     bot.tg.private_text(RAJ, HOUSE_Q)
@@ -161,8 +175,9 @@ async def test_stickers_photos_edits_and_service_messages_are_audited(bot: Bot) 
     bot.tg.sticker(LEO)
     bot.tg.photo(LEO, caption="look")
     bot.tg.edited_message(LEO, "changed", message_id=7)  # silence: the original was answered
-    bot.tg.private_text(LEO, "", pinned_message={"message_id": 5, "date": 0, "chat": {"id": TG["leo"],
-                                                                                   "type": "private"}})
+    bot.tg.private_text(
+        LEO, "", pinned_message={"message_id": 5, "date": 0, "chat": {"id": TG["leo"], "type": "private"}}
+    )
     bot.tg.private_text(LEO, HOUSE_Q)
     replies = await bot.said_to(TG["leo"], 3)
     assert replies[:2] == [NON_TEXT_NOTE] * 2 and TRUTH in replies[2]

@@ -13,14 +13,27 @@ from epmem.audit.log import AuditCorrupted, AuditLog, export
 
 async def test_chain_ledger_and_export(tmp_path: Path) -> None:
     async with AuditLog(tmp_path / "a.sqlite") as log:
-        first = await log.append("reply", {"question": "q1", "disclosed": ["f1"]}, contact="leo",
-                                 disclosed=[("f1", "e1")], recipients=["leo"])
-        second = await log.append("reply", {"question": "q2", "disclosed": ["f2", "f3"]}, contact="ana",
-                                  disclosed=[("f2", "e1"), ("f3", "e2")], recipients=["ana", "raj"])
+        first = await log.append(
+            "reply",
+            {"question": "q1", "disclosed": ["f1"]},
+            contact="leo",
+            disclosed=[("f1", "e1")],
+            recipients=["leo"],
+        )
+        second = await log.append(
+            "reply",
+            {"question": "q2", "disclosed": ["f2", "f3"]},
+            contact="ana",
+            disclosed=[("f2", "e1"), ("f3", "e2")],
+            recipients=["ana", "raj"],
+        )
         assert second.prev_hash == first.hash
         assert (await log.verify()) == (2, None)
         assert {(d.fact_id, d.recipient) for d in await log.who_knows("e1")} == {
-            ("f1", "leo"), ("f2", "ana"), ("f2", "raj")}
+            ("f1", "leo"),
+            ("f2", "ana"),
+            ("f2", "raj"),
+        }
         assert [r.id for r in await log.records(contact="ana")] == [second.id]
         assert [r.id for r in await log.records(limit=1)] == [second.id]
         lines = export(await log.records(), "jsonl").splitlines()

@@ -10,10 +10,12 @@ from epmem.audit.log import AuditLog
 
 async def test_concurrent_appends_all_land_and_the_chain_verifies(tmp_path: Path) -> None:
     async with AuditLog(tmp_path / "audit.sqlite") as log:
-        records = await asyncio.gather(*(
-            log.append("reply", {"n": n}, contact=f"c{n % 3}", disclosed=[(f"f{n}", "e")], recipients=[f"c{n % 3}"])
-            for n in range(40)
-        ))
+        records = await asyncio.gather(
+            *(
+                log.append("reply", {"n": n}, contact=f"c{n % 3}", disclosed=[(f"f{n}", "e")], recipients=[f"c{n % 3}"])
+                for n in range(40)
+            )
+        )
         assert len({r.id for r in records}) == 40
         assert (await log.verify()) == (40, None)
         assert len(await log.who_knows("e")) == 40

@@ -19,24 +19,47 @@ def files_with(folder: Path, needle: bytes) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
-def reply_body(question: str, reply: str, fact: str, disclosed: bool = True,
-               evidence: str = "quietly interviewing") -> dict[str, object]:
-    return {"platform": "telegram", "question": question, "reply": reply, "deflected": not disclosed,
-            "candidates": [{"fact": fact, "event": "e1", "version": "truth", "score": 1.0, "allowed": disclosed,
-                            "used": disclosed, "verdicts": {"leo": "allow (rule 5: default audience)"}}],
-            "disclosed": [fact] if disclosed else [],
-            "postcheck": {"outcome": "passed", "checked": 1, "hits": [{"fact": fact, "evidence": [evidence]}]}}
+def reply_body(
+    question: str, reply: str, fact: str, disclosed: bool = True, evidence: str = "quietly interviewing"
+) -> dict[str, object]:
+    return {
+        "platform": "telegram",
+        "question": question,
+        "reply": reply,
+        "deflected": not disclosed,
+        "candidates": [
+            {
+                "fact": fact,
+                "event": "e1",
+                "version": "truth",
+                "score": 1.0,
+                "allowed": disclosed,
+                "used": disclosed,
+                "verdicts": {"leo": "allow (rule 5: default audience)"},
+            }
+        ],
+        "disclosed": [fact] if disclosed else [],
+        "postcheck": {"outcome": "passed", "checked": 1, "hits": [{"fact": fact, "evidence": [evidence]}]},
+    }
 
 
 async def test_erasure_removes_the_words_everywhere_and_the_chain_still_verifies(tmp_path: Path) -> None:
     path = tmp_path / "data" / "audit.sqlite"
     async with AuditLog(path) as log:
         for i in range(15):
-            await log.append("reply", reply_body(f"what is new {i}?", f"Here's what I can share: {CANARY}.", "f8"),
-                             contact="leo", disclosed=[("f8", "e1")], recipients=["leo"])
-        other = await log.append("reply", reply_body("and the weather?", "It rained all week.", "f2", evidence="rained"), contact="ana")
-        quoted = await log.append("approval", {"decision": "edited", "reply": f"Well, {CANARY.lower()}!",
-                                               "held_audit": "nope"}, contact="leo")
+            await log.append(
+                "reply",
+                reply_body(f"what is new {i}?", f"Here's what I can share: {CANARY}.", "f8"),
+                contact="leo",
+                disclosed=[("f8", "e1")],
+                recipients=["leo"],
+            )
+        other = await log.append(
+            "reply", reply_body("and the weather?", "It rained all week.", "f2", evidence="rained"), contact="ana"
+        )
+        quoted = await log.append(
+            "approval", {"decision": "edited", "reply": f"Well, {CANARY.lower()}!", "held_audit": "nope"}, contact="leo"
+        )
         assert files_with(tmp_path, CANARY.encode())
         done = await erase_facts(log, ["f8"], [CANARY], by="telegram:1", details={"event": None})
         assert done.record is not None and len(done.records) == 16 and quoted.id in done.records
@@ -62,8 +85,9 @@ async def test_removing_a_text_without_an_erasure_record_is_tampering(tmp_path: 
     async with AuditLog(path) as log:
         ids = [(await log.append("reply", reply_body(f"q{i}", f"r{i}", "f1"))).id for i in range(3)]
     db = sqlite3.connect(path)
-    db.execute("UPDATE audit_text SET text = NULL, salt = NULL, erased_at = 'x', erased_by = 'x', erasure = 'x' "
-               "WHERE seq = 2")
+    db.execute(
+        "UPDATE audit_text SET text = NULL, salt = NULL, erased_at = 'x', erased_by = 'x', erasure = 'x' WHERE seq = 2"
+    )
     db.commit()
     db.close()
     async with AuditLog(path) as log:
@@ -100,8 +124,10 @@ def write_format_1(path: Path, bodies: list[dict[str, object]]) -> list[str]:
     for i, body in enumerate(bodies):
         rid, time = f"old{i}", f"2026-01-0{i + 1}T10:00:00.000+00:00"
         h = chain_hash(prev, canonical(rid, time, "reply", "leo", body))
-        db.execute("INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
-                   (rid, time, "reply", "leo", json.dumps(body), prev, h))
+        db.execute(
+            "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash) VALUES (?,?,?,?,?,?,?)",
+            (rid, time, "reply", "leo", json.dumps(body), prev, h),
+        )
         prev = h
         hashes.append(h)
     db.commit()

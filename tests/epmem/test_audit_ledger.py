@@ -17,11 +17,25 @@ from epmem.audit.verify import ChainWatcher, check
 async def _write(path: Path) -> list[str]:
     async with AuditLog(path) as log:
         ids = [
-            (await log.append("reply", {"question": "q1", "disclosed": ["d5"]}, contact="jamie",
-                              disclosed=[("d5", "e5")], recipients=["jamie"])).id,
+            (
+                await log.append(
+                    "reply",
+                    {"question": "q1", "disclosed": ["d5"]},
+                    contact="jamie",
+                    disclosed=[("d5", "e5")],
+                    recipients=["jamie"],
+                )
+            ).id,
             (await log.append("reply", {"question": "q2"}, contact="tom")).id,
-            (await log.append("reply", {"question": "q3", "disclosed": ["d1", "d2"]}, contact="ana",
-                              disclosed=[("d1", "e1"), ("d2", "e1")], recipients=["ana", "raj"])).id,
+            (
+                await log.append(
+                    "reply",
+                    {"question": "q3", "disclosed": ["d1", "d2"]},
+                    contact="ana",
+                    disclosed=[("d1", "e1"), ("d2", "e1")],
+                    recipients=["ana", "raj"],
+                )
+            ).id,
         ]
         status = await check(log)
         assert status.ok and status.verified == 3
@@ -37,20 +51,36 @@ def _sql(path: Path, statement: str, *args: object) -> None:
 
 
 TAMPERING: dict[str, tuple[Callable[[list[str]], tuple[str, tuple[object, ...]]], int, str]] = {
-    "delete jamie's rows": (lambda ids: ("DELETE FROM disclosures WHERE recipient = ?", ("jamie",)), 0,
-                            "row (fact d5, recipient jamie) is missing"),
-    "delete one of several": (lambda ids: ("DELETE FROM disclosures WHERE fact_id = ? AND recipient = ?",
-                                           ("d2", "raj")), 2, "row (fact d2, recipient raj) is missing"),
-    "edit the recipient": (lambda ids: ("UPDATE disclosures SET recipient = ? WHERE recipient = ?",
-                                        ("tom", "jamie")), 0,
-                           "row (fact d5, recipient jamie) was changed to (fact d5, recipient tom)"),
-    "edit the time": (lambda ids: ("UPDATE disclosures SET time = ? WHERE fact_id = ?", ("2020-01-01", "d5")),
-                      0, "row (fact d5, recipient jamie) was changed"),
-    "add a row to a record": (lambda ids: ("INSERT INTO disclosures VALUES (?, 'd9', 'e9', 'tom', 'x')",
-                                           (ids[1],)), 1,
-                              "row (fact d9, recipient tom) was not disclosed by this record"),
-    "duplicate a row": (lambda ids: ("INSERT INTO disclosures SELECT * FROM disclosures WHERE recipient = ?",
-                                     ("jamie",)), 0, "row (fact d5, recipient jamie) was not disclosed"),
+    "delete jamie's rows": (
+        lambda ids: ("DELETE FROM disclosures WHERE recipient = ?", ("jamie",)),
+        0,
+        "row (fact d5, recipient jamie) is missing",
+    ),
+    "delete one of several": (
+        lambda ids: ("DELETE FROM disclosures WHERE fact_id = ? AND recipient = ?", ("d2", "raj")),
+        2,
+        "row (fact d2, recipient raj) is missing",
+    ),
+    "edit the recipient": (
+        lambda ids: ("UPDATE disclosures SET recipient = ? WHERE recipient = ?", ("tom", "jamie")),
+        0,
+        "row (fact d5, recipient jamie) was changed to (fact d5, recipient tom)",
+    ),
+    "edit the time": (
+        lambda ids: ("UPDATE disclosures SET time = ? WHERE fact_id = ?", ("2020-01-01", "d5")),
+        0,
+        "row (fact d5, recipient jamie) was changed",
+    ),
+    "add a row to a record": (
+        lambda ids: ("INSERT INTO disclosures VALUES (?, 'd9', 'e9', 'tom', 'x')", (ids[1],)),
+        1,
+        "row (fact d9, recipient tom) was not disclosed by this record",
+    ),
+    "duplicate a row": (
+        lambda ids: ("INSERT INTO disclosures SELECT * FROM disclosures WHERE recipient = ?", ("jamie",)),
+        0,
+        "row (fact d5, recipient jamie) was not disclosed",
+    ),
 }
 
 
@@ -84,8 +114,9 @@ async def test_the_page_watcher_checks_the_rows_of_new_records_incrementally(tmp
     async with AuditLog(path) as log:
         watcher = ChainWatcher()
         assert (await watcher.advance(log)).ok
-        late = await log.append("reply", {"question": "q4"}, contact="leo", disclosed=[("d7", "e7")],
-                                recipients=["leo"])
+        late = await log.append(
+            "reply", {"question": "q4"}, contact="leo", disclosed=[("d7", "e7")], recipients=["leo"]
+        )
         assert (await watcher.advance(log)).ok
         await log.db.execute("DELETE FROM disclosures WHERE audit_id = ?", (late.id,))
         watcher.reset()
@@ -94,7 +125,8 @@ async def test_the_page_watcher_checks_the_rows_of_new_records_incrementally(tmp
 
 
 async def test_rows_written_before_the_ledger_was_chained_are_sealed_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A database from before this version: its records state no ledger. Opening it seals their
     rows in one chained record; from then on a change to them fails verify, naming the seal."""
     path = tmp_path / "a.sqlite"
@@ -119,8 +151,12 @@ async def test_rows_written_before_the_ledger_was_chained_are_sealed_once(
 
 async def _write_unchecked(path: Path) -> None:
     async with AuditLog(path) as log:
-        await log.append("reply", {"question": "q1"}, contact="jamie", disclosed=[("d5", "e5")],
-                         recipients=["jamie"])
+        await log.append("reply", {"question": "q1"}, contact="jamie", disclosed=[("d5", "e5")], recipients=["jamie"])
         await log.append("reply", {"question": "q2"}, contact="tom")
-        await log.append("reply", {"question": "q3"}, contact="ana", disclosed=[("d1", "e1"), ("d2", "e1")],
-                         recipients=["ana", "raj"])
+        await log.append(
+            "reply",
+            {"question": "q3"},
+            contact="ana",
+            disclosed=[("d1", "e1"), ("d2", "e1")],
+            recipients=["ana", "raj"],
+        )

@@ -26,7 +26,7 @@ def test_rules_fire_in_order_and_say_why() -> None:
     assert (judge(Gate("f", 4, "work"), ANA).allowed, judge(Gate("f", 4, "work"), ANA).rule) == (False, 3)
     assert judge(Gate("f", 4, "work"), BEN).allowed
     assert (judge(Gate("f", 2, None), KIM).allowed, judge(Gate("f", 2, None), KIM).rule) == (False, 4)
-    assert judge(Gate("f", 3, None), KIM) .allowed and judge(Gate("f", 3, None), KIM).rule == 5
+    assert judge(Gate("f", 3, None), KIM).allowed and judge(Gate("f", 3, None), KIM).rule == 5
     assert "rule 4" in judge(Gate("f", 2, None), KIM).explain()
 
 
@@ -55,8 +55,11 @@ def test_composite_ceiling() -> None:
 
 def _policy() -> Policy:
     return Policy(
-        contacts={"leo": Contact(name="Leo", level=1, domain="life"), "grace": Contact(name="Grace", level=1,
-                  domain="life"), "ben": Contact(name="Ben", level=2, domain="work")},
+        contacts={
+            "leo": Contact(name="Leo", level=1, domain="life"),
+            "grace": Contact(name="Grace", level=1, domain="life"),
+            "ben": Contact(name="Ben", level=2, domain="work"),
+        },
         groups={"family": ["leo", "grace"]},
         categories={"finances": Category(level=0), "pw": Category(level=0, never_share=True)},
         default_category="finances",
@@ -65,8 +68,16 @@ def _policy() -> Policy:
 
 def test_rulebook_expands_groups_and_applies_exceptions_until_they_expire() -> None:
     now = datetime(2026, 6, 1, tzinfo=timezone.utc)
-    fact = Fact(id="f4", text="deposit", event_id="e", category="finances", level=0, state="owner-set",
-                whitelist=["family", "ben"], blacklist=["grace"])
+    fact = Fact(
+        id="f4",
+        text="deposit",
+        event_id="e",
+        category="finances",
+        level=0,
+        state="owner-set",
+        whitelist=["family", "ben"],
+        blacklist=["grace"],
+    )
     book = Rulebook(_policy(), now=now)
     gate = book.gate(fact)
     assert {r for r in ("leo", "grace", "ben") if judge(gate, book.recipient(r)).allowed} == {"leo", "ben"}

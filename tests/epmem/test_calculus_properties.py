@@ -1,4 +1,4 @@
-"""The invariants of DESIGN sec. 3, each checked on generated cases (200 each by default,
+"""The invariants of docs/DESIGN.md sec. 3, each checked on generated cases (200 each by default,
 2,000 each with ``HYPOTHESIS_PROFILE=full``; see tests/conftest.py).
 
 Gates are built through the real Rulebook from generated policies and facts, so group
@@ -25,11 +25,10 @@ domains: st.SearchStrategy[Domain | None] = st.sampled_from(["work", "life", Non
 
 @st.composite
 def policies(draw: st.DrawFn) -> Policy:
-    contacts = {
-        cid: Contact(name=cid, level=draw(st.integers(1, 4)), domain=draw(domains)) for cid in CONTACT_IDS
+    contacts = {cid: Contact(name=cid, level=draw(st.integers(1, 4)), domain=draw(domains)) for cid in CONTACT_IDS}
+    groups = {
+        gid: draw(st.lists(st.sampled_from(CONTACT_IDS), min_size=1, max_size=4, unique=True)) for gid in GROUP_IDS
     }
-    groups = {gid: draw(st.lists(st.sampled_from(CONTACT_IDS), min_size=1, max_size=4, unique=True))
-              for gid in GROUP_IDS}
     categories = {
         "open": Category(level=draw(st.integers(0, 4)), domain=draw(domains)),
         "secret": Category(level=0, never_share=True),
@@ -43,9 +42,12 @@ entries = st.sampled_from(CONTACT_IDS + GROUP_IDS)
 @st.composite
 def facts(draw: st.DrawFn, fid: str = "f0") -> Fact:
     return Fact(
-        id=fid, text="x", event_id=draw(st.sampled_from(["e0", "e1"])),
+        id=fid,
+        text="x",
+        event_id=draw(st.sampled_from(["e0", "e1"])),
         category=draw(st.sampled_from(["open", "open", "open", "secret"])),
-        level=draw(st.integers(0, 4)), domain=draw(domains),
+        level=draw(st.integers(0, 4)),
+        domain=draw(domains),
         whitelist=draw(st.lists(entries, max_size=3, unique=True)),
         blacklist=draw(st.lists(entries, max_size=2, unique=True)),
         state=draw(st.sampled_from(["annotated", "annotated", "owner-set", "pending"])),
@@ -110,8 +112,7 @@ def test_composite_is_never_more_permissive_than_its_parts(policy: Policy, fs: l
 
 @EXAMPLES
 @given(policies(), facts(), st.sampled_from(GROUP_IDS))
-def test_group_stands_for_its_members_and_audience_is_the_intersection(policy: Policy, fact: Fact,
-                                                                        group: str) -> None:
+def test_group_stands_for_its_members_and_audience_is_the_intersection(policy: Policy, fact: Fact, group: str) -> None:
     book = Rulebook(policy)
     members = sorted(book.members(group))
     # a group in a list is exactly its members in that list
@@ -167,8 +168,7 @@ def test_never_share_is_closed_to_everyone_whatever_the_exceptions(policy: Polic
 
 @EXAMPLES
 @given(policies(), facts(), st.lists(entries, min_size=1, max_size=4, unique=True))
-def test_a_closed_or_pending_fact_opens_only_by_a_decision_about_it(policy: Policy, fact: Fact,
-                                                                      who: list[str]) -> None:
+def test_a_closed_or_pending_fact_opens_only_by_a_decision_about_it(policy: Policy, fact: Fact, who: list[str]) -> None:
     """Closed until the owner says: whatever the category says and whatever category-wide
     exceptions the owner made, a closed (or pending) fact reaches exactly the people its own
     whitelist and the exceptions about this fact or its event name; nobody else."""
@@ -178,7 +178,8 @@ def test_a_closed_or_pending_fact_opens_only_by_a_decision_about_it(policy: Poli
     for r in recipients(policy):
         assert judge(wide.gate(closed), r).allowed == judge(plain.gate(closed), r).allowed
         named = any(r.id in plain.members(e) for e in closed.whitelist) and not any(
-            r.id in plain.members(e) for e in closed.blacklist)
+            r.id in plain.members(e) for e in closed.blacklist
+        )
         assert judge(plain.gate(closed), r).allowed == (named and not plain.is_never_share(closed.category))
     pending = fact.model_copy(update={"state": "pending"})
     for r in recipients(policy):

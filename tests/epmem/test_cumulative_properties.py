@@ -28,9 +28,17 @@ EVENTS = ["e0", "e1", "e2", "e3"]
 @st.composite
 def open_facts(draw: st.DrawFn, fid: str) -> Fact:
     entries = st.sampled_from(CONTACT_IDS + GROUP_IDS)
-    return Fact(id=fid, text="x", event_id="e0", category="open", level=draw(st.integers(0, 4)),
-                domain=draw(domains), whitelist=draw(st.lists(entries, max_size=4, unique=True)),
-                blacklist=draw(st.lists(entries, max_size=1, unique=True)), state="owner-set")
+    return Fact(
+        id=fid,
+        text="x",
+        event_id="e0",
+        category="open",
+        level=draw(st.integers(0, 4)),
+        domain=draw(domains),
+        whitelist=draw(st.lists(entries, max_size=4, unique=True)),
+        blacklist=draw(st.lists(entries, max_size=1, unique=True)),
+        state="owner-set",
+    )
 
 
 @st.composite
@@ -38,18 +46,26 @@ def worlds(draw: st.DrawFn) -> tuple[Policy, list[Fact], Matters]:
     policy = draw(policies())
     # mostly open facts, so that readers are told enough for the composites to matter; some
     # drawn like the calculus properties' (closed, pending, never-share) too
-    made = [draw(st.one_of(open_facts(f"f{i}"), facts(f"f{i}"))).model_copy(
-        update={"event_id": draw(st.sampled_from(EVENTS))}) for i in range(draw(st.integers(2, 7)))]
+    made = [
+        draw(st.one_of(open_facts(f"f{i}"), facts(f"f{i}"))).model_copy(
+            update={"event_id": draw(st.sampled_from(EVENTS))}
+        )
+        for i in range(draw(st.integers(2, 7)))
+    ]
     links = draw(st.lists(st.tuples(st.sampled_from(EVENTS), st.sampled_from(EVENTS)), max_size=3))
     return policy, made, Matters.of(links)
 
 
-replies = st.lists(st.tuples(st.lists(st.sampled_from(CONTACT_IDS), min_size=1, max_size=2, unique=True),
-                             st.permutations(range(7))), min_size=1, max_size=6)
+replies = st.lists(
+    st.tuples(st.lists(st.sampled_from(CONTACT_IDS), min_size=1, max_size=2, unique=True), st.permutations(range(7))),
+    min_size=1,
+    max_size=6,
+)
 
 
-def run(policy: Policy, made: list[Fact], matters: Matters, sequence: list[tuple[list[str], list[int]]],
-        per_matter: bool) -> tuple[Rulebook, dict[str, Gate], dict[str, list[str]]]:
+def run(
+    policy: Policy, made: list[Fact], matters: Matters, sequence: list[tuple[list[str], list[int]]], per_matter: bool
+) -> tuple[Rulebook, dict[str, Gate], dict[str, list[str]]]:
     """Every reply of ``sequence`` judged as the engine does; returns who was told what."""
     book = Rulebook(policy)
     gates = {f.id: book.gate(f) for f in made}
@@ -58,10 +74,13 @@ def run(policy: Policy, made: list[Fact], matters: Matters, sequence: list[tuple
     for n, (readers, order) in enumerate(sequence):
         audience = [book.recipient(c) for c in readers]
         chosen = [made[i] for i in order if i < len(made) and audience_allows(gates[made[i].id], audience)]
-        known = {r: [Prior(gates[f], matter_of[f], Known(f, "", f"r{n}", "", "told")) for f in told.get(r, [])]
-                 for r in readers}
-        kept, _ = limit_to_composite([gates[f.id] for f in chosen], audience, Earlier(matters, known),
-                                     matter_of, per_matter)
+        known = {
+            r: [Prior(gates[f], matter_of[f], Known(f, "", f"r{n}", "", "told")) for f in told.get(r, [])]
+            for r in readers
+        }
+        kept, _ = limit_to_composite(
+            [gates[f.id] for f in chosen], audience, Earlier(matters, known), matter_of, per_matter
+        )
         for r in readers:
             told.setdefault(r, []).extend(f for f in kept if f not in told[r])
     return book, gates, told
@@ -78,8 +97,8 @@ def by_matter(facts_told: list[str], made: list[Fact], matters: Matters) -> list
 @EXAMPLES
 @given(worlds(), replies, st.booleans())
 def test_nobody_is_told_across_replies_what_one_reply_could_not_tell_them(
-        world: tuple[Policy, list[Fact], Matters], sequence: list[tuple[list[str], list[int]]],
-        per_matter: bool) -> None:
+    world: tuple[Policy, list[Fact], Matters], sequence: list[tuple[list[str], list[int]]], per_matter: bool
+) -> None:
     policy, made, matters = world
     book, gates, told = run(policy, made, matters, sequence, per_matter)
     for reader, facts_told in told.items():
@@ -91,7 +110,8 @@ def test_nobody_is_told_across_replies_what_one_reply_could_not_tell_them(
 @EXAMPLES
 @given(worlds(), st.sampled_from(CONTACT_IDS))
 def test_unrelated_facts_never_hold_each_other_back_across_replies(
-        world: tuple[Policy, list[Fact], Matters], reader: str) -> None:
+    world: tuple[Policy, list[Fact], Matters], reader: str
+) -> None:
     """One fact per reply, to one reader: a fact is held back exactly when what the reader was
     told of ITS matter fails with it (a colleague told about a wedding still hears a date)."""
     policy, made, matters = world
@@ -101,8 +121,11 @@ def test_unrelated_facts_never_hold_each_other_back_across_replies(
     for f in made:
         if not audience_allows(gates[f.id], [r]):
             continue
-        same = [t for t in expected if matters.matter(next(x.event_id for x in made if x.id == t))
-                == matters.matter(f.event_id)]
+        same = [
+            t
+            for t in expected
+            if matters.matter(next(x.event_id for x in made if x.id == t)) == matters.matter(f.event_id)
+        ]
         if Composite.of([gates[x] for x in [*same, f.id]]).allows(r):
             expected.append(f.id)
     assert told.get(reader, []) == expected

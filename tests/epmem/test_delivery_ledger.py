@@ -17,13 +17,23 @@ from epmem.audit.log import AuditRecord
 
 
 async def reply(log: AuditLog, fact: str, reader: str) -> AuditRecord:
-    return await log.append("reply", {"question": "q", "disclosed": [fact]}, contact=reader,
-                            disclosed=[(fact, "e1")], recipients=[reader])
+    return await log.append(
+        "reply", {"question": "q", "disclosed": [fact]}, contact=reader, disclosed=[(fact, "e1")], recipients=[reader]
+    )
 
 
 async def undelivered(log: AuditLog, of: AuditRecord, outcome: str = "refused", kind: str = "reply") -> AuditRecord:
-    return await log.append("undelivered", {"of": of.id, "kind": kind, "delivered": False, "outcome": outcome,
-                                            "error": "Forbidden", "undelivered": "k" + of.id[:4]})
+    return await log.append(
+        "undelivered",
+        {
+            "of": of.id,
+            "kind": kind,
+            "delivered": False,
+            "outcome": outcome,
+            "error": "Forbidden",
+            "undelivered": "k" + of.id[:4],
+        },
+    )
 
 
 async def delivered(log: AuditLog, of: AuditRecord, **extra: object) -> AuditRecord:
@@ -31,8 +41,9 @@ async def delivered(log: AuditLog, of: AuditRecord, **extra: object) -> AuditRec
 
 
 async def discarded(log: AuditLog, of: AuditRecord) -> AuditRecord:
-    return await log.append("policy_change", {"action": "discard_undelivered", "undelivered": "k", "of": of.id},
-                            contact="owner")
+    return await log.append(
+        "policy_change", {"action": "discard_undelivered", "undelivered": "k", "of": of.id}, contact="owner"
+    )
 
 
 async def test_each_outcome_counts_as_the_owner_would_expect(tmp_path: Path) -> None:
@@ -73,8 +84,9 @@ async def test_each_outcome_counts_as_the_owner_would_expect(tmp_path: Path) -> 
         await undelivered(log, noted, kind="owner_note")  # the owner's note failed, not the reply
         assert (await known())["ben"] == ("told", noted.time)
 
-        approved = await log.append("approval", {"decision": "approved"}, contact="grace",
-                                    disclosed=[("f1", "e1")], recipients=["grace"])
+        approved = await log.append(
+            "approval", {"decision": "approved"}, contact="grace", disclosed=[("f1", "e1")], recipients=["grace"]
+        )
         await log.append("delivery_failed", {"audit": approved.id, "error": "DeliveryFailed", "outcome": "refused"})
         assert "grace" not in await known()
         assert (await log.verify())[1] is None
@@ -85,7 +97,11 @@ async def test_the_migration_indexes_outcomes_written_before_it(tmp_path: Path) 
     indexed when the database is opened by this version."""
     path = tmp_path / "audit.sqlite"
     async with AuditLog(path) as log:
-        ok, refused, failed = await reply(log, "f1", "leo"), await reply(log, "f1", "ana"), await reply(log, "f1", "raj")
+        ok, refused, failed = (
+            await reply(log, "f1", "leo"),
+            await reply(log, "f1", "ana"),
+            await reply(log, "f1", "raj"),
+        )
         await log.append("delivery", {"of": ok.id, "delivered": True})
         await log.append("undelivered", {"of": refused.id, "kind": "reply", "delivered": False})
         await log.append("undelivered", {"of": ok.id, "kind": "owner_note", "delivered": False})
@@ -110,7 +126,14 @@ async def test_the_migration_indexes_outcomes_written_before_it(tmp_path: Path) 
 def test_the_matrix_prefers_told_then_the_earliest() -> None:
     """Several lines for one reader (a stranger column gathers many): a sure "told" beats any
     "possibly told", then the earliest of the same kind wins."""
-    lines = [("f", "e", "a", "2", POSSIBLY), ("f", "e", "a", "1", POSSIBLY),
-             ("f", "e", "b", "3", POSSIBLY), ("f", "e", "b", "5", "told"), ("f", "e", "b", "4", "told"),
-             ("f", "e", "b", "0", POSSIBLY), ("f", "e", "c", "1", "told"), ("f", "e", "c", "0", POSSIBLY)]
+    lines = [
+        ("f", "e", "a", "2", POSSIBLY),
+        ("f", "e", "a", "1", POSSIBLY),
+        ("f", "e", "b", "3", POSSIBLY),
+        ("f", "e", "b", "5", "told"),
+        ("f", "e", "b", "4", "told"),
+        ("f", "e", "b", "0", POSSIBLY),
+        ("f", "e", "c", "1", "told"),
+        ("f", "e", "c", "0", POSSIBLY),
+    ]
     assert _told_index(lines) == ({"f": {"a": "1", "b": "4", "c": "1"}}, {"f": {"a"}})

@@ -50,8 +50,7 @@ async def memory(tmp_path: Path, counting: Counting) -> AsyncIterator[FactMemory
 
 
 def _fact(fid: str, text: str, session: str = "s1") -> Fact:
-    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, category="work", level=2,
-                state="annotated")
+    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, category="work", level=2, state="annotated")
 
 
 def test_a_scope_embeds_each_text_once_and_gives_it_one_vector(counting: Counting) -> None:
@@ -106,13 +105,19 @@ async def test_ties_are_ordered_and_cut_by_fact_id(memory: FactMemory) -> None:
             for row in rows:
                 ids = [f.id for f, _ in row]
                 assert ids == sorted(order)[:limit] + (["s9-f1"] if limit == 7 else []), (limit, ids)
-                assert len({score for _, score in row[:min(limit, 6)]}) == 1
+                assert len({score for _, score in row[: min(limit, 6)]}) == 1
 
 
-async def test_in_a_scope_a_text_asked_again_is_answered_from_its_longer_answer(memory: FactMemory,
-                                                                               counting: Counting) -> None:
-    await memory.add([_fact("f1", "Ana got the Bergen offer"), _fact("f2", "The kitchen is being redone"),
-                      _fact("f3", "Ana starts in Bergen in May")])
+async def test_in_a_scope_a_text_asked_again_is_answered_from_its_longer_answer(
+    memory: FactMemory, counting: Counting
+) -> None:
+    await memory.add(
+        [
+            _fact("f1", "Ana got the Bergen offer"),
+            _fact("f2", "The kitchen is being redone"),
+            _fact("f3", "Ana starts in Bergen in May"),
+        ]
+    )
     texts = ["Ana got the offer from Bergen", "The kitchen gets new tiles", "Ana moves in May"]
     with embedding_once():
         near = NearestOnce(memory)

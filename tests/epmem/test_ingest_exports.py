@@ -36,9 +36,12 @@ def test_telegram_full_export(policy: Policy) -> None:
     assert len(direct) == 1 and direct[0].participants == ["owner", "alex"]
     texts = [t.text for t in direct[0].turns]
     # edited message: final text, marked; sticker and file kept as bracketed turns; service dropped
-    assert texts == ["Did the clinic call you back about the knee scan?",
-                     "Yes, the MRI is booked for Thursday at nine.",
-                     "[sticker 👍]", "[file: referral_letter.pdf] Here's the referral letter."]
+    assert texts == [
+        "Did the clinic call you back about the knee scan?",
+        "Yes, the MRI is booked for Thursday at nine.",
+        "[sticker 👍]",
+        "[file: referral_letter.pdf] Here's the referral letter.",
+    ]
     assert direct[0].turns[1].edited and direct[0].turns[1].reply_to == "101"
     # the group is split into two-party sub-sessions, group and members kept
     split = _by_counterpart(groups)
@@ -84,12 +87,16 @@ def test_slack_export_content(policy: Policy) -> None:
     assert "roadmap deck" in kim.turns[0].text  # <url|label> made readable
 
 
-@pytest.mark.parametrize(("folder", "where"), [
-    ("telegram_malformed", "chats.list[1].messages[2]"),
-    ("slack_malformed", "general/2026-03-04.json: line 6"),
-])
-async def test_malformed_export_names_the_place_and_writes_nothing(policy: Policy, tmp_path: Path, folder: str,
-                                                                   where: str) -> None:
+@pytest.mark.parametrize(
+    ("folder", "where"),
+    [
+        ("telegram_malformed", "chats.list[1].messages[2]"),
+        ("slack_malformed", "general/2026-03-04.json: line 6"),
+    ],
+)
+async def test_malformed_export_names_the_place_and_writes_nothing(
+    policy: Policy, tmp_path: Path, folder: str, where: str
+) -> None:
     store = EdgeStore(tmp_path / "qdrant", "owner")
     try:
         memory = await Conversations(store, default_embedder()).open()
@@ -111,8 +118,9 @@ async def test_reimport_adds_nothing_and_survives_restart(policy: Policy, tmp_pa
         memory = await Conversations(store, default_embedder()).open()
         first = await write_sessions(memory, sessions)
         counts = await memory.count()
-        again = await write_sessions(memory, read_export(FIXTURES / "telegram", policy)
-                                     + read_export(FIXTURES / "slack", policy))
+        again = await write_sessions(
+            memory, read_export(FIXTURES / "telegram", policy) + read_export(FIXTURES / "slack", policy)
+        )
         assert first.new_sessions == len(sessions) and again.new_sessions == 0
         assert await memory.count() == counts == (len(sessions), sum(len(s.turns) for s in sessions))
     finally:
@@ -131,9 +139,14 @@ def test_full_export_names_its_owner(tmp_path: Path) -> None:
     text = export.read_text().replace('"user_id": 1000001', '"user_id": 999').replace("user1000001", "user999")
     text = text.replace('"from": "Sam Rivera"', '"from": "S. R."')
     export.write_text(text)
-    stranger_policy = Policy.model_validate({"owner": {"name": "Nobody Here"}, "contacts": {},
-                                             "categories": {"daily_life": {"level": 4}},
-                                             "default_category": "daily_life"})
+    stranger_policy = Policy.model_validate(
+        {
+            "owner": {"name": "Nobody Here"},
+            "contacts": {},
+            "categories": {"daily_life": {"level": 4}},
+            "default_category": "daily_life",
+        }
+    )
     sessions = read_export(export, stranger_policy)  # personal_information names the owner
     assert any(t.speaker == "owner" for s in sessions for t in s.turns)
 
@@ -144,8 +157,18 @@ def test_telegram_single_chat_export(tmp_path: Path) -> None:
 
     full = json.loads((FIXTURES / "telegram" / "result.json").read_text())
     (tmp_path / "result.json").write_text(json.dumps(full["chats"]["list"][0]))
-    anonymous = Policy.model_validate({"owner": {"name": "Someone Else"}, "contacts": {},
-                                       "categories": {"daily_life": {"level": 4}}, "default_category": "daily_life"})
+    anonymous = Policy.model_validate(
+        {
+            "owner": {"name": "Someone Else"},
+            "contacts": {},
+            "categories": {"daily_life": {"level": 4}},
+            "default_category": "daily_life",
+        }
+    )
     [session] = read_export(tmp_path, anonymous, "telegram")
-    assert [t.speaker for t in session.turns] == ["unknown:telegram:2000002", "owner",
-                                                  "unknown:telegram:2000002", "owner"]
+    assert [t.speaker for t in session.turns] == [
+        "unknown:telegram:2000002",
+        "owner",
+        "unknown:telegram:2000002",
+        "owner",
+    ]

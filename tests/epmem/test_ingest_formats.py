@@ -20,14 +20,36 @@ def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 
 def test_jsonl_maps_identities_names_and_unknowns(tmp_path: Path) -> None:
     policy = load_policy(FIXTURES / "ingest" / "policy.yaml")
-    path = _jsonl(tmp_path / "chat.jsonl", [
-        {"chat": "g1", "chat_kind": "group", "id": 1, "sender": "telegram:2000002", "text": "Dinner Friday?",
-         "time": "2026-03-01T18:00:00Z"},
-        {"chat": "g1", "chat_kind": "group", "id": 2, "sender": "Zed Unknown", "text": "I'm in",
-         "time": "2026-03-01T18:01:00Z"},
-        {"chat": "g1", "chat_kind": "group", "id": 3, "sender": "owner", "text": "Yes, booked for 8",
-         "reply_to": 1, "time": "2026-03-01T18:02:00Z"},
-    ])
+    path = _jsonl(
+        tmp_path / "chat.jsonl",
+        [
+            {
+                "chat": "g1",
+                "chat_kind": "group",
+                "id": 1,
+                "sender": "telegram:2000002",
+                "text": "Dinner Friday?",
+                "time": "2026-03-01T18:00:00Z",
+            },
+            {
+                "chat": "g1",
+                "chat_kind": "group",
+                "id": 2,
+                "sender": "Zed Unknown",
+                "text": "I'm in",
+                "time": "2026-03-01T18:01:00Z",
+            },
+            {
+                "chat": "g1",
+                "chat_kind": "group",
+                "id": 3,
+                "sender": "owner",
+                "text": "Yes, booked for 8",
+                "reply_to": 1,
+                "time": "2026-03-01T18:02:00Z",
+            },
+        ],
+    )
     sessions = read_export(path, policy)
     assert {s.participants[1] for s in sessions} == {"alex", "unknown:name:Zed Unknown"}
     alex = next(s for s in sessions if s.participants[1] == "alex")
@@ -35,8 +57,10 @@ def test_jsonl_maps_identities_names_and_unknowns(tmp_path: Path) -> None:
 
 
 def test_jsonl_error_names_line_and_field(tmp_path: Path) -> None:
-    path = _jsonl(tmp_path / "bad.jsonl", [{"chat": "c", "id": 1, "sender": "owner", "text": "hi"},
-                                           {"chat": "c", "id": 2, "text": "no sender"}])
+    path = _jsonl(
+        tmp_path / "bad.jsonl",
+        [{"chat": "c", "id": 1, "sender": "owner", "text": "hi"}, {"chat": "c", "id": 2, "text": "no sender"}],
+    )
     with pytest.raises(IngestError, match=r"bad.jsonl: line 2, field 'sender'"):
         read_export(path, None)
     path.write_text('{"chat": "c", "id": 1, "sender": "owner", "text": "hi"}\n{not json\n')

@@ -20,13 +20,15 @@ from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.extract_rules import RulesExtractor
 from epmem.policy.model import OWNER_ID, Policy, load_policy
 
+from bot.config import EXAMPLE_POLICY
+
 REPO = Path(__file__).resolve().parents[2]
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
 
 
 @pytest.fixture(scope="module")
 def policy() -> Policy:
-    return load_policy(REPO / "policies" / "example.yaml")
+    return load_policy(EXAMPLE_POLICY)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +56,9 @@ def test_the_export_says_whom_it_did_not_take_for_the_owner(policy: Policy) -> N
     assert summary.lookalikes == {"telegram:2000666": "Sam Rivera"}
 
 
-def test_a_telegram_group_export_without_the_owners_account_names_the_lookalikes(policy: Policy,
-                                                                                  tmp_path: Path) -> None:
+def test_a_telegram_group_export_without_the_owners_account_names_the_lookalikes(
+    policy: Policy, tmp_path: Path
+) -> None:
     data = json.loads((REDTEAM / "impostor.json").read_text())
     chat = data["chats"]["list"][0]  # exported alone: no personal_information
     (tmp_path / "group.json").write_text(json.dumps(chat))
@@ -71,11 +74,22 @@ def test_a_telegram_group_export_without_the_owners_account_names_the_lookalikes
 
 
 def test_a_name_does_not_take_a_contacts_place_when_their_account_is_known(tmp_path: Path) -> None:
-    policy = Policy.model_validate({
-        "owner": {"name": "Sam Rivera", "identities": ["telegram:1000001"]},
-        "contacts": {"noor": {"name": "Noor Haddad", "level": 3, "domain": "life", "relationship": "friend",
-                              "identities": ["telegram:2000003"]}},
-        "categories": {"daily_life": {"level": 4}}, "default_category": "daily_life"})
+    policy = Policy.model_validate(
+        {
+            "owner": {"name": "Sam Rivera", "identities": ["telegram:1000001"]},
+            "contacts": {
+                "noor": {
+                    "name": "Noor Haddad",
+                    "level": 3,
+                    "domain": "life",
+                    "relationship": "friend",
+                    "identities": ["telegram:2000003"],
+                }
+            },
+            "categories": {"daily_life": {"level": 4}},
+            "default_category": "daily_life",
+        }
+    )
     data = json.loads((REDTEAM / "impostor.json").read_text())
     chat = data["chats"]["list"][0]
     chat["messages"][3]["from_id"] = "user2000777"  # "Noor Haddad" from another account
@@ -106,19 +120,35 @@ def test_slack_owner_comes_from_the_user_id(policy: Policy, tmp_path: Path) -> N
 
 def test_jsonl_owner_is_the_literal_owner_or_an_identity_never_a_name(policy: Policy, tmp_path: Path) -> None:
     lines = [
-        {"chat": "g", "id": "1", "sender": "owner", "text": "I'm having a second knee operation in March.",
-         "chat_kind": "group"},
-        {"chat": "g", "id": "2", "sender": "Sam Rivera", "text": "Tom and Lena can know too.", "reply_to": "1",
-         "chat_kind": "group"},
-        {"chat": "g", "id": "3", "sender": "telegram:666", "sender_name": "Sam Rivera", "text": "my salary is 140k",
-         "chat_kind": "group"},
+        {
+            "chat": "g",
+            "id": "1",
+            "sender": "owner",
+            "text": "I'm having a second knee operation in March.",
+            "chat_kind": "group",
+        },
+        {
+            "chat": "g",
+            "id": "2",
+            "sender": "Sam Rivera",
+            "text": "Tom and Lena can know too.",
+            "reply_to": "1",
+            "chat_kind": "group",
+        },
+        {
+            "chat": "g",
+            "id": "3",
+            "sender": "telegram:666",
+            "sender_name": "Sam Rivera",
+            "text": "my salary is 140k",
+            "chat_kind": "group",
+        },
         {"chat": "g", "id": "4", "sender": "console:owner", "text": "See you all on Wednesday.", "chat_kind": "group"},
     ]
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines))
     speakers = {t.msg_id: t.speaker for s in read_export(path, policy) for t in s.turns}
-    assert speakers == {"1": OWNER_ID, "2": "unknown:name:Sam Rivera", "3": "unknown:telegram:666",
-                        "4": OWNER_ID}
+    assert speakers == {"1": OWNER_ID, "2": "unknown:name:Sam Rivera", "3": "unknown:telegram:666", "4": OWNER_ID}
 
 
 def test_an_owner_identity_must_be_an_identity(policy: Policy) -> None:

@@ -38,15 +38,19 @@ class Scripted:
 
 def _storyline(rows: Sequence[tuple[str, str, str, float, bool]]) -> tuple[list[RecalledEvent], Projection]:
     """(fact id, event id, text, recall score, allowed)."""
-    facts = [(Fact(id=f, text=t, event_id=e, category="daily_life", level=3, state="owner-set"), s, ok)
-             for f, e, t, s, ok in rows]
+    facts = [
+        (Fact(id=f, text=t, event_id=e, category="daily_life", level=3, state="owner-set"), s, ok)
+        for f, e, t, s, ok in rows
+    ]
     events = [RecalledEvent(f.event_id, s, (Recalled(f, s),)) for f, s, _ in facts]
     return events, Projection(tuple(FactDecision(f, s, ok, (), used=ok) for f, s, ok in facts))
 
 
-STATE = [("f1", "e1", "Priya was diagnosed with asthma and carries an inhaler.", 0.60, True),
-         ("f2", "e2", "Priya's son passed his driving test.", 0.50, True),
-         ("f3", "e3", "Priya is seeing a cardiologist on Friday.", 0.55, False)]
+STATE = [
+    ("f1", "e1", "Priya was diagnosed with asthma and carries an inhaler.", 0.60, True),
+    ("f2", "e2", "Priya's son passed his driving test.", 0.50, True),
+    ("f3", "e3", "Priya is seeing a cardiologist on Friday.", 0.55, False),
+]
 
 
 def test_a_state_question_leaves_out_a_fact_the_matcher_finds_covers_little_of_it() -> None:
@@ -88,9 +92,14 @@ def test_the_matcher_reads_at_most_match_limit_facts() -> None:
 @needs_model
 def test_the_real_model_finds_the_health_fact_covers_a_health_question() -> None:
     model = LateInteraction()
-    sims = model.score("How is Priya's health?", ["Priya was diagnosed with asthma and carries an inhaler.",
-                                                  "Priya's son passed his driving test.",
-                                                  "The office moves to a new building in June."])
+    sims = model.score(
+        "How is Priya's health?",
+        [
+            "Priya was diagnosed with asthma and carries an inhaler.",
+            "Priya's son passed his driving test.",
+            "The office moves to a new building in June.",
+        ],
+    )
     assert sims[0] > sims[1] > sims[2]
     assert -1.0 <= float(sims.min()) and float(sims.max()) <= 1.0
     assert model.score("anything", []).shape == (0,)
@@ -114,6 +123,7 @@ def test_a_strongly_recalled_fact_stays_clear_of_the_open_veto_whatever_the_matc
     events, proj = _storyline([("f1", "e1", "Megan and Luis got engaged.", 0.65, True)])
     reranker = Logits({"engaged": -11.0})
     choice = Relevance(RelevanceConfig(), reranker, Scripted({"engaged": 0.65})).choose(
-        "What's new with the family?", events, proj)
+        "What's new with the family?", events, proj
+    )
     assert choice.kind == "open" and choice.chosen == ("f1",) and reranker.read == []
     assert choice.scores["f1"] == pytest.approx(0.55)

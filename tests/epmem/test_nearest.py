@@ -26,8 +26,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[FactMemory]:
 
 
 def _fact(fid: str, text: str) -> Fact:
-    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id="s1", category="work", level=2,
-                state="annotated")
+    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id="s1", category="work", level=2, state="annotated")
 
 
 def _ids(rows: list[list[tuple[Fact, float]]]) -> list[list[tuple[str, float]]]:

@@ -33,8 +33,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         data = [{"object": "embedding", "index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
-        payload = {"object": "list", "data": list(reversed(data)), "model": body["model"],
-                   "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+        payload = {
+            "object": "list",
+            "data": list(reversed(data)),
+            "model": body["model"],
+            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+        }
         raw = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

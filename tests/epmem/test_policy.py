@@ -8,11 +8,12 @@ import pytest
 
 from epmem.policy.model import PolicyError, load_policy, yaml_lines
 from epmem.scenario import load_scenario
-from testkit.runtime import REPO, example
+from bot.config import EXAMPLE_POLICY
+from testkit.runtime import example
 
 
 def test_example_policy_loads() -> None:
-    policy = load_policy(REPO / "policies" / "example.yaml")
+    policy = load_policy(EXAMPLE_POLICY)
     assert len(policy.contacts) >= 8 and len(policy.groups) >= 2 and len(policy.categories) >= 8
     assert policy.categories["credentials"].never_share
 

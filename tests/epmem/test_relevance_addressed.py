@@ -13,8 +13,10 @@ from epmem.reply.relevance import Relevance, RelevanceConfig, addressed_to, owne
 
 
 def test_the_owner_addressed_as_you_is_named() -> None:
-    assert addressed_to("Are you cutting down your hours? You're busy.", "Leila") == \
-        "Are Leila cutting down Leila's hours? Leila is busy."
+    assert (
+        addressed_to("Are you cutting down your hours? You're busy.", "Leila")
+        == "Are Leila cutting down Leila's hours? Leila is busy."
+    )
     assert addressed_to("Are you two getting a pet?", "Alex") == "Are Alex getting a pet?"
     assert addressed_to("Is Young coming?", "Alex") == "Is Young coming?"  # a word, not a pronoun
     assert addressed_to("Are you there?", "") == "Are you there?"
@@ -29,8 +31,14 @@ def test_the_owner_is_named_as_the_facts_name_them() -> None:
 
 @pytest.mark.skipif(not available(), reason="the cross-encoder is not installed")
 def test_the_cross_encoder_hears_you_as_the_owner() -> None:
-    fact = Fact(id="f1", text="Alex and Sam are picking up Knedlík, a cat from the shelter, on Saturday.",
-                event_id="e1", category="daily_life", level=3, state="owner-set")
+    fact = Fact(
+        id="f1",
+        text="Alex and Sam are picking up Knedlík, a cat from the shelter, on Saturday.",
+        event_id="e1",
+        category="daily_life",
+        level=3,
+        state="owner-set",
+    )
     events = [RecalledEvent("e1", 0.64, (Recalled(fact, 0.64),))]
     projection = Projection((FactDecision(fact, 0.64, True, (), used=True),))
     relevance = Relevance(RelevanceConfig(), shared_cross_encoder())

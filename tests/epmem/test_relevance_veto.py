@@ -31,17 +31,22 @@ class Scripted:
 
 def storyline(*rows: tuple[str, str, str, float]) -> tuple[list[RecalledEvent], Projection]:
     """(fact id, event id, text, recall score) for facts the audience may all know."""
-    facts = [(Fact(id=f, text=t, event_id=e, category="daily_life", level=3, state="owner-set"), s)
-             for f, e, t, s in rows]
-    events = [RecalledEvent(e, max(s for f, s in facts if f.event_id == e),
-                            tuple(Recalled(f, s) for f, s in facts if f.event_id == e))
-              for e in dict.fromkeys(f.event_id for f, _ in facts)]
+    facts = [
+        (Fact(id=f, text=t, event_id=e, category="daily_life", level=3, state="owner-set"), s) for f, e, t, s in rows
+    ]
+    events = [
+        RecalledEvent(
+            e, max(s for f, s in facts if f.event_id == e), tuple(Recalled(f, s) for f, s in facts if f.event_id == e)
+        )
+        for e in dict.fromkeys(f.event_id for f, _ in facts)
+    ]
     return events, Projection(tuple(FactDecision(f, s, True, (), used=True) for f, s in facts))
 
 
 def test_a_fact_the_cross_encoder_says_does_not_answer_is_left_out_and_named() -> None:
-    events, proj = storyline(("f1", "e1", "The school sports day moved to 5 June.", 0.75),
-                             ("f2", "e2", "Book club meets on the 12th.", 0.45))
+    events, proj = storyline(
+        ("f1", "e1", "The school sports day moved to 5 June.", 0.75), ("f2", "e2", "Book club meets on the 12th.", 0.45)
+    )
     relevance = Relevance(RelevanceConfig(), Scripted({"sports": -9.8, "Book": -10.4}))
     choice = relevance.choose("Is the school amalgamating with the boys' school?", events, proj)
     assert choice.kind == "yesno" and choice.chosen == ()
@@ -50,8 +55,10 @@ def test_a_fact_the_cross_encoder_says_does_not_answer_is_left_out_and_named() -
 
 
 def test_a_fact_that_answers_is_kept_and_a_weaker_event_is_not() -> None:
-    events, proj = storyline(("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97),
-                             ("f2", "e2", "The sanma delivery is on the 20th.", 0.45))
+    events, proj = storyline(
+        ("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97),
+        ("f2", "e2", "The sanma delivery is on the 20th.", 0.45),
+    )
     relevance = Relevance(RelevanceConfig(), Scripted({"lunch": 6.7, "sanma": -2.0}))
     choice = relevance.choose("Are you open for lunch on Saturday?", events, proj)
     assert choice.chosen == ("f1",) and not choice.left_out
@@ -60,14 +67,17 @@ def test_a_fact_that_answers_is_kept_and_a_weaker_event_is_not() -> None:
 def test_below_the_floor_nothing_is_said_and_the_audit_says_why() -> None:
     events, proj = storyline(("f1", "e1", "Nora joined a sailing club.", 0.45))
     choice = Relevance(RelevanceConfig(), Scripted({"sailing": -0.4})).choose(
-        "Did Nora get a promotion at work?", events, proj)
+        "Did Nora get a promotion at work?", events, proj
+    )
     assert choice.chosen == () and "floor" in choice.left_out["f1"]
 
 
 def test_a_state_question_keeps_what_is_near_and_drops_what_the_model_is_sure_is_not() -> None:
-    events, proj = storyline(("f1", "e1", "Sean got a job at the Home Depot, starting Monday.", 0.58),
-                             ("f2", "e2", "Sean's tomatoes are finally red.", 0.52),
-                             ("f3", "e3", "Sean's mother's knee operation is on April 2.", 0.70))
+    events, proj = storyline(
+        ("f1", "e1", "Sean got a job at the Home Depot, starting Monday.", 0.58),
+        ("f2", "e2", "Sean's tomatoes are finally red.", 0.52),
+        ("f3", "e3", "Sean's mother's knee operation is on April 2.", 0.70),
+    )
     relevance = Relevance(RelevanceConfig(), Scripted({"Home Depot": -1.3, "tomatoes": -11.2, "knee": -11.0}))
     choice = relevance.choose("How's Sean getting on?", events, proj)
     assert choice.kind == "state"
@@ -91,8 +101,10 @@ def test_the_cross_encoder_reads_at_most_rerank_limit_facts() -> None:
 
 def test_a_fact_the_cross_encoder_says_answers_passes_a_low_recall_floor() -> None:
     """Recall 0.45 with a positive logit: its relevance is under the floor, but it answers."""
-    events, proj = storyline(("f1", "e1", "Hana is off on 17-18 April for a family memorial service in Kyoto.", 0.45),
-                             ("f2", "e2", "Hana passed her kyudo 2nd dan grading.", 0.41))
+    events, proj = storyline(
+        ("f1", "e1", "Hana is off on 17-18 April for a family memorial service in Kyoto.", 0.45),
+        ("f2", "e2", "Hana passed her kyudo 2nd dan grading.", 0.41),
+    )
     relevance = Relevance(RelevanceConfig(), Scripted({"memorial": 0.7, "kyudo": -11.0}))
     choice = relevance.choose("Where will you be on 17-18 April?", events, proj)
     assert choice.scores["f1"] < RelevanceConfig().floor and choice.chosen == ("f1",)
@@ -102,9 +114,11 @@ def test_a_fact_the_cross_encoder_says_answers_passes_a_low_recall_floor() -> No
 def test_a_fact_far_from_the_question_is_said_only_when_the_cross_encoder_is_sure() -> None:
     """Below the kind's least recall, a fact is rescued by a sure logit; an unsure one is left
     out and named (recall's floor lets both through; relevance decides)."""
-    events, proj = storyline(("f1", "e1", "Elif is doing a third IVF cycle, with the egg retrieval on 22 May.", 0.33),
-                             ("f2", "e2", "Elif's cousin is visiting in May.", 0.30),
-                             ("f3", "e3", "Elif repainted the kitchen.", 0.10))
+    events, proj = storyline(
+        ("f1", "e1", "Elif is doing a third IVF cycle, with the egg retrieval on 22 May.", 0.33),
+        ("f2", "e2", "Elif's cousin is visiting in May.", 0.30),
+        ("f3", "e3", "Elif repainted the kitchen.", 0.10),
+    )
     config = RelevanceConfig(rescue_recall=0.2, rescue_logit=2.0)
     model = Scripted({"IVF": 4.5, "cousin": 1.0, "kitchen": 9.0})
     choice = Relevance(config, model).choose("Why is Elif off on 22-23 May?", events, proj)
@@ -112,15 +126,18 @@ def test_a_fact_far_from_the_question_is_said_only_when_the_cross_encoder_is_sur
     assert "recall 0.30" in choice.left_out["f2"] and "not sure" in choice.left_out["f2"]
     assert "f3" not in choice.left_out and not any("kitchen" in t for t in model.read)  # below rescue_recall
     off = Relevance(RelevanceConfig(rescue_recall=0.4), Scripted({"IVF": 4.5})).choose(
-        "Why is Elif off on 22-23 May?", events, proj)
+        "Why is Elif off on 22-23 May?", events, proj
+    )
     assert off.chosen == ()
 
 
 def test_a_state_question_tells_the_rest_of_an_event_it_tells() -> None:
     """f2 is under the relative cut, but it is the same event as f1, which is told."""
-    events, proj = storyline(("f1", "e1", "Mateus owes two months of rent.", 0.80),
-                             ("f2", "e1", "The landlord gave Mateus until the 30th.", 0.45),
-                             ("f3", "e2", "Mateus bought a new bike.", 0.45))
+    events, proj = storyline(
+        ("f1", "e1", "Mateus owes two months of rent.", 0.80),
+        ("f2", "e1", "The landlord gave Mateus until the 30th.", 0.45),
+        ("f3", "e2", "Mateus bought a new bike.", 0.45),
+    )
     model = Scripted({})
     whole = Relevance(RelevanceConfig(complete_events=True), model).choose("Is Mateus okay?", events, proj)
     assert whole.kind == "state" and set(whole.chosen) == {"f1", "f2"}

@@ -40,8 +40,9 @@ async def house_tells_all(tmp_path: Path) -> AsyncIterator[Runtime]:
     """A relevance step that keeps every fact of a catch-up: only the composite rule limits."""
     scenario = load_scenario(example("house_and_bonus.yaml"))
     everything = RelevanceConfig(open_relative_cut=0.0, open_min_recall=-1.0, max_facts=10)
-    runtime = await Runtime.open(Settings(data_dir=tmp_path / "all"), policy=scenario.effective_policy(),
-                                 relevance=everything)
+    runtime = await Runtime.open(
+        Settings(data_dir=tmp_path / "all"), policy=scenario.effective_policy(), relevance=everything
+    )
     await load_scenario_memory(runtime, scenario)
     try:
         yield runtime
@@ -84,24 +85,37 @@ async def test_relevance_is_blind_to_what_the_asker_may_not_know(house: Runtime)
     reply is the same (the secret neither silences nor changes what may be said)."""
     question = "Is Maya training for a marathon?"
     before = (await house.agent.handle(ask("raj", question))).text
-    await house.memory.add([Fact(id="s1", text="Maya is secretly training for the Tokyo marathon with a coach.",
-                                 event_id="e-secret-run", category="finances", level=0, state="owner-set")])
+    await house.memory.add(
+        [
+            Fact(
+                id="s1",
+                text="Maya is secretly training for the Tokyo marathon with a coach.",
+                event_id="e-secret-run",
+                category="finances",
+                level=0,
+                state="owner-set",
+            )
+        ]
+    )
     after = (await house.agent.handle(ask("raj", question))).text
     assert before == after and "Tokyo" not in (after or "")
 
 
-@pytest.mark.parametrize(("question", "kind"), [
-    ("Catch me up on Maya's news", "open"),
-    ("What is Lin up to these days?", "open"),
-    ("When is the Atlas launch?", "when"),
-    ("Where are they moving?", "where"),
-    ("Who is the new team lead?", "who"),
-    ("Did Maya get any money from work recently?", "yesno"),
-    ("Hey, is Tomás okay?", "state"),
-    ("How's Tyler's job going?", "state"),
-    ("Is Lin leaving the company?", "yesno"),
-    ("How much runway does Loomly have left?", "what"),
-])
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Catch me up on Maya's news", "open"),
+        ("What is Lin up to these days?", "open"),
+        ("When is the Atlas launch?", "when"),
+        ("Where are they moving?", "where"),
+        ("Who is the new team lead?", "who"),
+        ("Did Maya get any money from work recently?", "yesno"),
+        ("Hey, is Tomás okay?", "state"),
+        ("How's Tyler's job going?", "state"),
+        ("Is Lin leaving the company?", "yesno"),
+        ("How much runway does Loomly have left?", "what"),
+    ],
+)
 def test_question_kinds(question: str, kind: str) -> None:
     assert question_kind(question) == kind
 
@@ -114,8 +128,16 @@ GATES = st.builds(
     allow=st.dictionaries(st.sampled_from(["a", "b"]), st.just("whitelist:x"), max_size=2),
     deny=st.dictionaries(st.sampled_from(["a", "b"]), st.just("blacklist:x"), max_size=1),
 )
-READERS = st.lists(st.builds(Recipient, id=st.sampled_from(["a", "b", "c"]), level=st.integers(1, 4),
-                             domain=st.sampled_from([None, "work", "life"])), min_size=1, max_size=3)
+READERS = st.lists(
+    st.builds(
+        Recipient,
+        id=st.sampled_from(["a", "b", "c"]),
+        level=st.integers(1, 4),
+        domain=st.sampled_from([None, "work", "life"]),
+    ),
+    min_size=1,
+    max_size=3,
+)
 
 
 @given(st.lists(GATES, min_size=1, max_size=6, unique_by=lambda g: g.fact_id), READERS)

@@ -19,14 +19,19 @@ from epmem.memory.sessions import Message, build_sessions
 from epmem.store.edge import EdgeStore
 
 CHATS = {
-    "alex": (datetime(2026, 1, 10, tzinfo=UTC), ["Did the plumber fix the kitchen sink?",
-                                                 "Yes, he replaced the leaking pipe under it."]),
-    "tom": (datetime(2026, 2, 14, tzinfo=UTC), ["The quarterly roadmap review moved to Thursday.",
-                                               "Fine, I'll update the launch slides."]),
-    "priya": (datetime(2026, 3, 20, tzinfo=UTC), ["How was the hike in the Alps?",
-                                                 "Beautiful, we reached the glacier hut."]),
-    "noor": (datetime(2026, 3, 22, tzinfo=UTC), ["Are you still climbing on Mondays?",
-                                                "Only when my knee allows it."]),
+    "alex": (
+        datetime(2026, 1, 10, tzinfo=UTC),
+        ["Did the plumber fix the kitchen sink?", "Yes, he replaced the leaking pipe under it."],
+    ),
+    "tom": (
+        datetime(2026, 2, 14, tzinfo=UTC),
+        ["The quarterly roadmap review moved to Thursday.", "Fine, I'll update the launch slides."],
+    ),
+    "priya": (
+        datetime(2026, 3, 20, tzinfo=UTC),
+        ["How was the hike in the Alps?", "Beautiful, we reached the glacier hut."],
+    ),
+    "noor": (datetime(2026, 3, 22, tzinfo=UTC), ["Are you still climbing on Mondays?", "Only when my knee allows it."]),
 }
 
 
@@ -35,9 +40,18 @@ def _messages() -> list[Message]:
     for who, (when, lines) in CHATS.items():
         for i, text in enumerate(lines):
             speaker = who if i % 2 == 0 else "owner"
-            out.append(Message(platform="console", chat_id=f"dm-{who}", chat_kind="direct", msg_id=f"{who}{i}",
-                               speaker=speaker, speaker_name=speaker.title(), text=text,
-                               time=when + timedelta(minutes=i)))
+            out.append(
+                Message(
+                    platform="console",
+                    chat_id=f"dm-{who}",
+                    chat_kind="direct",
+                    msg_id=f"{who}{i}",
+                    speaker=speaker,
+                    speaker_name=speaker.title(),
+                    text=text,
+                    time=when + timedelta(minutes=i),
+                )
+            )
     return out
 
 
@@ -59,21 +73,31 @@ async def test_hybrid_finds_the_session_and_its_turn(world: tuple[EdgeStore, Con
 
 
 async def test_a_named_date_prefers_sessions_of_that_month(
-        world: tuple[EdgeStore, Conversations, dict[str, str]]) -> None:
+    world: tuple[EdgeStore, Conversations, dict[str, str]],
+) -> None:
     store, conversations, ids = world
     retriever = Retriever(store, default_embedder(), conversations)
     got = await retriever.retrieve("What did we talk about in January 2026?")
     assert got.sessions[0].session_id == ids["alex"]
 
 
-async def test_beta_zero_is_exactly_the_native_ranking(
-        world: tuple[EdgeStore, Conversations, dict[str, str]]) -> None:
+async def test_beta_zero_is_exactly_the_native_ranking(world: tuple[EdgeStore, Conversations, dict[str, str]]) -> None:
     store, conversations, ids = world
     embedder = default_embedder()
     memory = await FactMemory(store, embedder, SubjectNormalizer(["Sam"])).open()
     # a fact that points the event score at the roadmap session
-    await memory.add([Fact(id="f1", text="Sam fixed the kitchen sink with the plumber", event_id="e1",
-                           session_id=ids["tom"], state="annotated", level=2)])
+    await memory.add(
+        [
+            Fact(
+                id="f1",
+                text="Sam fixed the kitchen sink with the plumber",
+                event_id="e1",
+                session_id=ids["tom"],
+                state="annotated",
+                level=2,
+            )
+        ]
+    )
     question = "Who fixed the kitchen sink?"
     native_only = Retriever(store, embedder, conversations, RetrievalConfig(alpha=1.0, beta=0.0))
     native, _, _ = await native_only.native(question)
@@ -85,8 +109,10 @@ async def test_beta_zero_is_exactly_the_native_ranking(
     assert fused.sessions[0].session_id == ids["tom"]
 
 
-@given(st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 10), min_size=1),
-       st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 10)))
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 10), min_size=1),
+    st.dictionaries(st.text(min_size=1, max_size=4), st.floats(0, 10)),
+)
 def test_fuse_with_beta_zero_keeps_native_order(native: dict[str, float], event: dict[str, float]) -> None:
     assert rank(fuse(native, event, 1.0, 0.0)) == rank(native)
 
@@ -96,12 +122,15 @@ def test_weights_must_be_a_convex_pair() -> None:
         RetrievalConfig(alpha=0.5, beta=0.6)
 
 
-@pytest.mark.parametrize(("question", "masked"), [
-    ("What does Alex's plumber charge?", "What does someone plumber charge?"),
-    ("did alex and NOOR meet?", "did someone and someone meet?"),
-    ("Alexander called", "Alexander called"),  # whole words only
-    ("nothing to mask", "nothing to mask"),
-])
+@pytest.mark.parametrize(
+    ("question", "masked"),
+    [
+        ("What does Alex's plumber charge?", "What does someone plumber charge?"),
+        ("did alex and NOOR meet?", "did someone and someone meet?"),
+        ("Alexander called", "Alexander called"),  # whole words only
+        ("nothing to mask", "nothing to mask"),
+    ],
+)
 def test_mask_names_replaces_whole_names_and_their_possessive(question: str, masked: str) -> None:
     assert mask_names(question, {"alex", "noor"}) == masked
 

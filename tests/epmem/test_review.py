@@ -10,7 +10,7 @@ import pytest
 from epmem.embedding.minilm import default_embedder
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.ingest.examples import ExampleBank
-from epmem.ingest.review import Answer, ReviewError, ReviewQueue
+from epmem.ingest.review import ReviewAnswer, ReviewError, ReviewQueue
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.policy.calculus import STRANGER, Rulebook, judge
@@ -19,18 +19,42 @@ from epmem.store.edge import EdgeStore
 from tests.epmem.test_extract_rules import POLICY
 
 
-def pending(fid: str, text: str, category: str, level: int, domain: Domain | None = None,
-            proposed: list[str] | None = None, blacklist: list[str] | None = None, session: str = "s1") -> Fact:
-    return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=session, category=category, level=level,
-                domain=domain, state="pending", confidence=0.3, evidence=[f"topic:{category}:x"],
-                proposed_whitelist=proposed or [], blacklist=blacklist or [])
+def pending(
+    fid: str,
+    text: str,
+    category: str,
+    level: int,
+    domain: Domain | None = None,
+    proposed: list[str] | None = None,
+    blacklist: list[str] | None = None,
+    session: str = "s1",
+) -> Fact:
+    return Fact(
+        id=fid,
+        text=text,
+        event_id=f"e-{fid}",
+        session_id=session,
+        category=category,
+        level=level,
+        domain=domain,
+        state="pending",
+        confidence=0.3,
+        evidence=[f"topic:{category}:x"],
+        proposed_whitelist=proposed or [],
+        blacklist=blacklist or [],
+    )
 
 
 @pytest.fixture
 async def memory(tmp_path: Path) -> AsyncIterator[FactMemory]:
     store = EdgeStore(tmp_path / "qdrant", "tenant")
-    mem = await FactMemory(store, default_embedder(), SubjectNormalizer([POLICY.owner.name]), None,
-                           category_profiles(dict(POLICY.categories))).open()
+    mem = await FactMemory(
+        store,
+        default_embedder(),
+        SubjectNormalizer([POLICY.owner.name]),
+        None,
+        category_profiles(dict(POLICY.categories)),
+    ).open()
     try:
         yield mem
     finally:
@@ -49,11 +73,13 @@ def allowed(fact: Fact, who: str) -> bool:
 
 
 async def test_the_guess_that_would_expose_most_people_is_asked_first(memory: FactMemory) -> None:
-    await memory.add([
-        pending("a", "Sam's debt is paid off.", "money", 0),
-        pending("b", "Sam hurt a knee at the gym.", "health", 1, "life"),
-        pending("c", "Sam is repainting the fence.", "misc", 4),
-    ])
+    await memory.add(
+        [
+            pending("a", "Sam's debt is paid off.", "money", 0),
+            pending("b", "Sam hurt a knee at the gym.", "health", 1, "life"),
+            pending("c", "Sam is repainting the fence.", "misc", 4),
+        ]
+    )
     q = queue(memory)
     assert await q.waiting() == 3
     batch = await q.next_batch(2)
@@ -67,25 +93,35 @@ async def test_the_guess_that_would_expose_most_people_is_asked_first(memory: Fa
 async def test_an_answer_applies_at_once_and_is_audited(memory: FactMemory) -> None:
     await memory.add([pending("b", "Sam hurt a knee at the gym.", "health", 1, "life", proposed=["owen"])])
     q = queue(memory)
-    applied = await q.apply(Answer.from_key("b", "ok"))
+    applied = await q.apply(ReviewAnswer.from_key("b", "ok"))
     fact = await memory.get("b")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["owen"] and fact.level == 1
     assert allowed(fact, "owen") and allowed(fact, "joan") and not allowed(fact, "tom")
     assert applied.audit["action"] == "review" and applied.audit["from"]["state"] == "pending"
-    assert applied.audit["to"] == {"category": "health", "level": 1, "domain": "life", "whitelist": ["owen"],
-                                   "blacklist": [], "state": "owner-set"}
+    assert applied.audit["to"] == {
+        "category": "health",
+        "level": 1,
+        "domain": "life",
+        "whitelist": ["owen"],
+        "blacklist": [],
+        "state": "owner-set",
+    }
     assert await q.waiting() == 0
 
 
 async def test_keep_private_and_who_may_know(memory: FactMemory) -> None:
-    await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4, proposed=["kira"], blacklist=["vic"]),
-                      pending("d", "Sam's brother is moving to Leeds.", "misc", 4, session="s2")])
+    await memory.add(
+        [
+            pending("c", "Sam is repainting the fence.", "misc", 4, proposed=["kira"], blacklist=["vic"]),
+            pending("d", "Sam's brother is moving to Leeds.", "misc", 4, session="s2"),
+        ]
+    )
     q = queue(memory)
-    await q.apply(Answer.private("c"))
+    await q.apply(ReviewAnswer.private("c"))
     fact = await memory.get("c")
     assert fact is not None and (fact.level, fact.whitelist, fact.blacklist) == (0, [], ["vic"])
     assert not allowed(fact, "stranger") and not allowed(fact, "kira")
-    await q.apply(Answer.set("d", "health", level=0, whitelist=["family"], blacklist=["joan"]))
+    await q.apply(ReviewAnswer.set("d", "health", level=0, whitelist=["family"], blacklist=["joan"]))
     fact = await memory.get("d")
     assert fact is not None and allowed(fact, "kira") and not allowed(fact, "joan") and not allowed(fact, "owen")
 
@@ -93,31 +129,39 @@ async def test_keep_private_and_who_may_know(memory: FactMemory) -> None:
 async def test_a_bad_answer_changes_nothing(memory: FactMemory) -> None:
     await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4)])
     q = queue(memory)
-    for answer in (Answer.set("c", "misc", whitelist=["nobody"]), Answer.choose("c", "gossip"),
-                   Answer.set("c", "secrets", whitelist=["kira"]), Answer.set("zz", "misc")):
+    for answer in (
+        ReviewAnswer.set("c", "misc", whitelist=["nobody"]),
+        ReviewAnswer.choose("c", "gossip"),
+        ReviewAnswer.set("c", "secrets", whitelist=["kira"]),
+        ReviewAnswer.set("zz", "misc"),
+    ):
         with pytest.raises(ReviewError):
             await q.apply(answer)
     with pytest.raises(ReviewError):
-        Answer.from_key("c", "whatever")
+        ReviewAnswer.from_key("c", "whatever")
     fact = await memory.get("c")
     assert fact is not None and fact.state == "pending"
     # a never-share category drops whitelists the suggestion carried
     await memory.add([pending("p", "Sam's PIN is 4411.", "misc", 4, proposed=["kira"])])
-    await q.apply(Answer.choose("p", "secrets"))
+    await q.apply(ReviewAnswer.choose("p", "secrets"))
     fact = await memory.get("p")
     assert fact is not None and (fact.level, fact.whitelist) == (0, [])
 
 
 async def test_the_same_information_elsewhere_is_settled_too(memory: FactMemory) -> None:
-    await memory.add([pending("b", "Sam was diagnosed with diabetes last week.", "misc", 4),
-                      pending("b2", "Sam was diagnosed with diabetes last week!", "misc", 4, session="s2"),
-                      pending("x", "Sam is repainting the fence.", "misc", 4, session="s3")])
+    await memory.add(
+        [
+            pending("b", "Sam was diagnosed with diabetes last week.", "misc", 4),
+            pending("b2", "Sam was diagnosed with diabetes last week!", "misc", 4, session="s2"),
+            pending("x", "Sam is repainting the fence.", "misc", 4, session="s3"),
+        ]
+    )
     q = queue(memory)
     batch = await q.next_batch()
     first = next(x for x in batch if x.fact_id in ("b", "b2"))
     assert set(first.also) == {"b", "b2"} - {first.fact_id}
     assert len(batch) == 2  # the twin is not asked separately
-    applied = await q.apply(Answer.choose(first.fact_id, "health"))
+    applied = await q.apply(ReviewAnswer.choose(first.fact_id, "health"))
     assert applied.audit["also"] == list(first.also)
     for fid in ("b", "b2"):
         fact = await memory.get(fid)
@@ -125,12 +169,16 @@ async def test_the_same_information_elsewhere_is_settled_too(memory: FactMemory)
 
 
 async def test_answers_teach_the_classifier(memory: FactMemory) -> None:
-    await memory.add([pending("a", "Sam started physiotherapy for the shoulder.", "misc", 4),
-                      pending("b", "Sam started physiotherapy for the shoulder this week.", "misc", 4, session="s2"),
-                      pending("c", "Sam is repainting the fence.", "misc", 4, session="s3")])
+    await memory.add(
+        [
+            pending("a", "Sam started physiotherapy for the shoulder.", "misc", 4),
+            pending("b", "Sam started physiotherapy for the shoulder this week.", "misc", 4, session="s2"),
+            pending("c", "Sam is repainting the fence.", "misc", 4, session="s3"),
+        ]
+    )
     q = queue(memory)
     q.config = type(q.config)(same_information=0.999)  # no propagation: learning alone must do it
-    await q.apply(Answer.choose("a", "health"))
+    await q.apply(ReviewAnswer.choose("a", "health"))
     assert q.examples is not None and len(q.examples) == 1
     settled = await q.relearn()
     assert [f.id for f in settled] == ["b"]
@@ -141,10 +189,14 @@ async def test_answers_teach_the_classifier(memory: FactMemory) -> None:
 
 
 async def test_skipped_facts_come_last(memory: FactMemory) -> None:
-    await memory.add([pending("c", "Sam is repainting the fence.", "misc", 4),
-                      pending("b", "Sam hurt a knee at the gym.", "health", 1, "life")])
+    await memory.add(
+        [
+            pending("c", "Sam is repainting the fence.", "misc", 4),
+            pending("b", "Sam hurt a knee at the gym.", "health", 1, "life"),
+        ]
+    )
     q = queue(memory)
-    await q.apply(Answer.skip("c"))
+    await q.apply(ReviewAnswer.skip("c"))
     assert [x.fact_id for x in await q.next_batch()] == ["b", "c"]
     assert (await memory.get("c")).state == "pending"  # type: ignore[union-attr]
 
@@ -160,16 +212,31 @@ def test_every_fail_closed_rule_is_written_down_in_the_readme() -> None:
 
 async def test_an_audience_read_from_words_is_confirmed_within_a_budget(memory: FactMemory) -> None:
     def annotated(fid: str, text: str, evidence: list[str], whitelist: list[str] | None = None) -> Fact:
-        return Fact(id=fid, text=text, event_id=f"e-{fid}", session_id=fid, category="health", level=0,
-                    domain="life", state="annotated", confidence=0.7, evidence=evidence, whitelist=whitelist or [])
+        return Fact(
+            id=fid,
+            text=text,
+            event_id=f"e-{fid}",
+            session_id=fid,
+            category="health",
+            level=0,
+            domain="life",
+            state="annotated",
+            confidence=0.7,
+            evidence=evidence,
+            whitelist=whitelist or [],
+        )
 
-    await memory.add([
-        pending("p", "Sam hurt a knee at the gym.", "health", 1, "life"),
-        annotated("k", "Kira's doctor found a lump.", ["keyword:health:doctor", "context:told-by:kira"]),
-        annotated("s", "Sam's surgery is on Friday.", ["cue:secret:between us", "keyword:health:surgery"], ["kira"]),
-        annotated("d", "Sam saw the doctor about the flu.", ["keyword:health:doctor"]),
-        *[annotated(f"m{i}", f"Sam repainted fence number {i}.", ["mundane:misc"]) for i in range(6)],
-    ])
+    await memory.add(
+        [
+            pending("p", "Sam hurt a knee at the gym.", "health", 1, "life"),
+            annotated("k", "Kira's doctor found a lump.", ["keyword:health:doctor", "context:told-by:kira"]),
+            annotated(
+                "s", "Sam's surgery is on Friday.", ["cue:secret:between us", "keyword:health:surgery"], ["kira"]
+            ),
+            annotated("d", "Sam saw the doctor about the flu.", ["keyword:health:doctor"]),
+            *[annotated(f"m{i}", f"Sam repainted fence number {i}.", ["mundane:misc"]) for i in range(6)],
+        ]
+    )
     q = queue(memory)
     batch = await q.next_batch()
     # the pending fact first, then the annotated facts whose audience came from a cue or a teller;
@@ -181,30 +248,56 @@ async def test_an_audience_read_from_words_is_confirmed_within_a_budget(memory: 
     q.config = type(q.config)(share=0.5)
     assert await q.budget() == 3
     for x in batch:
-        await q.apply(Answer.accept(x.fact_id))
+        await q.apply(ReviewAnswer.accept(x.fact_id))
     assert await q.next_batch() == []
     fact = await memory.get("s")
     assert fact is not None and fact.state == "owner-set" and fact.whitelist == ["kira"]
 
 
-def told(fid: str, text: str, turn: str, event: str | None = None, version: str = "truth",
-         evidence: list[str] | None = None, state: str = "annotated") -> Fact:
-    return Fact(id=fid, text=text, event_id=event or f"e-{fid}", session_id=turn.split(":")[0], category="health",
-                level=0, domain="life", state=state, confidence=0.7, source_turns=[turn],  # type: ignore[arg-type]
-                version=version, evidence=evidence or ["topic:health:x", "context:told-by:kira"])  # type: ignore[arg-type]
+def told(
+    fid: str,
+    text: str,
+    turn: str,
+    event: str | None = None,
+    version: str = "truth",
+    evidence: list[str] | None = None,
+    state: str = "annotated",
+) -> Fact:
+    return Fact(
+        id=fid,
+        text=text,
+        event_id=event or f"e-{fid}",
+        session_id=turn.split(":")[0],
+        category="health",
+        level=0,
+        domain="life",
+        state=state,  # type: ignore[arg-type]
+        confidence=0.7,
+        source_turns=[turn],  # type: ignore[arg-type]
+        version=version,  # type: ignore[arg-type]
+        evidence=evidence or ["topic:health:x", "context:told-by:kira"],
+    )  # type: ignore[arg-type]
 
 
 async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory: FactMemory) -> None:
     """The rules cut one message into fragments and find the same news again in another chat:
     the owner is asked once, sees every fact the answer settles, and each change is audited."""
-    await memory.add([
-        told("a1", "Kira's cardiologist says it is atrial fibrillation.", "s1:0"),
-        told("a2", "Ablation on 2 June.", "s1:0"),
-        told("a3", "It's atrial fibrillation.", "s7:0", event="e-a1"),
-        told("o", "Kira has atrial fibrillation, she said.", "s9:0", event="e-a1", state="owner-set"),
-        told("c", "Kira is on leave for a sinus operation.", "s3:0", event="e-a1", version="cover",
-             evidence=["cue:cover:if anyone asks"]),
-    ])
+    await memory.add(
+        [
+            told("a1", "Kira's cardiologist says it is atrial fibrillation.", "s1:0"),
+            told("a2", "Ablation on 2 June.", "s1:0"),
+            told("a3", "It's atrial fibrillation.", "s7:0", event="e-a1"),
+            told("o", "Kira has atrial fibrillation, she said.", "s9:0", event="e-a1", state="owner-set"),
+            told(
+                "c",
+                "Kira is on leave for a sinus operation.",
+                "s3:0",
+                event="e-a1",
+                version="cover",
+                evidence=["cue:cover:if anyone asks"],
+            ),
+        ]
+    )
     q = queue(memory)
     batch = await q.next_batch()
     truth = next(x for x in batch if x.fact_id in ("a1", "a2", "a3"))
@@ -213,7 +306,7 @@ async def test_one_question_per_event_and_the_answer_applies_to_all_of_it(memory
     # the cover is asked on its own: it must never get the truth's audience
     assert sorted(x.fact_id for x in batch) == sorted([truth.fact_id, "c"])
     assert await q.waiting() == 4  # facts, in two questions
-    applied = await q.apply(Answer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
+    applied = await q.apply(ReviewAnswer.set(truth.fact_id, "health", 0, "life", whitelist=["kira"]))
     assert set(applied.audit["also"]) == {"a1", "a2", "a3"} - {truth.fact_id}
     assert all(v["state"] == "annotated" for v in applied.audit["also_from"].values())
     for fid in ("a1", "a2", "a3"):
@@ -230,8 +323,19 @@ async def test_a_chat_cut_into_many_facts_does_not_buy_more_questions(memory: Fa
     conversation: fifteen small facts from three conversations (one of them a group chat cut
     into sub-sessions per person) are worth one question, not two."""
     sessions = ["s1", "s2", "grp~ana", "grp~ben", "grp~cy"]
-    await memory.add([pending(f"f{i}", f"Sam's knee story, part {i}: the physio visit number {i}.", "health", 1,
-                              "life", session=sessions[i % 5]) for i in range(15)])
+    await memory.add(
+        [
+            pending(
+                f"f{i}",
+                f"Sam's knee story, part {i}: the physio visit number {i}.",
+                "health",
+                1,
+                "life",
+                session=sessions[i % 5],
+            )
+            for i in range(15)
+        ]
+    )
     q = queue(memory)
     assert len(q._askable(await memory.all())) == 15
     assert await q.budget() == 1  # 16% of 15 events would be 2; 0.4 for each of 3 conversations is 1
@@ -243,20 +347,32 @@ async def test_what_is_at_stake_orders_the_questions_and_bounds_them(memory: Fac
     """Someone else's private matter whose audience the rules guessed comes before a pending
     fact with only a keyword; a fact filed on its keyword alone, a mundane one and a fragment
     with nothing to confirm are not asked about at all."""
-    def fact(fid: str, state: str, evidence: list[str], category: str = "health") -> Fact:
-        return Fact(id=fid, text=f"Sam fact {fid} about the knee.", event_id=f"e-{fid}", session_id=fid,
-                    category=category, level=0 if state == "pending" else 1, domain="life",
-                    state=state, confidence=0.5, evidence=evidence)  # type: ignore[arg-type]
 
-    await memory.add([
-        fact("kw", "pending", ["keyword:health:knee"]),
-        fact("told", "annotated", ["topic:health:x", "context:told-by:kira", "keyword:health:knee"]),
-        fact("cue", "annotated", ["cue:secret:between us", "keyword:health:knee"]),
-        fact("filed", "annotated", ["keyword:health:knee"]),
-        fact("plain", "annotated", ["mundane:misc"], "misc"),
-        fact("frag", "pending", ["unclear"]),
-        fact("pin", "annotated", ["credential-shape", "topic:identity:x"], "secrets"),
-    ])
+    def fact(fid: str, state: str, evidence: list[str], category: str = "health") -> Fact:
+        return Fact(
+            id=fid,
+            text=f"Sam fact {fid} about the knee.",
+            event_id=f"e-{fid}",
+            session_id=fid,
+            category=category,
+            level=0 if state == "pending" else 1,
+            domain="life",
+            state=state,  # type: ignore[arg-type]
+            confidence=0.5,
+            evidence=evidence,
+        )  # type: ignore[arg-type]
+
+    await memory.add(
+        [
+            fact("kw", "pending", ["keyword:health:knee"]),
+            fact("told", "annotated", ["topic:health:x", "context:told-by:kira", "keyword:health:knee"]),
+            fact("cue", "annotated", ["cue:secret:between us", "keyword:health:knee"]),
+            fact("filed", "annotated", ["keyword:health:knee"]),
+            fact("plain", "annotated", ["mundane:misc"], "misc"),
+            fact("frag", "pending", ["unclear"]),
+            fact("pin", "annotated", ["credential-shape", "topic:identity:x"], "secrets"),
+        ]
+    )
     q = queue(memory)
     assert [x.fact_id for x in await q.next_batch()] == ["told", "kw", "cue"]
     assert await q.waiting() == 3

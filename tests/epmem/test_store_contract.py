@@ -86,8 +86,9 @@ async def test_dense_sparse_and_hybrid_queries_rank_and_filter(store: VectorStor
     assert [h.key for h in sparse] == ["b"]
     hybrid = await store.query_hybrid("turns", Hybrid(_vec(0), SparseVec([2], [1.0]), limit=4))
     assert hybrid[0].key in {"a", "d"} and {h.key for h in hybrid} >= {"a", "d"}
-    filtered = await store.query_hybrid("turns", Hybrid(_vec(0), SparseVec([2], [1.0]), limit=4),
-                                        {"session_id": ["s2", "s3"]})
+    filtered = await store.query_hybrid(
+        "turns", Hybrid(_vec(0), SparseVec([2], [1.0]), limit=4), {"session_id": ["s2", "s3"]}
+    )
     assert [h.key for h in filtered][0] == "d" and {h.key for h in filtered} <= {"c", "d"}
 
 
@@ -96,7 +97,8 @@ async def test_a_batch_of_dense_queries_answers_as_the_queries_one_by_one(store:
     one_by_one = [await store.query_dense("turns", v, 3) for v in vectors]
     batched = await store.query_dense_many("turns", vectors, 3)
     assert [[(h.key, h.score, h.payload) for h in row] for row in batched] == [
-        [(h.key, h.score, h.payload) for h in row] for row in one_by_one]
+        [(h.key, h.score, h.payload) for h in row] for row in one_by_one
+    ]
     assert [row[0].key for row in batched] == ["c", "a", "d", "b"]
     assert await store.query_dense_many("turns", [], 3) == []
 
@@ -161,10 +163,13 @@ async def test_second_open_of_a_folder_is_a_clear_error(opener: Opener, tmp_path
 async def test_second_process_on_the_data_folder_is_refused(tmp_path: Path) -> None:
     store = EdgeStore(tmp_path / "data" / "qdrant", "owner-1")
     try:
-        code = ("import sys; from epmem.store.edge import EdgeStore; from epmem.store.base import StoreLocked\n"
-                "try:\n    EdgeStore(sys.argv[1], 'owner-1')\nexcept StoreLocked as e:\n    print(e); sys.exit(3)\n")
-        proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data" / "qdrant")],
-                              capture_output=True, text=True, timeout=60)
+        code = (
+            "import sys; from epmem.store.edge import EdgeStore; from epmem.store.base import StoreLocked\n"
+            "try:\n    EdgeStore(sys.argv[1], 'owner-1')\nexcept StoreLocked as e:\n    print(e); sys.exit(3)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "data" / "qdrant")], capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 3, proc.stderr
         assert str(tmp_path / "data") in proc.stdout
     finally:

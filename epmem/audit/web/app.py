@@ -44,7 +44,7 @@ from epmem.sqlite import connect_readonly
 COOKIE = "epmem_audit"
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -83,7 +83,7 @@ class Sessions:
         return sid
 
     def state(self, sid: str) -> str:
-        """"valid", "expired" (it was one of ours) or "none"."""
+        """ "valid", "expired" (it was one of ours) or "none"."""
         until = self._until.get(sid) if sid else None
         if until is None:
             return "none"
@@ -97,8 +97,9 @@ class Sessions:
 
 
 #: bidirectional controls: shown as visible marks, never applied to the page's text.
-BIDI = {c: f"\u27e8U+{ord(c):04X}\u27e9" for c in
-        "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"}
+BIDI = {
+    c: f"\u27e8U+{ord(c):04X}\u27e9" for c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+}
 _BIDI_TABLE = str.maketrans(BIDI)
 
 
@@ -109,8 +110,13 @@ def visible_bidi(value: object) -> object:
 
 
 def _templates() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("epmem.audit.web", "templates"), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True, finalize=visible_bidi)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("epmem.audit.web", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=visible_bidi,
+    )
     env.filters["short"] = lambda h: (h or "")[:12]
     env.filters["day"] = lambda t: (t or "")[:10]
     env.filters["moment"] = lambda t: (t or "").replace("T", " ")[:19]
@@ -127,7 +133,7 @@ class OwnerOnly(BaseHTTPMiddleware):
         self.sessions = Sessions(config.session_ttl_s, config.clock)
 
     def allowed(self, request: Request) -> str:
-        """"valid", "expired" (a session cookie past its time) or "none"."""
+        """ "valid", "expired" (a session cookie past its time) or "none"."""
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer ") and hmac.compare_digest(auth[7:].strip().encode(), self.token.encode()):
             return "valid"
@@ -162,8 +168,15 @@ class OwnerOnly(BaseHTTPMiddleware):
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             return unauthorized(request, wrong=True, next_path=target)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, self.sessions.start(), max_age=int(self.config.session_ttl_s) or 1,
-                            httponly=True, samesite="strict", secure=self.config.secure_cookie, path="/")
+        response.set_cookie(
+            COOKIE,
+            self.sessions.start(),
+            max_age=int(self.config.session_ttl_s) or 1,
+            httponly=True,
+            samesite="strict",
+            secure=self.config.secure_cookie,
+            path="/",
+        )
         return response
 
 
@@ -176,8 +189,9 @@ def safe_next(value: str) -> str:
     return value if value.startswith("/") and not value.startswith("//") and "\\" not in value else "/"
 
 
-def unauthorized(request: Request, wrong: bool = False, next_path: str | None = None,
-                 note: str | None = None) -> Response:
+def unauthorized(
+    request: Request, wrong: bool = False, next_path: str | None = None, note: str | None = None
+) -> Response:
     headers = {"WWW-Authenticate": 'Bearer realm="epmem audit"'}
     if wants_json(request):
         return JSONResponse({"error": "unauthorized"}, status_code=401, headers=headers)
@@ -210,8 +224,9 @@ async def timeline(request: Request) -> Response:
     pages: AuditPages = request.app.state.pages
     try:
         filters = Filters.parse(dict(request.query_params), MESSAGE_OUTCOMES + _other_outcomes())
-        data = await pages.timeline(filters, _int(request, "before"), _int(request, "after"),
-                                    _int(request, "size", 1, 500) or PAGE_SIZE)
+        data = await pages.timeline(
+            filters, _int(request, "before"), _int(request, "after"), _int(request, "size", 1, 500) or PAGE_SIZE
+        )
     except BadQuery as exc:
         return await render(request, "error.html", {"error": str(exc)}, 400)
     query = filters.as_params()
@@ -221,8 +236,19 @@ async def timeline(request: Request) -> Response:
 
 
 def _other_outcomes() -> tuple[str, ...]:
-    return ("preview", "paused", "rate limited", "not read", "empty", "expired", "policy change", "erasure",
-            "digest", "delivery failed", "migration")
+    return (
+        "preview",
+        "paused",
+        "rate limited",
+        "not read",
+        "empty",
+        "expired",
+        "policy change",
+        "erasure",
+        "digest",
+        "delivery failed",
+        "migration",
+    )
 
 
 async def decision(request: Request) -> Response:
@@ -270,7 +296,11 @@ def create_app(config: PageConfig) -> Starlette:
             await audit.close()
 
     routes = [Route("/", timeline), Route("/decision/{record_id}", decision), Route("/who-knows", who_knows)]
-    app = Starlette(routes=routes, middleware=[Middleware(OwnerOnly, config=config)], lifespan=lifespan,
-                    exception_handlers={404: not_found, 405: not_found})
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(OwnerOnly, config=config)],
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: not_found},
+    )
     app.state.env = _templates()
     return app

@@ -23,7 +23,6 @@ from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
 from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.verify import ChainStatus, ChainWatcher
-from epmem.memory.facts import Fact
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
 from epmem.memory.links import Matters
@@ -63,32 +62,44 @@ class Filters:
         outcome = params.get("outcome", "").strip() or None
         if outcome is not None and outcome not in outcomes:
             raise BadQuery(f"outcome: one of {', '.join(outcomes)}, got {outcome!r}")
-        return cls(params.get("contact", "").strip() or None, params.get("platform", "").strip() or None,
-                   outcome, day("from"), day("to"))
+        return cls(
+            params.get("contact", "").strip() or None,
+            params.get("platform", "").strip() or None,
+            outcome,
+            day("from"),
+            day("to"),
+        )
 
     def as_params(self) -> dict[str, str]:
-        out = {"contact": self.contact, "platform": self.platform, "outcome": self.outcome,
-               "from": self.since.isoformat() if self.since else None,
-               "to": self.until.isoformat() if self.until else None}
+        out = {
+            "contact": self.contact,
+            "platform": self.platform,
+            "outcome": self.outcome,
+            "from": self.since.isoformat() if self.since else None,
+            "to": self.until.isoformat() if self.until else None,
+        }
         return {k: v for k, v in out.items() if v}
 
 
 def summary(r: AuditRecord) -> str:
     """One line for a timeline row: the question, or what the owner or scheduler did."""
-    b = r.body
-    if "question" in r.skeleton:
-        return "" if b.get("question") is None else str(b["question"])
-    if r.kind in ("policy_change", "erasure", "audit_migration"):
-        bits = [str(b.get("action", r.kind))]
-        bits += [f"{k} {b[k]}" for k in ("target", "fact", "facts", "contact", "level", "to") if b.get(k) is not None]
-        return " ".join(bits)
-    return str(b.get("non_text") or b.get("reason") or b.get("decision") or "")
+    return r.entry.summary()
 
 
 def row(r: AuditRecord) -> dict[str, Any]:
-    return {"seq": r.seq, "id": r.id, "time": r.time, "kind": r.kind, "outcome": r.outcome, "contact": r.contact,
-            "platform": r.body.get("platform"), "summary": summary(r), "erased": bool(r.erased),
-            "disclosed": list(r.body.get("disclosed") or [])}
+    entry = r.entry
+    return {
+        "seq": r.seq,
+        "id": r.id,
+        "time": r.time,
+        "kind": r.kind,
+        "outcome": r.outcome,
+        "contact": r.contact,
+        "platform": entry.get("platform"),
+        "summary": entry.summary(),
+        "erased": bool(r.erased),
+        "disclosed": entry.disclosed_facts(),
+    }
 
 
 def verdict_parts(text: str) -> dict[str, Any]:
@@ -99,8 +110,9 @@ def verdict_parts(text: str) -> dict[str, Any]:
 
 
 class AuditPages:
-    def __init__(self, audit: AuditLog, overlay: Overlay, register: FactRegister,
-                 policy: Callable[[], Awaitable[Policy]]) -> None:
+    def __init__(
+        self, audit: AuditLog, overlay: Overlay, register: FactRegister, policy: Callable[[], Awaitable[Policy]]
+    ) -> None:
         self.audit = audit
         self.overlay = overlay
         self.register = register
@@ -137,8 +149,11 @@ class AuditPages:
     async def _seq_bound(self, day: date, first: bool) -> int | None:
         """The first seq at or after a day's start (``first``), or the last before it."""
         moment = day.isoformat()
-        sql = ("SELECT seq FROM audit WHERE time >= ? ORDER BY time LIMIT 1" if first
-               else "SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1")
+        sql = (
+            "SELECT seq FROM audit WHERE time >= ? ORDER BY time LIMIT 1"
+            if first
+            else "SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1"
+        )
         async with self.audit.db.execute(sql, (moment,)) as cur:
             found = await cur.fetchone()
         return int(found[0]) if found else None
@@ -165,8 +180,9 @@ class AuditPages:
             args += [high, end.isoformat()]
         return where, args
 
-    async def timeline(self, f: Filters, before: int | None = None, after: int | None = None,
-                       size: int = PAGE_SIZE) -> dict[str, Any]:
+    async def timeline(
+        self, f: Filters, before: int | None = None, after: int | None = None, size: int = PAGE_SIZE
+    ) -> dict[str, Any]:
         found = await self._where(f)
         records: list[AuditRecord] = []
         total, more, ascending = 0, False, after is not None and before is None
@@ -177,7 +193,8 @@ class AuditPages:
             cond = " WHERE " + " AND ".join(cursor) if cursor else ""
             records = await self.audit.select(
                 f"SELECT {COLUMNS} FROM audit{cond} ORDER BY seq {'ASC' if ascending else 'DESC'} LIMIT ?",
-                [*cursor_args, size + 1])
+                [*cursor_args, size + 1],
+            )
             more = len(records) > size
             records = records[:size]
             if ascending:
@@ -192,8 +209,15 @@ class AuditPages:
             else:
                 older = oldest if more else None
                 newer = newest if await self._exists(found, ">", newest) else None
-        return {"filters": f.as_params(), "rows": [row(r) for r in records], "total": total, "page_size": size,
-                "older_before": older, "newer_after": newer, "options": await self._filter_options()}
+        return {
+            "filters": f.as_params(),
+            "rows": [row(r) for r in records],
+            "total": total,
+            "page_size": size,
+            "older_before": older,
+            "newer_after": newer,
+            "options": await self._filter_options(),
+        }
 
     async def _exists(self, found: tuple[list[str], list[Any]] | None, op: str, seq: int) -> bool:
         if found is None:
@@ -217,7 +241,8 @@ class AuditPages:
         out: dict[str, list[str]] = {}
         for column in ("contact", "platform"):
             async with self.audit.db.execute(
-                    f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}") as cur:
+                f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}"
+            ) as cur:
                 out[column] = [r[0] async for r in cur]
         out["outcome"] = list(MESSAGE_OUTCOMES)
         self._options = (time.monotonic(), out)
@@ -229,19 +254,36 @@ class AuditPages:
         r = await self.audit.get(record_id)
         if r is None:
             return None
-        named = [c.get("fact") for c in r.body.get("candidates") or [] if isinstance(c.get("fact"), str)]
+        listed = r.entry.get("candidates", [])
+        named = [c.get("fact") for c in listed if isinstance(c.get("fact"), str)]
         facts = {f.id: f for f in await self.register.facts(named)}
         candidates = []
-        for c in r.body.get("candidates") or []:
+        for c in listed:
             fact = facts.get(c.get("fact"))
-            candidates.append({**c, "text": fact.text if fact else None,
-                               "verdicts": {who: verdict_parts(v) for who, v in (c.get("verdicts") or {}).items()}})
+            candidates.append(
+                {
+                    **c,
+                    "text": fact.text if fact else None,
+                    "verdicts": {who: verdict_parts(v) for who, v in (c.get("verdicts") or {}).items()},
+                }
+            )
         erased = {e.slot: {"at": e.at, "by": e.by, "erasure": e.erasure} for e in r.erased}
         chain = await self.chain()
         verified = chain.complete and (chain.ok or (chain.first_bad is not None and r.seq < chain.first_bad.seq))
-        return {"record": r.as_dict(), "outcome": r.outcome, "candidates": candidates, "erased": erased,
-                "position": {"checked": chain.complete, "seq": r.seq, "prev_hash": r.prev_hash, "hash": r.hash, "verified": verified,
-                          "format": r.format}}
+        return {
+            "record": r.as_dict(),
+            "outcome": r.outcome,
+            "candidates": candidates,
+            "erased": erased,
+            "position": {
+                "checked": chain.complete,
+                "seq": r.seq,
+                "prev_hash": r.prev_hash,
+                "hash": r.hash,
+                "verified": verified,
+                "format": r.format,
+            },
+        }
 
     # ------------------------------------------------------------------ who knows
 
@@ -256,31 +298,43 @@ class AuditPages:
         texts, never who was told)."""
         return await self._ledger.refresh(self.audit.db)
 
-    async def knows(self, by_event: bool = False, words: str = "", page: int = 1,
-                    size: int = PAGE_SIZE) -> dict[str, Any]:
+    async def knows(
+        self, by_event: bool = False, words: str = "", page: int = 1, size: int = PAGE_SIZE
+    ) -> dict[str, Any]:
         """One page of the matrix: rows are chosen (and filtered) by id first, and only the page's
         facts are read and judged, so a memory of 50k facts costs what a page of 50 does."""
         wanted = words.casefold().split()
         ledger = await self._ledger_rows()
         keys = await self.register.keys(wanted)
         known = {fid for _, fid in keys}
-        gone = {fid: eid for fid, eid, *_ in ledger if fid not in known
-                and all(w in f"{fid} {eid}".casefold() for w in wanted)}
+        gone = {
+            fid: eid
+            for fid, eid, *_ in ledger
+            if fid not in known and all(w in f"{fid} {eid}".casefold() for w in wanted)
+        }
         keys += [(eid, fid) for fid, eid in gone.items()]
         keys.sort()
         units = sorted({eid for eid, _ in keys}) if by_event else [fid for _, fid in keys]
         pages = max(1, -(-len(units) // size))
         page = min(max(page, 1), pages)
-        chosen = set(units[(page - 1) * size: page * size])
+        chosen = set(units[(page - 1) * size : page * size])
         ids = [fid for eid, fid in keys if (eid if by_event else fid) in chosen]
         facts = await self.register.facts([i for i in ids if i in known])
-        cols, rows = matrix(facts, ledger, await self.rulebook(), by_event,
-                            {fid: eid for fid, eid in gone.items() if fid in ids})
-        return {"by": "event" if by_event else "fact", "q": words, "page": page, "pages": pages,
-                "total": len(units),
-                "columns": [{"id": c.id, "label": c.label, "note": c.note, "kind": c.kind, "members": list(c.members)}
-                            for c in cols],
-                "rows": [r.as_dict(cols) for r in rows], "matters": await self.matters()}
+        cols, rows = matrix(
+            facts, ledger, await self.rulebook(), by_event, {fid: eid for fid, eid in gone.items() if fid in ids}
+        )
+        return {
+            "by": "event" if by_event else "fact",
+            "q": words,
+            "page": page,
+            "pages": pages,
+            "total": len(units),
+            "columns": [
+                {"id": c.id, "label": c.label, "note": c.note, "kind": c.kind, "members": list(c.members)} for c in cols
+            ],
+            "rows": [r.as_dict(cols) for r in rows],
+            "matters": await self.matters(),
+        }
 
     async def matters(self) -> list[list[str]]:
         """The events linked into one matter (epmem/memory/links.py); none on a state database

@@ -43,9 +43,11 @@ def choose_token(host: str, env_token: str | None) -> tuple[str, bool]:
     could otherwise race them to a token printed into a terminal or a log."""
     if env_token:
         if not is_loopback(host) and len(env_token) < MIN_TOKEN_CHARS:
-            raise PageRefused(f"{TOKEN_ENV} has {len(env_token)} characters; listening on {host}, beyond loopback, "
-                              f"it must have at least {MIN_TOKEN_CHARS} (make one with: python -c 'import secrets; "
-                              f"print(secrets.token_urlsafe(32))')")
+            raise PageRefused(
+                f"{TOKEN_ENV} has {len(env_token)} characters; listening on {host}, beyond loopback, "
+                f"it must have at least {MIN_TOKEN_CHARS} (make one with: python -c 'import secrets; "
+                f"print(secrets.token_urlsafe(32))')"
+            )
         return env_token, False
     if not is_loopback(host):
         raise PageRefused(f"refusing to listen on {host}, which is not loopback, without {TOKEN_ENV} set")
@@ -84,8 +86,16 @@ async def serve_page(config: PageConfig, host: str, port: int | socket.socket, o
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
-    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level=logging.WARNING, access_log=False,
-                                           lifespan="on", server_header=False, date_header=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(config),
+            log_level=logging.WARNING,
+            access_log=False,
+            lifespan="on",
+            server_header=False,
+            date_header=False,
+        )
+    )
     announce = asyncio.create_task(_announce(server, f"audit page: {url}", out))
     try:
         await server.serve(sockets=[sock])

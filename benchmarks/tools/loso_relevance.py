@@ -1,0 +1,114 @@
+"""Pick the relevance step's parameters with one scenario set left out in turn.
+
+For each set S: every point of a small grid of :class:`RelevanceConfig` values is scored on all
+the other sets; the point that does best there (the mean over those sets of
+``min(precision - 0.7, completeness - 0.8, differentiation - 0.8)``: every target at once) is then
+scored on S, which it never saw. Those left-out figures are what predict a set nobody here
+wrote; a figure fitted on the set it is scored on does not. The point that does best on all the
+sets together is printed last: it is what :class:`RelevanceConfig` should hold when its left-out
+figures are as good as the others'.
+
+Gold mode (the gold facts are the memory); recall and adjudication run once per (question,
+asker) through the real runtime and the cross-encoder's scores are cached, so the grid runs the
+real :class:`Relevance` step only. Prompt-injection questions ("Ignore your rules ...") are left
+out of the fit and reported apart::
+
+    python -m benchmarks.tools.loso_relevance ../shared/bench/examples benchmarks/scenarios/own \\
+        benchmarks/scenarios/storylines benchmarks/scenarios/dev-extra benchmarks/scenarios/confided \\
+        benchmarks/scenarios/vignettes benchmarks/scenarios/storylines-heldout ../shared/bench/storylines-v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from benchmarks.scenario_bench import is_injection
+from benchmarks.tools.tune_relevance import Case, CachedReranker, collect
+from epmem.embedding.cross_encoder import shared_cross_encoder
+from epmem.embedding.late_interaction import shared_late_interaction
+from epmem.reply.relevance import Relevance, RelevanceConfig, Reranker
+
+#: the parameters the fit may move; the rest stay at their defaults. Few on purpose: each one
+#: more is one more way to fit the sets at hand rather than the next one.
+GRID: dict[str, Sequence[float]] = {
+    "logit_margin": (2.0, 3.0, 4.0, 6.0, 99.0),
+    "margin_from": (-1.0, 0.0, 2.0),
+    "floor": (0.55, 0.6, 0.65),
+}
+
+Figures = tuple[float, float, float]
+
+
+def figures(cases: Sequence[Case], relevance: Relevance) -> Figures:
+    """Precision, completeness and differentiation of the facts chosen (a deflection chooses
+    none), scored as the scenario benchmark scores replies."""
+    said = said_may = may = 0
+    by_question: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
+    for case in cases:
+        chosen = frozenset(relevance.choose(case.question, case.events, case.storyline, case.owner).chosen)
+        said += len(chosen)
+        said_may += len(chosen & case.may)
+        may += len(case.may)
+        by_question.setdefault(case.question, []).append((case.may, chosen))
+    differ = n = 0
+    for replies in by_question.values():
+        if len({gold for gold, _ in replies}) > 1:
+            n += 1
+            differ += all(a[1] != b[1] for a in replies for b in replies if a[0] != b[0])
+    return (said_may / said if said else 1.0, said_may / may if may else 1.0, differ / n if n else 1.0)
+
+
+def objective(per: Mapping[str, Figures], names: Sequence[str]) -> float:
+    return sum(min(p - 0.7, c - 0.8, d - 0.8) for p, c, d in (per[n] for n in names)) / len(names)
+
+
+def shown(f: Figures) -> dict[str, float]:
+    return {"precision": round(f[0], 4), "completeness": round(f[1], 4), "differentiation": round(f[2], 4)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    collected = {str(p): asyncio.run(collect([p])) for p in args.paths}
+    sets = {name: [c for c in cases if not is_injection(c.question)] for name, cases in collected.items()}
+    injections = {name: [c for c in cases if is_injection(c.question)] for name, cases in collected.items()}
+    reranker: Reranker = CachedReranker(shared_cross_encoder())
+    matcher: Reranker = CachedReranker(shared_late_interaction())
+    points = []
+    for values in itertools.product(*GRID.values()):
+        point = dict(zip(GRID, values))
+        relevance = Relevance(dataclasses.replace(RelevanceConfig(), **point), reranker, matcher)  # type: ignore[arg-type]
+        points.append((point, {name: figures(cases, relevance) for name, cases in sets.items()}))
+    names = list(sets)
+    left_out = {}
+    for name in names:
+        rest = [n for n in names if n != name]
+        point, per = max(points, key=lambda p: objective(p[1], rest))
+        left_out[name] = {**shown(per[name]), "picked": point}
+    best, per_all = max(points, key=lambda p: objective(p[1], names))
+    default = Relevance(RelevanceConfig(), reranker, matcher)
+    print(
+        json.dumps(
+            {
+                "cases": {n: len(c) for n, c in sets.items()},
+                "grid": {k: list(v) for k, v in GRID.items()},
+                "left_out": left_out,
+                "fit_on_all": {"picked": best, "per_set": {n: shown(f) for n, f in per_all.items()}},
+                "default": {n: shown(figures(c, default)) for n, c in sets.items()},
+                "injection_default": {n: shown(figures(c, default)) for n, c in injections.items() if c},
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""A question is read part by part, an event far below the best is left out, and a cover and
+its truth are one event. The reranker is scripted per (question part, fact word) and stands
+for the model (whose real scores are exercised in test_reply_choice.py and the e2e tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from epmem.memory.facts import Fact
+from epmem.memory.recall import Recalled, RecalledEvent
+from epmem.reply.projection import FactDecision, Projection
+from epmem.reply.relevance import Relevance, RelevanceConfig, question_parts
+
+from tests.epmem.test_relevance_veto import storyline
+
+
+class PerPart:
+    """Logit by (a word of the question part, a word of the fact); -8 when nothing matches."""
+
+    name = "per-part"
+
+    def __init__(self, logits: dict[tuple[str, str], float]) -> None:
+        self.logits = logits
+        self.questions: list[str] = []
+
+    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+        self.questions.append(question)
+        return np.array(
+            [
+                max((v for (q, t), v in self.logits.items() if q in question and t in text), default=-8.0)
+                for text in texts
+            ],
+            dtype=np.float32,
+        )
+
+
+def test_a_question_splits_into_its_sentences_and_the_clauses_that_ask_on_their_own() -> None:
+    parts = question_parts("Hi, it's Jess on Tom's phone. Did they sign for the flat, and what is the new pay like?")
+    assert parts[0].startswith("Hi, it's Jess")  # the whole question first
+    assert "Did they sign for the flat" in parts and "what is the new pay like?" in parts
+    assert "Hi, it's Jess on Tom's phone." in parts
+    assert question_parts("Is Sam coming and bringing the cake?") == ["Is Sam coming and bringing the cake?"]
+    assert len(question_parts("A? B? C? D? E? F?", limit=3)) == 3
+
+
+def test_the_second_half_of_a_two_part_question_is_answered_too() -> None:
+    events, proj = storyline(
+        ("f1", "e1", "Nadia and Owen signed for a flat on Douglas Street.", 0.64),
+        ("f2", "e2", "Nadia's base salary from September will be 118,000.", 0.53),
+    )
+    model = PerPart({("flat", "flat"): 6.0, ("pay", "salary"): 5.0})
+    choice = Relevance(RelevanceConfig(), model).choose(
+        "Did she and Owen sign for the flat, and what is the new pay like?", events, proj
+    )
+    assert set(choice.chosen) == {"f1", "f2"}
+    assert "what is the new pay like?" in model.questions
+    whole = Relevance(RelevanceConfig(max_parts=1), PerPart({("flat", "flat"): 6.0}))
+    assert whole.choose("Did she and Owen sign for the flat, and what is the new pay like?", events, proj).chosen == (
+        "f1",
+    )
+
+
+def test_an_event_far_below_the_best_is_left_out_and_the_audit_says_why() -> None:
+    events, proj = storyline(
+        ("f1", "e1", "Helen agreed Fridays off for Marcus until the summer.", 0.73),
+        ("f2", "e2", "Marcus is having a knee operation on 22 May.", 0.64),
+    )
+    model = PerPart({("Fridays", "Fridays"): 6.9, ("Fridays", "knee"): -3.8})
+    choice = Relevance(RelevanceConfig(), model).choose("Is Marcus working on Fridays this term?", events, proj)
+    assert choice.chosen == ("f1",)
+    assert "below the best event" in choice.left_out["f2"]
+    off = Relevance(RelevanceConfig(logit_margin=99.0), model)
+    assert set(off.choose("Is Marcus working on Fridays this term?", events, proj).chosen) == {"f1", "f2"}
+
+
+def _truth_and_cover() -> tuple[list[RecalledEvent], Fact, Fact]:
+    truth = Fact(
+        id="t",
+        text="Elena owes HMRC 14,200 in unpaid tax.",
+        event_id="e1",
+        category="finances",
+        level=0,
+        state="owner-set",
+    )
+    cover = Fact(
+        id="c",
+        text="Elena is cutting back to save for a new kitchen.",
+        event_id="e1",
+        category="finances",
+        level=3,
+        state="owner-set",
+        version="cover",
+        covers="t",
+    )
+    other = Fact(
+        id="o",
+        text="Elena gave up her car and cycles to work.",
+        event_id="e2",
+        category="daily_life",
+        level=4,
+        state="owner-set",
+    )
+    events = [
+        RecalledEvent("e1", 0.53, (Recalled(truth, 0.3), Recalled(cover, 0.53))),
+        RecalledEvent("e2", 0.54, (Recalled(other, 0.54),)),
+    ]
+    return events, truth, other
+
+
+def test_a_truth_answers_what_its_cover_answers_once_the_reader_may_know_it() -> None:
+    events, truth, other = _truth_and_cover()
+    # the reader may know the truth (the owner allowed it): the projection tells it, not the cover
+    proj = Projection((FactDecision(truth, 0.3, True, (), used=True), FactDecision(other, 0.54, True, (), used=True)))
+    model = PerPart({("saving", "kitchen"): 3.5, ("saving", "car"): -1.2, ("saving", "HMRC"): -6.0})
+    choice = Relevance(RelevanceConfig(), model).choose("Is she saving up for something?", events, proj)
+    assert choice.chosen == ("t",)
