@@ -35,6 +35,8 @@ class Judged(Protocol):
     def blacklist(self) -> list[str]: ...
     @property
     def settled_open(self) -> bool: ...
+    @property
+    def covers(self) -> str | None: ...
     def effective_level(self) -> int: ...
 
 
@@ -235,7 +237,10 @@ class Rulebook:
         for index, exc in self.exceptions:
             kind, target = exc.target()
             value = {"fact": fact.id, "event": fact.event_id, "category": fact.category}[kind]
-            if value != target:
+            if value != target and not (kind == "fact" and exc.effect == "allow" and fact.covers == target):
+                # an owner's allow on a truth lets those readers hear its cover too: they may know
+                # what it stands for, and a cover heard earlier must not hold back the truth the
+                # owner just opened (the composite rule across replies, epmem/reply/cumulative.py)
                 continue
             if kind == "category" and exc.effect == "allow" and not fact.settled_open:
                 # a closed or pending fact opens only by a decision about it or its event

@@ -124,22 +124,8 @@ async def gather(
         seen: set[str] = set()
         for k in lines:
             fact = facts.get(k.fact_id)
-            if fact is None or k.fact_id in seen or _told_two_ways(fact, chosen):
-                continue  # forgotten since (see the module's docstring), already counted, or told two ways
+            if fact is None or k.fact_id in seen:
+                continue  # forgotten since (see the module's docstring), or already counted
             seen.add(k.fact_id)
             out.setdefault(reader, []).append(Prior(rulebook.gate(fact), matters.matter(fact.event_id), k))
     return Earlier(matters, out)
-
-
-def _told_two_ways(fact: Fact, chosen: Sequence[Fact]) -> bool:
-    """Whether ``fact``, known to a reader, is the cover of a truth ``chosen`` for this reply.
-
-    A cover and its truth are one event told two ways (epmem/reply/relevance.py
-    ``counterparts``): the truth tells a reader everything the cover did, except that a cover
-    exists. A reader the truth's own rules let know it would pass the composite anyway (the cover
-    judged at the truth's level); one who passes only by a whitelist or exception on the truth was
-    opened by the owner on purpose, and the cover they heard earlier must not undo that (issue
-    22's ``allow f1 to will``: without this, the owner's whitelist makes the answer worse). The
-    other way stays closed: a reader who knows the truth is not then told its cover in a chat
-    with others, as the shared ``conversation`` metric counts it."""
-    return fact.version == "cover" and bool(fact.covers) and any(c.id == fact.covers for c in chosen)

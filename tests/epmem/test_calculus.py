@@ -87,3 +87,29 @@ def test_rulebook_expands_groups_and_applies_exceptions_until_they_expire() -> N
     assert judge(later.gate(fact), book.recipient("ben")).allowed
     reason = judge(Rulebook(_policy(), [deny_ben], now).gate(fact), book.recipient("ben")).exception
     assert reason is not None and reason.startswith("exception:")
+
+
+def test_an_allow_on_a_truth_lets_its_readers_hear_its_cover_and_nothing_else() -> None:
+    """The owner's ``/allow f1 to ben`` after Ben heard the cover: the cover must not then hold
+    the truth back (epmem/reply/cumulative.py); a deny, and other facts, are unchanged."""
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    truth = Fact(id="f1", text="tax debt", event_id="e", category="finances", level=0, state="owner-set")
+    cover = Fact(
+        id="f2",
+        text="saving for a kitchen",
+        event_id="e",
+        version="cover",
+        covers="f1",
+        category="finances",
+        level=2,
+        domain="life",
+        state="owner-set",
+    )
+    other = cover.model_copy(update={"id": "f3", "covers": "f9"})
+    ben = Rulebook(_policy()).recipient("ben")
+    assert not judge_composite([Rulebook(_policy(), now=now).gate(f) for f in (truth, cover)], ben).allowed
+    opened = Rulebook(_policy(), [PolicyException(effect="allow", who=["ben"], fact="f1")], now)
+    assert judge_composite([opened.gate(f) for f in (truth, cover)], ben).allowed
+    assert not judge(opened.gate(other), ben).allowed
+    closed = Rulebook(_policy(), [PolicyException(effect="deny", who=["leo"], fact="f1")], now)
+    assert judge(closed.gate(cover), closed.recipient("leo")).allowed
