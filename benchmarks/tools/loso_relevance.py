@@ -16,6 +16,12 @@ out of the fit and reported apart::
     python -m benchmarks.tools.loso_relevance ../shared/bench/examples benchmarks/scenarios/own \\
         benchmarks/scenarios/storylines benchmarks/scenarios/dev-extra benchmarks/scenarios/confided \\
         benchmarks/scenarios/vignettes benchmarks/scenarios/storylines-heldout ../shared/bench/storylines-v1
+
+``--chinese`` fits the configuration Chinese questions run with instead (``CHINESE_GRID`` over
+:data:`epmem.reply.relevance.CHINESE`; their scores come from the words a fact shares with the
+question and from recall, not from the cross-encoder)::
+
+    python -m benchmarks.tools.loso_relevance --chinese benchmarks/scenarios/zh-own ../shared/bench/zh
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -32,7 +39,7 @@ from benchmarks.scenario_bench import is_injection
 from benchmarks.tools.tune_relevance import Case, CachedReranker, collect
 from epmem.embedding.cross_encoder import shared_cross_encoder
 from epmem.embedding.late_interaction import shared_late_interaction
-from epmem.reply.relevance import Relevance, RelevanceConfig, Reranker
+from epmem.reply.relevance import CHINESE, Relevance, RelevanceConfig, Reranker
 
 #: the parameters the fit may move; the rest stay at their defaults. Few on purpose: each one
 #: more is one more way to fit the sets at hand rather than the next one.
@@ -40,6 +47,11 @@ GRID: dict[str, Sequence[float]] = {
     "logit_margin": (2.0, 3.0, 4.0, 6.0, 99.0),
     "margin_from": (-1.0, 0.0, 2.0),
     "floor": (0.55, 0.6, 0.65),
+}
+
+#: ``--chinese``: the parameters of the configuration for Chinese questions the fit may move.
+CHINESE_GRID: dict[str, Sequence[float]] = {
+    "stand_out": (0.1, 0.15, 0.2, 0.25, 0.3, math.inf),
 }
 
 Figures = tuple[float, float, float]
@@ -75,16 +87,22 @@ def shown(f: Figures) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument("--chinese", action="store_true", help="fit the configuration for Chinese questions")
     args = parser.parse_args(argv)
+    grid = CHINESE_GRID if args.chinese else GRID
     collected = {str(p): asyncio.run(collect([p])) for p in args.paths}
     sets = {name: [c for c in cases if not is_injection(c.question)] for name, cases in collected.items()}
     injections = {name: [c for c in cases if is_injection(c.question)] for name, cases in collected.items()}
     reranker: Reranker = CachedReranker(shared_cross_encoder())
     matcher: Reranker = CachedReranker(shared_late_interaction())
     points = []
-    for values in itertools.product(*GRID.values()):
-        point = dict(zip(GRID, values))
-        relevance = Relevance(dataclasses.replace(RelevanceConfig(), **point), reranker, matcher)  # type: ignore[arg-type]
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
+        relevance = (
+            Relevance(RelevanceConfig(), reranker, matcher, chinese=dataclasses.replace(CHINESE, **point))  # type: ignore[arg-type]
+            if args.chinese
+            else Relevance(dataclasses.replace(RelevanceConfig(), **point), reranker, matcher)  # type: ignore[arg-type]
+        )
         points.append((point, {name: figures(cases, relevance) for name, cases in sets.items()}))
     names = list(sets)
     left_out = {}
@@ -98,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "cases": {n: len(c) for n, c in sets.items()},
-                "grid": {k: list(v) for k, v in GRID.items()},
+                "grid": {k: list(v) for k, v in grid.items()},
                 "left_out": left_out,
                 "fit_on_all": {"picked": best, "per_set": {n: shown(f) for n, f in per_all.items()}},
                 "default": {n: shown(figures(c, default)) for n, c in sets.items()},
