@@ -6,13 +6,16 @@ words are checked again before they leave (``compose``, ``guard``, ``desensitize
 """
 
 from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.reply.model_choice import ChooserConfig, ModelChooser
 from epmem.reply.relevance import Relevance, RelevanceConfig
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
 from epmem.reply.sanity import SanityConfig
 
 __all__ = [
     "Answer",
+    "ChooserConfig",
     "LLMResponder",
+    "ModelChooser",
     "PrivacyEngine",
     "ReplyContext",
     "Relevance",

@@ -2,7 +2,8 @@
 
 This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
 responder until the calculus has allowed it for every reader. Of the facts that may be said,
-the relevance step keeps those that answer the question (epmem/reply/relevance.py), and what
+the relevance step keeps those that answer the question (epmem/reply/relevance.py; with a
+model configured, the model chooses among them instead, epmem/reply/model_choice.py), and what
 one reply tells together must pass the composite rule for every reader
 (epmem/reply/composite.py). The responder gets a :class:`ReplyContext` built from those facts
 alone, so even a model that repeated its whole context would repeat nothing it may not say.
@@ -20,6 +21,7 @@ from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import HeldBack, limit_to_composite
 from epmem.reply.guard import Denied
+from epmem.reply.model_choice import ModelChooser
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
 from epmem.policy.overlay import Overlay
@@ -86,12 +88,15 @@ class PrivacyEngine(ReadsPolicy):
         memory: FactMemory,
         responder: Responder,
         relevance: Relevance | None = None,
+        chooser: ModelChooser | None = None,
     ) -> None:
+        """``chooser``: the model chooses which allowed facts answer (None: the relevance step)."""
         self._policy = PolicyHolder.of(policy)
         self.overlay = overlay
         self.memory = memory
         self.responder = responder
         self.relevance = relevance or Relevance()
+        self.chooser = chooser
         self.writer = ReplyWriter(responder)
 
     async def rulebook(self, now: datetime | None = None) -> Rulebook:
@@ -120,7 +125,7 @@ class PrivacyEngine(ReadsPolicy):
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
-        projection, choice, held = self._choose(question, events, rulebook, audience)
+        projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
         consult = self._closed_would_answer(question, events, rulebook, audience) if with_closed else ()
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
@@ -160,12 +165,19 @@ class PrivacyEngine(ReadsPolicy):
         contact = self.policy.contacts.get(recipient.id) if recipient is not None else None
         return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
 
-    def _choose(
-        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+    async def _choose(
+        self,
+        question: str,
+        events: Sequence[RecalledEvent],
+        rulebook: Rulebook,
+        audience: Sequence[Recipient],
+        recent_turns: Sequence[str] = (),
     ) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
+        if self.chooser is not None:  # shown the storyline alone: what every reader may know
+            choice = await self.chooser.choose(question, storyline, choice, self.policy.owner.name, recent_turns)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
         kept, held = limit_to_composite([rulebook.gate(by_id[f]) for f in choice.chosen], audience)
         narrowed = storyline.narrowed(kept, choice.scores)
