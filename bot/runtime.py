@@ -32,7 +32,17 @@ from epmem.ingest import (
 from epmem.llm import LLM
 from epmem.memory import Conversations, FactMemory, RecallConfig, RetrievalConfig, Retriever, SubjectNormalizer
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
-from epmem.reply import LLMResponder, PrivacyEngine, Responder, Relevance, RelevanceConfig, RulesResponder, SanityConfig
+from epmem.reply import (
+    ChooserConfig,
+    LLMResponder,
+    ModelChooser,
+    PrivacyEngine,
+    Relevance,
+    RelevanceConfig,
+    Responder,
+    RulesResponder,
+    SanityConfig,
+)
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
@@ -111,6 +121,14 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
         max_tokens=settings.llm_reply_max_tokens,
         sanity=SanityConfig(max_chars=settings.llm_reply_max_chars),
     )
+
+
+def make_chooser(settings: Settings, llm: LLM | None, relevance: Relevance) -> ModelChooser | None:
+    """The model's choice of the facts that answer (EPMEM_MODEL_CHOOSES, on with a model)."""
+    if llm is None or not settings.model_chooses:
+        return None
+    config = ChooserConfig(offered=settings.llm_choose_offered, budget_s=settings.llm_choose_budget_s)
+    return ModelChooser(llm, config, max_facts=relevance.config.max_facts)
 
 
 def make_relevance(settings: Settings, config: RelevanceConfig | None = None) -> Relevance:
@@ -281,7 +299,8 @@ class Runtime:
         """Every part, through its constructor, in dependency order."""
         memory, db = opened.memory, opened.state.connection
         overlay = Overlay(db)
-        engine = PrivacyEngine(policies, overlay, memory, make_responder(settings, llm), relevance)
+        responder, chooser = make_responder(settings, llm), make_chooser(settings, llm, relevance)
+        engine = PrivacyEngine(policies, overlay, memory, responder, relevance, chooser)
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(
             policies,
