@@ -85,10 +85,13 @@ async def test_the_models_valid_choice_is_used(house: Runtime, fake: FakeOpenAI)
     assert fake.offered[0][0] == ("F1", "Maya and Leo made an offer on the blue house on Elm Road.")
     assert not re.search(r"\bf\d\b", choose)
     assert "half marathon" in reply and "Elm Road" not in reply
+    # the owner's /why says who chose
+    why = (await house.agent.handle(ask("owner", f"/why {out.audit_id}"))).text or ""
+    assert "chosen by the model: f6 (the relevance step chose f1)" in why, why
 
 
 @pytest.mark.parametrize(
-    ("answer", "why"),
+    ("answer", "why_not"),
     [
         ({"facts": ["F9"]}, "unknown id"),
         ({"facts": ["f1"]}, "unknown id"),  # a real fact id: never offered as such
@@ -102,17 +105,19 @@ async def test_the_models_valid_choice_is_used(house: Runtime, fake: FakeOpenAI)
     ],
 )
 async def test_a_choice_that_cannot_be_used_falls_back_to_the_rules_choice(
-    house: Runtime, fake: FakeOpenAI, answer: Any, why: str
+    house: Runtime, fake: FakeOpenAI, answer: Any, why_not: str
 ) -> None:
     fake.set_chooser(lambda offered: answer)
     fake.set_script("Maya and Leo made an offer on the blue house on Elm Road!")
     out = await house.agent.handle(ask("leo", HOUSE))
     body = await body_of(house, out.audit_id)
     relevance = body["relevance"]
-    assert relevance["chooser"] == "rules" and relevance["fallback"] == why
-    assert relevance["model"]["calls"] == 1 and relevance["model"]["error"] == why
+    assert relevance["chooser"] == "rules" and relevance["fallback"] == why_not
+    assert relevance["model"]["calls"] == 1 and relevance["model"]["error"] == why_not
     assert relevance["chosen"] == relevance["rules_chosen"] == ["f1"] and body["disclosed"] == ["f1"]
     assert out.text == "Maya and Leo made an offer on the blue house on Elm Road!"
+    why = (await house.agent.handle(ask("owner", f"/why {out.audit_id}"))).text or ""
+    assert f"chosen by the relevance step: f1 (the model's choice not used: {why_not})" in why, why
 
 
 async def test_a_slow_choice_falls_back_within_the_budget(house: Runtime, fake: FakeOpenAI) -> None:
