@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from bot.cli.ops import Checks, _llm
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 from epmem.policy.calculus import STRANGER, Composite, Rulebook, judge
@@ -251,8 +252,16 @@ async def test_the_setting(tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest
     """On by default with a model; EPMEM_MODEL_CHOOSES=false or no model: the rules step alone,
     and the reply's record is the rules step's as it always was (no chooser keys)."""
     assert Settings(llm_backend="openai").model_chooses
+    checks = Checks()
+    _llm(checks, Settings(llm_backend="openai", llm_model="m", openai_base_url=fake.base_url))
+    assert ("ok", "the facts a reply tells: chosen by the model, else the relevance step (EPMEM_MODEL_CHOOSES)") in (
+        checks.lines
+    )
     monkeypatch.setenv("EPMEM_MODEL_CHOOSES", "false")
     assert not Settings().model_chooses
+    checks = Checks()
+    _llm(checks, Settings(llm_backend="openai", llm_model="m", openai_base_url=fake.base_url))
+    assert ("ok", "the facts a reply tells: chosen by the relevance step (EPMEM_MODEL_CHOOSES=false)") in checks.lines
     for settings in (
         model_settings(tmp_path / "off", fake.base_url, timeout_s=5.0, budget_s=BUDGET_S, chooses=False),
         Settings(data_dir=tmp_path / "rules", model_chooses=True),
