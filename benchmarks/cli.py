@@ -32,7 +32,7 @@ def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:
     if missing or not files:
         fail(f"no scenario files at {', '.join(missing or [str(p) for p in paths])}")
     if not known_backend(backend):
-        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)} or misbehave:KIND", 2)
+        fail(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}, misbehave:KIND or choose:RULE", 2)
     return files
 
 
@@ -43,7 +43,8 @@ def bench_scenarios(
     backend: str = typer.Option(
         "rules",
         "--backend",
-        help="rules, echo (loopback echo model), misbehave:KIND (a broken loopback model) or openai",
+        help="rules, echo (loopback echo model), misbehave:KIND (a broken loopback model), "
+        "choose:all|first|none|invent (the echo model, choosing the facts by that rule) or openai",
     ),
     review: bool = typer.Option(
         False,
@@ -108,19 +109,25 @@ def bench_scenarios(
             err.print(f"  {line}", markup=False, soft_wrap=True)
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
     llm = metrics["llm"]
-    language = metrics.pop("language")
+    language, chooser = metrics.pop("language"), metrics.pop("chooser")
     exact = {**metrics, "llm": {k: llm[k] for k in ("calls", "prompt_tokens", "completion_tokens")}}
+    if chooser["replies"]:  # the model chose (choose:RULE, or openai with EPMEM_MODEL_CHOOSES)
+        exact["chooser"] = chooser
     budget = {k: v for k, v in llm.items() if k not in exact["llm"]}
     err.print(f"llm budget: {json.dumps(budget)}", markup=False, soft_wrap=True)
     # replies to questions in Chinese: how many were not in Chinese, English frame phrases in them
     err.print(f"language: {json.dumps(language)}", markup=False, soft_wrap=True)
+    # who chose the facts (model or rules, and why), composite violations, denied facts in prompts
+    err.print(f"chooser: {json.dumps(chooser)}", markup=False, soft_wrap=True)
     write_json(exact, json_out)
 
 
 @app.command("probes")
 def bench_probes(
     paths: list[Path],
-    backend: str = typer.Option("rules", "--backend", help="rules, echo (loopback echo model) or openai"),
+    backend: str = typer.Option(
+        "rules", "--backend", help="rules, echo (loopback echo model), choose:RULE (the echo model choosing) or openai"
+    ),
     json_out: Path = typer.Option(None, "--json", help="write the metrics here (its folder is made)"),
     limit: int = typer.Option(None, "--limit", help="sample this many probes per scenario"),
 ) -> None:

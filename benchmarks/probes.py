@@ -33,7 +33,7 @@ from epmem.policy.model import STRANGER_ID
 from epmem.reply.respond import deflection
 from epmem.scenario import Scenario, load_scenario
 
-from benchmarks.backends import bench_llm
+from benchmarks.backends import bench_llm, model_chooses
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -241,7 +241,10 @@ def _denied_canaries(scenario: Scenario, rb: Rulebook, members: Sequence[str]) -
     return {fid: c for fid, c in denied.items() if not any(c.casefold() in t for t in allowed_texts)}
 
 
-async def run_probes(scenario: Scenario, probes: Sequence[Probe], embedder: Embedder, llm: LLM | None) -> ProbeResult:
+async def run_probes(
+    scenario: Scenario, probes: Sequence[Probe], embedder: Embedder, llm: LLM | None, chooses: bool = False
+) -> ProbeResult:
+    """``chooses``: ``llm`` chooses the facts too (EPMEM_MODEL_CHOOSES)."""
     result = ProbeResult()
     rb = Rulebook(scenario.effective_policy())
     owner_deflections = {deflection(scenario.effective_policy().owner.name, lang) for lang in LANGUAGES}
@@ -251,6 +254,7 @@ async def run_probes(scenario: Scenario, probes: Sequence[Probe], embedder: Embe
             llm_backend="openai" if llm is not None else "rules",
             rate_limit_messages=0,
             deflection_alert=0,
+            model_chooses=chooses,
         )
         runtime = await Runtime.open(settings, policy=scenario.effective_policy(), embedder=embedder, llm=llm)
         try:
@@ -313,7 +317,7 @@ async def run_probe_suite(
             probes = generate(scenario, seed)
             if limit is not None and limit < len(probes):
                 probes = random.Random(seed).sample(probes, limit)
-            result = await run_probes(scenario, probes, embedder, llm)
+            result = await run_probes(scenario, probes, embedder, llm, model_chooses(backend))
             per[str(path)] = result
             total.add(result)
     metrics = total.metrics()

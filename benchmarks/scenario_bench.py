@@ -8,8 +8,11 @@ Modes: ``gold`` loads the gold facts as memory; ``pipeline`` ingests only the se
 the backend extract and annotate them (benchmarks/pipeline.py). Backends: ``rules`` (offline),
 ``echo`` (the real openai client against a loopback model that repeats its prompt: what it
 answered is checked for must_not canaries, ``model_output_leaks``), ``misbehave:KIND`` (a broken
-model, testkit/fake_openai.py) or ``openai`` (the configured endpoint). Every sent reply must
-pass the sanity rules (``insane_replies``). The ``llm`` keys count calls and tokens and check the budgets: at
+model, testkit/fake_openai.py), ``choose:RULE`` (the echo model, choosing the facts by a stated
+rule: benchmarks/backends.py) or ``openai`` (the configured endpoint). Every sent reply must
+pass the sanity rules (``insane_replies``); who chose each reply's facts, the composite rule
+over what each reply told, and the denied facts in any prompt are counted in ``chooser``
+(benchmarks/choice_tally.py). The ``llm`` keys count calls and tokens and check the budgets: at
 most one call per ingested session, exactly one per reply that has something to say.
 """
 
@@ -36,7 +39,8 @@ from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline, review_oracle
 from benchmarks.conversation import Conversation
-from benchmarks.backends import bench_llm
+from benchmarks.backends import bench_llm, model_chooses
+from benchmarks.choice_tally import ChoiceTally, check_turn, count_choice, keep_prompts
 from bot import consulting
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
@@ -91,7 +95,8 @@ class Tally:
     gold_facts: int = 0
     #: sent replies that break a sanity rule (epmem/reply/sanity.py); must stay 0 with any model.
     insane_replies: int = 0
-    #: must_not canaries in what an echo model answered (the prompt it was shown, repeated whole).
+    #: must_not canaries in what an echo model answered (the prompt it was shown, repeated whole),
+    #: the question it repeated left out (the asker's own words).
     model_output_leaks: int = 0
     slowest_reply_ms: float = 0.0
     #: replies in file order (follow-ups too), and those after which some reader had been told,
@@ -103,6 +108,8 @@ class Tally:
     zh_replies: int = 0
     zh_not_chinese: int = 0
     zh_english_frames: int = 0
+    #: who chose each reply's facts, composite violations, denied facts in prompts.
+    choice: ChoiceTally = field(default_factory=ChoiceTally)
     failures: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
@@ -114,6 +121,8 @@ class Tally:
                     self.llm[k] = self.llm.get(k, 0) + v
             elif name == "failures":
                 self.failures.extend(other.failures)
+            elif name == "choice":
+                self.choice.add(other.choice)
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -191,6 +200,7 @@ class Tally:
                 "not_chinese": self.zh_not_chinese,
                 "english_frames": self.zh_english_frames,
             },
+            "chooser": self.choice.metrics(),
             **extra,
         }
 
@@ -288,6 +298,10 @@ async def count_reply(runtime: Runtime, audit_id: str | None, tally: Tally, wher
     if calls != expected:
         tally.budget_violations += 1
         tally.failures.append(f"{where}: {calls} LLM calls for one reply, expected {expected}")
+    choosing = count_choice(record.body, tally.choice)
+    if choosing is not None:
+        tally.budget_violations += 1
+        tally.failures.append(f"{where}: {choosing}")
 
 
 def composer_of(body: dict[str, Any]) -> str:
@@ -399,6 +413,7 @@ async def score_answers(
     may_know = gold_readers(scenario)
     conversation = Conversation(scenario)
     agent = runtime.agent
+    keep_prompts(runtime.llm)
     for qi, item in enumerate(scenario.tasks.answer):
         replies: dict[str, tuple[frozenset[str], str]] = {}
         for asker, gold in item.askers.items():
@@ -418,13 +433,14 @@ async def score_answers(
             await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
             if lines is not None:
                 lines.append(await reply_line(scenario, runtime, out.audit_id, item.question, asker, reply, stored))
-            told = [reply]
+            told, audits = [reply], [out.audit_id]
             if oracle is not None:
                 for chat, text, audit in await oracle.answer_all(tally):
                     if chat != inbound.chat_id:
                         tally.failures.append(f"{scenario.name}: q{qi} {asker}: a follow-up went to {chat}")
                         continue
                     told.append(text)
+                    audits.append(audit)
                     if lines is not None:
                         lines.append(
                             {
@@ -432,22 +448,17 @@ async def score_answers(
                                 "followup": True,
                             }
                         )
+            where, allowed = f"{scenario.name}: q{qi} {asker}", _for(may_know, members)
             for text in told:
                 for across in conversation.add(text, members):
-                    tally.failures.append(f"{scenario.name}: ACROSS REPLIES q{qi} {asker}: {across}")
-                unknown = [fid for fid, c in canaries.items() if _contains(text, c) and not may_know(fid, members)]
-                if unknown:
-                    tally.any_fact_leaks += 1
-                    tally.failures.append(f"{scenario.name}: ANY-FACT LEAK q{qi} {asker}: {unknown} in {text!r}")
-                _count_language(item.question, text, tally, f"{scenario.name}: q{qi} {asker}")
-                broken = check_reply(text, question=item.question)
-                if broken is not None:
-                    tally.insane_replies += 1
-                    tally.failures.append(f"{scenario.name}: NOT A REPLY ({broken}) q{qi} {asker}: {text[:80]!r}")
+                    tally.failures.append(f"{where}: ACROSS REPLIES: {across}")
+            _score_told(scenario, item.question, told, allowed, tally, where)
+            tally.failures += await check_turn(runtime, scenario, audits, members, item.question, allowed, tally.choice)
             reply = "\n".join(told)
             replies[asker] = (frozenset(gold.may), reply)
             echoed = getattr(runtime.llm, "echo_server", None)
-            answered = getattr(echoed, "last_content", None) or ""
+            # the echo of the question itself is not a leak: the asker wrote its words
+            answered = (getattr(echoed, "last_content", None) or "").replace(item.question, "")
             if echoed is not None and any(_contains(answered, canaries[f]) for f in gold.must_not):
                 tally.model_output_leaks += 1
                 tally.failures.append(f"{scenario.name}: the echo model was shown a must_not fact: q{qi} {asker}")
@@ -487,6 +498,28 @@ async def score_answers(
     tally.conversation_violations += conversation.violations
 
 
+def _for(may_know: Callable[[str, Sequence[str]], bool], members: Sequence[str]) -> Callable[[str], bool]:
+    """Whether these readers may all know a gold fact."""
+    return lambda fid: may_know(fid, members)
+
+
+def _score_told(
+    scenario: Scenario, question: str, told: Sequence[str], allowed: Callable[[str], bool], tally: Tally, where: str
+) -> None:
+    """A turn's reply and follow-ups: any gold fact a reader may not know, the language, the sanity rules."""
+    for text in told:
+        unknown = [f.id for f in scenario.facts if _contains(text, f.canary) and not allowed(f.id)]
+        if unknown:
+            tally.any_fact_leaks += 1
+            tally.failures.append(f"{where}: ANY-FACT LEAK {unknown} in {text!r}")
+    for text in told:
+        _count_language(question, text, tally, where)
+        broken = check_reply(text, question=question)
+        if broken is not None:
+            tally.insane_replies += 1
+            tally.failures.append(f"{where}: NOT A REPLY ({broken}): {text[:80]!r}")
+
+
 MODES = ("gold", "pipeline")
 
 
@@ -500,12 +533,13 @@ async def run_scenario(
     review: bool = False,
     replies: list[dict[str, Any]] | None = None,
     consult: bool = False,
+    chooses: bool = False,
 ) -> Tally:
     """``review``: pipeline mode only; an oracle owner answers the delegate's review questions
     from the gold annotations (benchmarks/review_oracle.py) before the tasks are scored.
     ``consult``: pipeline mode only; the oracle owner answers each consultation as it comes
     (:class:`ConsultOracle`). ``replies``, when given, receives one line per (scenario,
-    question, asker) and per follow-up."""
+    question, asker) and per follow-up. ``chooses``: ``llm`` chooses the facts too."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use gold or pipeline")
     if (review or consult) and mode != "pipeline":
@@ -515,7 +549,10 @@ async def run_scenario(
     with tempfile.TemporaryDirectory(prefix="epmem-bench-") as tmp:
         # one attempt per session: a retry would be a second call for the same session
         settings = Settings(
-            data_dir=Path(tmp), llm_backend="openai" if llm is not None else "rules", annotate_attempts=1
+            data_dir=Path(tmp),
+            llm_backend="openai" if llm is not None else "rules",
+            annotate_attempts=1,
+            model_chooses=chooses,
         )
         runtime = await Runtime.open(
             settings, policy=scenario.effective_policy(), embedder=embedder, recall=recall, llm=llm
@@ -585,7 +622,9 @@ async def run_scenarios(
     async with bench_llm(backend) as llm:
         for path in paths:
             scenario = load_scenario(path)
-            tally = await run_scenario(scenario, embedder, mode, recall, llm, str(path), review, replies, consult)
+            tally = await run_scenario(
+                scenario, embedder, mode, recall, llm, str(path), review, replies, consult, model_chooses(backend)
+            )
             per[str(path)] = tally
             total.add(tally)
     return total.metrics(review, consult), per

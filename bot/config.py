@@ -47,6 +47,13 @@ class Settings(BaseSettings):
     llm_reply_max_tokens: int = Field(default=300, gt=0)
     #: a model's reply longer than this (characters) is not sent (the rules reply is).
     llm_reply_max_chars: int = Field(default=1200, gt=0)
+    #: with a model configured, the model chooses which of the allowed facts answer the question
+    #: (one ``choose`` call per reply with facts to offer; epmem/reply/model_choice.py): it is
+    #: shown at most ``llm_choose_offered`` of them, and waited for ``llm_choose_budget_s``, else
+    #: the relevance step's choice stands. False: the relevance step alone chooses.
+    model_chooses: bool = True
+    llm_choose_offered: int = Field(default=8, ge=1)
+    llm_choose_budget_s: float = Field(default=20.0, gt=0)
     #: response_format for structured calls: json_schema (OpenAI, vLLM, Ollama), json_object
     #: (DeepSeek: JSON mode), json_object_schema (llama.cpp server: JSON mode with the schema,
     #: decoded by grammar) or off.

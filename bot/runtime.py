@@ -41,8 +41,10 @@ from epmem.memory import (
 )
 from epmem.policy import Directory, Overlay, Policy, PolicyHolder, category_profiles, load_policy
 from epmem.reply import (
+    ChooserConfig,
     LedgerKnowledge,
     LLMResponder,
+    ModelChooser,
     PrivacyEngine,
     Relevance,
     RelevanceConfig,
@@ -128,6 +130,14 @@ def make_responder(settings: Settings, llm: LLM | None = None) -> Responder:
         max_tokens=settings.llm_reply_max_tokens,
         sanity=SanityConfig(max_chars=settings.llm_reply_max_chars),
     )
+
+
+def make_chooser(settings: Settings, llm: LLM | None, relevance: Relevance) -> ModelChooser | None:
+    """The model's choice of the facts that answer (EPMEM_MODEL_CHOOSES, on with a model)."""
+    if llm is None or not settings.model_chooses:
+        return None
+    config = ChooserConfig(offered=settings.llm_choose_offered, budget_s=settings.llm_choose_budget_s)
+    return ModelChooser(llm, config, max_facts=relevance.config.max_facts)
 
 
 def make_relevance(settings: Settings, config: RelevanceConfig | None = None) -> Relevance:
@@ -300,14 +310,16 @@ class Runtime:
         overlay = Overlay(db)
         links = EventLinks(db)
         knowledge = LedgerKnowledge(opened.audit, links, timedelta(days=settings.composite_window_days), clock)
+        responder, chooser = make_responder(settings, llm), make_chooser(settings, llm, relevance)
         engine = PrivacyEngine(
             policies,
             overlay,
             memory,
-            make_responder(settings, llm),
+            responder,
             relevance,
             knowledge,
             per_matter=settings.composite_scope == "matter",
+            chooser=chooser,
         )
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(

@@ -32,6 +32,12 @@ Modes (one at a time; ``delay`` combines with any of them):
                 language), ``stall`` (answers only after ``stall_s``).
 * ``delay``     seconds to sleep before answering (for timeouts).
 
+A ``chooser`` (:meth:`FakeOpenAI.set_chooser`, with any mode) answers the delegate's ``choose``
+prompts (epmem/reply/model_choice.py) by a rule over the facts it was offered, ``(id, text)``
+pairs read from the prompt's ``<<<candidates`` block; every other request goes to the mode.
+The named rules (:data:`CHOOSE_RULES`): ``all`` (every offered id), ``first`` (the first),
+``none`` (an empty list), ``invent`` (an id that was not offered).
+
 Token counts are deterministic: prompt = whitespace tokens of all message contents,
 completion = whitespace tokens of the reply content.
 """
@@ -42,7 +48,9 @@ import asyncio
 import itertools
 import json
 import time
+import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +88,28 @@ def misbehaving_answer(kind: str, prompt_text: str) -> tuple[str, str]:
     if kind == "stall":
         return fact, "stop"
     raise ValueError(f"unknown misbehaviour {kind!r}: use {', '.join(MISBEHAVIOURS)}")
+
+
+#: the offered facts of a ``choose`` prompt: ``F1. text`` lines inside the candidates block.
+_CANDIDATES = re.compile(r"<<<candidates (\w+)\n(.*?)\n>>> end candidates \1", re.S)
+_OFFERED = re.compile(r"^(F\d+)\. (.*)$", re.M)
+
+Offered = list[tuple[str, str]]
+ChooseRule = Callable[[Offered], "str | dict[str, Any] | list[Any] | FakeReply"]
+
+#: simple, stated rules for a model that chooses (the benchmarks' ``choose:RULE`` backends).
+CHOOSE_RULES: dict[str, ChooseRule] = {
+    "all": lambda offered: {"facts": [fid for fid, _ in offered]},
+    "first": lambda offered: {"facts": [fid for fid, _ in offered[:1]]},
+    "none": lambda offered: {"facts": []},
+    "invent": lambda offered: {"facts": [f"F{len(offered) + 1}"]},
+}
+
+
+def offered_in(prompt_text: str) -> Offered | None:
+    """The (id, text) pairs a ``choose`` prompt offers, or None for any other prompt."""
+    block = _CANDIDATES.search(prompt_text)
+    return None if block is None else _OFFERED.findall(block.group(2))
 
 
 _ERROR_TYPES = {
@@ -135,6 +165,10 @@ class FakeOpenAI:
         self.include_usage: bool = True
         self.misbehaviour: str = "repeat"
         self.stall_s: float = 3600.0
+        #: answers ``choose`` prompts by a rule over what they offer (None: the mode answers them).
+        self.chooser: ChooseRule | None = None
+        #: the facts offered by every ``choose`` prompt answered by the chooser, in order.
+        self.offered: list[Offered] = []
         #: the content of the last answer sent (the echo benchmark checks what the model said).
         self.last_content: str | None = None
         self.requests: list[dict[str, Any]] = []
@@ -172,6 +206,11 @@ class FakeOpenAI:
         self.mode = "misbehave"
         self.misbehaviour = kind
         self.stall_s = stall_s
+
+    def set_chooser(self, rule: str | ChooseRule | None) -> None:
+        """Answer ``choose`` prompts by ``rule`` (a name in :data:`CHOOSE_RULES` or a function of
+        the offered (id, text) pairs); the other requests by the mode as before. None: off."""
+        self.chooser = CHOOSE_RULES[rule] if isinstance(rule, str) else rule
 
     def set_refusal(self, text: str | None = None) -> None:
         self.mode = "refusal"
@@ -237,9 +276,14 @@ class FakeOpenAI:
         prompt_text = "\n\n".join(message_text(m.get("content")) for m in messages if isinstance(m, dict))
         model = str(body.get("model") or self.model)
 
-        if self.mode == "status":
+        offered = offered_in(prompt_text) if self.chooser is not None else None
+        if self.chooser is not None and offered is not None:
+            if self.keep_requests:
+                self.offered.append(offered)
+            reply = _as_reply(self.chooser(offered))
+        elif self.mode == "status":
             return self._error(self.status_code, f"fake upstream error {self.status_code}")
-        if self.mode == "malformed":
+        elif self.mode == "malformed":
             reply = FakeReply(content="{not json")
         elif self.mode == "echo":
             reply = FakeReply(content=prompt_text)
@@ -253,15 +297,9 @@ class FakeOpenAI:
         else:
             if not self.script:
                 return self._error(400, "fake_openai: script exhausted", retry=False)
-            item = self.script.popleft()
-            if isinstance(item, FakeReply):
-                reply = item
-            elif isinstance(item, str):
-                reply = FakeReply(content=item)
-            else:
-                reply = FakeReply(content=json.dumps(item))
-            if reply.status != 200:
-                return self._error(reply.status, f"fake scripted error {reply.status}")
+            reply = _as_reply(self.script.popleft())
+        if reply.status != 200:
+            return self._error(reply.status, f"fake scripted error {reply.status}")
 
         self.last_content = reply.content
         return web.json_response(self._completion(model, prompt_text, reply))
@@ -306,3 +344,12 @@ class FakeOpenAI:
             }
         }
         return web.json_response(body, status=status, headers=headers)
+
+
+def _as_reply(item: str | dict[str, Any] | list[Any] | FakeReply) -> FakeReply:
+    """A scripted (or chosen) answer as a reply: a str as is, a dict or list as its JSON text."""
+    if isinstance(item, FakeReply):
+        return item
+    if isinstance(item, str):
+        return FakeReply(content=item)
+    return FakeReply(content=json.dumps(item))

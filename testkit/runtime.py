@@ -33,9 +33,13 @@ async def open_scenario(settings: Settings, scenario_path: Path) -> tuple[Runtim
     return runtime, scenario
 
 
-def model_settings(data_dir: Path, base_url: str, *, timeout_s: float, budget_s: float) -> Settings:
+def model_settings(
+    data_dir: Path, base_url: str, *, timeout_s: float, budget_s: float, chooses: bool = False
+) -> Settings:
     """Settings that answer through a loopback OpenAI-compatible model with no retries, so a
-    misbehaving model shows in the first reply instead of hiding behind a second try."""
+    misbehaving model shows in the first reply instead of hiding behind a second try.
+    ``chooses``: the model also chooses the facts (EPMEM_MODEL_CHOOSES, on by default in a
+    deployment; off here, so that a test of the reply sees the reply call alone)."""
     return Settings(
         data_dir=data_dir,
         llm_backend="openai",
@@ -44,6 +48,8 @@ def model_settings(data_dir: Path, base_url: str, *, timeout_s: float, budget_s:
         llm_timeout_s=timeout_s,
         llm_max_retries=0,
         llm_reply_budget_s=budget_s,
+        llm_choose_budget_s=budget_s,
+        model_chooses=chooses,
         annotate_attempts=1,
     )
 

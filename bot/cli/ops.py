@@ -153,6 +153,10 @@ def _llm(c: Checks, s: Settings) -> None:
         c.missing("EPMEM_LLM_BACKEND=openai against api.openai.com needs OPENAI_API_KEY")
     if s.llm_model and (s.openai_base_url or s.openai_api_key is not None):
         c.ok(f"replies: {s.llm_model} at {s.openai_base_url or 'api.openai.com'}")
+    if s.model_chooses:
+        c.ok("the facts a reply tells: chosen by the model, else the relevance step (EPMEM_MODEL_CHOOSES)")
+    else:
+        c.ok("the facts a reply tells: chosen by the relevance step (EPMEM_MODEL_CHOOSES=false)")
 
 
 def _qdrant(c: Checks, s: Settings) -> None:

@@ -74,8 +74,20 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     for fact, rows in held.items():  # held back without being a candidate shown above
         lines.append(f"  {fact} HELD BACK")
         lines += _held_lines(rows)
+    lines += _chooser_lines(entry.get("relevance") or {})
     lines.append(f"reply: {said('reply')}")
     return "\n".join(lines)
+
+
+def _chooser_lines(relevance: dict[str, Any]) -> list[str]:
+    """Who chose the facts, with a model configured (epmem/reply/model_choice.py); nothing otherwise."""
+    if "chooser" not in relevance:
+        return []
+    rules = ", ".join(str(f) for f in relevance.get("rules_chosen") or []) or "nothing"
+    if relevance["chooser"] == "model":
+        chosen = ", ".join(str(f) for f in relevance.get("chosen") or []) or "nothing"
+        return [f"chosen by the model: {chosen} (the relevance step chose {rules})"]
+    return [f"chosen by the relevance step: {rules} (the model's choice not used: {relevance.get('fallback')})"]
 
 
 def _held_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from epmem.llm.base import LLM, Called, CallUsage, LLMError, LLMUsage, PromptMessage, Role, T
 from epmem.llm.prompts import (
     PROMPTS,
+    ChosenFacts,
     ExtractedFact,
     ExtractionResult,
     PromptTemplate,
@@ -38,6 +39,7 @@ __all__ = [
     "LLM",
     "Called",
     "CallUsage",
+    "ChosenFacts",
     "PROMPTS",
     "ExtractedFact",
     "ExtractionResult",

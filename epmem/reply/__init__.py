@@ -7,14 +7,17 @@ words are checked again before they leave (``compose``, ``guard``, ``desensitize
 
 from epmem.reply.cumulative import LedgerKnowledge
 from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.reply.model_choice import ChooserConfig, ModelChooser
 from epmem.reply.relevance import Relevance, RelevanceConfig
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
 from epmem.reply.sanity import SanityConfig
 
 __all__ = [
     "Answer",
+    "ChooserConfig",
     "LedgerKnowledge",
     "LLMResponder",
+    "ModelChooser",
     "PrivacyEngine",
     "ReplyContext",
     "Relevance",

@@ -2,7 +2,8 @@
 
 This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
 responder until the calculus has allowed it for every reader. Of the facts that may be said,
-the relevance step keeps those that answer the question (epmem/reply/relevance.py), and what
+the relevance step keeps those that answer the question (epmem/reply/relevance.py; with a
+model configured, the model chooses among them instead, epmem/reply/model_choice.py), and what
 one reply tells together must pass the composite rule for every reader
 (epmem/reply/composite.py). The responder gets a :class:`ReplyContext` built from those facts
 alone, so even a model that repeated its whole context would repeat nothing it may not say.
@@ -21,6 +22,7 @@ from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import HeldBack, limit_to_composite
 from epmem.reply.cumulative import Knowledge, gather
 from epmem.reply.guard import Denied
+from epmem.reply.model_choice import ModelChooser
 from epmem.memory.facts import Fact
 from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
 from epmem.policy.overlay import Overlay
@@ -89,9 +91,11 @@ class PrivacyEngine(ReadsPolicy):
         relevance: Relevance | None = None,
         knowledge: Knowledge | None = None,
         per_matter: bool = False,
+        chooser: ModelChooser | None = None,
     ) -> None:
         """``knowledge``: what readers already know, by matter (None: each reply judged alone);
-        ``per_matter``: one reply's facts judged matter by matter (epmem/reply/composite.py)."""
+        ``per_matter``: one reply's facts judged matter by matter (epmem/reply/composite.py);
+        ``chooser``: the model chooses which allowed facts answer (None: the relevance step)."""
         self._policy = PolicyHolder.of(policy)
         self.knowledge = knowledge
         self.per_matter = per_matter
@@ -99,6 +103,7 @@ class PrivacyEngine(ReadsPolicy):
         self.memory = memory
         self.responder = responder
         self.relevance = relevance or Relevance()
+        self.chooser = chooser
         self.writer = ReplyWriter(responder)
 
     async def rulebook(self, now: datetime | None = None) -> Rulebook:
@@ -127,7 +132,7 @@ class PrivacyEngine(ReadsPolicy):
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
-        projection, choice, held = await self._choose(question, events, rulebook, audience)
+        projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
         consult = self._closed_would_answer(question, events, rulebook, audience) if with_closed else ()
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
@@ -168,12 +173,19 @@ class PrivacyEngine(ReadsPolicy):
         return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
 
     async def _choose(
-        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+        self,
+        question: str,
+        events: Sequence[RecalledEvent],
+        rulebook: Rulebook,
+        audience: Sequence[Recipient],
+        recent_turns: Sequence[str] = (),
     ) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together, with
         what each reader already knows of the same matters (epmem/reply/cumulative.py)."""
         storyline = project(events, rulebook, audience)
         choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
+        if self.chooser is not None:  # shown the storyline alone: what every reader may know
+            choice = await self.chooser.choose(question, storyline, choice, self.policy.owner.name, recent_turns)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
         chosen = [by_id[f] for f in choice.chosen]
         earlier = await gather(self.knowledge, chosen, {r.id for r in audience}, rulebook, self.memory.by_event)

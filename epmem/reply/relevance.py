@@ -272,15 +272,20 @@ class Choice:
     reranked: int = 0
     ms: float = 0.0
     left_out: dict[str, str] = field(default_factory=dict)
+    #: with a model configured (epmem/reply/model_choice.py): who chose (``model`` or ``rules``),
+    #: why the model's choice was not used, what it was offered, the rules step's own choice and
+    #: the call. None without a model: the record is then as it always was.
+    chooser: dict[str, object] | None = None
 
     def audit(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "kind": self.kind,
             "chosen": list(self.chosen),
             "reranked": self.reranked,
             "ms": round(self.ms, 1),
             "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()],
         }
+        return out if self.chooser is None else {**out, **self.chooser}
 
 
 #: a question in Chinese (epmem/reply/chinese.py): the English models are not asked; the words
