@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from epmem.memory import EventLinks
 
-from bot.commands.registry import CommandContext, CommandError, CommandSet
+from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -48,7 +48,7 @@ async def matter_lines(owner: OwnerServices) -> list[str]:
 async def matter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     events = list(dict.fromkeys(rest.split()))
     if len(events) < 2:
-        raise CommandError("usage: /matter EVENT EVENT [EVENT...] (two different events at least)")
+        raise UsageError("two different events at least")
     await _known_events(owner, events)
     added = await _links(owner).link(events, "owner")
     await owner.record_change({"action": "link_events", "events": events, "added": added})
@@ -59,7 +59,7 @@ async def matter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 async def unmatter(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     events = rest.split()
     if len(events) not in (1, 2):
-        raise CommandError("usage: /unmatter EVENT [EVENT]")
+        raise UsageError()
     removed = await _links(owner).unlink(events[0], events[1] if len(events) == 2 else None)
     await owner.record_change({"action": "unlink_events", "events": events, "removed": removed})
     if not removed:

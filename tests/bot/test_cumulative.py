@@ -172,3 +172,15 @@ async def test_one_event_is_one_matter_without_any_link(tmp_path: Path) -> None:
         assert record.body["held_back"][0]["earlier"] == [{"fact": "g1", "record": first.audit_id}]
     finally:
         await runtime.close()
+
+
+async def test_matter_and_unmatter_answer_a_wrong_call_with_their_declared_usage(tmp_path: Path) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        one = await owner(runtime, "/matter e-house")
+        assert one.startswith("usage: /matter EVENT EVENT [EVENT...]") and "two different events" in one, one
+        assert (await owner(runtime, "/unmatter")).startswith("usage: /unmatter EVENT [EVENT]")
+        links = runtime.owner.links
+        assert links is not None and (await links.matters()).groups() == []  # nothing was linked
+    finally:
+        await runtime.close()
