@@ -25,7 +25,7 @@ from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.verify import ChainStatus, ChainWatcher
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
-from epmem.memory.links import Matters
+from epmem.memory.links import EventLinks
 from epmem.policy.overlay import Overlay
 from epmem.policy.overrides import apply_overrides
 
@@ -340,8 +340,6 @@ class AuditPages:
         """The events linked into one matter (epmem/memory/links.py); none on a state database
         no bot with links has opened yet."""
         try:
-            async with self.overlay.db.execute("SELECT a, b FROM event_links") as cur:
-                pairs = [(str(a), str(b)) async for a, b in cur]
+            return (await EventLinks(self.overlay.db).matters()).groups()
         except sqlite3.OperationalError:
             return []
-        return Matters.of(pairs).groups()
