@@ -222,6 +222,58 @@ def _answer_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], 
     return problems
 
 
+def _matters(data: dict[str, Any]) -> dict[str, str]:
+    """Each event's matter: the event itself, or the first event of the links it is in (joined)."""
+    parent: dict[str, str] = {}
+
+    def root(e: str) -> str:
+        while parent.get(e, e) != e:
+            e = parent[e]
+        return e
+
+    for link in data.get("links") or []:
+        for e in link[1:]:
+            a, b = root(str(link[0])), root(str(e))
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    return {str(f.get("event") or f["id"]): root(str(f.get("event") or f["id"])) for f in data.get("facts") or []}
+
+
+def _conversation_problems(where: str, data: dict[str, Any], by_id: dict[str, Any]) -> list[str]:
+    """The golds as one conversation (SCENARIOS.md ``conversation``): answer items run in file
+    order, and a delegate that tells each asker exactly its ``may`` set must never leave a reader
+    told, across replies, facts of one matter that the calculus denies together. A ``may`` that
+    would do so cannot be met without a violation, so it is a problem of the gold, not of the
+    code scored against it. Facts that fail are not counted as told (a correct delegate keeps
+    them back), so one bad gold is reported once."""
+    policy = data["policy"]
+    matter = _matters(data)
+    known = set(policy.get("contacts") or {}) | {"stranger"}
+    told: dict[str, set[str]] = {}
+    problems: list[str] = []
+    for qi, item in enumerate((data.get("tasks") or {}).get("answer") or []):
+        for asker, gold in (item.get("askers") or {}).items():
+            members = [m.strip() for m in asker.split("+") if m.strip()]
+            may = [f for f in gold.get("may") or [] if f in by_id]
+            if not may or any(m not in known for m in members):
+                continue
+            broken: set[str] = set()
+            for m in members:
+                knows = told.get(m, set()) | set(may)
+                for key in {matter[str(by_id[f].get("event") or f)] for f in may}:
+                    together = sorted(f for f in knows if matter[str(by_id[f].get("event") or f)] == key)
+                    if len(together) > 1 and not allows(policy, [by_id[f] for f in together], m):
+                        fails = sorted(f for f in may if f in together)
+                        broken.update(fails)
+                        problems.append(
+                            f"{where}: answer[{qi}] {asker}: may {fails} would leave {m} told {together} "
+                            "across replies, which the calculus denies together"
+                        )
+            for m in members:
+                told.setdefault(m, set()).update(f for f in may if f not in broken)
+    return problems
+
+
 def check(path: Path, fix_permit: bool = False) -> list[str]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     where = str(path)
@@ -235,6 +287,7 @@ def check(path: Path, fix_permit: bool = False) -> list[str]:
     problems += fact_problems
     problems += _permit_problems(where, policy, by_id, tasks, fix_permit)
     problems += _answer_problems(where, policy, by_id, tasks)
+    problems += _conversation_problems(where, data, by_id)
     for w in warnings:
         print(w)
     if fix_permit:
