@@ -5,6 +5,7 @@ across the scenario's replies, a set the calculus denies together."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +14,7 @@ from benchmarks.tools.check_scenarios import check, files
 
 SETS = Path(__file__).resolve().parents[2] / "benchmarks" / "scenarios"
 
-SCENARIO = {
+SCENARIO: dict[str, Any] = {
     "format": "epmem-scenario/1",
     "name": "cover-in-a-mixed-group",
     "owner": {"name": "Aisha"},
@@ -27,10 +28,28 @@ SCENARIO = {
     },
     "sessions": [],
     "facts": [
-        {"id": "g1", "event": "e1", "text": "Northwind sent a term sheet.", "version": "truth",
-         "category": "fundraising", "level": 1, "domain": "work", "whitelist": ["tara"], "canary": "Northwind"},
-        {"id": "g2", "event": "e1", "text": "We are in early conversations.", "version": "cover", "covers": "g1",
-         "category": "fundraising", "level": 3, "domain": "work", "canary": "early conversations"},
+        {
+            "id": "g1",
+            "event": "e1",
+            "text": "Northwind sent a term sheet.",
+            "version": "truth",
+            "category": "fundraising",
+            "level": 1,
+            "domain": "work",
+            "whitelist": ["tara"],
+            "canary": "Northwind",
+        },
+        {
+            "id": "g2",
+            "event": "e1",
+            "text": "We are in early conversations.",
+            "version": "cover",
+            "covers": "g1",
+            "category": "fundraising",
+            "level": 3,
+            "domain": "work",
+            "canary": "early conversations",
+        },
     ],
     "tasks": {
         "answer": [
@@ -43,7 +62,7 @@ SCENARIO = {
 }
 
 
-def _write(tmp_path: Path, data: dict[str, object]) -> Path:
+def _write(tmp_path: Path, data: dict[str, Any]) -> Path:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
