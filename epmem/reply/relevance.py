@@ -60,6 +60,7 @@ from epmem.language import is_chinese
 from epmem.memory.recall import Recalled, RecalledEvent, is_catch_up
 from epmem.reply.chinese import SharedWords, chinese_kind, name_forms
 from epmem.reply.projection import FactDecision, Projection
+from epmem.reply.rumour import claim_words, is_rumour, speaks_to
 
 QuestionKind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
 
@@ -346,7 +347,7 @@ class Relevance:
             return Choice(kind, ())
         left_out: dict[str, str] = {}
         if kind in ("open", "state"):
-            logit, reranked = self._logits(
+            logit, reranked, _ = self._logits(
                 parts, [d for d in pool if embedded[d.fact.id] < c.open_veto_recall], recalled
             )
             veto = c.open_veto if kind == "open" else c.state_veto
@@ -356,7 +357,7 @@ class Relevance:
                 if x < veto and embedded[f] < c.open_veto_recall
             }
         else:
-            logit, reranked = self._logits(parts, pool, recalled)
+            logit, reranked, by_part = self._logits(parts, pool, recalled)
             left_out = {
                 f: f"cross-encoder {x:.1f} < {c.veto}: does not answer it" for f, x in logit.items() if x < c.veto
             }
@@ -404,7 +405,11 @@ class Relevance:
             sure = {f for f, x in logit.items() if x >= c.answers}
             chosen = self._best_events(ranked, scores, sure, left_out)
         if kind not in ("open", "state"):  # there the cross-encoder only vetoes (see above)
-            chosen = self._within_logit_margin(chosen, {d.fact.id: d.fact.event_id for d in pool}, logit, left_out)
+            chosen = self._within_logit_margin(
+                chosen, {d.fact.id: d.fact.event_id for d in pool}, logit, by_part, left_out
+            )
+            if is_rumour(question):
+                chosen = _on_the_claim(question, chosen, {d.fact.id: d for d in pool}, recalled, pairs, left_out)
         return Choice(
             kind, tuple(chosen[: c.max_facts]), scores, reranked, (time.perf_counter() - started) * 1000, left_out
         )
@@ -429,10 +434,18 @@ class Relevance:
                 left_out.pop(d.fact.id, None)
 
     def _within_logit_margin(
-        self, chosen: list[str], event_of: dict[str, str], logit: dict[str, float], left_out: dict[str, str]
+        self,
+        chosen: list[str],
+        event_of: dict[str, str],
+        logit: dict[str, float],
+        by_part: dict[str, tuple[float, ...]],
+        left_out: dict[str, str],
     ) -> list[str]:
         """Leave out the chosen events the cross-encoder rates far below the best chosen one,
-        once it is fairly sure of that one (``logit_margin``, ``margin_from``)."""
+        once it is fairly sure of that one (``logit_margin``, ``margin_from``); unless the event
+        is, within the same margin, the best answer to a part of the question of its own: "Is
+        Marcus working on Fridays this term, and what is he preparing for September?" has two
+        best answers, and the second must not be measured against the first."""
         best: dict[str, float] = {}
         for f in chosen:
             if f in logit:
@@ -440,7 +453,8 @@ class Relevance:
         if not best or max(best.values()) < self.config.margin_from:
             return chosen
         cut = max(best.values()) - self.config.logit_margin
-        out = [f for f in chosen if best.get(event_of[f], math.inf) >= cut]
+        keep = {e for e, x in best.items() if x >= cut} | self._best_per_part(chosen, event_of, by_part)
+        out = [f for f in chosen if event_of[f] not in best or event_of[f] in keep]
         left_out.update(
             {
                 f: f"cross-encoder {best[event_of[f]]:.1f}: more than {self.config.logit_margin} below the best event's"
@@ -449,6 +463,22 @@ class Relevance:
             }
         )
         return out
+
+    def _best_per_part(
+        self, chosen: list[str], event_of: dict[str, str], by_part: dict[str, tuple[float, ...]]
+    ) -> set[str]:
+        """The events within ``logit_margin`` of the best answer to some part of the question
+        that the cross-encoder is fairly sure of (at least ``margin_from``)."""
+        keep: set[str] = set()
+        for p in range(min((len(v) for v in by_part.values()), default=0)):
+            best: dict[str, float] = {}
+            for f in chosen:
+                if f in by_part:
+                    best[event_of[f]] = max(best.get(event_of[f], -math.inf), by_part[f][p])
+            top = max(best.values(), default=-math.inf)
+            if top >= self.config.margin_from:
+                keep |= {e for e, x in best.items() if x >= top - self.config.logit_margin}
+        return keep
 
     def _maxsims(
         self, question: str, used: Sequence[FactDecision], own: dict[str, float], recalled: dict[str, Recalled]
@@ -467,11 +497,12 @@ class Relevance:
 
     def _logits(
         self, questions: Sequence[str], facts: list[FactDecision], recalled: dict[str, Recalled]
-    ) -> tuple[dict[str, float], int]:
+    ) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
         """The cross-encoder's logit for the best ``rerank_limit`` of ``facts`` (a cover's is the
-        better of its own and its truth's: it is read with its truth, as for recall)."""
+        better of its own and its truth's: it is read with its truth, as for recall), and per
+        part of the question."""
         if self.reranker is None or self.config.rerank_limit == 0 or not facts:
-            return {}, 0
+            return {}, 0, {}
         return _read_with_truth(self.reranker, questions, facts[: self.config.rerank_limit], recalled)
 
     def _best_events(
@@ -494,6 +525,28 @@ class Relevance:
         return [d.fact.id for d in kept]
 
 
+def _on_the_claim(
+    question: str,
+    chosen: list[str],
+    weighed: dict[str, FactDecision],
+    recalled: dict[str, Recalled],
+    pairs: dict[str, tuple[str, ...]],
+    left_out: dict[str, str],
+) -> list[str]:
+    """A rumour ("Is it true ...?") is answered only by the events that speak to its claim
+    (epmem/reply/rumour.py): a fact of the event, or its cover or truth, shares a word of it."""
+    claim = claim_words(question)
+    texts: dict[str, list[str]] = {}
+    for f in chosen:
+        d = weighed[f]
+        texts.setdefault(d.fact.event_id, []).extend(
+            [d.fact.text, *(recalled[o].fact.text for o in pairs.get(f, ()) if o in recalled)]
+        )
+    on = {e for e, t in texts.items() if speaks_to(claim, t)}
+    left_out.update({f: "a rumour: shares no word of its claim" for f in chosen if weighed[f].fact.event_id not in on})
+    return [f for f in chosen if weighed[f].fact.event_id in on]
+
+
 def counterparts(recalled: dict[str, Recalled]) -> dict[str, tuple[str, ...]]:
     """A cover and the truth it stands for are one event told two ways: each answers whatever
     the other answers (the cover for those who may not know the truth; the truth, once the owner
@@ -508,22 +561,25 @@ def counterparts(recalled: dict[str, Recalled]) -> dict[str, tuple[str, ...]]:
 
 def _read_with_truth(
     model: Reranker, questions: Sequence[str], read: Sequence[FactDecision], recalled: dict[str, Recalled]
-) -> tuple[dict[str, float], int]:
-    """``model``'s score of each fact in ``read`` and how many texts it read: the best over the
-    question's parts, and over the fact and its counterpart (a cover read with its truth, a
-    truth with its cover; recall treats them the same way)."""
+) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
+    """``model``'s score of each fact in ``read``, how many texts it read, and the score per
+    question part: the best over the question's parts, and over the fact and its counterpart (a
+    cover read with its truth, a truth with its cover; recall treats them the same way)."""
     pairs = counterparts(recalled)
     texts = {d.fact.id: d.fact.text for d in read}
     for d in read:
         for other in pairs.get(d.fact.id, ()):
             texts[other] = recalled[other].fact.text
     ids = list(texts)
-    raw = dict.fromkeys(ids, -math.inf)
+    per: dict[str, list[float]] = {i: [] for i in ids}
     for question in questions:
         for i, x in zip(ids, model.score(question, [texts[i] for i in ids])):
-            raw[i] = max(raw[i], float(x))
-    scores = {d.fact.id: max([raw[d.fact.id], *(raw[o] for o in pairs.get(d.fact.id, ()))]) for d in read}
-    return scores, len(ids)
+            per[i].append(float(x))
+    by_part = {
+        d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))
+        for d in read
+    }
+    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, len(ids), by_part
 
 
 def _inherited(d: FactDecision, recalled: dict[str, Recalled], pairs: dict[str, tuple[str, ...]]) -> float:

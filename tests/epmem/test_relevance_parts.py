@@ -75,6 +75,29 @@ def test_an_event_far_below_the_best_is_left_out_and_the_audit_says_why() -> Non
     assert set(off.choose("Is Marcus working on Fridays this term?", events, proj).chosen) == {"f1", "f2"}
 
 
+def test_the_best_answer_to_a_part_of_its_own_is_not_measured_against_the_other_part() -> None:
+    events, proj = storyline(
+        ("f1", "e1", "Helen agreed Fridays off for Marcus until the summer.", 0.73),
+        ("f2", "e2", "Marcus is leading the rewrite of the Year 10 chemistry scheme for September.", 0.66),
+        ("f3", "e3", "Marcus is having a knee operation on 22 May.", 0.64),
+    )
+    model = PerPart(
+        {
+            ("Fridays", "Fridays"): 6.9,
+            ("preparing", "chemistry"): 3.6,
+            ("preparing", "knee"): -3.5,
+            ("Fridays", "knee"): -3.8,
+        }
+    )
+    question = "Is Marcus working on Fridays this term, and what is he preparing for September?"
+    choice = Relevance(RelevanceConfig(), model).choose(question, events, proj)
+    assert choice.chosen == ("f1", "f2")  # 3.6 is far below 6.9, but it is the second part's best
+    assert "below the best event" in choice.left_out["f3"]
+    # asked alone, the first part still leaves the chemistry rewrite out
+    alone = Relevance(RelevanceConfig(), model).choose("Is Marcus working on Fridays this term?", events, proj)
+    assert alone.chosen == ("f1",)
+
+
 def _truth_and_cover() -> tuple[list[RecalledEvent], Fact, Fact]:
     truth = Fact(
         id="t",
