@@ -103,6 +103,11 @@ def speakable(policy: dict[str, Any], by_id: dict[str, dict[str, Any]], fid: str
     return True
 
 
+def _askers(asker: str) -> list[str]:
+    """The members of an answer item's asker key ("carlos+tara")."""
+    return [m.strip() for m in asker.split("+") if m.strip()]
+
+
 def _reference_problems(where: str, policy: dict[str, Any], sessions: dict[str, Any]) -> list[str]:
     """The policy's and the sessions' names point at things that exist."""
     problems: list[str] = []
@@ -198,7 +203,7 @@ def _answer_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], 
     known = set(policy.get("contacts") or {}) | {"stranger"}
     for qi, item in enumerate(tasks.get("answer") or []):
         for asker, gold in (item.get("askers") or {}).items():
-            members = [m.strip() for m in asker.split("+") if m.strip()]
+            members = _askers(asker)
             may = gold.get("may") or []
             must_not = gold.get("must_not") or []
             tag = f"{where}: answer[{qi}] {asker}"
@@ -223,7 +228,8 @@ def _answer_problems(where: str, policy: dict[str, Any], by_id: dict[str, Any], 
 
 
 def _matters(data: dict[str, Any]) -> dict[str, str]:
-    """Each event's matter: the event itself, or the first event of the links it is in (joined)."""
+    """Each fact's matter: its event (a fact without one is its own), or the first event of the
+    links that event is in (joined)."""
     parent: dict[str, str] = {}
 
     def root(e: str) -> str:
@@ -236,7 +242,7 @@ def _matters(data: dict[str, Any]) -> dict[str, str]:
             a, b = root(str(link[0])), root(str(e))
             if a != b:
                 parent[max(a, b)] = min(a, b)
-    return {str(f.get("event") or f["id"]): root(str(f.get("event") or f["id"])) for f in data.get("facts") or []}
+    return {f["id"]: root(str(f.get("event") or f["id"])) for f in data.get("facts") or []}
 
 
 def _conversation_problems(where: str, data: dict[str, Any], by_id: dict[str, Any]) -> list[str]:
@@ -253,15 +259,15 @@ def _conversation_problems(where: str, data: dict[str, Any], by_id: dict[str, An
     problems: list[str] = []
     for qi, item in enumerate((data.get("tasks") or {}).get("answer") or []):
         for asker, gold in (item.get("askers") or {}).items():
-            members = [m.strip() for m in asker.split("+") if m.strip()]
+            members = _askers(asker)
             may = [f for f in gold.get("may") or [] if f in by_id]
             if not may or any(m not in known for m in members):
                 continue
             broken: set[str] = set()
             for m in members:
                 knows = told.get(m, set()) | set(may)
-                for key in {matter[str(by_id[f].get("event") or f)] for f in may}:
-                    together = sorted(f for f in knows if matter[str(by_id[f].get("event") or f)] == key)
+                for key in {matter[f] for f in may}:
+                    together = sorted(f for f in knows if matter[f] == key)
                     if len(together) > 1 and not allows(policy, [by_id[f] for f in together], m):
                         fails = sorted(f for f in may if f in together)
                         broken.update(fails)

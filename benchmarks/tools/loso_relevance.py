@@ -4,8 +4,8 @@ For each set S: every point of a small grid of :class:`RelevanceConfig` values i
 the other sets; the point that does best there (by default the worst of those sets'
 ``min(precision - 0.7, completeness - 0.8, differentiation - 0.8)``: every target at once, on
 every set; ``--objective mean`` takes their mean instead, which lets a gain on one set buy a loss
-on another) is then scored on S, which it never saw. Those left-out figures are what predict a set nobody here
-wrote; a figure fitted on the set it is scored on does not. The point that does best on all the
+on another) is then scored on S, which it never saw. Those left-out figures are what predict a
+set nobody here wrote; a figure fitted on the set it is scored on does not. The point that does best on all the
 sets together is printed last: it is what :class:`RelevanceConfig` should hold when its left-out
 figures are as good as the others'.
 

@@ -72,19 +72,24 @@ _STATE = re.compile(
     re.I,
 )
 
+#: a question that opens with a verb asks yes or no ("Is she ...?", "Madam, will you ...?").
+_YES_NO = re.compile(
+    r"^\s*(?:\w+,\s*)?(is|are|was|were|do|does|did|has|have|had|will|would|can|could|"
+    r"should|shall|may|might|must|isn't|aren't|didn't|doesn't|hasn't|won't)\b",
+    re.I,
+)
+
 _KIND_WORDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
     ("when", re.compile(r"\b(when|what time|what date|which day|how long|how soon|until when)\b", re.I)),
     ("where", re.compile(r"\b(where|which (?:city|country|place|town))\b", re.I)),
     ("who", re.compile(r"\b(who|whom|whose|with whom)\b", re.I)),
-    (
-        "yesno",
-        re.compile(
-            r"^\s*(?:\w+,\s*)?(is|are|was|were|do|does|did|has|have|had|will|would|can|could|"
-            r"should|shall|may|might|must|isn't|aren't|didn't|doesn't|hasn't|won't)\b",
-            re.I,
-        ),
-    ),
+    ("yesno", _YES_NO),
 )
+
+
+def asks_yes_or_no(sentence: str) -> bool:
+    """Whether ``sentence`` opens like a yes/no question."""
+    return _YES_NO.search(sentence) is not None
 
 
 #: the asker speaks to the owner ("Are you cutting down your hours?"); the memory speaks of
@@ -408,7 +413,7 @@ class Relevance:
             chosen = self._within_logit_margin(
                 chosen, {d.fact.id: d.fact.event_id for d in pool}, logit, by_part, left_out
             )
-            if is_rumour(question):
+            if is_rumour(question, asks_yes_or_no):
                 chosen = _on_the_claim(question, chosen, {d.fact.id: d for d in pool}, recalled, pairs, left_out)
         return Choice(
             kind, tuple(chosen[: c.max_facts]), scores, reranked, (time.perf_counter() - started) * 1000, left_out
@@ -446,10 +451,7 @@ class Relevance:
         is, within the same margin, the best answer to a part of the question of its own: "Is
         Marcus working on Fridays this term, and what is he preparing for September?" has two
         best answers, and the second must not be measured against the first."""
-        best: dict[str, float] = {}
-        for f in chosen:
-            if f in logit:
-                best[event_of[f]] = max(best.get(event_of[f], -math.inf), logit[f])
+        best = _best_by_event(chosen, event_of, logit)
         if not best or max(best.values()) < self.config.margin_from:
             return chosen
         cut = max(best.values()) - self.config.logit_margin
@@ -471,10 +473,7 @@ class Relevance:
         that the cross-encoder is fairly sure of (at least ``margin_from``)."""
         keep: set[str] = set()
         for p in range(min((len(v) for v in by_part.values()), default=0)):
-            best: dict[str, float] = {}
-            for f in chosen:
-                if f in by_part:
-                    best[event_of[f]] = max(best.get(event_of[f], -math.inf), by_part[f][p])
+            best = _best_by_event(chosen, event_of, {f: v[p] for f, v in by_part.items()})
             top = max(best.values(), default=-math.inf)
             if top >= self.config.margin_from:
                 keep |= {e for e, x in best.items() if x >= top - self.config.logit_margin}
@@ -523,6 +522,15 @@ class Relevance:
         keep = {e for e, s in best.items() if s >= top - self.config.event_margin}
         kept = sorted((d for d in weighed if d.fact.event_id in keep), key=lambda d: -scores[d.fact.id])
         return [d.fact.id for d in kept]
+
+
+def _best_by_event(chosen: list[str], event_of: dict[str, str], logit: dict[str, float]) -> dict[str, float]:
+    """The best logit of each event among the ``chosen`` facts that have one."""
+    best: dict[str, float] = {}
+    for f in chosen:
+        if f in logit:
+            best[event_of[f]] = max(best.get(event_of[f], -math.inf), logit[f])
+    return best
 
 
 def _on_the_claim(

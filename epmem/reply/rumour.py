@@ -22,7 +22,7 @@ exists or not.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from epmem.textnorm import STOPWORDS
 
@@ -56,25 +56,14 @@ def _stem(word: str) -> str:
     return word
 
 
-def is_rumour(question: str) -> bool:
+def is_rumour(question: str, yes_no: Callable[[str], bool]) -> bool:
     """ "Is it true ...", "Is that true?", "... true that ...": a claim put up for confirmation,
-    and no other question beside it (a sentence ending in "?" that is not a yes/no question)."""
+    and no other question beside it (a sentence ending in "?" that is neither the claim nor a
+    yes/no question by ``yes_no``, the relevance step's reading of question kinds)."""
     sentences = [s for s in _SENTENCE.split(question.strip()) if s]
     if not any(_TRIGGER.search(s) for s in sentences):
         return False
-    return not any(s.rstrip().endswith("?") and not _yes_no(s) for s in sentences)
-
-
-def _yes_no(sentence: str) -> bool:
-    return bool(
-        _TRIGGER.search(sentence)
-        or re.match(
-            r"^\s*(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could|should|isn't|aren't|"
-            r"didn't|doesn't|hasn't|won't)\b",
-            sentence,
-            re.I,
-        )
-    )
+    return not any(s.rstrip().endswith("?") and not (_TRIGGER.search(s) or yes_no(s)) for s in sentences)
 
 
 def _tokens(text: str) -> list[tuple[str, bool]]:

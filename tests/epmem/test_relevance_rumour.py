@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from epmem.reply.relevance import Relevance, RelevanceConfig
+from epmem.reply.relevance import Relevance, RelevanceConfig, asks_yes_or_no
 from epmem.reply.rumour import claim_words, is_rumour, speaks_to
 from tests.epmem.test_relevance_veto import Scripted, storyline
 
@@ -23,7 +23,7 @@ from tests.epmem.test_relevance_veto import Scripted, storyline
     ],
 )
 def test_a_rumour_is_a_claim_put_up_for_confirmation_and_nothing_else(question: str, rumour: bool) -> None:
-    assert is_rumour(question) is rumour
+    assert is_rumour(question, asks_yes_or_no) is rumour
 
 
 def test_the_claim_is_its_common_words_not_who_said_it_or_when() -> None:
