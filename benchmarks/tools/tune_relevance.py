@@ -88,7 +88,7 @@ class CachedReranker:
         self.name = inner.name
         self.cache: dict[tuple[str, str], float] = {}
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         todo = [t for t in texts if (question, t) not in self.cache]
         if todo:
             for t, s in zip(todo, self.inner.score(question, todo)):

@@ -85,7 +85,7 @@ class CrossEncoder:
         )
         self._lock = threading.Lock()
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
         encoded = self._tokenizer.encode_batch([(question, t) for t in texts])

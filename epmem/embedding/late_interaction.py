@@ -94,7 +94,7 @@ class LateInteraction:
                 self._cache[text] = vectors
         return [self._cache[t] for t in texts]
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
         (query,) = self._encode([f"{QUERY_MARKER} {question}"])

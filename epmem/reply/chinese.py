@@ -160,8 +160,9 @@ def name_forms(name: str) -> list[str]:
 
 class SharedWords:
     """A stand-in for the cross-encoder on Chinese text: a logit per fact from the informative
-    words it shares with the question, each word weighing 1 / the number of the texts read
-    that hold it (a shop's name in every fact tells little). ``none`` when the shared weight is
+    words it shares with the question, each word weighing 1 / the number of the events read
+    that hold it (a shop's name in every fact tells little; a cover and its truth, one event
+    told two ways, count once: ``events`` names each text's event, else each text is its own). ``none`` when the shared weight is
     below ``least`` (below the relevance step's veto: it does not answer), else ``one`` plus
     ``step`` per further unit of weight; ``neutral`` for every fact when the question has no
     informative words (nothing to veto by)."""
@@ -180,12 +181,15 @@ class SharedWords:
         self.ignore = tuple(ignore)
         self.none, self.one, self.step, self.neutral, self.least = none, one, step, neutral, least
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         asked = terms(question, self.ignore)
         if not asked:
             return np.full(len(texts), self.neutral, dtype=np.float32)
         held = [asked & terms(t, self.ignore) for t in texts]
-        df = Counter(w for h in held for w in h)
+        by_event: dict[str, set[str]] = {}
+        for i, h in enumerate(held):
+            by_event.setdefault(events[i] if events is not None else str(i), set()).update(h)
+        df = Counter(w for h in by_event.values() for w in h)
         weight = [sum(_weight(w) / df[w] for w in h) for h in held]
         return np.array(
             [self.none if w < self.least else self.one + self.step * (w - 1) for w in weight], dtype=np.float32

@@ -177,8 +177,10 @@ def question_kind(question: str) -> QuestionKind:
 class Reranker(Protocol):
     name: str
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
-        """A relevance logit per text (higher: answers the question better)."""
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
+        """A relevance logit per text (higher: answers the question better). ``events``: the
+        event of each text (a cover and its truth are one event told two ways), for a model that
+        weighs a word by how many texts hold it."""
         ...
 
 
@@ -305,7 +307,7 @@ CHINESE = RelevanceConfig(
     rerank_weight=1.0,
     event_margin=0.5,
     match_weight=0.0,
-    logit_margin=math.inf,
+    logit_margin=1.0,
     max_parts=1,
     stand_out=0.15,
 )
@@ -579,9 +581,13 @@ def _read_with_truth(
         for other in pairs.get(d.fact.id, ()):
             texts[other] = recalled[other].fact.text
     ids = list(texts)
+    # a fact and its counterpart are one event told two ways (counted once where words are counted)
+    event_of = {d.fact.id: d.fact.event_id for d in read}
+    for d in read:
+        event_of.update({other: event_of[d.fact.id] for other in pairs.get(d.fact.id, ()) if other not in event_of})
     per: dict[str, list[float]] = {i: [] for i in ids}
     for question in questions:
-        for i, x in zip(ids, model.score(question, [texts[i] for i in ids])):
+        for i, x in zip(ids, model.score(question, [texts[i] for i in ids], events=[event_of[i] for i in ids])):
             per[i].append(float(x))
     by_part = {
         d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))

@@ -21,3 +21,13 @@ def test_equal_worst_sets_are_told_apart_by_the_mean() -> None:
     better_elsewhere = {"a": (0.9, 0.9, 0.9), "b": (0.72, 0.82, 0.82)}
     assert objective(better_elsewhere, ["a", "b"]) > objective(EVEN, ["a", "b"])
     assert objective(EVEN, ["a", "b"])[0] == objective(better_elsewhere, ["a", "b"])[0]
+
+
+def test_points_equal_on_every_set_s_binding_figure_are_told_apart_by_the_others() -> None:
+    # both sets are bound by completeness, which the two points share: the grid's order must
+    # not decide, the figures above their targets do
+    sharper = {"a": (0.93, 0.84, 0.92), "b": (0.71, 0.86, 0.91)}
+    blunter = {"a": (0.90, 0.84, 0.92), "b": (0.71, 0.86, 0.91)}
+    names = ["a", "b"]
+    assert objective(sharper, names)[:2] == objective(blunter, names)[:2]
+    assert objective(sharper, names) > objective(blunter, names)

@@ -151,3 +151,28 @@ def test_a_truth_is_judged_with_its_cover_s_words_in_chinese() -> None:
     events[0] = RecalledEvent("e1", 1.0, (*events[0].facts, Recalled(cover, 1.0)))
     choice = Relevance().choose("子涵怎么老不来实验室？", events, proj, "王子涵")
     assert choice.chosen == ("f1",), choice
+
+
+def test_a_word_held_by_a_cover_and_its_truth_counts_once() -> None:
+    """A word weighs 1 / the number of texts holding it; a cover and its truth are one event
+    told two ways, so a word both hold is not weighed down for being in both (the cover's
+    "重庆" is the one word the question shares with anything the asker may know)."""
+    events, proj = _storyline(
+        ("f2", "e1", "罗婷在跟重庆一家调料厂谈代工合作，还没定。", "f1"), ("f9", "e9", "罗婷腰椎间盘突出。", None)
+    )
+    truth = Fact(
+        id="f1",
+        text="罗婷在和重庆渝香集团谈，准备把厂里百分之四十九的股份卖给他们。",
+        event_id="e1",
+        category="business_deals",
+        level=1,
+        state="owner-set",
+    )
+    events[0] = RecalledEvent("e1", 1.0, (*events[0].facts, Recalled(truth, 1.0)))
+    choice = Relevance().choose("二妹，你最近老往重庆跑，到底在忙啥子生意哦？", events, proj, "罗婷")
+    assert choice.chosen == ("f2",), choice
+    assert "does not answer" in choice.left_out["f9"]
+    # the words are counted per event: the same two texts as two events halve "重庆"
+    apart = SharedWords().score("老往重庆跑", ["在跟重庆谈合作", "在和重庆谈股份"])
+    together = SharedWords().score("老往重庆跑", ["在跟重庆谈合作", "在和重庆谈股份"], events=["e1", "e1"])
+    assert list(apart) == [-6.0, -6.0] and list(together) == [2.0, 2.0]

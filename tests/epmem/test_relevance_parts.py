@@ -25,7 +25,7 @@ class PerPart:
         self.logits = logits
         self.questions: list[str] = []
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         self.questions.append(question)
         return np.array(
             [

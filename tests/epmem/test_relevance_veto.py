@@ -24,7 +24,7 @@ class Scripted:
         self.logits = logits
         self.read: list[str] = []
 
-    def score(self, question: str, texts: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
         self.read.extend(texts)
         return np.array([next((v for k, v in self.logits.items() if k in t), 0.0) for t in texts], dtype=np.float32)
 
