@@ -4,6 +4,9 @@ is weighed (epmem/reply/chinese.py). The models are not involved: scripts and wo
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 
 from epmem.language import choose, detect, frame_words, join_sentences, sentence
@@ -11,7 +14,7 @@ from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.chinese import SharedWords, chinese_kind, name_forms, terms
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, question_kind
+from epmem.reply.relevance import CHINESE, Relevance, question_kind
 from epmem.reply.respond import ReplyContext, RulesResponder, deflection
 from epmem.reply.sanity import check_reply
 
@@ -176,3 +179,15 @@ def test_a_word_held_by_a_cover_and_its_truth_counts_once() -> None:
     apart = SharedWords().score("老往重庆跑", ["在跟重庆谈合作", "在和重庆谈股份"])
     together = SharedWords().score("老往重庆跑", ["在跟重庆谈合作", "在和重庆谈股份"], events=["e1", "e1"])
     assert list(apart) == [-6.0, -6.0] and list(together) == [2.0, 2.0]
+
+
+def test_an_event_sharing_a_word_less_than_the_best_is_left_out() -> None:
+    """Chinese ``logit_margin``: the lab's server password answers "was the lab server's
+    password changed?"; the lab meeting shares only "实验室" and is not said beside it."""
+    events, proj = _storyline(
+        ("f1", "e1", "实验室服务器的密码上周改了。", None), ("f2", "e2", "子涵周五去实验室开组会。", None)
+    )
+    question = "实验室的服务器密码改了吗"
+    assert Relevance().choose(question, events, proj, "王子涵").chosen == ("f1",)
+    wide = Relevance(chinese=dataclasses.replace(CHINESE, logit_margin=math.inf))
+    assert set(wide.choose(question, events, proj, "王子涵").chosen) == {"f1", "f2"}
