@@ -74,6 +74,24 @@ def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
     return base.model_copy(update={"level": 0, "whitelist": white, "blacklist": black})
 
 
+def truth_of_cover(fact: Fact, scenario: Scenario, stored: Sequence[Fact]) -> Fact | None:
+    """The stored fact that tells the truth ``fact``'s gold fact is the cover story of (its
+    gold fact is that truth; a truth version, the lowest id), or None: ``fact`` is no cover, is
+    stored as a cover already, or its truth was never stored."""
+    gold = counterpart(fact, scenario)
+    if gold is None or gold.version != "cover" or gold.covers is None or fact.version == "cover":
+        return None  # a stored cover already stands in for what it covers
+    truths = [
+        f
+        for f in stored
+        if f.id != fact.id
+        and f.version == "truth"
+        and (g := counterpart(f, scenario)) is not None
+        and g.id == gold.covers
+    ]
+    return min(truths, key=lambda f: f.id) if truths else None
+
+
 def answer_for(fact: Fact, scenario: Scenario, shown: Sequence[Fact] = ()) -> ReviewAnswer:
     """The answer about ``fact`` and the other facts the question shows with it."""
     golds = {g.id: g for f in (fact, *shown) for g in [counterpart(f, scenario)] if g is not None}

@@ -367,7 +367,9 @@ class ConsultOracle:
     (shared/bench/SCENARIOS.md): the closed facts shown, each by the gold fact whose canary it
     carries (several: only the people all of them let know; none: keep private), through the
     same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
-    through the outbox like on any platform."""
+    through the outbox like on any platform. A fact whose gold fact is a cover story is named
+    the cover of the stored fact that carries its truth, as the owner would (``/consult ID
+    cover FACT``), when one is stored."""
 
     def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
         self.runtime, self.scenario = runtime, scenario
@@ -388,6 +390,9 @@ class ConsultOracle:
             if not facts:
                 continue
             decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
+            truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
+            if truth is not None and decision.kind != "private":
+                decision = decision.covering(truth.id)
             settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
             audits.extend(settled.followups)
             tally.consult_asked += 1

@@ -38,6 +38,8 @@ log = structlog.get_logger(__name__)
 
 #: the answers a consultation offers, each one tap (``/consult ID KEY``).
 KEYS = ("tell", "like", "who", "private")
+#: not a tap: ``/consult ID cover FACT`` names the truth the fact asked about stands in for.
+COVER = "cover"
 _CLIP = 300
 
 
@@ -240,7 +242,8 @@ _NOTE: dict[str, dict[str, str]] = {
         "cover": "(a story told instead of: \u201c{text}\u201d)",
         "suggest": "Your policy for {category} would suggest: {who}.",
         "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
-        "/reword {fid} THE RIGHT WORDS first.",
+        "/reword {fid} THE RIGHT WORDS first. Is it the story you tell instead of something? "
+        "/consult {id} cover FACT.",
     },
     "zh": {
         "stranger": "陌生人（{sender}）",
@@ -250,7 +253,7 @@ _NOTE: dict[str, dict[str, str]] = {
         "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
         "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
         "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
-        "/reword {fid} 正确的说法 改过来。",
+        "/reword {fid} 正确的说法 改过来。这是替别的事打掩护的说法？/consult {id} cover 事实编号。",
     },
 }
 
@@ -387,6 +390,15 @@ def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) 
     raise ReviewError(f"unknown answer {key!r}: use {', '.join(KEYS)}")
 
 
+def cover_answer(q: Question, truth_id: str) -> ReviewAnswer:
+    """ "It is my cover story for ``truth_id``": the fact is told as the suggestion says (a cover
+    is for telling), in the truth's event, instead of the truth to whoever may not know it."""
+    s = q.suggested
+    return ReviewAnswer.set(q.fact_id, s.category, s.level, s.domain, list(s.whitelist), list(s.blacklist)).covering(
+        truth_id
+    )
+
+
 async def answer(
     owner: OwnerServices, c: Consultation, decision: ReviewAnswer, key: str, *, by: str, platform: str
 ) -> Settled:
@@ -395,19 +407,22 @@ async def answer(
         raise ReviewError("the review queue is not available in this process")
     applied = await owner.review.apply(decision, tag=f"owner:consult:{key}")
     await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
-    sent = await follow_up_events(owner, applied.facts, key)
+    sent = await follow_up_events(owner, applied.facts, key, also_events=(c.event_id,))
     return Settled(applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok))
 
 
-async def follow_up_events(owner: OwnerServices, facts: Sequence[Fact], how: str) -> list[tuple[str, bool]]:
+async def follow_up_events(
+    owner: OwnerServices, facts: Sequence[Fact], how: str, also_events: Sequence[str] = ()
+) -> list[tuple[str, bool]]:
     """The owner has decided about these facts (a consultation, /review): every consultation
     waiting on their events is answered, and its asker followed up where the answer lets them
-    know. Returns each follow-up's audit id and whether the platform took it."""
+    know. Returns each follow-up's audit id and whether the platform took it. ``also_events``:
+    events the facts were in before the answer (a cover story moves into its truth's event)."""
     store = owner.consultations
     if store is None:
         return []
     sent: list[tuple[str, bool]] = []
-    for c in await store.waiting_on(sorted({f.event_id for f in facts})):
+    for c in await store.waiting_on(sorted({f.event_id for f in facts} | set(also_events))):
         if not await store.settle(c.id, how):
             continue  # another tap settled it meanwhile
         audit_id = await follow_up(owner, c)
@@ -424,15 +439,18 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
         return None
     sender = owner.directory.resolve(c.sender)
     recipients = [r.recipient for r in audience]
+    # the event the consultation was about, and where its facts are now (a cover story the
+    # owner named moved into its truth's event)
+    events = {c.event_id} | {f.event_id for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None}
     result = await owner.engine.answer(c.question, recipients, sender.recipient)
-    told = [d for d in result.used if d.fact.event_id == c.event_id]
+    told = [d for d in result.used if d.fact.event_id in events]
     if not told:
         # the event's facts were held back by the composite rule: told together with the open
         # facts the asker already had, they would exceed what the owner allowed (a fact told to
         # the asker alone, L0, beside a fact anyone may know). The follow-up is about the event
         # the owner answered for, so it is answered from that event's facts alone.
-        result = await owner.engine.answer(c.question, recipients, sender.recipient, only_events={c.event_id})
-        told = [d for d in result.used if d.fact.event_id == c.event_id]
+        result = await owner.engine.answer(c.question, recipients, sender.recipient, only_events=events)
+        told = [d for d in result.used if d.fact.event_id in events]
     if result.deflected or not told:
         log.info("followup_none", consultation=c.id)
         return None

@@ -9,6 +9,8 @@ owner is just a message to the delegate (audited as an attempted command) and ch
     /consult ID like             the asker and everyone the suggestion names (level, domain)
     /consult ID who              who may know: the review picker of the fact
     /consult ID private          keep private: never asked again for this event
+    /consult ID cover FACT       it is my cover story for FACT: told (to those the suggestion
+                                 names) instead of FACT to whoever may not know FACT
 """
 
 from __future__ import annotations
@@ -54,14 +56,16 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 
 @commands.command(
     "consult",
-    "ID tell|like|who|private",
+    "ID tell|like|who|private|cover FACT",
     summary="answer a consultation: tell the asker, tell people like them, pick who, or keep private",
     details="the answer applies to every fact of the event and to later askers; when it lets the "
-    "asker know, they get a follow-up in the same chat",
+    "asker know, they get a follow-up in the same chat; 'cover FACT': the fact asked about is your "
+    "cover story for FACT (said instead of it to whoever may not know it)",
 )
 async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     words = rest.split()
-    if len(words) != 2 or words[1] not in consulting.KEYS:
+    covering = len(words) == 3 and words[1] == consulting.COVER
+    if not covering and (len(words) != 2 or words[1] not in consulting.KEYS):
         raise UsageError()
     c = await _open(owner, words[0])
     queue = owner.review
@@ -75,7 +79,7 @@ async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str |
         assert fact is not None
         return picker(owner, q, fact, 0)
     try:
-        decision = consulting.review_answer(owner, c, q, words[1])
+        decision = consulting.cover_answer(q, words[2]) if covering else consulting.review_answer(owner, c, q, words[1])
         settled = await consulting.answer(
             owner, c, decision, words[1], by=ctx.sender.identity, platform=ctx.inbound.platform
         )

@@ -176,6 +176,16 @@ class ReviewAnswer:
     domain: Domain | None = None
     whitelist: tuple[str, ...] | None = None
     blacklist: tuple[str, ...] | None = None
+    #: the owner's "this is what I say instead of ...": the truth fact this one is the cover
+    #: story of. The fact (and the facts of its event) become covers of that truth, in its
+    #: event: whoever may know the truth is told the truth, the others the cover, and nobody
+    #: both (a cover stored on its own, unlinked, is an ordinary fact, so the one reader who may
+    #: know the truth would be told the story and then the truth).
+    covers: str | None = None
+
+    def covering(self, truth_id: str) -> ReviewAnswer:
+        """The same answer, and the fact is the cover story of ``truth_id``."""
+        return replace(self, covers=truth_id)
 
     @classmethod
     def accept(cls, fact_id: str) -> ReviewAnswer:
@@ -461,12 +471,15 @@ class ReviewQueue:
         also = await self._event_of(fact, await self.memory.all())
         closed = answer.kind == "private"
         updated = [self._set(g, choice, fact.id if g.id != fact.id else None, closed, tag) for g in [fact, *also]]
+        linked: list[str] = []
+        if answer.covers is not None:
+            updated, linked = await self._as_cover(fact, answer.covers, updated, closed)
         await self.memory.update(updated)
         self._skipped.difference_update([fact.id, *(g.id for g in also)])
         if self.examples is not None:
             label = Label(choice.category, choice.level, choice.domain, choice.level == 0 and not choice.whitelist)
             self.examples.add(fact.id, fact.text, label)
-        audit = {
+        audit: dict[str, Any] = {
             "action": "review",
             "fact": fact.id,
             "answer": answer.kind,
@@ -476,7 +489,35 @@ class ReviewQueue:
             "also_from": {g.id: _annotation(g) for g in also},
         }
         more = f" (and {len(also)} more fact{'s' * (len(also) != 1)} of the same event)" if also else ""
-        return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.")
+        story = ""
+        if linked:
+            audit["covers"] = answer.covers
+            audit["cover_facts"] = linked
+            story = f" {', '.join(linked)} now your cover story for {answer.covers}: told to whoever may not know it."
+        return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.{story}")
+
+    async def _as_cover(
+        self, fact: Fact, truth_id: str, updated: list[Fact], closed: bool
+    ) -> tuple[list[Fact], list[str]]:
+        """``fact`` and the facts of its own event (not the rest of its message, which may say
+        other things) become cover stories of ``truth_id``, in the truth's event."""
+        truth = await self.memory.get(truth_id)
+        if truth is None:
+            raise ReviewError(f"no fact {truth_id!r} to be the cover story of")
+        if closed:
+            raise ReviewError("a cover story is for telling: keep private and cover do not go together")
+        if truth.version != "truth" or truth.id == fact.id:
+            raise ReviewError(f"{truth_id} is not a truth another fact can stand in for")
+        if fact.version == "cover" and fact.covers not in (None, truth_id):
+            raise ReviewError(f"{fact.id} is already the cover story of {fact.covers}")
+        linked = {fact.id} | {g.id for g in updated if g.event_id == fact.event_id and g.version == fact.version}
+        out = [
+            g.model_copy(update={"version": "cover", "covers": truth.id, "event_id": truth.event_id})
+            if g.id in linked
+            else g
+            for g in updated
+        ]
+        return out, sorted(linked)
 
     def _resolve(self, fact: Fact, answer: ReviewAnswer) -> ReviewChoice:
         suggested = self._suggested(fact)

@@ -253,3 +253,32 @@ async def test_review_answering_the_fact_settles_the_consultation_and_follows_up
     [record] = await house.records("followup")
     assert record.body["consultation"] == cid and knee.id in record.body["disclosed"]
     assert await house.owner("/consults") == "No consultations wait for you."
+
+
+#: the story Maya tells instead, said in a chat of its own with no cue: stored unlinked.
+STORY: Turns = [("owner", "I'm resting my legs for a few weeks, so no runs for now.")]
+REST_Q = "Why has Maya stopped running?"
+
+
+async def test_the_owner_names_a_consulted_fact_a_cover_story_and_the_asker_hears_the_story(house: House) -> None:
+    await house.runtime.distiller.ingest(session(STORY, sid="s10", participants=["owner", "grace"]))
+    knee, story = await house.fact("ligament"), await house.fact("resting")
+    assert story.version == "truth" and story.event_id != knee.event_id
+    out = await house.ask("leo", REST_Q)
+    [c] = await house.store.pending()
+    assert c.facts[0] == story.id, c
+    assert out.to_owner is not None and f"/consult {c.id} cover FACT" in out.to_owner
+    # a truth that is not there, or the fact itself: a clear error, nothing changes
+    assert "no fact 'nope'" in await house.owner(f"/consult {c.id} cover nope")
+    assert "not a truth" in await house.owner(f"/consult {c.id} cover {story.id}")
+    assert [x.id for x in await house.store.pending()] == [c.id]
+    said = await house.owner(f"/consult {c.id} cover {knee.id}")
+    assert f"now your cover story for {knee.id}" in said and said.endswith("Followed up with leo."), said
+    linked = await house.runtime.memory.get(story.id)
+    assert linked is not None and (linked.version, linked.covers, linked.event_id) == ("cover", knee.id, knee.event_id)
+    assert [text for text in house.sent.to("leo")] == [f"Here's what I can share: {story.text}"]
+    [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
+    assert change.body["covers"] == knee.id and change.body["answer"] == "cover"
+    # the truth stays closed: nobody hears it, and nobody hears both
+    again = await house.ask("ana", REST_Q)
+    assert knee.text not in (again.text or "")

@@ -377,3 +377,47 @@ async def test_what_is_at_stake_orders_the_questions_and_bounds_them(memory: Fac
     assert [x.fact_id for x in await q.next_batch()] == ["told", "kw", "cue"]
     assert await q.waiting() == 3
     assert await q.budget() == 1  # 16% of 7 events
+
+
+async def test_a_cover_story_named_by_the_owner_joins_its_truth(memory: FactMemory) -> None:
+    """The owner said the story in a chat of its own, with no cue: it was stored as a fact of
+    its own. Naming it the cover of the truth puts it in the truth's event, as its cover."""
+    await memory.add(
+        [
+            pending("t", "Sam owes 14,000 in back taxes.", "money", 0),
+            pending("c", "Sam is saving up for a new kitchen.", "misc", 4),
+            pending("x", "Sam is repainting the fence.", "misc", 4),
+        ]
+    )
+    q = queue(memory)
+    applied = await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("t"))
+    cover, truth = await memory.get("c"), await memory.get("t")
+    assert cover is not None and truth is not None
+    assert (cover.version, cover.covers, cover.event_id) == ("cover", "t", truth.event_id)
+    assert (cover.state, cover.level) == ("owner-set", 4)
+    assert truth.version == "truth" and truth.closed is False and truth.state == "pending"
+    assert applied.audit["covers"] == "t" and applied.audit["cover_facts"] == ["c"]
+    assert "now your cover story for t" in applied.message
+    # the rest of memory is untouched
+    other = await memory.get("x")
+    assert other is not None and other.version == "truth" and other.event_id == "e-x"
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (ReviewAnswer.private("c").covering("t"), "keep private and cover"),
+        (ReviewAnswer.set("c", "misc").covering("nope"), "no fact 'nope'"),
+        (ReviewAnswer.set("c", "misc").covering("c"), "not a truth"),
+    ],
+)
+async def test_a_cover_story_needs_a_truth_to_stand_for_and_changes_nothing_else(
+    memory: FactMemory, answer: ReviewAnswer, why: str
+) -> None:
+    await memory.add(
+        [pending("t", "Sam owes 14,000 in back taxes.", "money", 0), pending("c", "Sam is saving up.", "misc", 4)]
+    )
+    with pytest.raises(ReviewError, match=why):
+        await queue(memory).apply(answer)
+    cover = await memory.get("c")
+    assert cover is not None and (cover.version, cover.state, cover.event_id) == ("truth", "pending", "e-c")
