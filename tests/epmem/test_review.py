@@ -421,3 +421,23 @@ async def test_a_cover_story_needs_a_truth_to_stand_for_and_changes_nothing_else
         await queue(memory).apply(answer)
     cover = await memory.get("c")
     assert cover is not None and (cover.version, cover.state, cover.event_id) == ("truth", "pending", "e-c")
+
+
+async def test_a_cover_story_of_one_truth_is_not_made_the_cover_of_another(memory: FactMemory) -> None:
+    await memory.add(
+        [
+            pending("t", "Sam owes 14,000 in back taxes.", "money", 0),
+            pending("u", "Sam is selling the car to pay a loan.", "money", 0),
+            pending("c", "Sam is saving up for a new kitchen.", "misc", 4),
+        ]
+    )
+    q = queue(memory)
+    await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("t"))
+    with pytest.raises(ReviewError, match="already the cover story of t"):
+        await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("u"))
+    cover = await memory.get("c")
+    assert cover is not None and (cover.covers, cover.version) == ("t", "cover")
+    # naming the same truth again is the same answer, not an error
+    await q.apply(ReviewAnswer.set("c", "misc", level=3).covering("t"))
+    again = await memory.get("c")
+    assert again is not None and (again.covers, again.level) == ("t", 3)
