@@ -162,9 +162,9 @@ class SharedWords:
     """A stand-in for the cross-encoder on Chinese text: a logit per fact from the informative
     words it shares with the question, each word weighing 1 / the number of the events read
     that hold it (a shop's name in every fact tells little; a cover and its truth, one event
-    told two ways, count once: ``events`` names each text's event, else each text is its own). ``none`` when the shared weight is
-    below ``least`` (below the relevance step's veto: it does not answer), else ``one`` plus
-    ``step`` per further unit of weight; ``neutral`` for every fact when the question has no
+    told two ways, count once: ``events`` names each text's event, else each text is its own).
+    ``none`` when the shared weight is below ``least`` (below the relevance step's veto: it does
+    not answer), else ``one`` plus ``step`` per further unit of weight; ``neutral`` for every fact when the question has no
     informative words (nothing to veto by)."""
 
     name = "shared-words"

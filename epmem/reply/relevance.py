@@ -577,14 +577,13 @@ def _read_with_truth(
     cover read with its truth, a truth with its cover; recall treats them the same way)."""
     pairs = counterparts(recalled)
     texts = {d.fact.id: d.fact.text for d in read}
-    for d in read:
-        for other in pairs.get(d.fact.id, ()):
-            texts[other] = recalled[other].fact.text
-    ids = list(texts)
     # a fact and its counterpart are one event told two ways (counted once where words are counted)
     event_of = {d.fact.id: d.fact.event_id for d in read}
     for d in read:
-        event_of.update({other: event_of[d.fact.id] for other in pairs.get(d.fact.id, ()) if other not in event_of})
+        for other in pairs.get(d.fact.id, ()):
+            texts[other] = recalled[other].fact.text
+            event_of.setdefault(other, d.fact.event_id)
+    ids = list(texts)
     per: dict[str, list[float]] = {i: [] for i in ids}
     for question in questions:
         for i, x in zip(ids, model.score(question, [texts[i] for i in ids], events=[event_of[i] for i in ids])):
