@@ -164,8 +164,8 @@ class SharedWords:
     that hold it (a shop's name in every fact tells little; a cover and its truth, one event
     told two ways, count once: ``events`` names each text's event, else each text is its own).
     ``none`` when the shared weight is below ``least`` (below the relevance step's veto: it does
-    not answer), else ``one`` plus ``step`` per further unit of weight; ``neutral`` for every fact when the question has no
-    informative words (nothing to veto by)."""
+    not answer), else ``one`` plus ``step`` per further unit of weight; ``neutral`` for every
+    fact when the question has no informative words (nothing to veto by)."""
 
     name = "shared-words"
 
