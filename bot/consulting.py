@@ -393,10 +393,7 @@ def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) 
 def cover_answer(q: Question, truth_id: str) -> ReviewAnswer:
     """ "It is my cover story for ``truth_id``": the fact is told as the suggestion says (a cover
     is for telling), in the truth's event, instead of the truth to whoever may not know it."""
-    s = q.suggested
-    return ReviewAnswer.set(q.fact_id, s.category, s.level, s.domain, list(s.whitelist), list(s.blacklist)).covering(
-        truth_id
-    )
+    return ReviewAnswer.accept(q.fact_id).covering(truth_id)
 
 
 async def answer(
