@@ -77,10 +77,17 @@ def strictest(golds: Sequence[GoldFact], scenario: Scenario) -> GoldFact:
 def truth_of_cover(fact: Fact, scenario: Scenario, stored: Sequence[Fact]) -> Fact | None:
     """The stored fact that tells the truth ``fact``'s gold fact is the cover story of (its
     gold fact is that truth; a truth version, the lowest id), or None: ``fact`` is no cover, is
-    stored as a cover already, or its truth was never stored."""
+    stored as the cover of that truth already, or its truth was never stored. A cover the
+    extractor attached to another fact (the message before, say) is named again, as the owner
+    reading the consultation's "covers" line would."""
     gold = counterpart(fact, scenario)
-    if gold is None or gold.version != "cover" or gold.covers is None or fact.version == "cover":
-        return None  # a stored cover already stands in for what it covers
+    if gold is None or gold.version != "cover" or gold.covers is None:
+        return None
+    if fact.version == "cover" and fact.covers is not None:
+        current = next((f for f in stored if f.id == fact.covers), None)
+        told = counterpart(current, scenario) if current is not None else None
+        if told is not None and told.id == gold.covers:
+            return None  # a stored cover already stands in for what it covers
     truths = [
         f
         for f in stored

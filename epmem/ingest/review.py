@@ -493,7 +493,12 @@ class ReviewQueue:
         if linked:
             audit["covers"] = answer.covers
             audit["cover_facts"] = linked
+            # the events the cover story left (what readers were told of it is filed under them)
+            audit["cover_left"] = sorted({g.event_id for g in [fact, *also] if g.id in linked})
             story = f" {', '.join(linked)} now your cover story for {answer.covers}: told to whoever may not know it."
+            if fact.version == "cover" and fact.covers not in (None, answer.covers):
+                audit["covered"] = fact.covers  # the extractor's (or an earlier) choice, corrected
+                story += f" No longer the story for {fact.covers}."
         return Applied(tuple(updated), audit, f"{fact.id}{more}: {choice.describe()}, set by you.{story}")
 
     async def _as_cover(
@@ -508,9 +513,23 @@ class ReviewQueue:
             raise ReviewError("a cover story is for telling: keep private and cover do not go together")
         if truth.version != "truth" or truth.id == fact.id:
             raise ReviewError(f"{truth_id} is not a truth another fact can stand in for")
-        if fact.version == "cover" and fact.covers not in (None, truth_id):
-            raise ReviewError(f"{fact.id} is already the cover story of {fact.covers}")
-        linked = {fact.id} | {g.id for g in updated if g.event_id == fact.event_id and g.version == fact.version}
+        # the facts of its event, and the same story stored again from another chat (nearly the
+        # same words, settled by this answer too): a copy left outside would be told beside the
+        # truth as unrelated news
+        rows = await self.memory.similar([fact.text], limit=8)
+        copies = {g.id for g, score in rows[0] if score >= self.config.same_information} if rows else set()
+        # a story already told for another truth shares that truth's event with its other
+        # stories: only those from the same chat move with it
+        mates = (
+            (lambda g: g.covers == fact.covers and g.session_id == fact.session_id)
+            if fact.version == "cover"
+            else (lambda g: True)
+        )
+        linked = {fact.id} | {
+            g.id
+            for g in updated
+            if g.version == fact.version and ((g.event_id == fact.event_id and mates(g)) or g.id in copies)
+        }
         out = [
             g.model_copy(update={"version": "cover", "covers": truth.id, "event_id": truth.event_id})
             if g.id in linked

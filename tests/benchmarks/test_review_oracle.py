@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.review_oracle import answer_for, strictest
+from benchmarks.review_oracle import answer_for, strictest, truth_of_cover
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook, judge
 from epmem.policy.model import STRANGER_ID
@@ -69,3 +69,20 @@ def test_facts_shown_together_get_only_the_audience_they_share() -> None:
     assert audience(SCENARIO, as_fact(both)) == shared == {"hannah"}
     answer = answer_for(diagnosis, SCENARIO, [launch])
     assert (answer.level, answer.whitelist) == (0, ("hannah",))
+
+
+def test_a_cover_tied_to_the_wrong_truth_is_named_the_cover_of_the_right_one() -> None:
+    """The oracle reads the consultation's "covers" line as the owner would: a stored cover of
+    the right truth is left alone; one the extractor tied to the message before is named again."""
+    fundraise = load_scenario(OWN_SCENARIOS / "startup_fundraise.yaml")
+    truth = extracted("s1-f1", "Northwind Ventures just sent the term sheet! $14M pre-money.", "s1")
+    before = extracted("s1-f2", "That's above what we hoped.", "s1")
+    story = "Aisha and others are in early conversations with investors about the next round."
+    wrong = extracted("s1-f4", story, "s1").model_copy(update={"version": "cover", "covers": before.id})
+    right = wrong.model_copy(update={"covers": truth.id})
+    plain = wrong.model_copy(update={"version": "truth", "covers": None})
+    stored = [truth, before]
+    assert truth_of_cover(wrong, fundraise, [*stored, wrong]) == truth
+    assert truth_of_cover(plain, fundraise, [*stored, plain]) == truth
+    assert truth_of_cover(right, fundraise, [*stored, right]) is None
+    assert truth_of_cover(truth, fundraise, stored) is None  # a truth is no one's cover

@@ -423,7 +423,9 @@ async def test_a_cover_story_needs_a_truth_to_stand_for_and_changes_nothing_else
     assert cover is not None and (cover.version, cover.state, cover.event_id) == ("truth", "pending", "e-c")
 
 
-async def test_a_cover_story_of_one_truth_is_not_made_the_cover_of_another(memory: FactMemory) -> None:
+async def test_the_owner_moves_a_cover_story_to_the_truth_it_stands_for(memory: FactMemory) -> None:
+    """An extractor attaches "if anyone asks, say ..." to the message before; the owner, reading
+    which truth the story stands for, names the right one: the story moves, and says so."""
     await memory.add(
         [
             pending("t", "Sam owes 14,000 in back taxes.", "money", 0),
@@ -433,11 +435,16 @@ async def test_a_cover_story_of_one_truth_is_not_made_the_cover_of_another(memor
     )
     q = queue(memory)
     await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("t"))
-    with pytest.raises(ReviewError, match="already the cover story of t"):
-        await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("u"))
-    cover = await memory.get("c")
-    assert cover is not None and (cover.covers, cover.version) == ("t", "cover")
+    truth = await memory.get("t")
+    assert truth is not None
+    moved = await q.apply(ReviewAnswer.set("c", "misc", level=4).covering("u"))
+    assert "now your cover story for u" in moved.message and "No longer the story for t." in moved.message
+    assert (moved.audit["covers"], moved.audit["covered"], moved.audit["cover_left"]) == ("u", "t", [truth.event_id])
+    cover, u = await memory.get("c"), await memory.get("u")
+    assert cover is not None and u is not None
+    assert (cover.covers, cover.version, cover.event_id) == ("u", "cover", u.event_id)
     # naming the same truth again is the same answer, not an error
-    await q.apply(ReviewAnswer.set("c", "misc", level=3).covering("t"))
-    again = await memory.get("c")
-    assert again is not None and (again.covers, again.level) == ("t", 3)
+    again = await q.apply(ReviewAnswer.set("c", "misc", level=3).covering("u"))
+    assert "covered" not in again.audit and "No longer" not in again.message
+    after = await memory.get("c")
+    assert after is not None and (after.covers, after.level) == ("u", 3)
