@@ -404,23 +404,8 @@ async def answer(
         raise ReviewError("the review queue is not available in this process")
     applied = await owner.review.apply(decision, tag=f"owner:consult:{key}")
     await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
-    await _keep_cover_in_its_matter(owner, applied.audit)
     sent = await follow_up_events(owner, applied.facts, key, also_events=(c.event_id,))
     return Settled(applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok))
-
-
-async def _keep_cover_in_its_matter(owner: OwnerServices, audit: dict[str, Any]) -> None:
-    """Facts named a cover story move into their truth's event; what readers were told of them
-    before is in the ledger under the events they left. Linking those events to the truth's (one
-    matter, on the owner's own word) keeps the tellings counted when the truth is judged for the
-    same reader: told the story first, a reader is not then told the truth beside it unless the
-    composite of both allows it."""
-    truth_id, left = audit.get("covers"), audit.get("cover_left") or []
-    if truth_id is None or owner.links is None:
-        return
-    truth = await owner.memory.get(truth_id)
-    if truth is not None and any(e != truth.event_id for e in left):
-        await owner.links.link([truth.event_id, *left], "owner")
 
 
 async def follow_up_events(

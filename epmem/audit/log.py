@@ -280,21 +280,25 @@ class AuditLog:
         except sqlite3.DatabaseError as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
 
-    async def told_of(self, event_ids: Iterable[str], since: str | None = None) -> list[Disclosure]:
-        """The ledger lines of these events (told or possibly told, like :meth:`who_knows`),
-        decided at or after ``since``: what the composite rule across replies counts."""
-        wanted = sorted(set(event_ids))
-        lines: list[tuple[Any, ...]] = []
+    async def told_of(
+        self, event_ids: Iterable[str], since: str | None = None, fact_ids: Iterable[str] = ()
+    ) -> list[Disclosure]:
+        """The ledger lines of these events, and of these facts under whatever event they were
+        told in (told or possibly told, like :meth:`who_knows`), decided at or after ``since``:
+        what the composite rule across replies counts."""
+        lines: dict[tuple[Any, ...], None] = {}
         try:
-            for i in range(0, len(wanted), _BATCH):
-                batch = wanted[i : i + _BATCH]
-                sql = (
-                    "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
-                    f"WHERE event_id IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else "")
-                )
-                async with self.db.execute(sql, [*batch, *([since] if since else [])]) as cur:
-                    lines += [tuple(row) async for row in cur]
-            return await self._as_told(lines)
+            for column, ids in (("event_id", sorted(set(event_ids))), ("fact_id", sorted(set(fact_ids)))):
+                for i in range(0, len(ids), _BATCH):
+                    batch = ids[i : i + _BATCH]
+                    sql = (
+                        "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
+                        f"WHERE {column} IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else "")
+                    )
+                    async with self.db.execute(sql, [*batch, *([since] if since else [])]) as cur:
+                        async for row in cur:
+                            lines[tuple(row)] = None
+            return await self._as_told(list(lines))
         except sqlite3.DatabaseError as exc:
             raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
 

@@ -68,7 +68,9 @@ class Knowledge(Protocol):
 
     async def matters(self) -> Matters: ...
 
-    async def known(self, readers: Collection[str], events: Collection[str]) -> Mapping[str, Sequence[Known]]: ...
+    async def known(
+        self, readers: Collection[str], events: Collection[str], facts: Collection[str] = ()
+    ) -> Mapping[str, Sequence[Known]]: ...
 
 
 def reader_of(recipient: str) -> str:
@@ -92,10 +94,14 @@ class LedgerKnowledge:
     async def matters(self) -> Matters:
         return await self.links.matters()
 
-    async def known(self, readers: Collection[str], events: Collection[str]) -> Mapping[str, Sequence[Known]]:
+    async def known(
+        self, readers: Collection[str], events: Collection[str], facts: Collection[str] = ()
+    ) -> Mapping[str, Sequence[Known]]:
+        """What ``readers`` were told of these events, and of these facts whichever event they
+        were in when told (a fact named a cover story has moved into its truth's event since)."""
         since = (self.clock() - self.window).isoformat(timespec="milliseconds") if self.window else None
         out: dict[str, list[Known]] = {}
-        for d in await self.audit.told_of(events, since):
+        for d in await self.audit.told_of(events, since, facts):
             reader = reader_of(d.recipient)
             if reader in readers:
                 out.setdefault(reader, []).append(Known(d.fact_id, d.event_id, d.audit_id, d.time, d.status))
@@ -115,10 +121,10 @@ async def gather(
         return Earlier()
     matters = await knowledge.matters()
     events = matters.events(f.event_id for f in chosen)
-    known = await knowledge.known(readers, events)
+    facts = {f.id: f for f in await lookup(sorted(events))}
+    known = await knowledge.known(readers, events, sorted(facts))
     if not any(known.values()):
         return Earlier(matters)
-    facts = {f.id: f for f in await lookup(sorted(events))}
     out: dict[str, list[Prior]] = {}
     for reader, lines in known.items():
         seen: set[str] = set()

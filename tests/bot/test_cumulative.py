@@ -184,3 +184,24 @@ async def test_matter_and_unmatter_answer_a_wrong_call_with_their_declared_usage
         assert links is not None and (await links.matters()).groups() == []  # nothing was linked
     finally:
         await runtime.close()
+
+
+async def test_what_a_reader_was_told_of_a_fact_counts_after_the_fact_moves_event(tmp_path: Path) -> None:
+    """A fact moves into another event (the owner names it a cover story of a truth there): the
+    ledger files what Leo was told of it under the event it was in, and the composite rule still
+    counts it beside the facts of its new event."""
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        first = await runtime.agent.handle(ask("leo", MONEY_Q))
+        assert BONUS in (first.text or "")
+        bonus = await runtime.memory.get("f3")
+        assert bonus is not None and bonus.event_id == "e-bonus"
+        await runtime.memory.update([bonus.model_copy(update={"event_id": "e-house"})])
+        second = await runtime.agent.handle(ask("leo", HOUSE_Q))
+        assert TRUTH not in (second.text or "")
+        record = await runtime.audit.get(second.audit_id or "")
+        assert record is not None
+        held = {h["fact"]: h for h in record.body["held_back"]}
+        assert held["f1"]["earlier"] == [{"fact": "f3", "record": first.audit_id}]
+    finally:
+        await runtime.close()
