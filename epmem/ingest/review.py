@@ -518,17 +518,8 @@ class ReviewQueue:
         # truth as unrelated news
         rows = await self.memory.similar([fact.text], limit=8)
         copies = {g.id for g, score in rows[0] if score >= self.config.same_information} if rows else set()
-        # a story already told for another truth shares that truth's event with its other
-        # stories: only those from the same chat move with it
-        mates = (
-            (lambda g: g.covers == fact.covers and g.session_id == fact.session_id)
-            if fact.version == "cover"
-            else (lambda g: True)
-        )
         linked = {fact.id} | {
-            g.id
-            for g in updated
-            if g.version == fact.version and ((g.event_id == fact.event_id and mates(g)) or g.id in copies)
+            g.id for g in updated if g.version == fact.version and (g.event_id == fact.event_id or g.id in copies)
         }
         out = [
             g.model_copy(update={"version": "cover", "covers": truth.id, "event_id": truth.event_id})
