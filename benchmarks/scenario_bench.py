@@ -385,17 +385,21 @@ class ConsultOracle:
         assert owner.consultations is not None and owner.review is not None
         self.sent.clear()
         audits: list[str] = []
-        for c in await owner.consultations.pending():
-            facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
-            if not facts:
-                continue
-            decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
-            truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
-            if truth is not None and decision.kind != "private":
-                decision = decision.covering(truth.id)
-            settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
-            audits.extend(settled.followups)
-            tally.consult_asked += 1
+        seen: set[str] = set()
+        # an answer may lead to the next consultation of the same reply (consulting.ask_next)
+        while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
+            for c in waiting:
+                seen.add(c.id)
+                facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
+                if not facts:
+                    continue
+                decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
+                truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
+                if truth is not None and decision.kind != "private":
+                    decision = decision.covering(truth.id)
+                settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
+                audits.extend(settled.followups)
+                tally.consult_asked += 1
         tally.consult_followups += len(self.sent)
         return [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
 

@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     consult_strangers: bool = False
     #: opt-in, off (0): open like the owner's last N consistent answers about similar facts.
     consult_learn_after: int = Field(default=0, ge=0)
+    #: consultations one reply may lead to, one after another (README "Consultations").
+    consult_per_reply: int = Field(default=1, ge=1)
     #: the composite rule across replies (epmem/reply/cumulative.py): how far back what a reader
     #: was told counts (days). A year: a matter (a house purchase, a job change, an illness)
     #: runs for months, and people remember what they were told; a short window would let anyone

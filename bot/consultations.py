@@ -144,6 +144,10 @@ class ConsultConfig:
     #: opt-in (0: off): open a fact without asking when the owner's last N answers about similar
     #: facts all chose the same audience (README "Learning from answers").
     learn_after: int = 0
+    #: consultations one reply may lead to, asked one after another: once the owner has
+    #: answered about the event likeliest to answer, the next likeliest that is still closed
+    #: (README "Consultations"). 1: only the first.
+    per_reply: int = 1
 
 
 class Consultations:
@@ -241,6 +245,12 @@ class Consultations:
     async def pending(self) -> list[Consultation]:
         """The open consultations that asked the owner (the digest and ``/consults`` list them)."""
         return [c for c in await self._open_rows("1 = 1", (), self.clock()) if c.asked_owner]
+
+    async def for_reply(self, audit_id: str) -> int:
+        """How many consultations the reply with this audit id led to, in any state."""
+        async with self._db.execute("SELECT COUNT(*) FROM consultations WHERE audit_id = ?", (audit_id,)) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def waiting_on(self, event_ids: Sequence[str]) -> list[Consultation]:
         """Every open consultation about these events (the askers an answer follows up)."""

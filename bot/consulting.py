@@ -11,17 +11,21 @@ follow up once the owner has answered (the table is bot/consultations.py).
    decided at send time (the policy may have changed; composites; the same audience), and the
    reply is sent in the same chat only if it now tells something of that event. Audited like
    any reply, with its ledger lines.
+4. ``ask_next``: one reply may lead to up to ``ConsultConfig.per_reply`` consultations, one at a
+   time: once the owner has answered, the next event that would answer the same question and is
+   still closed is put to the owner in the answer's reply (a question often needs more than one
+   event: "What's new with the family?"), never two at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
-from connectors.base import Action, Inbound
+from connectors.base import Action, ChatKind, Delegation, Inbound
 from connectors.courier import maybe_delivered
 from epmem.audit import ConsultationRecord, DeliveryFailedRecord, FollowupRecord, REFUSED, UNKNOWN
 from epmem.ingest import ReviewAnswer, ReviewError
@@ -358,6 +362,9 @@ class Settled:
     #: the audit ids of the follow-ups delivered, and of those the platform did not take.
     followups: tuple[str, ...] = ()
     undelivered: tuple[str, ...] = ()
+    #: the next consultation the same question leads to (``ask_next``): its note and buttons.
+    ask: str | None = None
+    actions: tuple[Action, ...] = ()
 
 
 def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) -> ReviewAnswer:
@@ -405,7 +412,38 @@ async def answer(
     applied = await owner.review.apply(decision, tag=f"owner:consult:{key}")
     await owner.record_change({**applied.audit, "consultation": c.id, "answer": key, "by": by, "platform": platform})
     sent = await follow_up_events(owner, applied.facts, key, also_events=(c.event_id,))
-    return Settled(applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok))
+    ask, buttons = await ask_next(owner, c)
+    return Settled(
+        applied.message, tuple(a for a, ok in sent if ok), tuple(a for a, ok in sent if not ok), ask, buttons
+    )
+
+
+async def ask_next(owner: OwnerServices, c: Consultation) -> tuple[str | None, tuple[Action, ...]]:
+    """After the owner's answer to ``c``: the next closed event that would answer the same
+    question for the same reader, while the reply has led to fewer than ``per_reply``
+    consultations. The question is answered again now (what the owner just opened is open, what
+    they kept private is decided), so the next is the likeliest of what is still undecided."""
+    store = owner.consultations
+    if store is None or await store.for_reply(c.audit_id) >= store.config.per_reply:
+        return None, ()
+    readers = [owner.directory.resolve(i) for i in c.audience]
+    sender = owner.directory.resolve(c.sender)
+    inbound = Inbound(
+        platform=c.platform,
+        chat_id=c.chat_id,
+        chat_kind=cast(ChatKind, c.chat_kind),
+        sender=c.sender,
+        text=c.question,
+        audience=c.audience,
+        delegation=cast("Delegation | None", c.delegation),
+    )
+    if not may_consult(owner, inbound, sender, readers):
+        return None, ()
+    # only an event the cross-encoder is sure answers: each further note costs the owner a tap
+    again = await owner.engine.answer(
+        c.question, [r.recipient for r in readers], sender.recipient, with_closed=True, sure_only=True
+    )
+    return await ask_owner(owner, inbound, sender, readers, c.question, again, c.audit_id)
 
 
 async def follow_up_events(

@@ -357,10 +357,11 @@ class Runtime:
             consultations=Consultations(
                 db,
                 ConsultConfig(
-                    timedelta(hours=settings.consult_ttl_hours),
-                    settings.consult_max_open,
-                    settings.consult_strangers,
-                    settings.consult_learn_after,
+                    ttl=timedelta(hours=settings.consult_ttl_hours),
+                    max_open_per_asker=settings.consult_max_open,
+                    strangers=settings.consult_strangers,
+                    learn_after=settings.consult_learn_after,
+                    per_reply=settings.consult_per_reply,
                 ),
                 clock,
             ),

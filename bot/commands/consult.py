@@ -11,6 +11,9 @@ owner is just a message to the delegate (audited as an attempted command) and ch
     /consult ID private          keep private: never asked again for this event
     /consult ID cover FACT       it is my cover story for FACT: told (to those the suggestion
                                  names) instead of FACT to whoever may not know FACT
+
+With ``EPMEM_CONSULT_PER_REPLY`` above 1, the answer's reply carries the next consultation the
+same question leads to (bot/consulting.py ``ask_next``), with its buttons.
 """
 
 from __future__ import annotations
@@ -88,4 +91,6 @@ async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str |
     sent = f" Followed up with {c.contact}." if settled.followups else ""
     if settled.undelivered:
         sent += f" {c.platform} did not take the follow-up to {c.contact} now: they will hear it when they ask again."
+    if settled.ask is not None:  # the next thing that would answer the same question
+        return Reply(f"{settled.message}{sent}\n\n{settled.ask}", settled.actions)
     return f"{settled.message}{sent}"

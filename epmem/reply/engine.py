@@ -11,6 +11,7 @@ alone, so even a model that repeated its whole context would repeat nothing it m
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
@@ -119,12 +120,15 @@ class PrivacyEngine(ReadsPolicy):
         now: datetime | None = None,
         only_events: Collection[str] | None = None,
         with_closed: bool = False,
+        sure_only: bool = False,
         language: Language | None = None,
     ) -> Answer:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
         ``only_events``: from these events' facts alone (a consultation's follow-up);
         ``with_closed``: also say which undecided closed facts would answer (``Answer.consult``:
-        a second relevance pass, asked for only where a consultation may follow);
+        a second relevance pass, asked for only where a consultation may follow); ``sure_only``:
+        only those of events the cross-encoder (or its stand-in) is sure answer the question
+        (``RelevanceConfig.answers``: a second consultation for one question must be worth it);
         ``language``: the reply's, else the question's, the asker's or the owner's (:meth:`language_for`)."""
         started = time.perf_counter()
         lang = language or self.language_for(question, recipient)
@@ -133,7 +137,7 @@ class PrivacyEngine(ReadsPolicy):
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
         projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
-        consult = self._closed_would_answer(question, events, rulebook, audience) if with_closed else ()
+        consult = self._closed_would_answer(question, events, rulebook, audience, sure_only) if with_closed else ()
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -201,7 +205,12 @@ class PrivacyEngine(ReadsPolicy):
         return Projection(tuple(d for d in narrowed.decisions if d.fact.event_id in near)), choice, held
 
     def _closed_would_answer(
-        self, question: str, events: Sequence[RecalledEvent], rulebook: Rulebook, audience: Sequence[Recipient]
+        self,
+        question: str,
+        events: Sequence[RecalledEvent],
+        rulebook: Rulebook,
+        audience: Sequence[Recipient],
+        sure_only: bool = False,
     ) -> tuple[str, ...]:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
@@ -220,7 +229,15 @@ class PrivacyEngine(ReadsPolicy):
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ()
         choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
-        return tuple(f for f in choice.chosen if f in undecided)
+        chosen = tuple(f for f in choice.chosen if f in undecided)
+        if not sure_only:
+            return chosen
+        return _sure(
+            chosen,
+            {d.fact.id: d.fact.event_id for d in storyline.decisions},
+            choice.logits,
+            self.relevance.config_for(question).answers,
+        )
 
     async def _nearby_denied(
         self, question: str, audience: Sequence[Recipient], rulebook: Rulebook, limit: int = 16
@@ -251,6 +268,16 @@ class PrivacyEngine(ReadsPolicy):
         return Answer(
             reply, not decisions, Projection(decisions), "owner-recall", (time.perf_counter() - started) * 1000
         )
+
+
+def _sure(chosen: Sequence[str], event_of: dict[str, str], logits: dict[str, float], answers: float) -> tuple[str, ...]:
+    """The facts of ``chosen`` whose event the cross-encoder (or its stand-in) read and rated at
+    least ``answers`` by its best fact (a fact recall found strongly enough to be chosen unread
+    was not rated: not sure)."""
+    best: dict[str, float] = {}
+    for f in chosen:
+        best[event_of[f]] = max(best.get(event_of[f], -math.inf), logits.get(f, -math.inf))
+    return tuple(f for f in chosen if best[event_of[f]] >= answers)
 
 
 def _opened(fact: Fact) -> Fact:

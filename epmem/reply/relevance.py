@@ -280,6 +280,8 @@ class Choice:
     reranked: int = 0
     ms: float = 0.0
     left_out: dict[str, str] = field(default_factory=dict)
+    #: the cross-encoder's (or its stand-in's) logit of each fact it read.
+    logits: dict[str, float] = field(default_factory=dict)
     #: with a model configured (epmem/reply/model_choice.py): who chose (``model`` or ``rules``),
     #: why the model's choice was not used, what it was offered, the rules step's own choice and
     #: the call. None without a model: the record is then as it always was.
@@ -325,6 +327,10 @@ class Relevance:
         self.reranker = reranker if self.config.rerank_weight > 0 else None
         self.matcher = matcher if self.config.match_weight > 0 else None
         self.chinese = chinese
+
+    def config_for(self, question: str) -> RelevanceConfig:
+        """The parameters a question is read with (Chinese questions have their own)."""
+        return self.chinese if self.chinese is not None and is_chinese(question) else self.config
 
     def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection, owner: str = "") -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
@@ -418,7 +424,13 @@ class Relevance:
             if is_rumour(question, asks_yes_or_no):
                 chosen = _on_the_claim(question, chosen, {d.fact.id: d for d in pool}, recalled, pairs, left_out)
         return Choice(
-            kind, tuple(chosen[: c.max_facts]), scores, reranked, (time.perf_counter() - started) * 1000, left_out
+            kind,
+            tuple(chosen[: c.max_facts]),
+            scores,
+            reranked,
+            (time.perf_counter() - started) * 1000,
+            left_out,
+            logit,
         )
 
     def _stands_out(

@@ -282,3 +282,80 @@ async def test_the_owner_names_a_consulted_fact_a_cover_story_and_the_asker_hear
     # the truth stays closed: nobody hears it, and nobody hears both
     again = await house.ask("ana", REST_Q)
     assert knee.text not in (again.text or "")
+
+
+async def test_the_next_event_that_answers_is_asked_once_the_owner_has_answered(tmp_path: Path) -> None:
+    """``consult_per_reply`` 2: one question, two closed events that answer it, asked one after
+    the other (never two notes at once); the bound holds; the default asks only the first."""
+    question = "Any news about Maya's knee or her promotion?"
+    h = await open_house(tmp_path / "two", consult_per_reply=2)
+    try:
+        first = await h.ask("grace", question)
+        assert first.to_owner is not None
+        [c1] = await h.store.pending()
+        asked_first = await h.runtime.memory.get(c1.facts[0])
+        assert asked_first is not None
+        # "keep private": the reply to the owner's tap carries the next event's note and buttons
+        answered = await h.runtime.agent.handle(ask("owner", f"/consult {c1.id} private"))
+        [c2] = await h.store.pending()
+        assert c2.event_id != c1.event_id and c2.audit_id == c1.audit_id
+        nxt = await h.runtime.memory.get(c2.facts[0])
+        assert nxt is not None and answered.text is not None
+        assert f"{nxt.id}: \u201c{nxt.text}\u201d" in answered.text and question in answered.text
+        assert [a.command for a in answered.actions] == [
+            f"/consult {c2.id} {k}" for k in ("tell", "like", "who", "private")
+        ]
+        assert h.sent.messages == []
+        # "tell": Grace hears the second event; the reply's bound (2) asks nothing more
+        last = await h.runtime.agent.handle(ask("owner", f"/consult {c2.id} tell"))
+        assert last.actions == () and last.text is not None and last.text.endswith("Followed up with grace.")
+        [told] = h.sent.to("grace")
+        assert nxt.text in told and asked_first.text not in told
+        assert await h.store.pending() == [] and await h.store.for_reply(c1.audit_id) == 2
+    finally:
+        await h.runtime.close()
+    one = await open_house(tmp_path / "one")
+    try:
+        await one.ask("grace", question)
+        [c] = await one.store.pending()
+        answered = await one.runtime.agent.handle(ask("owner", f"/consult {c.id} private"))
+        assert answered.actions == () and await one.store.pending() == []
+    finally:
+        await one.runtime.close()
+
+
+async def test_a_second_consultation_only_for_an_event_the_cross_encoder_is_sure_answers(tmp_path: Path) -> None:
+    """ "Any news from Maya lately?": both closed events are near enough for the reply's choice,
+    but the cross-encoder is not sure the second answers (logit below ``answers``): after the
+    first answer the owner is not asked again."""
+    h = await open_house(tmp_path / "data", consult_per_reply=2)
+    try:
+        await h.ask("grace", "Any news from Maya lately?")
+        [c] = await h.store.pending()
+        answered = await h.runtime.agent.handle(ask("owner", f"/consult {c.id} private"))
+        assert answered.actions == () and await h.store.pending() == []
+        assert await h.store.for_reply(c.audit_id) == 1
+    finally:
+        await h.runtime.close()
+
+
+async def test_a_cover_story_told_in_two_chats_is_one_story_and_stays_in_its_truths_matter(house: House) -> None:
+    """The same words stored twice (two chats): naming one a cover names both (a copy left
+    outside would be told beside the truth as unrelated news); the audit names the events they
+    left (where the ledger filed what readers were told of them)."""
+    await house.runtime.distiller.ingest(session(STORY, sid="s10", participants=["owner", "grace"]))
+    knee, told = await house.fact("ligament"), await house.fact("resting")
+    # the distiller files the same words under one event when it finds them; a copy it did not
+    # (another category's keywords, say) is the case here
+    again = told.model_copy(update={"id": "s11-f1", "event_id": "s11-e1", "session_id": "s11"})
+    await house.runtime.memory.add([again])
+    copies = [told, again]
+    await house.ask("ana", REST_Q)
+    [c] = await house.store.pending()
+    said = await house.owner(f"/consult {c.id} cover {knee.id}")
+    assert f"now your cover story for {knee.id}" in said, said
+    for before in copies:
+        after = await house.runtime.memory.get(before.id)
+        assert after is not None and (after.version, after.covers, after.event_id) == ("cover", knee.id, knee.event_id)
+    [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
+    assert change.body["cover_left"] == sorted(f.event_id for f in copies)
