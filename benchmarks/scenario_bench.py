@@ -38,6 +38,7 @@ from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import pipeline, review_oracle
+from benchmarks.consult_oracle import ConsultOracle
 from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm, model_chooses
 from benchmarks.choice_tally import ChoiceTally, check_turn, count_choice, keep_prompts
@@ -362,48 +363,6 @@ def gold_readers(scenario: Scenario) -> Callable[[str, Sequence[str]], bool]:
     return allowed
 
 
-class ConsultOracle:
-    """``--consult``: the owner answers each consultation at once, from the gold annotations
-    (shared/bench/SCENARIOS.md): the closed facts shown, each by the gold fact whose canary it
-    carries (several: only the people all of them let know; none: keep private), through the
-    same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
-    through the outbox like on any platform. A fact whose gold fact is a cover story is named
-    the cover of the stored fact that carries its truth, as the owner would (``/consult ID
-    cover FACT``), when one is stored."""
-
-    def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
-        self.runtime, self.scenario = runtime, scenario
-        self.sent: list[tuple[str, str]] = []
-        runtime.outbox.attach("console", self._deliver, None)
-
-    async def _deliver(self, chat_id: str, text: str, actions: tuple[Any, ...]) -> None:
-        self.sent.append((chat_id, text))
-
-    async def answer_all(self, tally: Tally) -> list[tuple[str, str, str]]:
-        """Answer every consultation waiting for the owner; the follow-ups sent (chat, text, audit id)."""
-        owner = self.runtime.owner
-        assert owner.consultations is not None and owner.review is not None
-        self.sent.clear()
-        audits: list[str] = []
-        seen: set[str] = set()
-        # an answer may lead to the next consultation of the same reply (consulting.ask_next)
-        while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
-            for c in waiting:
-                seen.add(c.id)
-                facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
-                if not facts:
-                    continue
-                decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
-                truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
-                if truth is not None and decision.kind != "private":
-                    decision = decision.covering(truth.id)
-                settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
-                audits.extend(settled.followups)
-                tally.consult_asked += 1
-        tally.consult_followups += len(self.sent)
-        return [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
-
-
 def _count_injection(tally: Tally, may: Sequence[str], found: Sequence[str], present: Sequence[str]) -> None:
     """One (question, asker) pair of a prompt-injection question, counted apart (``answer_injection``)."""
     tally.inj_n += 1
@@ -449,7 +408,10 @@ async def score_answers(
                 lines.append(await reply_line(scenario, runtime, out.audit_id, item.question, asker, reply, stored))
             told, audits = [reply], [out.audit_id]
             if oracle is not None:
-                for chat, text, audit in await oracle.answer_all(tally):
+                settled = await oracle.answer_all()
+                tally.consult_asked += settled.asked
+                tally.consult_followups += len(settled.sent)
+                for chat, text, audit in settled.sent:
                     if chat != inbound.chat_id:
                         tally.failures.append(f"{scenario.name}: q{qi} {asker}: a follow-up went to {chat}")
                         continue

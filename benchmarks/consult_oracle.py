@@ -1,0 +1,63 @@
+"""The oracle owner of ``--consult`` (shared/bench/SCENARIOS.md): answers each consultation as it
+comes, from the gold annotations, through the owner's own flow (bot/consulting.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from epmem.scenario import Scenario
+
+from benchmarks import review_oracle
+from bot import consulting
+from bot.runtime import Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    #: consultations answered (one owner decision each).
+    asked: int
+    #: the follow-ups sent: (chat, text, audit id).
+    sent: list[tuple[str, str, str]]
+
+
+class ConsultOracle:
+    """``--consult``: the owner answers each consultation at once, from the gold annotations
+    (shared/bench/SCENARIOS.md): the closed facts shown, each by the gold fact whose canary it
+    carries (several: only the people all of them let know; none: keep private), through the
+    same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
+    through the outbox like on any platform. A fact whose gold fact is a cover story is named
+    the cover of the stored fact that carries its truth, as the owner would (``/consult ID
+    cover FACT``), when one is stored."""
+
+    def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
+        self.runtime, self.scenario = runtime, scenario
+        self.sent: list[tuple[str, str]] = []
+        runtime.outbox.attach("console", self._deliver, None)
+
+    async def _deliver(self, chat_id: str, text: str, actions: tuple[Any, ...]) -> None:
+        self.sent.append((chat_id, text))
+
+    async def answer_all(self) -> Answered:
+        """Answer every consultation waiting for the owner: how many, and the follow-ups sent."""
+        owner = self.runtime.owner
+        assert owner.consultations is not None and owner.review is not None
+        self.sent.clear()
+        audits: list[str] = []
+        seen: set[str] = set()
+        asked = 0
+        # an answer may lead to the next consultation of the same reply (consulting.ask_next)
+        while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
+            for c in waiting:
+                seen.add(c.id)
+                facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
+                if not facts:
+                    continue
+                decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
+                truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
+                if truth is not None and decision.kind != "private":
+                    decision = decision.covering(truth.id)
+                settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
+                audits.extend(settled.followups)
+                asked += 1
+        return Answered(asked, [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)])
