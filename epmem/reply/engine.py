@@ -30,7 +30,7 @@ from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
 from epmem.reply.projection import FactDecision, Projection, project
-from epmem.reply.relevance import Choice, Relevance
+from epmem.reply.relevance import Choice, Relevance, best_by_event
 from epmem.reply.respond import ReplyContext, Responder, deflection
 
 
@@ -274,10 +274,8 @@ def _sure(chosen: Sequence[str], event_of: dict[str, str], logits: dict[str, flo
     """The facts of ``chosen`` whose event the cross-encoder (or its stand-in) read and rated at
     least ``answers`` by its best fact (a fact recall found strongly enough to be chosen unread
     was not rated: not sure)."""
-    best: dict[str, float] = {}
-    for f in chosen:
-        best[event_of[f]] = max(best.get(event_of[f], -math.inf), logits.get(f, -math.inf))
-    return tuple(f for f in chosen if best[event_of[f]] >= answers)
+    best = best_by_event(chosen, event_of, logits)
+    return tuple(f for f in chosen if best.get(event_of[f], -math.inf) >= answers)
 
 
 def _opened(fact: Fact) -> Fact:

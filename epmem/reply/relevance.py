@@ -465,7 +465,7 @@ class Relevance:
         is, within the same margin, the best answer to a part of the question of its own: "Is
         Marcus working on Fridays this term, and what is he preparing for September?" has two
         best answers, and the second must not be measured against the first."""
-        best = _best_by_event(chosen, event_of, logit)
+        best = best_by_event(chosen, event_of, logit)
         if not best or max(best.values()) < self.config.margin_from:
             return chosen
         cut = max(best.values()) - self.config.logit_margin
@@ -487,7 +487,7 @@ class Relevance:
         that the cross-encoder is fairly sure of (at least ``margin_from``)."""
         keep: set[str] = set()
         for p in range(min((len(v) for v in by_part.values()), default=0)):
-            best = _best_by_event(chosen, event_of, {f: v[p] for f, v in by_part.items()})
+            best = best_by_event(chosen, event_of, {f: v[p] for f, v in by_part.items()})
             top = max(best.values(), default=-math.inf)
             if top >= self.config.margin_from:
                 keep |= {e for e, x in best.items() if x >= top - self.config.logit_margin}
@@ -538,7 +538,7 @@ class Relevance:
         return [d.fact.id for d in kept]
 
 
-def _best_by_event(chosen: list[str], event_of: dict[str, str], logit: dict[str, float]) -> dict[str, float]:
+def best_by_event(chosen: Sequence[str], event_of: dict[str, str], logit: dict[str, float]) -> dict[str, float]:
     """The best logit of each event among the ``chosen`` facts that have one."""
     best: dict[str, float] = {}
     for f in chosen:
