@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from epmem.scenario import Scenario
+from epmem.scenario import Scenario, asker_members
 
 from benchmarks import review_oracle
 from bot import consulting
@@ -33,10 +33,17 @@ class ConsultOracle:
     def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
         self.runtime, self.scenario = runtime, scenario
         self.sent: list[tuple[str, str]] = []
-        runtime.outbox.attach("console", self._deliver, None)
+        runtime.outbox.attach("console", self._deliver, None, self._readers)
 
     async def _deliver(self, chat_id: str, text: str, actions: tuple[Any, ...]) -> None:
         self.sent.append((chat_id, text))
+
+    async def _readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
+        """Who reads a question's chat (``bench-QI-ASKER``, scenario_bench): the asker's members,
+        all present for the whole scenario."""
+        asker = chat_id.split("-", 2)[2]
+        directory = self.runtime.agent.directory
+        return tuple(directory.contact_identity(m) for m in asker_members(asker))
 
     async def answer_all(self) -> Answered:
         """Answer every consultation waiting for the owner: how many, and the follow-ups sent."""

@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     consult_ttl_hours: float = Field(default=24.0, gt=0)
     consult_max_open: int = Field(default=3, ge=0)
     consult_strangers: bool = False
+    #: a question asked in a group chat may consult the owner too (the follow-up is decided for
+    #: everyone in the chat when it is sent).
+    consult_groups: bool = False
     #: opt-in, off (0): open like the owner's last N consistent answers about similar facts.
     consult_learn_after: int = Field(default=0, ge=0)
     #: consultations one reply may lead to, one after another (README "Consultations").

@@ -141,6 +141,9 @@ class ConsultConfig:
     max_open_per_asker: int = 3
     #: strangers' questions consult the owner only when the owner turns this on.
     strangers: bool = False
+    #: a question asked in a group chat consults the owner (where the platform can say who is
+    #: in the chat when the follow-up is sent); off: only direct chats do.
+    groups: bool = False
     #: opt-in (0: off): open a fact without asking when the owner's last N answers about similar
     #: facts all chose the same audience (README "Learning from answers").
     learn_after: int = 0

@@ -8,9 +8,9 @@ follow up once the owner has answered (the table is bot/consultations.py).
 2. ``answer``: the owner's answer applies to every fact of that event (the review queue does it,
    so it is audited and teaches the classifier like any review answer) and to later askers.
 3. ``follow_up``: every asker still waiting on that event gets the question answered again,
-   decided at send time (the policy may have changed; composites; the same audience), and the
-   reply is sent in the same chat only if it now tells something of that event. Audited like
-   any reply, with its ledger lines.
+   decided at send time (the policy may have changed; composites; in a group, whoever is in
+   it then, ``Outbox.readers``), and the reply is sent in the same chat only if it now tells
+   something of that event. Audited like any reply, with its ledger lines.
 4. ``ask_next``: one reply may lead to up to ``ConsultConfig.per_reply`` consultations, one at a
    time: once the owner has answered, the next event that would answer the same question and is
    still closed is put to the owner in the answer's reply (a question often needs more than one
@@ -152,16 +152,20 @@ def _audience_words_zh(owner: OwnerServices, level: int, domain: str | None, whi
 
 
 def may_consult(owner: OwnerServices, inbound: Inbound, sender: Resolved, audience: Sequence[Resolved]) -> bool:
-    """Whether a reply here may consult the owner at all: in a direct chat not answered as the
-    owner (a follow-up must reach exactly the reader it was decided for), from a contact (a
-    stranger only when the owner turned that on). Only then does the reply ask which closed
-    facts would answer (``PrivacyEngine.answer(with_closed=True)``)."""
+    """Whether a reply here may consult the owner at all: not answered as the owner, read by
+    contacts only (a stranger only when the owner turned that on); in a group only where the
+    platform can say who reads the chat when the follow-up is sent (it is decided for everyone
+    then in the chat, ``Outbox.readers``). Only then does the reply ask which closed facts
+    would answer (``PrivacyEngine.answer(with_closed=True)``)."""
     store = owner.consultations
-    if store is None or owner.review is None:
+    if store is None or owner.review is None or inbound.delegation is not None or not audience:
         return False
-    if inbound.chat_kind != "direct" or inbound.delegation is not None or len(audience) != 1:
+    if inbound.chat_kind == "direct":
+        if len(audience) != 1:
+            return False
+    elif not store.config.groups or not owner.outbox.knows_readers(inbound.platform):
         return False
-    return not sender.recipient.is_stranger or store.config.strangers
+    return store.config.strangers or not any(r.recipient.is_stranger for r in audience)
 
 
 def consultable(
@@ -229,11 +233,29 @@ def _suggested_words(owner: OwnerServices, q: Question) -> str:
     return _audience_words(owner, s.level, s.domain, s.whitelist)
 
 
-def _like(sender: Resolved) -> tuple[int, str | None]:
-    """ "Everyone like them": the asker's own circle, their trust level and domain (a stranger's is
-    anyone who asks)."""
-    r = sender.recipient
-    return (4, None) if r.is_stranger else (r.level, r.domain)
+def _like(readers: Sequence[Resolved]) -> tuple[int, str | None]:
+    """ "Everyone like them": the readers' own circle, the widest trust level among them and
+    their domain, or both domains when they are not in one (a stranger's is anyone who asks)."""
+    people = [r.recipient for r in readers]
+    if not people or any(r.is_stranger for r in people):
+        return 4, None
+    domains = {r.domain for r in people}
+    return max(r.level for r in people), (next(iter(domains)) if len(domains) == 1 else None)
+
+
+def _readers(owner: OwnerServices, c: Consultation) -> list[Resolved]:
+    """Who read the reply the consultation is about (the owner left out)."""
+    return [r for r in (owner.directory.resolve(i) for i in c.audience) if not r.is_owner]
+
+
+def _whitelistable(readers: Sequence[Resolved]) -> bool:
+    """Everyone who read is a named contact: "tell them" can whitelist each of them."""
+    return bool(readers) and not any(r.recipient.is_stranger for r in readers)
+
+
+def _names(readers: Sequence[Resolved], them: str, joiner: str) -> str:
+    names = [r.recipient.name for r in readers if not r.recipient.is_stranger]
+    return joiner.join(names) if names and len(names) == len(readers) else them
 
 
 #: the consultation note's lines, per language (the question and the facts quoted as written).
@@ -241,6 +263,9 @@ _NOTE: dict[str, dict[str, str]] = {
     "en": {
         "stranger": "someone unknown ({sender})",
         "asked": "{asker} asked ({platform}): \u201c{question}\u201d",
+        "group": "(in a group chat, read also by {others}: a follow-up there is for all of them)",
+        "others": "people you have not named",
+        "and": " and ",
         "without": "I answered without these, which you have not opened to anyone yet:",
         "fact": "  {fid}: \u201c{text}\u201d",
         "cover": "(a story told instead of: \u201c{text}\u201d)",
@@ -252,6 +277,9 @@ _NOTE: dict[str, dict[str, str]] = {
     "zh": {
         "stranger": "陌生人（{sender}）",
         "asked": "{asker}（{platform}）问：\u201c{question}\u201d",
+        "group": "（在群聊里问的，{others}也在群里：要补充回复的话，群里的人都会看到）",
+        "others": "还有你没设置过的人",
+        "and": "、",
         "without": "我回答时没有用下面这些内容，你还没有对任何人公开过：",
         "fact": "  {fid}：\u201c{text}\u201d",
         "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
@@ -268,7 +296,11 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
     words = _NOTE[owner_language(owner)]
     r = sender.recipient
     asker = r.name if not r.is_stranger else words["stranger"].format(sender=c.sender)
-    lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question)), words["without"]]
+    lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question))]
+    others = [o for o in _readers(owner, c) if o.identity != c.sender]
+    if c.chat_kind != "direct":
+        lines.append(words["group"].format(others=_names(others, words["others"], words["and"])))
+    lines.append(words["without"])
     for fid, text in zip(c.facts, [q.text, *q.also_text]):
         lines.append(words["fact"].format(fid=fid, text=_clip(text)))
     if q.covers_text:
@@ -288,6 +320,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "private": "\U0001f512 Keep private",
         "before": "\u21bb as before: {label}",
         "them": "them",
+        "and": " and ",
     },
     "zh": {
         "tell": "告诉{name}",
@@ -296,6 +329,7 @@ _LABELS: dict[str, dict[str, str]] = {
         "private": "\U0001f512 保密",
         "before": "\u21bb 和上次一样：{label}",
         "them": "对方",
+        "and": "、",
     },
 }
 
@@ -306,11 +340,12 @@ def actions(
     """The answers, one tap each; ``learned``: what the owner answered about the most similar
     fact before, offered first."""
     words = _LABELS[owner_language(owner)]
-    name = sender.recipient.name if not sender.recipient.is_stranger else words["them"]
+    readers = _readers(owner, c)
+    name = _names(readers, words["them"], words["and"])
     out = []
-    if c.contact_id is not None:  # a stranger cannot be whitelisted: nobody knows who they are
+    if _whitelistable(readers):  # a stranger cannot be whitelisted: nobody knows who they are
         out.append(Action(words["tell"].format(name=name), f"/consult {c.id} tell"))
-    level, domain = _like(sender)
+    level, domain = _like(readers)
     out.append(
         Action(words["like"].format(who=_audience_words(owner, level, domain), name=name), f"/consult {c.id} like")
     )
@@ -372,27 +407,28 @@ def review_answer(owner: OwnerServices, c: Consultation, q: Question, key: str) 
     s = q.suggested
     if key == "private":
         return ReviewAnswer.private(q.fact_id)
+    readers = _readers(owner, c)
+    told = {r.contact_id for r in readers}
     if key == "tell":
-        if c.contact_id is None:
+        if not _whitelistable(readers):
             raise ReviewError("a stranger cannot be told alone: use like, who or private")
-        white = [*s.whitelist, c.contact_id]
         return ReviewAnswer.set(
             q.fact_id,
             s.category,
             level=0,
             domain=s.domain,
-            whitelist=white,
-            blacklist=[b for b in s.blacklist if b != c.contact_id],
+            whitelist=[*s.whitelist, *(r.contact_id for r in readers if r.contact_id not in s.whitelist)],
+            blacklist=[b for b in s.blacklist if b not in told],
         )
     if key == "like":
-        level, domain = _like(owner.directory.resolve(c.sender))
+        level, domain = _like(readers)
         return ReviewAnswer.set(
             q.fact_id,
             s.category,
             level=level,
             domain=domain,  # type: ignore[arg-type]
             whitelist=list(s.whitelist),
-            blacklist=[b for b in s.blacklist if b != c.contact_id],
+            blacklist=[b for b in s.blacklist if b not in told],
         )
     raise ReviewError(f"unknown answer {key!r}: use {', '.join(KEYS)}")
 
@@ -466,10 +502,26 @@ async def follow_up_events(
     return sent
 
 
+async def _readers_now(owner: OwnerServices, c: Consultation) -> list[Resolved]:
+    """Who reads a follow-up in the consultation's chat: the asker of a direct chat; in a group,
+    whoever the platform says is in it now (nobody, so no follow-up, when it cannot say)."""
+    if c.chat_kind == "direct":
+        return _readers(owner, c)
+    try:
+        now = await owner.outbox.readers(c.platform, c.chat_id, c.sender)
+    except Exception as exc:  # fail closed: nobody known to read it, nothing sent
+        log.warning("followup_readers_failed", consultation=c.id, error=type(exc).__name__)
+        return []
+    if now is None:
+        log.info("followup_readers_unknown", consultation=c.id)
+        return []
+    return [r for r in (owner.directory.resolve(i) for i in dict.fromkeys(now)) if not r.is_owner]
+
+
 async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] | None:
-    """Answer the question again, now; send it only if it tells something of the event."""
-    readers = [owner.directory.resolve(i) for i in c.audience]
-    audience = [r for r in readers if not r.is_owner]
+    """Answer the question again, now, for everyone who will read it (in a group: who is in the
+    chat now, not who was when they asked); send it only if it tells something of the event."""
+    audience = await _readers_now(owner, c)
     if not audience:
         return None
     sender = owner.directory.resolve(c.sender)

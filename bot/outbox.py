@@ -20,6 +20,10 @@ log = structlog.get_logger(__name__)
 
 #: a connector's ``send(chat_id, text, actions)``.
 Sender = Callable[[str, str, tuple[Action, ...]], Awaitable[None]]
+#: a connector's ``readers(chat_id, sender)``: everyone who would read a message sent to that
+#: group chat now, ``sender`` first, failing closed like a reply's audience (an unknown member
+#: is a stranger placeholder); the connector's own ``Inbound.audience``, asked again.
+Readers = Callable[[str, str], Awaitable[tuple[str, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,8 @@ class _Route:
     send: Sender
     #: the owner's chat on this platform; None when the policy names no owner identity there.
     owner_chat: str | None
+    #: who reads a group chat now; None when the platform cannot say (no follow-up in a group).
+    readers: Readers | None = None
 
 
 class Outbox:
@@ -35,9 +41,12 @@ class Outbox:
         self._routes: dict[str, _Route] = {}
         self._keep = keep
 
-    def attach(self, platform: str, send: Sender, owner_chat: str | None = None) -> None:
-        """A connector is running: messages for ``platform`` go through ``send``."""
-        self._routes[platform] = _Route(send, owner_chat)
+    def attach(
+        self, platform: str, send: Sender, owner_chat: str | None = None, readers: Readers | None = None
+    ) -> None:
+        """A connector is running: messages for ``platform`` go through ``send``; ``readers``
+        tells who reads one of its group chats now (a follow-up there is decided for them)."""
+        self._routes[platform] = _Route(send, owner_chat, readers)
 
     def detach(self, platform: str) -> None:
         self._routes.pop(platform, None)
@@ -60,6 +69,19 @@ class Outbox:
         if route is None:
             raise LookupError(f"no connector for {platform}")
         await route.send(chat_id, text, actions)
+
+    def knows_readers(self, platform: str) -> bool:
+        """Whether the connector for ``platform`` can say who reads one of its group chats."""
+        route = self._routes.get(platform)
+        return route is not None and route.readers is not None
+
+    async def readers(self, platform: str, chat_id: str, sender: str) -> tuple[str, ...] | None:
+        """Everyone who would read a message sent to this group chat now (``sender`` first);
+        None when no connector for ``platform`` runs here or it cannot say."""
+        route = self._routes.get(platform)
+        if route is None or route.readers is None:
+            return None
+        return await route.readers(chat_id, sender)
 
     async def tell_owner(self, text: str, actions: tuple[Action, ...] = ()) -> bool:
         """Tell the owner on the first platform that reaches them; False (logged, and the note

@@ -360,6 +360,7 @@ class Runtime:
                     ttl=timedelta(hours=settings.consult_ttl_hours),
                     max_open_per_asker=settings.consult_max_open,
                     strangers=settings.consult_strangers,
+                    groups=settings.consult_groups,
                     learn_after=settings.consult_learn_after,
                     per_reply=settings.consult_per_reply,
                 ),

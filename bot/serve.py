@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from connectors.base import Connector, Handler, Inbound, Outbound
+from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
 from connectors.console import ConsoleConnector
 from connectors.registry import PLATFORMS
 from epmem.errors import EpmemError
@@ -161,7 +161,10 @@ class Service:
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.
-                self.runtime.outbox.attach(connector.platform, connector.send, self._owner_chats[connector.platform])
+                readers = connector.readers if isinstance(connector, KnowsReaders) else None
+                self.runtime.outbox.attach(
+                    connector.platform, connector.send, self._owner_chats[connector.platform], readers
+                )
                 if connector is self.console:
                     self._console_task = asyncio.create_task(connector.start(), name="console")
                 else:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import structlog
 
@@ -146,6 +146,19 @@ class Connector(Protocol):
 
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Deliver a message the agent decided on outside a reply (digest, approved reply)."""
+        ...
+
+
+@runtime_checkable
+class KnowsReaders(Protocol):
+    """A connector that can say who reads one of its group chats now. A consultation's
+    follow-up in a group is decided for them when it is sent (bot/consulting.py); without it a
+    group question does not consult the owner."""
+
+    async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
+        """Everyone who would read a message sent to ``chat_id`` now (platform identities,
+        ``sender`` first, an unknown member as a stranger); ValueError for a chat it does not
+        know how to read."""
         ...
 
 

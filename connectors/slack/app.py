@@ -41,7 +41,7 @@ from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
-from connectors.slack.ids import PLATFORM, ChatRef, user_of_identity
+from connectors.slack.ids import PLATFORM, ChatRef, team_of_identity, user_of_identity
 
 log = structlog.get_logger(__name__)
 
@@ -260,6 +260,18 @@ class SlackConnector(Listeners):
             await self.threads.follow(ref.channel, ref.thread_ts)
         except Exception as exc:
             log.warning("slack.follow_failed", error=type(exc).__name__)
+
+    async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
+        """Everyone who reads a message posted to this channel or thread now, ``sender`` first:
+        a consultation's follow-up there is decided for them (bot/consulting.py). The members
+        are listed again (cached as for a reply), each in the sender's workspace: a Slack
+        Connect member from another one is then nobody the policy names, a stranger, which
+        holds back more, never less. ValueError for a chat or identity that is not Slack's."""
+        ref = ChatRef.parse(chat_id)
+        team = team_of_identity(sender)
+        if team is None or ref.as_owner:
+            raise ValueError("not a channel the bot answers in, or not a Slack identity")
+        return await self.audience.audience(self.delivery.bot, ref.channel, team, sender, shared=False)
 
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Post outside a reply (digests, approved replies). ``chat_id`` is an ``Inbound.chat_id``

@@ -27,6 +27,14 @@ def identity(team_id: str, user_id: str) -> str:
     return f"{PLATFORM}:{team_id}/{user_id}"
 
 
+def team_of_identity(value: str) -> str | None:
+    """``slack:T/U`` -> ``T``; None for anything else."""
+    team, slash, user = value.removeprefix(f"{PLATFORM}:").partition("/")
+    return (
+        team if value.startswith(f"{PLATFORM}:") and slash and SLACK_ID.match(team) and SLACK_ID.match(user) else None
+    )
+
+
 def user_of_identity(value: str) -> str | None:
     """``slack:T/U`` or a bare ``U`` -> ``U``; anything else is rejected rather than guessed."""
     user = value.rsplit("/", 1)[-1] if value.startswith(f"{PLATFORM}:") else value

@@ -199,6 +199,18 @@ class TelegramConnector:
 
     # -- sending ---------------------------------------------------------------------------------
 
+    async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
+        """Everyone who reads a message sent to this group now, ``sender`` first, failing closed
+        as a reply's audience does (connectors/telegram/audience.py): a consultation's follow-up
+        there is decided for them (bot/consulting.py). ValueError for a chat or identity that
+        is not a Telegram group's."""
+        chat, connection = parse_chat_key(chat_id)
+        platform, _, user = sender.partition(":")
+        if connection is not None or platform != PLATFORM or not user.isdigit():
+            raise ValueError("not a Telegram group chat, or not a Telegram identity")
+        bot = self._app.bot
+        return await self.roster.audience(bot, chat, int(user), bot.id)
+
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Deliver a message outside a reply (digest, approved reply) to an ``Inbound.chat_id``.
 

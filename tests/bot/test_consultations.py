@@ -170,6 +170,56 @@ async def test_bounds_strangers_and_group_chats_are_not_consulted(house: House) 
     assert len(await house.store.pending()) == 1
 
 
+@dataclass
+class Room:
+    """Who is in each console group chat now: the outbox's ``readers`` (a platform's roster)."""
+
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    async def __call__(self, chat_id: str, sender: str) -> tuple[str, ...]:
+        return self.members[chat_id]
+
+
+async def test_a_group_question_consults_the_owner_and_follows_up_whoever_is_in_the_chat_then(
+    tmp_path: Path,
+) -> None:
+    h = await open_house(tmp_path / "data", consult_groups=True)
+    try:
+        knee, promotion = await h.fact("ligament"), await h.fact("principal")
+        # a platform that cannot say who is in a group: the owner is not asked
+        assert (await h.ask("leo", KNEE_Q, "ana")).to_owner is None
+        room = Room()
+        h.runtime.outbox.attach("console", h.sent, None, room)
+        chat = "chat-console:leo-console:ana"
+        room.members[chat] = ("console:leo", "console:ana")
+        out = await h.ask("leo", KNEE_Q, "ana")
+        assert out.text == OPEN_ANSWER and out.to_owner is not None
+        assert "(in a group chat, read also by Ana Ruiz: a follow-up there is for all of them)" in out.to_owner
+        assert [a.label for a in out.actions][:2] == [
+            "Tell Leo Chen and Ana Ruiz",
+            "Tell contacts at trust level 2 or closer in life, like Leo Chen and Ana Ruiz",
+        ]
+        said = await h.owner(command(out, "tell"))
+        assert said.endswith("Followed up with leo."), said
+        settled = await h.runtime.memory.get(knee.id)
+        assert settled is not None and (settled.effective_level(), sorted(settled.whitelist)) == (0, ["ana", "leo"])
+        [(where, text)] = h.sent.messages
+        assert where == chat and knee.text in text
+        [followup] = await h.records("followup")
+        assert followup.body["audience"] == ["leo", "ana"]
+        # Ben (work) joins before the owner answers about the promotion: the follow-up is
+        # decided for everyone in the chat then, and he may not know it, so nothing is sent
+        asked = await h.ask("leo", PROMOTION_Q, "ana")
+        assert asked.to_owner is not None and promotion.id in asked.to_owner
+        room.members[chat] = ("console:leo", "console:ana", "console:ben")
+        await h.owner(command(asked, "tell"))
+        opened = await h.runtime.memory.get(promotion.id)
+        assert opened is not None and sorted(opened.whitelist) == ["ana", "leo"]
+        assert len(h.sent.messages) == 1 and len(await h.records("followup")) == 1
+    finally:
+        await h.runtime.close()
+
+
 async def test_at_most_max_open_per_asker_and_strangers_when_the_owner_turns_it_on(tmp_path: Path) -> None:
     h = await open_house(tmp_path / "data", consult_max_open=1, consult_strangers=True)
     try:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from connectors.base import Action, Inbound, Outbound
+from connectors.base import Action, Inbound, KnowsReaders, Outbound
 from connectors.slack import SlackConfig, SlackConnector, build_blocks
 from testkit.clock import FakeTimer
 from testkit.fake_slack import (
@@ -28,6 +28,7 @@ from testkit.fake_slack import (
     SlackSender,
     event_envelope,
     im_message,
+    member_event,
     mention,
     wait_for,
 )
@@ -238,6 +239,24 @@ async def test_app_mention_audience_is_channel_members(rig: Rig) -> None:
     post = rig.api.posts("C1")[0]
     assert post["thread_ts"] == "1700000002.000200"
     assert post["text"] == "echo: what is Anna up to?"
+
+
+async def test_readers_of_a_channel_now_include_whoever_joined_since_the_question(rig: Rig) -> None:
+    """A consultation's follow-up in a channel is decided for who is in it when it is sent."""
+    assert isinstance(rig.connector, KnowsReaders)
+    await rig.sender.event(event_envelope(mention("U2", f"<@{BOT_USER}> news?"), event_id="Ev-r1"))
+    await wait_for(lambda: len(rig.handler.inbounds) == 1)
+    (inbound,) = rig.handler.inbounds
+    assert set(inbound.audience) == {f"slack:{TEAM}/U1", f"slack:{TEAM}/U2", f"slack:{TEAM}/U3"}
+    rig.api.members["C1"].append("U4")
+    await rig.sender.event(event_envelope(member_event("member_joined_channel", "U4"), event_id="Ev-r2"))
+    await rig.connector.drain()
+    readers = await rig.connector.readers(inbound.chat_id, inbound.sender)
+    assert readers[0] == inbound.sender
+    assert set(readers) == {f"slack:{TEAM}/U1", f"slack:{TEAM}/U2", f"slack:{TEAM}/U3", f"slack:{TEAM}/U4"}
+    for chat, sender in (("as-owner:C1", inbound.sender), ("C1", "telegram:45"), ("#general", inbound.sender)):
+        with pytest.raises(ValueError):
+            await rig.connector.readers(chat, sender)
 
 
 async def test_mention_in_thread_replies_in_that_thread(rig: Rig) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from connectors.base import Action, Connector, Inbound, Outbound
+from connectors.base import Action, Connector, Inbound, KnowsReaders, Outbound
 from connectors.telegram import (
     CALLBACK_DATA_MAX_BYTES,
     RedactToken,
@@ -351,6 +351,26 @@ async def test_group_mention_audience_has_members_and_admins(tg: FakeTelegram, r
     assert not any("999" in who for who in inbound.audience)  # bots are not readers
     assert sent["chat_id"] == GROUP_ID
     assert sent["reply_parameters"]["message_id"] == group_update["message"]["message_id"]
+
+
+async def test_readers_of_a_group_now_include_whoever_joined_since_the_question(
+    tg: FakeTelegram, recorder: Recorder, connector: TelegramConnector
+) -> None:
+    """A consultation's follow-up in a group is decided for who is in it when it is sent."""
+    assert isinstance(connector, KnowsReaders)
+    tg.group_message(GROUP_ID, CAROL, "hi all")
+    tg.group_message(GROUP_ID, DAVE, "what's up?", mention=True)
+    await tg.wait_for_sent(1)
+    assert recorder.inbounds[0].audience == ("telegram:45", "telegram:44")
+    tg.new_chat_members(GROUP_ID, [ERIN], by=CAROL)
+    tg.group_message(GROUP_ID, DAVE, "still there?", mention=True)  # handled after the join
+    await tg.wait_for_sent(2)
+    tg.member_counts[GROUP_ID] = 5  # the bot, Carol, Dave, Erin, and one nobody has seen
+    readers = await connector.readers(str(GROUP_ID), "telegram:45")
+    assert readers == ("telegram:45", "telegram:44", "telegram:46", f"telegram:unknown-{GROUP_ID}-1")
+    for chat, sender in ((f"{GROUP_ID}@conn", "telegram:45"), (str(GROUP_ID), "slack:T1/U1"), ("x", "telegram:45")):
+        with pytest.raises(ValueError):
+            await connector.readers(chat, sender)
 
 
 async def test_group_unknown_members_become_placeholders(tg: FakeTelegram, recorder: Recorder) -> None:
