@@ -22,6 +22,9 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
+from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
@@ -54,6 +57,10 @@ class Draft:
     confidence: float | None = None
     evidence: list[str] = field(default_factory=list)
     proposed_whitelist: list[str] = field(default_factory=list)
+    #: for a cover whose truth its message does not name (not in the message, not the one it
+    #: answers, no "really ..." after it): the conversation's earlier truths it may stand in
+    #: for, ``covers`` the latest of them; the finalizer picks the one the cover is most like.
+    truths: list[int] = field(default_factory=list)
 
 
 def owner_first_name(policy: Policy) -> str:
@@ -133,6 +140,7 @@ class Finalizer(ReadsPolicy):
         # zero-width character or a look-alike letter from the chat
         drafts = [d if (text := normalise(d.text)) == d.text else replace(d, text=text) for d in drafts]
         drafts = [d for d in drafts if d.text.strip()]
+        drafts = self._covers_most_like(drafts)
         # the rules' reading of the text only stands in for a category the policy lacks (clamp):
         # rules drafts always name one, so their texts are not embedded a second time. It is read
         # when the first draft needs it, for all drafts in one batch (the same batch, the same vectors).
@@ -201,6 +209,27 @@ class Finalizer(ReadsPolicy):
                 )
             )
         return facts, notes
+
+    def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
+        """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the
+        earlier truth it is most like, by the embedder's cosine (the latest on a tie): "if anyone
+        asks, say we close for renovation in July" is the story for "we are moving the shop in
+        June", said three messages before, not for "he is friends with the owner across the
+        road", said last. The vectors are the ones the import embeds the texts with anyway."""
+        if self.memory is None:
+            return drafts
+        out = list(drafts)
+        for i, d in enumerate(drafts):
+            truths = [k for k in d.truths if 0 <= k < len(drafts) and k != i]
+            if d.version != "cover" or len(truths) < 2:
+                continue
+            texts = [self.memory.normalize(x) for x in [d.text, *(drafts[k].text for k in truths)]]
+            vectors = embed(self.memory.embedder, texts)
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            likeness = vectors[1:] @ vectors[0]
+            best = max(range(len(truths)), key=lambda j: (round(float(likeness[j]), 6), truths[j]))
+            out[i] = replace(d, covers=truths[best])
+        return out
 
     async def _retold_covers(
         self, session: Session, drafts: Sequence[Draft], near: FindsSimilar | None = None

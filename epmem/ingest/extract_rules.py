@@ -384,10 +384,18 @@ class RulesExtractor(ReadsPolicy):
             d = proposals[i].draft
             if d.covers is None:
                 after = [k for k in td.drafts if k > i and k in marked]
-                d.covers = after[0] if after else self._truth_for(session, t, _TurnDrafts(t), turns, before, proposals)
+                named = self._truth_for(session, t, _TurnDrafts(t), turns, None, proposals)
+                d.covers = after[0] if after else named if named is not None else before
+                if not after and named is None and before is not None:
+                    # only a guess: the finalizer picks, of the truths said before, the one the
+                    # cover is most like (a story stands in for the news, not for the remark
+                    # said last: "he is friends with the owner across the road")
+                    d.truths = [k for k in range(i) if proposals[k].draft.version == "truth" and k not in td.drafts]
             proposals[i].cover_orphan = d.covers is None
-            if d.covers is not None:
-                black = proposals[d.covers].draft.blacklist
+            # whoever the cover is told to may not know its truth: when the truth is a guess,
+            # every truth it may stand in for (fail closed)
+            for k in dict.fromkeys([*d.truths, *([] if d.covers is None else [d.covers])]):
+                black = proposals[k].draft.blacklist
                 black += [x for x in listeners if x not in black]
         td.open_covers.clear()
 
@@ -525,6 +533,7 @@ class RulesExtractor(ReadsPolicy):
                 ann = replace(ann, clear=False, evidence=(*ann.evidence, PASSING, f"context:passing:{p.speaker}"))
             elif i in unsettled and ann.clear:  # only as settled as its least settled part
                 ann = replace(ann, clear=False, evidence=(*ann.evidence, "fragment:unclear"))
+            d.truths = [k for k in d.truths if k not in passing]
             if d.covers is not None and d.covers in passing:
                 # a cover stands in for news, not for someone's passing remark ("What should I
                 # tell the team?" "Just say I'm on leave"): the latest other truth before it

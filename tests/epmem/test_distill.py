@@ -381,3 +381,27 @@ async def test_an_open_telling_stored_first_is_closed_by_a_secret_one_later(memo
     )
     narrowed = await memory.get(opened.id)
     assert narrowed is not None and (narrowed.level, narrowed.whitelist) == (0, ["owen"])
+
+
+async def test_a_cover_stands_for_the_news_it_is_most_like_not_the_remark_said_last(memory: FactMemory) -> None:
+    """A cover whose message names no truth (no reply link, no "really ...") was the cover of
+    the conversation's latest truth: here a remark about Tom, not the news."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                ("owner", "I'm leaving Acme in June, I accepted a job offer at Globex."),
+                ("kira", "Wow! What will you tell the team?"),
+                ("owner", "Tom just bought a flat next to the Acme office, he will be gutted."),
+                ("owner", "If anyone asks, say I'm taking a long holiday in June."),
+            ],
+            participants=["owner", "kira"],
+        )
+    )
+    facts = {f.id: f for f in await memory.all()}
+    (cover,) = [f for f in facts.values() if f.version == "cover"]
+    assert "holiday" in cover.text
+    assert cover.covers is not None and "Globex" in facts[cover.covers].text
+    assert cover.event_id == facts[cover.covers].event_id
+    (remark,) = [f for f in facts.values() if "flat" in f.text]
+    assert remark.version == "truth" and remark.event_id != cover.event_id
