@@ -128,8 +128,7 @@ class DelegateAgent:
 
     def audience(self, inbound: Inbound) -> list[Resolved]:
         """Everyone who will read the reply, the owner excepted (the owner may know it all)."""
-        readers = [self.directory.resolve(i) for i in dict.fromkeys(inbound.readers())]
-        return [r for r in readers if not r.is_owner]
+        return self.directory.readers(inbound.readers())
 
     async def _audited(
         self,

@@ -245,7 +245,7 @@ def _like(readers: Sequence[Resolved]) -> tuple[int, str | None]:
 
 def _readers(owner: OwnerServices, c: Consultation) -> list[Resolved]:
     """Who read the reply the consultation is about (the owner left out)."""
-    return [r for r in (owner.directory.resolve(i) for i in c.audience) if not r.is_owner]
+    return owner.directory.readers(c.audience)
 
 
 def _whitelistable(readers: Sequence[Resolved]) -> bool:
@@ -254,8 +254,7 @@ def _whitelistable(readers: Sequence[Resolved]) -> bool:
 
 
 def _names(readers: Sequence[Resolved], them: str, joiner: str) -> str:
-    names = [r.recipient.name for r in readers if not r.recipient.is_stranger]
-    return joiner.join(names) if names and len(names) == len(readers) else them
+    return joiner.join(r.recipient.name for r in readers) if _whitelistable(readers) else them
 
 
 #: the consultation note's lines, per language (the question and the facts quoted as written).
@@ -297,8 +296,8 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
     r = sender.recipient
     asker = r.name if not r.is_stranger else words["stranger"].format(sender=c.sender)
     lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question))]
-    others = [o for o in _readers(owner, c) if o.identity != c.sender]
     if c.chat_kind != "direct":
+        others = [o for o in _readers(owner, c) if o.identity != c.sender]
         lines.append(words["group"].format(others=_names(others, words["others"], words["and"])))
     lines.append(words["without"])
     for fid, text in zip(c.facts, [q.text, *q.also_text]):
@@ -462,7 +461,7 @@ async def ask_next(owner: OwnerServices, c: Consultation) -> tuple[str | None, t
     store = owner.consultations
     if store is None or await store.for_reply(c.audit_id) >= store.config.per_reply:
         return None, ()
-    readers = [owner.directory.resolve(i) for i in c.audience]
+    readers = _readers(owner, c)
     sender = owner.directory.resolve(c.sender)
     inbound = Inbound(
         platform=c.platform,
@@ -515,7 +514,7 @@ async def _readers_now(owner: OwnerServices, c: Consultation) -> list[Resolved]:
     if now is None:
         log.info("followup_readers_unknown", consultation=c.id)
         return []
-    return [r for r in (owner.directory.resolve(i) for i in dict.fromkeys(now)) if not r.is_owner]
+    return owner.directory.readers(now)
 
 
 async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] | None:

@@ -22,8 +22,6 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.memory.facts import Fact, Version
@@ -224,8 +222,7 @@ class Finalizer(ReadsPolicy):
             if d.version != "cover" or len(truths) < 2:
                 continue
             texts = [self.memory.normalize(x) for x in [d.text, *(drafts[k].text for k in truths)]]
-            vectors = embed(self.memory.embedder, texts)
-            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            vectors = embed(self.memory.embedder, texts)  # unit rows (Embedder): dot is cosine
             likeness = vectors[1:] @ vectors[0]
             best = max(range(len(truths)), key=lambda j: (round(float(likeness[j]), 6), truths[j]))
             out[i] = replace(d, covers=truths[best])

@@ -6,6 +6,7 @@ to anything, including the owner's own name, so they never take part in resoluti
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from epmem.identity import LOCAL
@@ -64,6 +65,11 @@ class Directory(ReadsPolicy):
         if cid == OWNER_ID:
             return Resolved(identity, OWNER_ID, Recipient(OWNER_ID, 0, None, self.policy.owner.name, "owner"))
         return Resolved(identity, cid, self._recipients.get(cid, STRANGER))
+
+    def readers(self, identities: Iterable[str]) -> list[Resolved]:
+        """Who reads a message among these identities: each once, in order, the owner left out
+        (the owner may know it all)."""
+        return [r for r in map(self.resolve, dict.fromkeys(identities)) if not r.is_owner]
 
     def contact_identity(self, contact_id: str) -> str:
         """An identity that resolves to this contact (for previews and the benchmark)."""
