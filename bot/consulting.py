@@ -14,7 +14,9 @@ follow up once the owner has answered (the table is bot/consultations.py).
 4. ``ask_next``: one reply may lead to up to ``ConsultConfig.per_reply`` consultations, one at a
    time: once the owner has answered, the next event that would answer the same question and is
    still closed is put to the owner in the answer's reply (a question often needs more than one
-   event: "What's new with the family?"), never two at once.
+   event: "What's new with the family?"), never two at once. An answer that keeps a truth from
+   the asker is followed at once by the question about its cover story, still closed: what they
+   may hear instead is part of the same event (``_stories_instead``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from epmem.ingest import ReviewAnswer, ReviewError
 from epmem.ingest import ReviewQuestion as Question
 from epmem.language import Language
 from epmem.memory import Fact
-from epmem.policy import Resolved
+from epmem.policy import Recipient, Resolved, audience_allows
 from epmem.reply import Answer
 
 from bot.consultations import Consultation
@@ -454,12 +456,14 @@ async def answer(
 
 
 async def ask_next(owner: OwnerServices, c: Consultation) -> tuple[str | None, tuple[Action, ...]]:
-    """After the owner's answer to ``c``: the next closed event that would answer the same
-    question for the same reader, while the reply has led to fewer than ``per_reply``
-    consultations. The question is answered again now (what the owner just opened is open, what
-    they kept private is decided), so the next is the likeliest of what is still undecided."""
+    """After the owner's answer to ``c``: what the reader may hear instead, when the answer kept
+    the truth from them and its cover story is undecided (:func:`_stories_instead`); else the
+    next closed event that would answer the same question for the same reader, while the reply
+    has led to fewer than ``per_reply`` consultations. The question is answered again now (what
+    the owner just opened is open, what they kept private is decided), so the next is the
+    likeliest of what is still undecided."""
     store = owner.consultations
-    if store is None or await store.for_reply(c.audit_id) >= store.config.per_reply:
+    if store is None:
         return None, ()
     readers = _readers(owner, c)
     sender = owner.directory.resolve(c.sender)
@@ -474,11 +478,31 @@ async def ask_next(owner: OwnerServices, c: Consultation) -> tuple[str | None, t
     )
     if not may_consult(owner, inbound, sender, readers):
         return None, ()
+    audience = [r.recipient for r in readers]
+    stories = await _stories_instead(owner, c, audience)
+    if stories:
+        again = await owner.engine.answer(c.question, audience, sender.recipient, with_closed=True)
+        if again.consult and again.consult[0] in stories:
+            return await ask_owner(owner, inbound, sender, readers, c.question, again, c.audit_id)
+    if await store.for_reply(c.audit_id) >= store.config.per_reply:
+        return None, ()
     # only an event the cross-encoder is sure answers: each further note costs the owner a tap
-    again = await owner.engine.answer(
-        c.question, [r.recipient for r in readers], sender.recipient, with_closed=True, sure_only=True
-    )
+    again = await owner.engine.answer(c.question, audience, sender.recipient, with_closed=True, sure_only=True)
     return await ask_owner(owner, inbound, sender, readers, c.question, again, c.audit_id)
+
+
+async def _stories_instead(owner: OwnerServices, c: Consultation, audience: Sequence[Recipient]) -> set[str]:
+    """The undecided cover stories of the truths ``c`` asked about, once the owner's answer has
+    kept every one of those truths from these readers. A truth and its story are two questions
+    about one event (one answer cannot be both "not the truth" and "the story"): the story is
+    asked right after, whatever ``per_reply`` says, and only when the question, answered again,
+    would tell it first. The owner's answer stands for the story alone."""
+    asked = [f for f in await owner.memory.by_event([c.event_id]) if f.id in c.facts and f.version == "truth"]
+    rulebook = await owner.engine.rulebook()
+    if not asked or any(audience_allows(rulebook.gate(f), audience) for f in asked):
+        return set()
+    truths = {f.id for f in asked}
+    return {f.id for f in await owner.memory.by_event([c.event_id]) if f.covers in truths and f.undecided}
 
 
 async def follow_up_events(

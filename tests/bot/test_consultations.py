@@ -389,6 +389,49 @@ async def test_a_second_consultation_only_for_an_event_the_cross_encoder_is_sure
         await h.runtime.close()
 
 
+#: news and the story Maya tells instead, in one message: a truth and its cover.
+LICENCE: Turns = [
+    ("owner", "I lost my driving licence for speeding. If anyone asks, say my car is in the garage."),
+    ("grace", "Got it."),
+]
+DRIVE_Q = "Why isn't Maya driving these days?"
+
+
+async def test_a_truth_kept_from_the_asker_is_followed_by_its_story_whatever_per_reply_says(tmp_path: Path) -> None:
+    """One answer cannot be both "not the truth" and "the story": once the owner keeps the
+    truth from the asker, the story of the same event is asked at once (the default
+    ``per_reply`` 1 does not hold it back), and the owner's "tell" sends the asker the story,
+    never the truth. A truth the owner lets the asker know asks nothing more."""
+    h = await open_house(tmp_path / "kept")
+    try:
+        await h.runtime.distiller.ingest(session(LICENCE, sid="s10", participants=["owner", "grace"]))
+        truth, story = await h.fact("licence"), await h.fact("garage")
+        assert (story.version, story.covers, story.undecided) == ("cover", truth.id, True)
+        await h.ask("leo", DRIVE_Q)
+        [c1] = await h.store.pending()
+        assert c1.facts[0] == truth.id
+        answered = await h.runtime.agent.handle(ask("owner", f"/consult {c1.id} private"))
+        [c2] = await h.store.pending()
+        assert c2.facts[0] == story.id and c2.audit_id == c1.audit_id and c2.event_id == truth.event_id
+        assert answered.text is not None and f"{story.id}: \u201c{story.text}\u201d" in answered.text
+        assert h.sent.messages == []
+        last = await h.runtime.agent.handle(ask("owner", f"/consult {c2.id} tell"))
+        assert last.actions == () and last.text is not None and last.text.endswith("Followed up with leo.")
+        [told] = h.sent.to("leo")
+        assert story.text in told and truth.text not in told
+    finally:
+        await h.runtime.close()
+    told_truth = await open_house(tmp_path / "told")
+    try:
+        await told_truth.runtime.distiller.ingest(session(LICENCE, sid="s10", participants=["owner", "grace"]))
+        await told_truth.ask("leo", DRIVE_Q)
+        [c] = await told_truth.store.pending()
+        answered = await told_truth.runtime.agent.handle(ask("owner", f"/consult {c.id} tell"))
+        assert answered.actions == () and await told_truth.store.pending() == []
+    finally:
+        await told_truth.runtime.close()
+
+
 async def test_a_cover_story_told_in_two_chats_is_one_story_and_stays_in_its_truths_matter(house: House) -> None:
     """The same words stored twice (two chats): naming one a cover names both (a copy left
     outside would be told beside the truth as unrelated news); the audit names the events they
