@@ -497,12 +497,13 @@ async def _stories_instead(owner: OwnerServices, c: Consultation, audience: Sequ
     about one event (one answer cannot be both "not the truth" and "the story"): the story is
     asked right after, whatever ``per_reply`` says, and only when the question, answered again,
     would tell it first. The owner's answer stands for the story alone."""
-    asked = [f for f in await owner.memory.by_event([c.event_id]) if f.id in c.facts and f.version == "truth"]
+    event = await owner.memory.by_event([c.event_id])
+    asked = [f for f in event if f.id in c.facts and f.version == "truth"]
     rulebook = await owner.engine.rulebook()
     if not asked or any(audience_allows(rulebook.gate(f), audience) for f in asked):
         return set()
     truths = {f.id for f in asked}
-    return {f.id for f in await owner.memory.by_event([c.event_id]) if f.covers in truths and f.undecided}
+    return {f.id for f in event if f.covers in truths and f.undecided}
 
 
 async def follow_up_events(
