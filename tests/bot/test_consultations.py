@@ -426,6 +426,7 @@ async def test_a_truth_kept_from_the_asker_is_followed_by_its_story_whatever_per
         await told_truth.runtime.distiller.ingest(session(LICENCE, sid="s10", participants=["owner", "grace"]))
         await told_truth.ask("leo", DRIVE_Q)
         [c] = await told_truth.store.pending()
+        assert c.facts[0] == (await told_truth.fact("licence")).id  # the truth is what "tell" opens
         answered = await told_truth.runtime.agent.handle(ask("owner", f"/consult {c.id} tell"))
         assert answered.actions == () and await told_truth.store.pending() == []
     finally:
