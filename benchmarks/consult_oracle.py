@@ -3,9 +3,11 @@ comes, from the gold annotations, through the owner's own flow (bot/consulting.p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from epmem.memory import Fact
 from epmem.scenario import Scenario, asker_members
 
 from benchmarks import review_oracle
@@ -19,6 +21,13 @@ class Answered:
     asked: int
     #: the follow-ups sent: (chat, text, audit id).
     sent: list[tuple[str, str, str]]
+    #: of ``asked``, how many showed the owner what the question's gold is about: a gold fact
+    #: the asker may know (``useful``: "tell" answers them), or one of the question's other gold
+    #: facts (``on_question``: "keep private" is the right answer, nothing is gained). The
+    #: rest showed facts the gold does not name for the question (a fact no gold fact's canary
+    #: is in, or another matter): the owner's tap is spent on what the question did not need.
+    useful: int = 0
+    on_question: int = 0
 
 
 class ConsultOracle:
@@ -52,7 +61,7 @@ class ConsultOracle:
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()
-        asked = 0
+        asked = useful = on_question = 0
         # an answer may lead to the next consultation of the same reply (consulting.ask_next)
         while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
             for c in waiting:
@@ -60,6 +69,8 @@ class ConsultOracle:
                 facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
                 if not facts:
                     continue
+                about = shown_about(self.scenario, c.chat_id, facts)
+                useful, on_question = useful + (about == "useful"), on_question + (about == "on_question")
                 decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
                 truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
                 if truth is not None and decision.kind != "private":
@@ -67,4 +78,18 @@ class ConsultOracle:
                 settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
                 audits.extend(settled.followups)
                 asked += 1
-        return Answered(asked, [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)])
+        sent = [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
+        return Answered(asked, sent, useful, on_question)
+
+
+def shown_about(scenario: Scenario, chat_id: str, shown: Sequence[Fact]) -> str:
+    """What a consultation in ``chat_id`` (``bench-QI-ASKER``) showed, by the gold facts whose
+    canaries its facts carry: ``useful``, ``on_question`` or ``off_question`` (see Answered)."""
+    _, qi, asker = chat_id.split("-", 2)
+    item = scenario.tasks.answer[int(qi)]
+    golds = {g.id for f in shown for g in [review_oracle.counterpart(f, scenario)] if g is not None}
+    if golds & set(item.askers[asker].may):
+        return "useful"
+    if golds & {fid for gold in item.askers.values() for fid in (*gold.may, *gold.must_not)}:
+        return "on_question"
+    return "off_question"

@@ -88,6 +88,10 @@ class Tally:
     #: --consult: consultations the owner answered, and (question, asker) pairs asked.
     consult_asked: int = 0
     consult_followups: int = 0
+    #: of them, those that showed a gold fact the asker may know, or another of the question's
+    #: gold facts (benchmarks/consult_oracle.py ``Answered``).
+    consult_useful: int = 0
+    consult_on_question: int = 0
     #: events opened without asking, like the owner's earlier answers (EPMEM_CONSULT_LEARN_AFTER).
     consult_learned: int = 0
     review_questions: int = 0
@@ -144,6 +148,8 @@ class Tally:
                 "questions": self.answer_n,
                 "per_100_questions": round(100 * self.consult_asked / self.answer_n, 2) if self.answer_n else 0.0,
                 "followups": self.consult_followups,
+                "useful": self.consult_useful,
+                "on_question": self.consult_on_question,
                 "learned": self.consult_learned,
             }
         return {
@@ -411,6 +417,8 @@ async def score_answers(
                 settled = await oracle.answer_all()
                 tally.consult_asked += settled.asked
                 tally.consult_followups += len(settled.sent)
+                tally.consult_useful += settled.useful
+                tally.consult_on_question += settled.on_question
                 for chat, text, audit in settled.sent:
                     if chat != inbound.chat_id:
                         tally.failures.append(f"{scenario.name}: q{qi} {asker}: a follow-up went to {chat}")

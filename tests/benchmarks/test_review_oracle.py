@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from benchmarks.consult_oracle import shown_about
 from benchmarks.review_oracle import answer_for, strictest, truth_of_cover
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook, judge
 from epmem.policy.model import STRANGER_ID
 from epmem.scenario import GoldFact, Scenario, load_scenario
-from testkit.runtime import OWN_SCENARIOS
+from testkit.runtime import OWN_SCENARIOS, example
 
 SCENARIO = load_scenario(OWN_SCENARIOS / "medical_leave.yaml")
 
@@ -86,3 +87,21 @@ def test_a_cover_tied_to_the_wrong_truth_is_named_the_cover_of_the_right_one() -
     assert truth_of_cover(plain, fundraise, [*stored, plain]) == truth
     assert truth_of_cover(right, fundraise, [*stored, right]) is None
     assert truth_of_cover(truth, fundraise, stored) is None  # a truth is no one's cover
+
+
+def test_a_consultation_is_useful_on_the_question_or_off_it_by_the_gold_of_that_question() -> None:
+    """``--consult`` counts what each consultation showed the owner (consult_oracle.Answered):
+    a fact the asker may know is useful; one only other readers may know, or none, is on the
+    question (the owner's "keep private" gains nothing); a fact of another matter is off it."""
+    house = load_scenario(example("house_and_bonus.yaml"))
+    offer = extracted("s1-f1", "We made an offer on the house on Elm Road!", "s1")
+    space = extracted("s1-f2", "Thinking about moving somewhere with more space.", "s1")
+    launch = extracted("s2-f1", "Also: the Atlas launch moves to 12 May.", "s2")
+    chatter = extracted("s2-f2", "Understood.", "s2")
+    assert shown_about(house, "bench-0-ana", [offer]) == "useful"
+    assert shown_about(house, "bench-0-raj", [offer]) == "on_question"  # f1 is his must-not
+    assert shown_about(house, "bench-0-raj", [chatter, space]) == "useful"
+    assert shown_about(house, "bench-0-ana+raj", [space]) == "useful"
+    assert shown_about(house, "bench-0-ana", [launch]) == shown_about(house, "bench-0-leo", [chatter]) == "off_question"
+    assert shown_about(house, "bench-2-ana", [launch]) == "on_question"
+    assert shown_about(house, "bench-2-kim", [launch]) == "useful"
