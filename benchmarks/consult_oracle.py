@@ -3,6 +3,7 @@ comes, from the gold annotations, through the owner's own flow (bot/consulting.p
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,7 @@ class ConsultOracle:
     async def _readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
         """Who reads a question's chat (``bench-QI-ASKER``, scenario_bench): the asker's members,
         all present for the whole scenario."""
-        asker = chat_id.split("-", 2)[2]
+        _, asker = question_in(chat_id)
         directory = self.runtime.agent.directory
         return tuple(directory.contact_identity(m) for m in asker_members(asker))
 
@@ -61,7 +62,8 @@ class ConsultOracle:
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()
-        asked = useful = on_question = 0
+        asked = 0
+        about: Counter[str] = Counter()
         # an answer may lead to the next consultation of the same reply (consulting.ask_next)
         while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
             for c in waiting:
@@ -69,8 +71,7 @@ class ConsultOracle:
                 facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
                 if not facts:
                     continue
-                about = shown_about(self.scenario, c.chat_id, facts)
-                useful, on_question = useful + (about == "useful"), on_question + (about == "on_question")
+                about[shown_about(self.scenario, c.chat_id, facts)] += 1
                 decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
                 truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
                 if truth is not None and decision.kind != "private":
@@ -79,14 +80,20 @@ class ConsultOracle:
                 audits.extend(settled.followups)
                 asked += 1
         sent = [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
-        return Answered(asked, sent, useful, on_question)
+        return Answered(asked, sent, about["useful"], about["on_question"])
+
+
+def question_in(chat_id: str) -> tuple[int, str]:
+    """The question's index and the asker of a bench chat (``bench-QI-ASKER``, scenario_bench)."""
+    _, qi, asker = chat_id.split("-", 2)
+    return int(qi), asker
 
 
 def shown_about(scenario: Scenario, chat_id: str, shown: Sequence[Fact]) -> str:
     """What a consultation in ``chat_id`` (``bench-QI-ASKER``) showed, by the gold facts whose
     canaries its facts carry: ``useful``, ``on_question`` or ``off_question`` (see Answered)."""
-    _, qi, asker = chat_id.split("-", 2)
-    item = scenario.tasks.answer[int(qi)]
+    qi, asker = question_in(chat_id)
+    item = scenario.tasks.answer[qi]
     golds = {g.id for f in shown for g in [review_oracle.counterpart(f, scenario)] if g is not None}
     if golds & set(item.askers[asker].may):
         return "useful"
