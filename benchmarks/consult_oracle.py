@@ -11,8 +11,9 @@ from typing import Any
 from epmem.memory import Fact
 from epmem.scenario import Scenario, asker_members
 
-from benchmarks import review_oracle
+from benchmarks import pipeline, review_oracle
 from bot import consulting
+from bot.commands.annotations import write_story
 from bot.runtime import Runtime
 
 
@@ -29,6 +30,9 @@ class Answered:
     #: is in, or another matter): the owner's tap is spent on what the question did not need.
     useful: int = 0
     on_question: int = 0
+    #: cover stories the owner wrote (``/story``): a gold story of a truth shown that no
+    #: conversation said, so nothing stored carries it.
+    stories: int = 0
 
 
 class ConsultOracle:
@@ -38,7 +42,8 @@ class ConsultOracle:
     same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
     through the outbox like on any platform. A fact whose gold fact is a cover story is named
     the cover of the stored fact that carries its truth, as the owner would (``/consult ID
-    cover FACT``), when one is stored."""
+    cover FACT``), when one is stored; when none is (a story said in no conversation), the
+    owner writes it, with its gold annotations, as the cover of the truth shown (``/story``)."""
 
     def __init__(self, runtime: Runtime, scenario: Scenario) -> None:
         self.runtime, self.scenario = runtime, scenario
@@ -62,7 +67,7 @@ class ConsultOracle:
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()
-        asked = 0
+        asked = stories = 0
         about: Counter[str] = Counter()
         # an answer may lead to the next consultation of the same reply (consulting.ask_next)
         while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
@@ -79,8 +84,33 @@ class ConsultOracle:
                 settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
                 audits.extend(settled.followups)
                 asked += 1
+                stories += await self._write_stories(facts)
         sent = [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
-        return Answered(asked, sent, about["useful"], about["on_question"])
+        return Answered(asked, sent, about["useful"], about["on_question"], stories)
+
+    async def _write_stories(self, shown: Sequence[Fact]) -> int:
+        """The gold cover stories of the truths shown that nothing stored carries, written by the
+        owner as the cover of the stored fact shown (``/story``); how many."""
+        owner = self.runtime.owner
+        written = 0
+        for fact in shown:
+            gold = review_oracle.counterpart(fact, self.scenario)
+            if fact.version != "truth" or gold is None or gold.version != "truth":
+                continue
+            for story in self.scenario.facts:
+                if story.covers != gold.id or pipeline.carriers(story, await owner.memory.all()):
+                    continue
+                await write_story(
+                    owner,
+                    fact.id,
+                    story.text,
+                    level=story.level,
+                    domain=story.domain,
+                    whitelist=story.whitelist,
+                    blacklist=story.blacklist,
+                )
+                written += 1
+        return written
 
 
 def question_in(chat_id: str) -> tuple[int, str]:

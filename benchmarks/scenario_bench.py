@@ -92,6 +92,8 @@ class Tally:
     #: gold facts (benchmarks/consult_oracle.py ``Answered``).
     consult_useful: int = 0
     consult_on_question: int = 0
+    #: cover stories the oracle owner wrote (``/story``; benchmarks/consult_oracle.py).
+    consult_stories: int = 0
     #: events opened without asking, like the owner's earlier answers (EPMEM_CONSULT_LEARN_AFTER).
     consult_learned: int = 0
     review_questions: int = 0
@@ -150,6 +152,7 @@ class Tally:
                 "followups": self.consult_followups,
                 "useful": self.consult_useful,
                 "on_question": self.consult_on_question,
+                "stories": self.consult_stories,
                 "learned": self.consult_learned,
             }
         return {
@@ -419,6 +422,7 @@ async def score_answers(
                 tally.consult_followups += len(settled.sent)
                 tally.consult_useful += settled.useful
                 tally.consult_on_question += settled.on_question
+                tally.consult_stories += settled.stories
                 for chat, text, audit in settled.sent:
                     if chat != inbound.chat_id:
                         tally.failures.append(f"{scenario.name}: q{qi} {asker}: a follow-up went to {chat}")

@@ -273,7 +273,7 @@ _NOTE: dict[str, dict[str, str]] = {
         "suggest": "Your policy for {category} would suggest: {who}.",
         "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
         "/reword {fid} THE RIGHT WORDS first. Is it the story you tell instead of something? "
-        "/consult {id} cover FACT.",
+        "/consult {id} cover FACT. A story to tell instead of it? /story {fid} THE STORY.",
     },
     "zh": {
         "stranger": "陌生人（{sender}）",
@@ -286,7 +286,7 @@ _NOTE: dict[str, dict[str, str]] = {
         "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
         "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
         "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
-        "/reword {fid} 正确的说法 改过来。这是替别的事打掩护的说法？/consult {id} cover 事实编号。",
+        "/reword {fid} 正确的说法 改过来。这是替别的事打掩护的说法？/consult {id} cover 事实编号。想让别人听到另一种说法？/story {fid} 说法。",
     },
 }
 

@@ -3,15 +3,17 @@
 ``/annotations [pending | WORDS]`` lists facts with their annotation (pending ones are level 0
 for everyone until fixed), ``/category FACT NAME`` and ``/confirm FACT`` make an annotation
 ``owner-set``, ``/reannotate [SESSION...]`` retries the model for sessions still pending.
-``/level FACT N`` and ``/domain FACT ...`` (bot/commands/contacts.py) fix the rest. Every
-change is audited as a policy change.
+``/level FACT N`` and ``/domain FACT ...`` (bot/commands/contacts.py) fix the rest. ``/story FACT
+WORDS`` writes the owner's own cover story for a fact. Every change is audited as a policy change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from epmem.memory import Fact
+from epmem.policy.model import Domain, InfoLevel
 
 from bot.commands.contacts import get_fact
 from bot.commands.matters import matter_lines
@@ -137,6 +139,73 @@ async def reword(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     updated = fact.model_copy(update={"text": text, "evidence": [*fact.evidence, "owner:reworded"]})
     await _save(owner, updated, {"action": "reword"})
     return f"Fact {fact.id} now reads: {text}"
+
+
+#: the longest story the owner may write (a cover is a sentence or two, not a letter).
+MAX_STORY = 500
+
+
+async def write_story(
+    owner: OwnerServices,
+    truth_id: str,
+    text: str,
+    *,
+    level: InfoLevel = 4,
+    domain: Domain | None = None,
+    whitelist: Sequence[str] = (),
+    blacklist: Sequence[str] = (),
+) -> Fact:
+    """Store the owner's cover story for ``truth_id``, in its event: told instead of the truth to
+    whoever may not know it. A story says nothing a conversation said, so the extractor cannot
+    make one (a truth with no story is deflected for everyone shut out of it); the owner's own
+    words are as written, not closed, by default to anyone (level 4: whoever may know the truth
+    hears the truth instead, the projection sees to that)."""
+    text = " ".join(text.split())
+    if not text:
+        raise CommandError("a story needs words")
+    if len(text) > MAX_STORY:
+        raise CommandError(f"a story is at most {MAX_STORY} characters ({len(text)} given)")
+    truth = await get_fact(owner, truth_id)
+    if truth.version != "truth":
+        raise CommandError(f"fact {truth.id} is itself a cover story (for {truth.covers}): name the truth")
+    n = 1
+    while await owner.memory.get(story_id := f"{truth.id}-story{n if n > 1 else ''}") is not None:
+        n += 1
+    story = Fact(
+        id=story_id,
+        text=text,
+        event_id=truth.event_id,
+        version="cover",
+        covers=truth.id,
+        category=truth.category,
+        level=level,
+        domain=domain,
+        whitelist=list(whitelist),
+        blacklist=list(blacklist),
+        state="owner-set",
+        evidence=["owner:story"],
+    )
+    await owner.memory.add([story])
+    await owner.record_change({"action": "story", "fact": story.id, "covers": truth.id, "level": level})
+    return story
+
+
+@commands.command(
+    "story",
+    "FACT WORDS",
+    summary="your cover story for a fact: told instead of it to whoever may not know it",
+    details="the story is yours as written: anyone who may not know FACT may hear it (narrow it with /level or "
+    "/domain); whoever may know FACT hears FACT; the audit records that a story was written, not its words",
+)
+async def story(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
+    fact_id, _, text = rest.strip().partition(" ")
+    if not fact_id or not text.strip():
+        raise UsageError()
+    written = await write_story(owner, fact_id, text)
+    return (
+        f"Story {written.id} for {fact_id}, told instead of it to whoever may not know it (anyone; "
+        f"/level {written.id} N to narrow it): {written.text}"
+    )
 
 
 @commands.command("confirm", "FACT", summary="accept a fact's proposed annotation as is")

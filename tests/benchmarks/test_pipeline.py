@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchmarks.scenario_bench import run_scenarios
 from epmem.embedding.minilm import default_embedder
 from testkit.runtime import example
@@ -57,3 +59,16 @@ async def test_the_oracle_owner_answers_consultations_and_each_is_counted_by_wha
     assert consult["questions"] == answer["n"] and consult["asked"] > 0 and consult["followups"] > 0
     assert 0 < consult["useful"] and consult["useful"] + consult["on_question"] <= consult["asked"]
     assert answer["completeness"] > plain["answer"]["completeness"]
+
+
+async def test_the_oracle_owner_writes_the_story_no_conversation_said_and_who_may_not_know_hears_it() -> None:
+    """The house example's cover ("thinking about moving somewhere with more space") is said in no
+    chat: the oracle owner writes it (``/story``) when a consultation shows the house offer, and
+    Raj, who may not know the offer, hears the story; nobody hears it before."""
+    replies: list[dict[str, Any]] = []
+    metrics, _ = await run_scenarios(FILES[1:], default_embedder(), "pipeline", consult=True, replies=replies)
+    assert metrics["consult"]["stories"] == 1
+    assert metrics["answer"]["leak_rate"] == 0.0 and metrics["answer"]["any_fact_leaks"] == 0
+    told = [(r["askers"], r["reply"]) for r in replies if "more space" in r["reply"]]
+    assert told and all("leo" not in askers and "Elm Road" not in reply for askers, reply in told)
+    assert any(askers == ["raj"] for askers, _ in told)
