@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from epmem.memory import Fact
-from epmem.policy.model import Domain, InfoLevel
+from epmem.policy import Domain, InfoLevel
 
 from bot.commands.contacts import get_fact
 from bot.commands.matters import matter_lines

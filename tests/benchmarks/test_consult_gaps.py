@@ -52,4 +52,4 @@ async def test_every_gold_fact_an_asker_may_know_is_classed_once_and_aim_asks_on
         assert run["answer"]["leak_rate"] == 0 and run["answer"]["any_fact_leaks"] == 0
     # aimed by the gold, every consultation shows a fact the asker may know
     assert aimed["consult"]["asked"] > 0 and aimed["consult"]["useful"] == aimed["consult"]["asked"]
-    assert plain["classes"].get("told", 0) > 0 and plain["classes"].get("no-carrier", 0) > 0
+    assert plain["classes"].get("told", 0) > 0 and plain["classes"].get("consulted", 0) > 0
