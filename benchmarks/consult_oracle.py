@@ -92,22 +92,25 @@ class ConsultOracle:
         """The gold cover stories of the truths shown that nothing stored carries, written by the
         owner as the cover of the stored fact shown (``/story``); how many."""
         owner = self.runtime.owner
+        stored = await owner.memory.all()  # read once: only the stories written here are added
         written = 0
         for fact in shown:
             gold = review_oracle.counterpart(fact, self.scenario)
             if fact.version != "truth" or gold is None or gold.version != "truth":
                 continue
             for story in self.scenario.facts:
-                if story.covers != gold.id or pipeline.carriers(story, await owner.memory.all()):
+                if story.covers != gold.id or pipeline.carriers(story, stored):
                     continue
-                await write_story(
-                    owner,
-                    fact.id,
-                    story.text,
-                    level=story.level,
-                    domain=story.domain,
-                    whitelist=story.whitelist,
-                    blacklist=story.blacklist,
+                stored.append(
+                    await write_story(
+                        owner,
+                        fact.id,
+                        story.text,
+                        level=story.level,
+                        domain=story.domain,
+                        whitelist=story.whitelist,
+                        blacklist=story.blacklist,
+                    )
                 )
                 written += 1
         return written
