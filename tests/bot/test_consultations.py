@@ -9,98 +9,17 @@ consultation, and ``/review`` settling a consultation like ``/consult`` does.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import time, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
-import pytest
 
 from bot.clock import utcnow
-from bot.consultations import Consultations
-from bot.runtime import Runtime
 from bot.scheduler import Scheduler
-from connectors.base import Action, Outbound
-from epmem.memory import Fact
-from testkit.house import house_runtime
+from connectors.base import Action
 from testkit.runtime import ask
 from testkit.sessions import session
-
-KNEE_Q = "How is Maya's marathon training going?"
-OPEN_ANSWER = "Here's what I can share: Maya is training for the Bath half marathon in June."
-PROMOTION_Q = "Did Maya get a promotion?"
-#: Maya's chats with her sister: two events, each told to nobody until Maya decides.
-Turns = list[tuple[str, str] | tuple[str, str, int]]
-KNEE: Turns = [
-    ("grace", "How is the running going? Still on for Bath?"),
-    ("owner", "I tore a ligament in my knee last week, the physio says no running until August."),
-    ("grace", "Oh no, I'm so sorry!"),
-]
-PROMOTION: Turns = [
-    ("owner", "I got a promotion to principal engineer, it starts in June."),
-    ("grace", "Wow congrats!"),
-]
-
-
-@dataclass
-class Sent:
-    """The console's outbox route: every follow-up, as (chat, text)."""
-
-    messages: list[tuple[str, str]] = field(default_factory=list)
-
-    async def __call__(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
-        self.messages.append((chat_id, text))
-
-    def to(self, who: str) -> list[str]:
-        return [text for chat, text in self.messages if chat == f"chat-console:{who}"]
-
-
-@dataclass
-class House:
-    runtime: Runtime
-    sent: Sent
-
-    @property
-    def store(self) -> Consultations:
-        assert self.runtime.owner.consultations is not None
-        return self.runtime.owner.consultations
-
-    async def ask(self, who: str, text: str, *others: str) -> Outbound:
-        return await self.runtime.agent.handle(ask(who, text, *others))
-
-    async def owner(self, text: str) -> str:
-        return (await self.runtime.agent.handle(ask("owner", text))).text or ""
-
-    async def fact(self, word: str) -> Fact:
-        [fact] = [f for f in await self.runtime.memory.all() if word in f.text]
-        return fact
-
-    async def records(self, kind: str) -> list[Any]:
-        return await self.runtime.audit.records(kind=kind)
-
-
-async def open_house(data: Path, **settings: Any) -> House:
-    runtime = await house_runtime(data, **settings)
-    await runtime.distiller.ingest(session(KNEE, sid="s8", participants=["owner", "grace"]))
-    await runtime.distiller.ingest(session(PROMOTION, sid="s9", participants=["owner", "grace"]))
-    sent = Sent()
-    runtime.outbox.attach("console", sent, None)
-    return House(runtime, sent)
-
-
-@pytest.fixture
-async def house(tmp_path: Path) -> AsyncIterator[House]:
-    h = await open_house(tmp_path / "data")
-    try:
-        yield h
-    finally:
-        await h.runtime.close()
-
-
-def command(out: Outbound, key: str) -> str:
-    [cmd] = [a.command for a in out.actions if a.command.endswith(f" {key}")]
-    return cmd
+from testkit.consulting import KNEE_Q, OPEN_ANSWER, PROMOTION_Q, House, Turns, command, open_house
 
 
 async def test_a_second_asker_joins_and_one_answer_follows_up_both(house: House) -> None:

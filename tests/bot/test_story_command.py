@@ -4,23 +4,9 @@ house example of the consultation tests."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-from tests.bot.test_consultations import KNEE_Q, House, command, open_house
+from testkit.consulting import KNEE_Q, House, command
 
 STORY = "Maya is taking a break from running for a few weeks."
-
-
-@pytest.fixture
-async def house(tmp_path: Path) -> AsyncIterator[House]:
-    h = await open_house(tmp_path / "data")
-    try:
-        yield h
-    finally:
-        await h.runtime.close()
 
 
 async def test_a_story_is_told_to_whoever_may_not_know_the_truth_and_the_truth_to_who_may(house: House) -> None:
