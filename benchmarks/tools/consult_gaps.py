@@ -25,7 +25,11 @@ The tool watches the product's own components through ``unittest.mock.patch.obje
 each calls the real method and records what it returned (``--aim`` alone reorders what
 ``PrivacyEngine`` offers to consult about). Usage::
 
-    python -m benchmarks.tools.consult_gaps ../shared/bench/storylines-v1 [--aim]
+    python -m benchmarks.tools.consult_gaps ../shared/bench/storylines-v1 [--aim] [--pairs]
+
+``--pairs`` adds every pair's first reply to the JSON (``pairs``: the scenario, question and
+asker, the texts told, the texts the consultation would ask about, first the one asked, and
+each gold fact's class): where to look when a class is large.
 """
 
 from __future__ import annotations
@@ -99,6 +103,9 @@ class Watch:
     scenario: Scenario | None = None
     chat: str | None = None
     seen: dict[tuple[str, int, str, str], str] = dataclasses.field(default_factory=dict)
+    #: every pair's first reply as read (``--pairs``): what it told, what the consultation would
+    #: ask about, and the class of each gold fact the asker may know.
+    pairs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def counts(self) -> dict[str, Any]:
         by_kind: dict[str, Counter[str]] = {}
@@ -122,9 +129,22 @@ class Watch:
             return  # the first reply only: later ones (a follow-up) come after an answer
         stored = await engine.memory.all()
         recalled = {r.fact.id for ev in await engine.memory.recall(question) for r in ev.facts}
+        classes: dict[str, str] = {}
         for gid in may:
             gold = next(g for g in scenario.facts if g.id == gid)
-            self.seen[(scenario.name, qi, asker, gid)] = classify(pipeline.carriers(gold, stored), recalled, answer)
+            classes[gid] = classify(pipeline.carriers(gold, stored), recalled, answer)
+            self.seen[(scenario.name, qi, asker, gid)] = classes[gid]
+        texts = {f.id: f.text for f in stored}
+        self.pairs.append(
+            {
+                "scenario": scenario.name,
+                "question": question,
+                "asker": asker,
+                "told": [d.fact.text for d in answer.used],
+                "consult": [texts.get(f, f) for f in answer.consult],
+                "may": classes,
+            }
+        )
 
     def aimed(self, events: Sequence[RecalledEvent], offered: tuple[str, ...]) -> tuple[str, ...]:
         asked = self._may(self.chat or "")
@@ -179,19 +199,25 @@ def _ordered(counts: Counter[str]) -> dict[str, int]:
     return {c: counts[c] for c in CLASSES if counts[c]}
 
 
-async def main(paths: Sequence[Path], aim: bool, embedder: Embedder | None = None) -> dict[str, Any]:
+async def main(
+    paths: Sequence[Path], aim: bool, embedder: Embedder | None = None, pairs: bool = False
+) -> dict[str, Any]:
     watch = Watch(aim=aim)
     embedder = embedder or embedder_from_settings()
     with watching(watch):
         metrics, _ = await scenario_bench.run_scenarios(
             scenario_files(list(paths)), embedder, mode="pipeline", consult=True
         )
-    return {"aim": aim, **watch.counts(), "answer": metrics["answer"], "consult": metrics["consult"]}
+    out = {"aim": aim, **watch.counts(), "answer": metrics["answer"], "consult": metrics["consult"]}
+    return {**out, "pairs": watch.pairs} if pairs else out
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--aim", action="store_true", help="consult about what the gold says the asker may know")
+    parser.add_argument(
+        "--pairs", action="store_true", help="also each pair's first reply: told, consulted, the class of each fact"
+    )
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.paths, args.aim))))
+    print(json.dumps(asyncio.run(main(args.paths, args.aim, pairs=args.pairs)), ensure_ascii=False))

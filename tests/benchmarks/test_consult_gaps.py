@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from epmem.memory.facts import Fact
 from epmem.reply.engine import Answer
 from epmem.reply.projection import FactDecision, Projection
@@ -44,7 +46,7 @@ def test_pairs_are_one_contact_a_group_or_the_stranger() -> None:
 
 async def test_every_gold_fact_an_asker_may_know_is_classed_once_and_aim_asks_only_about_them() -> None:
     may = sum(len(g.may) for f in FILES for item in load_scenario(f).tasks.answer for g in item.askers.values())
-    plain = await main(FILES, aim=False, embedder=default_embedder())
+    plain = await main(FILES, aim=False, embedder=default_embedder(), pairs=True)
     aimed = await main(FILES, aim=True, embedder=default_embedder())
     for run in (plain, aimed):
         assert run["may"] == may == sum(run["classes"].values())
@@ -53,3 +55,10 @@ async def test_every_gold_fact_an_asker_may_know_is_classed_once_and_aim_asks_on
     # aimed by the gold, every consultation shows a fact the asker may know
     assert aimed["consult"]["asked"] > 0 and aimed["consult"]["useful"] == aimed["consult"]["asked"]
     assert plain["classes"].get("told", 0) > 0 and plain["classes"].get("consulted", 0) > 0
+    # each pair's first reply once, its facts' classes adding up to the counts
+    assert len({(p["scenario"], p["question"], p["asker"]) for p in plain["pairs"]}) == len(plain["pairs"])
+    by_class = Counter(c for p in plain["pairs"] for c in p["may"].values())
+    assert dict(by_class) == plain["classes"] and "pairs" not in aimed
+    for p in plain["pairs"]:
+        assert ("told" in p["may"].values()) <= bool(p["told"])
+        assert ("consulted" in p["may"].values() or "other-consulted" in p["may"].values()) <= bool(p["consult"])
