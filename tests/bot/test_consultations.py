@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from datetime import time, timedelta, timezone
 from pathlib import Path
 
-
 from bot.clock import utcnow
 from bot.scheduler import Scheduler
 from connectors.base import Action
+from testkit.consulting import KNEE_Q, OPEN_ANSWER, PROMOTION_Q, House, Turns, command, open_house
 from testkit.runtime import ask
 from testkit.sessions import session
-from testkit.consulting import KNEE_Q, OPEN_ANSWER, PROMOTION_Q, House, Turns, command, open_house
 
 
 async def test_a_second_asker_joins_and_one_answer_follows_up_both(house: House) -> None:
