@@ -518,6 +518,27 @@ async def test_business_connection_learned_from_telegram_after_restart(tg: FakeT
     assert sent[0]["business_connection_id"] == "bc-old"
 
 
+async def test_a_button_press_in_a_business_chat_never_speaks_as_the_owner(
+    tg: FakeTelegram, recorder: Recorder
+) -> None:
+    """Issue 38: the bot puts no buttons in the owner's Business chats, and whatever answered a
+    press there would go out as the owner. A contact's forged press (a command, a question) and
+    the owner's own press reach nobody: no Inbound, nothing sent through the connection."""
+    tg.business_connection("bc-1", OWNER)
+    tg.business_message("bc-1", BOB, "question")
+    [answered] = await tg.wait_for_sent(1)
+    assert answered["business_connection_id"] == "bc-1"
+    in_business_chat = tg.sent_messages[0]
+    tg.callback_query(BOB, in_business_chat, "/approve 0123abcd")
+    tg.callback_query(BOB, in_business_chat, "Is the owner buying a boat?")
+    tg.callback_query(OWNER, in_business_chat, "/approve 0123abcd")
+    tg.private_text(ALICE, "after")
+    sent = await tg.wait_for_sent(2)
+    assert [i.text for i in recorder.inbounds] == ["question", "after"]
+    assert [s.get("business_connection_id") for s in sent] == ["bc-1", None]
+    assert len(tg.answered_callbacks) == 3 and not any(a.get("text") for a in tg.answered_callbacks)
+
+
 async def test_send_to_business_chat_uses_its_connection(
     tg: FakeTelegram, connector: TelegramConnector, recorder: Recorder
 ) -> None:
