@@ -309,6 +309,19 @@ async def test_actions_become_inline_keyboard_and_presses_come_back(tg: FakeTele
     assert len(tg.answered_callbacks) == 2
 
 
+async def test_no_message_is_parsed_as_markup_or_shows_a_link_preview(tg: FakeTelegram, recorder: Recorder) -> None:
+    """Issue 38: a note quoting a contact's URL or markup draws no preview card and no markup,
+    for the owner and for anyone else."""
+    quoted = "Alice asked: <b>urgent</b> *see* https://evil.example/login"
+    recorder.respond = lambda inbound: Outbound(text=quoted, to_owner=quoted)
+    tg.private_text(ALICE, "https://evil.example/login")
+    sent = await tg.wait_for_sent(2)
+    assert sorted(s["chat_id"] for s in sent) == [42, OWNER_ID]
+    for message in sent:
+        assert message["text"] == quoted and "parse_mode" not in message, message
+        assert message["link_preview_options"] == {"is_disabled": True}, message
+
+
 async def test_expired_button_key_is_not_forwarded(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.private_text(ALICE, "hi")
     await tg.wait_for_sent(1)
