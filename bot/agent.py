@@ -36,6 +36,7 @@ from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
 from bot.consulting import ask_owner, may_consult, open_as_learned
+from bot.quoting import quote
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -258,7 +259,7 @@ class DelegateAgent:
         minutes = round(self.guard.deflection_window / 60)
         return (
             f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "
-            f"on {inbound.platform}. Latest question: {text[:200]}\n/audit {sender.contact_id}"
+            f"on {inbound.platform}. Latest question: \u201c{quote(text, 200)}\u201d\n/audit {sender.contact_id}"
         )
 
     async def _needs_approval(self, answer: Answer) -> bool:

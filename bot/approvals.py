@@ -24,6 +24,7 @@ from connectors.base import Action
 from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
+from bot.quoting import quote
 
 #: overlay flag holding the approval level (None: approval mode off).
 APPROVAL_FLAG = "approval_level"
@@ -97,7 +98,7 @@ class Held:
             f"Held reply {self.id} to {self.contact} ({self.platform}, {self.chat_kind} chat"
             f"{', sent as you' if self.delegation else ''}, "
             f"readers: {', '.join(self.recipients)}).\n"
-            f"Asked: {self.question}\n"
+            f"Asked: \u201c{quote(self.question)}\u201d\n"
             f"Draft: {self.draft}\n"
             f"Discloses: {facts}. Expires {self.expires_at:%Y-%m-%d %H:%M} UTC.\n"
             f"/approve {self.id} | /edit {self.id} NEW TEXT | /reject {self.id}"

@@ -32,6 +32,7 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 from bot.outbox import Outbox
+from bot.quoting import quote
 from bot.seen_events import SeenEventLog
 
 log = structlog.get_logger(__name__)
@@ -264,14 +265,30 @@ class ConnectorState:
         )
         return cur.rowcount == 1
 
-    async def erase_disclosing(self, fact_ids: Sequence[str]) -> list[str]:
-        """Delete kept messages that tell an erased fact (any state): /forget leaves no copy."""
+    async def erase_disclosing(self, fact_ids: Sequence[str], words: Sequence[str] = ()) -> list[str]:
+        """Delete kept messages (any state) that tell an erased fact, or hold its ``words``: a
+        note for the owner names no facts but quotes them (a consultation, issue 38). /forget
+        leaves no copy."""
         wanted = set(fact_ids)
-        async with self._db().execute("SELECT id, facts FROM undelivered") as cur:
-            doomed = [row[0] async for row in cur if wanted & set(json.loads(row[1]))]
+        heads = _heads(words)
+        async with self._db().execute("SELECT id, facts, text FROM undelivered") as cur:
+            doomed = [
+                row[0] async for row in cur if wanted & set(json.loads(row[1])) or any(h in row[2] for h in heads)
+            ]
         for undelivered_id in doomed:
             await self._db().execute("DELETE FROM undelivered WHERE id = ?", (undelivered_id,))
         return doomed
+
+
+#: how much of a fact's words marks a kept message as holding them: a note clips what it
+#: quotes (bot/quoting.py) to far more than this.
+_HEAD = 40
+
+
+def _heads(words: Sequence[str]) -> set[str]:
+    """What a kept message holding one of ``words`` contains: the start of the words as written
+    or as a note quotes them."""
+    return {form[:_HEAD] for text in words if text.strip() for form in (text.strip(), quote(text))}
 
 
 def undelivered_note(kept: Undelivered) -> tuple[str, tuple[Action, ...]]:

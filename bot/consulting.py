@@ -29,7 +29,14 @@ import structlog
 
 from connectors.base import Action, ChatKind, Delegation, Inbound
 from connectors.courier import maybe_delivered
-from epmem.audit import ConsultationRecord, DeliveryFailedRecord, FollowupRecord, REFUSED, UNKNOWN
+from epmem.audit import (
+    ConsultationRecord,
+    DeliveryFailedRecord,
+    FollowupRecord,
+    FollowupSkippedRecord,
+    REFUSED,
+    UNKNOWN,
+)
 from epmem.ingest import ReviewAnswer, ReviewError
 from epmem.ingest import ReviewQuestion as Question
 from epmem.language import Language
@@ -38,6 +45,7 @@ from epmem.policy import Recipient, Resolved, audience_allows
 from epmem.reply import Answer
 
 from bot.consultations import Consultation
+from bot.quoting import quote
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -46,11 +54,6 @@ log = structlog.get_logger(__name__)
 KEYS = ("tell", "like", "who", "private")
 #: not a tap: ``/consult ID cover FACT`` names the truth the fact asked about stands in for.
 COVER = "cover"
-_CLIP = 300
-
-
-def _clip(text: str, width: int = _CLIP) -> str:
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
 def _name(owner: OwnerServices, who: str) -> str:
@@ -218,13 +221,13 @@ async def open_as_learned(
     log.info("consultation_learned", fact=q.fact_id, facts=len(applied.facts))
     if owner_language(owner) == "zh":
         return (
-            f"{sender.recipient.name}问：\u201c{_clip(question, 120)}\u201d。我已把 {q.fact_id}"
-            f"（\u201c{_clip(q.text, 120)}\u201d）公开给：{_audience_words(owner, level, domain)}，因为你对最近 "
+            f"{sender.recipient.name}问：\u201c{quote(question, 120)}\u201d。我已把 {q.fact_id}"
+            f"（\u201c{quote(q.text, 120)}\u201d）公开给：{_audience_words(owner, level, domain)}，因为你对最近 "
             f"{store.config.learn_after} 个类似的问题都是这样回答的。要改的话：/review {q.fact_id}"
         )
     return (
-        f"{sender.recipient.name} asked \u201c{_clip(question, 120)}\u201d: I opened "
-        f"{q.fact_id} (\u201c{_clip(q.text, 120)}\u201d) to {_audience_words(owner, level, domain)}, as you "
+        f"{sender.recipient.name} asked \u201c{quote(question, 120)}\u201d: I opened "
+        f"{q.fact_id} (\u201c{quote(q.text, 120)}\u201d) to {_audience_words(owner, level, domain)}, as you "
         f"answered the last {store.config.learn_after} questions about facts like it. "
         f"/review {q.fact_id} to change it."
     )
@@ -293,19 +296,19 @@ _NOTE: dict[str, dict[str, str]] = {
 
 def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
     """What the owner reads: who asked what, the facts' words, the suggestion, how to answer
-    (in the owner's language; the question and the facts as they were written)."""
+    (in the owner's language; the question and the facts quoted, bot/quoting.py)."""
     words = _NOTE[owner_language(owner)]
     r = sender.recipient
     asker = r.name if not r.is_stranger else words["stranger"].format(sender=c.sender)
-    lines = [words["asked"].format(asker=asker, platform=c.platform, question=_clip(c.question))]
+    lines = [words["asked"].format(asker=asker, platform=c.platform, question=quote(c.question))]
     if c.chat_kind != "direct":
         others = [o for o in _readers(owner, c) if o.identity != c.sender]
         lines.append(words["group"].format(others=_names(others, words["others"], words["and"])))
     lines.append(words["without"])
     for fid, text in zip(c.facts, [q.text, *q.also_text]):
-        lines.append(words["fact"].format(fid=fid, text=_clip(text)))
+        lines.append(words["fact"].format(fid=fid, text=quote(text)))
     if q.covers_text:
-        lines.append(words["cover"].format(text=_clip(q.covers_text)))
+        lines.append(words["cover"].format(text=quote(q.covers_text)))
     lines.append(words["suggest"].format(category=q.suggested.category, who=_suggested_words(owner, q)))
     lines.append(words["how"].format(id=c.id, fid=q.fact_id))
     return "\n".join(lines)
@@ -542,6 +545,37 @@ async def _readers_now(owner: OwnerServices, c: Consultation) -> list[Resolved]:
     return owner.directory.readers(now)
 
 
+async def _skipped_for_joiners(
+    owner: OwnerServices, c: Consultation, now: Sequence[Resolved], events: set[str]
+) -> None:
+    """A group follow-up not sent because people joined since the question (the readers who
+    asked would have heard it): audited, and the owner told who, without the facts' words."""
+    joined = [r for r in now if r.identity not in c.audience]
+    if c.chat_kind == "direct" or not joined:
+        return
+    asker = owner.directory.resolve(c.sender).recipient
+    then = await owner.engine.answer(c.question, [r.recipient for r in _readers(owner, c)], asker, only_events=events)
+    if then.deflected or not any(d.fact.event_id in events for d in then.used):
+        return  # the answer kept it from those who asked too: nobody's joining stopped it
+    names = [r.label for r in joined]
+    record = FollowupSkippedRecord(
+        consultation=c.id,
+        platform=c.platform,
+        chat=c.chat_id,
+        chat_kind=c.chat_kind,
+        sender=c.sender,
+        contact=c.contact,
+        question=c.question,
+        joined=names,
+    )
+    await owner.audit.write(record, contact=c.contact)
+    who = ", ".join(r.recipient.name if not r.recipient.is_stranger else "someone unknown" for r in joined)
+    await owner.outbox.tell_owner(
+        f"I did not follow up in the group chat where {asker.name} asked \u201c{quote(c.question, 120)}\u201d "
+        f"({c.platform}): {who} joined it since, and may not know. {c.contact} will hear it when they ask again."
+    )
+
+
 async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] | None:
     """Answer the question again, now, for everyone who will read it (in a group: who is in the
     chat now, not who was when they asked); send it only if it tells something of the event."""
@@ -564,6 +598,7 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
         told = [d for d in result.used if d.fact.event_id in events]
     if result.deflected or not told:
         log.info("followup_none", consultation=c.id)
+        await _skipped_for_joiners(owner, c, audience, events)
         return None
     text = result.reply
     body: dict[str, Any] = {

@@ -30,6 +30,7 @@ from epmem.policy import OWNER_ID, Recipient, Resolved
 from bot.clock import Clock, aware, utcnow
 from bot.commands import CommandContext, CommandRegistry
 from bot.digest import build_digest
+from bot.quoting import quote
 from bot.services import OwnerServices
 from bot.tasks import Task
 
@@ -217,7 +218,7 @@ class Scheduler:
                 contact=held.contact,
             )
             await self._tell_owner(
-                f"Held reply {held.id} to {held.contact} expired unsent. They asked: {held.question[:200]}"
+                f"Held reply {held.id} to {held.contact} expired unsent. They asked: \u201c{quote(held.question, 200)}\u201d"
             )
             fired.append(f"approval:{held.id}")
         return fired
@@ -311,7 +312,7 @@ class Scheduler:
             waiting,
             unread,
             [
-                f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} tell | like | who | private"
+                f"{c.contact} asked \u201c{quote(c.question, 120)}\u201d: /consult {c.id} tell | like | who | private"
                 for c in consulting
             ],
         )

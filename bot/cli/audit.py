@@ -12,12 +12,14 @@ from typing import TypeVar
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from epmem.audit import AuditLog, check, export
 from epmem.policy import Policy, load_policy
 
 from bot.cli.common import fail, out, run, settings
 from bot.config import Settings
+from bot.quoting import quote
 from bot.state import StateDB
 
 T = TypeVar("T")
@@ -52,7 +54,9 @@ def audit_list(
     table = Table("id", "time", "kind", "contact", "question / action", "disclosed")
     for r in records:
         entry = r.entry
-        shown = "(erased)" if r.erased and entry.asked() and entry.get("question") is None else entry.headline()[:50]
+        erased = r.erased and entry.asked() and entry.get("question") is None
+        # the asker's words as one quoted line, never read as rich markup ("[red]...")
+        shown = Text("(erased)" if erased else quote(entry.headline(), 50))
         table.add_row(r.id, r.time[:19], r.kind, r.contact or "", shown, ", ".join(entry.disclosed_facts()))
     out.print(table)
 

@@ -24,6 +24,7 @@ from bot import consulting
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.commands.review import picker
 from bot.consultations import Consultation, Consultations
+from bot.quoting import quote
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -50,7 +51,7 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not waiting:
         return "No consultations wait for you."
     return "\n".join(
-        f"{c.id}: {c.contact} asked \u201c{c.question[:120]}\u201d ({len(c.facts)} fact(s) of "
+        f"{c.id}: {c.contact} asked \u201c{quote(c.question, 120)}\u201d ({len(c.facts)} fact(s) of "
         f"{c.event_id}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC): /consult {c.id} "
         f"tell | like | who | private"
         for c in waiting

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
+from bot.quoting import quote
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -42,7 +43,7 @@ async def audit(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
         erased = r.erased and entry.asked() and entry.get("question") is None
         lines.append(
             f"{r.id} {r.time[:19]} {r.kind} {r.contact or ''}: "
-            f"{'(erased)' if erased else entry.headline()[:60]} -> disclosed {entry.disclosed_facts()}"
+            f"{'(erased)' if erased else quote(entry.headline(), 60)} -> disclosed {entry.disclosed_facts()}"
         )
     return "\n".join(lines)
 
@@ -56,7 +57,7 @@ async def why(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
 
     def said(field: str) -> str:
         e = erased.get(field)
-        return f"(erased {e.at[:19]} by {e.by})" if e else str(entry.get(field, ""))
+        return f"(erased {e.at[:19]} by {e.by})" if e else quote(str(entry.get(field, "")), 2000)
 
     entry = record.entry
     lines = [f"{record.id} {record.kind} for {entry.get('audience', record.contact)}: {said('question')}"]

@@ -98,8 +98,8 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     withdrawn = await owner.approvals.drop_disclosing(ids)
     if owner.consultations is not None:  # open questions about the facts go, with their words
         await owner.consultations.withdraw_naming(ids)
-    undelivered = await owner.deliveries.erase_disclosing(ids)
     sentences = [f.text for f in facts]
+    undelivered = await owner.deliveries.erase_disclosing(ids, sentences)
     await owner.approvals.erase_texts(ids, sentences)
     await scrub(owner.overlay.db)  # held drafts, queued replies and the fact register share state.sqlite
     await owner.record_change(

@@ -1,4 +1,4 @@
-"""Block Kit for messages with buttons (approve / edit / reject on a held reply)."""
+"""Block Kit for messages with buttons (approve / edit / reject on a held reply), as plain text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 import structlog
 
 from connectors.base import Action
-from connectors.slack.ids import escape
 
 log = structlog.get_logger(__name__)
 
@@ -24,17 +23,17 @@ _ACTIONS_PER_BLOCK = 25
 
 
 def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]:
-    """Section(s) with the text, then actions blocks.
+    """Section(s) with the text, as plain text (no markup, no links or mentions made of what a
+    contact wrote: a note quotes their words, issue 38), then actions blocks.
 
     Button ``action_id`` is ``epmem_action_<i>`` and ``value`` the action's command, which comes
     back verbatim in the ``block_actions`` payload. A command too long for a button value is
     dropped, never truncated: a cut command could mean something else.
     """
     blocks: list[dict[str, Any]] = []
-    escaped = escape(text)
-    for start in range(0, len(escaped), _SECTION_TEXT_MAX):
-        chunk = escaped[start : start + _SECTION_TEXT_MAX]
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": chunk}})
+    for start in range(0, len(text), _SECTION_TEXT_MAX):
+        chunk = text[start : start + _SECTION_TEXT_MAX]
+        blocks.append({"type": "section", "text": {"type": "plain_text", "text": chunk, "emoji": False}})
     buttons: list[dict[str, Any]] = []
     for i, action in enumerate(actions):
         if not action.command or len(action.command) > _BUTTON_VALUE_MAX:

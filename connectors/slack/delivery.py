@@ -128,16 +128,24 @@ class SlackDelivery:
     async def post(self, target: SlackTarget, text: str, actions: tuple[Action, ...]) -> int:
         """One message, paced and retried; the attempts it took (:class:`DeliveryFailed` else)."""
         ref = target.ref
-        blocks = build_blocks(text, actions) if actions else None
         fallback = escape(text)
-        if target.ephemeral_user is not None:
-            return await self._ephemeral(target, fallback, blocks)
+        if target.ephemeral_user is not None:  # postEphemeral has no mrkdwn switch: plain blocks
+            return await self._ephemeral(target, fallback, build_blocks(text, actions))
+        blocks = build_blocks(text, actions) if actions else None
         client = self.user if ref.as_owner else self.bot
         if client is None:
             raise DeliveryFailed("no_user_token", 0, permanent=True)
         response, delivered = await self.courier.send(
             self.lanes(ref.channel),
-            lambda: client.chat_postMessage(channel=ref.channel, text=fallback, thread_ts=ref.thread_ts, blocks=blocks),
+            lambda: client.chat_postMessage(
+                channel=ref.channel,
+                text=fallback,
+                thread_ts=ref.thread_ts,
+                blocks=blocks,
+                mrkdwn=False,
+                unfurl_links=False,
+                unfurl_media=False,
+            ),
         )
         ts = response.get("ts")
         if isinstance(ts, str):

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import structlog
-from telegram import Message, MessageEntity, Update, User
+from telegram import CallbackQuery, Message, MessageEntity, Update, User
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -466,24 +466,24 @@ class TelegramConnector:
 
     async def _on_callback_query(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A button press is a message from the presser whose text is the button's command;
-        the answer goes to the chat holding the button."""
+        the answer goes to the chat holding the button.
+
+        Never one on a message of the owner's Business chats: the bot puts no buttons there, and
+        anything answering a press there would go out as the owner (a contact's forged
+        ``/approve``, a question past ``/delegate silent``). It is acknowledged without a word."""
         query = update.callback_query
         if query is None:
             return
+        source = query.message
+        if isinstance(source, Message) and source.business_connection_id is not None:
+            log.warning("telegram.business_callback_ignored")
+            await self._acknowledge(query, None)
+            return
         presser = query.from_user
         command = self.buttons.resolve(query.data) if query.data is not None else None
-        try:
-            await query.answer(text=None if command is not None else "This button has expired.")
-        except TelegramError as exc:
-            log.warning("telegram.callback_answer_failed", error=type(exc).__name__)
+        await self._acknowledge(query, None if command is not None else "This button has expired.")
         if command is None or presser.is_bot:
             return
-        source = query.message
-        connection_id = source.business_connection_id if isinstance(source, Message) else None
-        if connection_id is not None:
-            connection = await self.business.get(connection_id)
-            if connection is None or not connection.usable_by(self._config.owner_user_id):
-                return
         where = await self._button_chat(
             presser, source.chat.id if source else None, source.chat.type if source else None
         )
@@ -492,7 +492,7 @@ class TelegramConnector:
         chat_id, chat_kind, audience = where
         inbound = Inbound(
             platform=PLATFORM,
-            chat_id=chat_key(chat_id, connection_id),
+            chat_id=str(chat_id),
             chat_kind=chat_kind,
             sender=identity(presser.id),
             text=command,
@@ -502,7 +502,15 @@ class TelegramConnector:
         )
         outbound = await self._ask(inbound)
         if outbound is not None:
-            await self.delivery.deliver(outbound, TelegramTarget(chat_id, connection_id))
+            await self.delivery.deliver(outbound, TelegramTarget(chat_id))
+
+    @staticmethod
+    async def _acknowledge(query: CallbackQuery, text: str | None) -> None:
+        """Stop the pressed button's spinner (``text``: a toast only the presser sees)."""
+        try:
+            await query.answer(text=text)
+        except TelegramError as exc:
+            log.warning("telegram.callback_answer_failed", error=type(exc).__name__)
 
     async def _button_chat(
         self, presser: User, chat_id: int | None, chat_type: str | None

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import httpx
 import structlog
-from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, LinkPreviewOptions, ReplyParameters
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -37,6 +37,10 @@ from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key
 from connectors.telegram.text import chunk_text
 
 log = structlog.get_logger(__name__)
+
+#: no message shows a link preview (a URL in a quoted question must not draw a card in a note to
+#: the owner, nor a preview of a contact's link anywhere); no parse mode either: texts are plain.
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -119,6 +123,7 @@ class TelegramDelivery:
                     business_connection_id=target.business_connection_id,
                     reply_parameters=quote,
                     message_thread_id=target.thread_id,
+                    link_preview_options=_NO_PREVIEW,
                 )
 
             try:

@@ -213,6 +213,16 @@ class ConsultationExpiredRecord(ChatRecord):
     facts: list[str] = Field(default_factory=list)
 
 
+class FollowupSkippedRecord(ChatRecord):
+    """A group follow-up not sent because someone joined the chat after the question who may
+    not know what it would tell (the owner is told)."""
+
+    kind: ClassVar[Literal["followup_skipped"]] = "followup_skipped"
+    consultation: str = ""
+    question: str | None = None
+    joined: list[str] = Field(default_factory=list)
+
+
 class DeliveryRecord(ChatRecord):
     """A reply reached its reader (or may have: ``outcome`` "unknown")."""
 
@@ -330,6 +340,7 @@ MODELS: dict[str, type[RecordBody]] = {
         ApprovalExpiredRecord,
         ConsultationRecord,
         ConsultationExpiredRecord,
+        FollowupSkippedRecord,
         DeliveryRecord,
         UndeliveredRecord,
         DeliveryFailedRecord,

@@ -148,6 +148,19 @@ def _describe(row: Row) -> str:
     return f"(fact {row[1]}, recipient {row[3]})"
 
 
+#: a row's fields as a change names them (the record's id is the record named beside it).
+_FIELDS = (("fact", 1), ("event", 2), ("recipient", 3), ("time", 4))
+
+
+def _changed(row: Row, extra: Counter[Row]) -> str:
+    """``row`` became the extra row most like it: which of its fields changed, from what to what."""
+    edited = max(extra, key=lambda x: sum(x[i] == row[i] for _, i in _FIELDS))
+    changes = "; ".join(
+        f"its {name} was changed from {row[i]} to {edited[i]}" for name, i in _FIELDS if row[i] != edited[i]
+    )
+    return f"row {_describe(row)}: {changes}"
+
+
 async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] | None:
     """The first record whose rows in the table differ from what it says it disclosed. A walk
     of the records beside the table's rows in the same order: only run once the sums differ."""
@@ -170,9 +183,7 @@ async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] 
         want = Counter(rows_of(rec.id, rec.time, rec.body))
         missing, extra = want - have, have - want
         if missing and extra:
-            return rec, (
-                f"disclosure ledger: row {_describe(next(iter(missing)))} was changed to {_describe(next(iter(extra)))}"
-            )
+            return rec, f"disclosure ledger: {_changed(next(iter(missing)), extra)}"
         if missing:
             return rec, f"disclosure ledger: row {_describe(next(iter(missing)))} is missing"
         if extra:

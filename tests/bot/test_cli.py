@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -13,6 +14,7 @@ import pytest
 
 from bot.config import EXAMPLE_POLICY
 from bot.examples import SCHEMA, example_file
+from epmem.audit import AuditLog
 from testkit.runtime import REPO, example
 
 EPMEM = [sys.executable, "-m", "bot.cli"]
@@ -254,3 +256,20 @@ def test_bench_calculus_reports_rates(tmp_path: Path) -> None:
     numbers = json.loads(out.read_text())
     assert numbers["contacts"] == 50 and numbers["single_verdicts_per_s"] > 0
     assert numbers["composite3_verdicts_per_s"] > 0
+
+
+def test_audit_list_shows_a_question_as_one_quoted_line_not_markup(tmp_path: Path) -> None:
+    """Issue 38: a contact's question cannot draw rows of its own in `epmem audit list`, nor
+    rich markup, nor turn the line round (U+202E)."""
+    data = tmp_path / "data"
+    assert epmem("load", str(example("house_and_bonus.yaml")), data=data).returncode == 0
+
+    async def write() -> None:
+        async with AuditLog(data / "audit.sqlite") as log:
+            await log.append("reply", {"question": "[red]hi[/red]\nforged \u202erow"}, contact="leo")
+
+    asyncio.run(write())
+    listed = epmem("audit", "list", data=data, env={"COLUMNS": "200"})
+    assert listed.returncode == 0, listed.stderr
+    [row] = [line for line in listed.stdout.splitlines() if "leo" in line]
+    assert "[red]hi[/red] \u23ce forged <U+202E>row" in row and "\u202e" not in listed.stdout, listed.stdout

@@ -130,10 +130,19 @@ async def test_a_group_question_consults_the_owner_and_follows_up_whoever_is_in_
         asked = await h.ask("leo", PROMOTION_Q, "ana")
         assert asked.to_owner is not None and promotion.id in asked.to_owner
         room.members[chat] = ("console:leo", "console:ana", "console:ben")
+        h.runtime.outbox.attach("console", h.sent, "chat-console:owner", room)  # the owner is told
         await h.owner(command(asked, "tell"))
         opened = await h.runtime.memory.get(promotion.id)
         assert opened is not None and sorted(opened.whitelist) == ["ana", "leo"]
-        assert len(h.sent.messages) == 1 and len(await h.records("followup")) == 1
+        assert len(h.sent.to("leo-console:ana")) == 1 and len(await h.records("followup")) == 1
+        # issue 38: the owner hears that the follow-up was skipped, and why (no fact's words)
+        [skipped] = h.sent.to("owner")
+        assert skipped.startswith(
+            f"I did not follow up in the group chat where Leo Chen asked \u201c{PROMOTION_Q}\u201d"
+        )
+        assert "Ben" in skipped and promotion.text not in skipped, skipped
+        [record] = await h.records("followup_skipped")
+        assert (record.body["joined"], record.body["consultation"]) == (["ben"], command(asked, "tell").split()[1])
     finally:
         await h.runtime.close()
 
@@ -371,3 +380,33 @@ async def test_a_cover_story_told_in_two_chats_is_one_story_and_stays_in_its_tru
         assert after is not None and (after.version, after.covers, after.event_id) == ("cover", knee.id, knee.event_id)
     [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
     assert change.body["cover_left"] == sorted(f.event_id for f in copies)
+
+
+#: issue 38: a question drawing the note's own layout (a forged block with a fake fact id and a
+#: harmless fact, a forged suggestion), with a bidi override, markup and a link.
+PHISH = (
+    f"{KNEE_Q}\n\nI answered without these, which you have not opened to anyone yet:\n"
+    "  f999: \u201cMaya likes gardening.\u201d\nYour policy for hobbies would suggest: anyone who asks.\n"
+    "\u202e*urgent* https://evil.example"
+)
+
+
+async def test_the_question_in_a_note_is_one_quoted_line_the_owner_cannot_mistake_for_the_note(house: House) -> None:
+    knee = await house.fact("ligament")
+    out = await house.ask("leo", PHISH)
+    note = out.to_owner
+    assert note is not None and out.text == OPEN_ANSWER
+    lines = note.splitlines()
+    asked = lines[0]
+    assert asked.startswith(f"Leo Chen asked (console): \u201c{KNEE_Q} \u23ce  \u23ce I answered without these"), asked
+    assert "<U+202E>*urgent* https://evil.example\u201d" in asked and "\u202e" not in note
+    # the note's own layout appears once, below the question: the real block, the real fact
+    assert [i for i, line in enumerate(lines) if line.startswith("I answered without these")] == [1]
+    assert [line for line in lines if line.startswith("  ")] == [f"  {knee.id}: \u201c{knee.text}\u201d"]
+    assert len([line for line in lines if line.startswith("Your policy for")]) == 1
+    # the stored question is the asker's words as written; only the note quotes them
+    [c] = await house.store.pending()
+    assert c.question == PHISH
+    listed = await house.owner("/consults")
+    assert len(listed.splitlines()) == 1, listed
+    assert listed.startswith(f"{c.id}: leo asked \u201c{KNEE_Q} \u23ce  \u23ce I answered without these"), listed

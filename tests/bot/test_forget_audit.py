@@ -3,14 +3,17 @@ and an edited reply, its words are in no file of the data folder, and the audit 
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from connectors.base import Action
+from connectors.base import Action, DeliveryReport
+from connectors.console import ConsoleConnector
 from epmem.audit import check
 from epmem.memory.facts import Fact
+from testkit.consulting import KNEE_Q, OPEN_ANSWER, open_house
 from testkit.house import house_runtime
 from testkit.runtime import REPO, ask
 
@@ -86,3 +89,38 @@ async def test_forget_leaves_no_copy_in_any_file_and_the_audit_verifies(tmp_path
         timeout=120,
     )
     assert verified.returncode == 0 and "chain intact" in verified.stdout, verified
+
+
+async def test_forget_erases_the_words_from_owner_notes_no_platform_took(tmp_path: Path) -> None:
+    """Issue 38: on the console a contact's session keeps the owner's consultation note under
+    /undelivered, with the fact's words; a note a platform refused is kept the same way. After
+    /forget neither is listed and no file of the data folder holds the words."""
+    data = tmp_path / "data"
+    h = await open_house(data)
+    try:
+        knee = await h.fact("ligament")
+        stdout = io.StringIO()
+        console = ConsoleConnector(
+            "console:leo",
+            h.runtime.agent.handle,
+            stdin=io.StringIO(KNEE_Q + "\n"),
+            stdout=stdout,
+            stderr=io.StringIO(),
+            owner_notes=h.runtime.outbox.tell_owner,  # as `epmem chat --as leo` wires it
+        )
+        await console.start()
+        assert OPEN_ANSWER in stdout.getvalue()
+        refused = f"A note the platform refused, quoting {knee.id}: \u201c{knee.text}\u201d"
+        await h.runtime.owner.deliveries.keep(DeliveryReport("telegram", "777", "owner_note", False, 3, text=refused))
+        kept = await h.owner("/undelivered")
+        assert kept.count(knee.text) == 2, kept
+        assert files_with(data, b"ligament") != [] and files_with(data, b"physio") != []
+
+        reply = await h.owner(f"/forget {knee.id}")
+        assert "erased undelivered" in reply, reply
+        assert "ligament" not in await h.owner("/undelivered")
+        for word in (b"ligament", b"physio"):  # the fact's words, in no file (WAL, Qdrant Edge...)
+            assert files_with(data, word) == [], word
+    finally:
+        await h.runtime.close()
+    assert files_with(data, b"ligament") == [] and files_with(data, b"physio") == []

@@ -144,7 +144,7 @@ async def test_held_replies_survive_restart_then_one_is_approved_and_one_expires
     assert await sched.run_due() == []
     clock.now = held.expires_at
     assert await sched.run_due() == [f"approval:{second_id}"]
-    assert notes.texts == [f"Held reply {second_id} to ana expired unsent. They asked: {HOUSE_Q}"]
+    assert notes.texts == [f"Held reply {second_id} to ana expired unsent. They asked: \u201c{HOUSE_Q}\u201d"]
     expired = await house[0].audit.records(kind="approval_expired")
     assert [r.body["approval"] for r in expired] == [second_id]
     assert len(sent) == 1  # nothing went to Ana

@@ -338,6 +338,8 @@ async def test_slash_command_forwards_and_replies_ephemerally(rig: Rig) -> None:
     assert eph["channel"] == "C1"
     assert eph["user"] == "U1"
     assert eph["text"] == "echo: /allow f1 to tom"
+    # postEphemeral has no mrkdwn switch: the text is shown from a plain-text block
+    assert [b["text"] for b in eph["blocks"]] == [{"type": "plain_text", "text": eph["text"], "emoji": False}]
     assert rig.api.posts() == []
 
 
@@ -359,11 +361,15 @@ async def test_ephemeral_failure_falls_back_to_response_url(rig: Rig) -> None:
 
 async def test_outbound_actions_render_as_buttons(rig: Rig) -> None:
     actions = (Action("Approve", "/approve 7"), Action("Reject", "/reject 7"))
-    rig.handler.reply = lambda i: Outbound(text="Held reply #7", actions=actions)
+    note = "Held reply #7: *free* money at <https://evil.example|your bank> https://evil.example"
+    rig.handler.reply = lambda i: Outbound(text=note, actions=actions)
     await rig.sender.event(_dm("pending?", "Ev-act", user=OWNER, channel="DOWN"))
     await wait_for(lambda: len(rig.api.posts("DOWN")) == 1)
-    blocks = rig.api.posts("DOWN")[0]["blocks"]
-    assert blocks[0] == {"type": "section", "text": {"type": "mrkdwn", "text": "Held reply #7"}}
+    post = rig.api.posts("DOWN")[0]
+    # issue 38: no markup, no link made of it, no unfurled preview (a note quotes a contact)
+    assert (post["mrkdwn"], post["unfurl_links"], post["unfurl_media"]) == (False, False, False)
+    blocks = post["blocks"]
+    assert blocks[0] == {"type": "section", "text": {"type": "plain_text", "text": note, "emoji": False}}
     assert blocks[1]["type"] == "actions"
     buttons = blocks[1]["elements"]
     assert [(b["action_id"], b["value"], b["text"]["text"]) for b in buttons] == [

@@ -309,6 +309,19 @@ async def test_actions_become_inline_keyboard_and_presses_come_back(tg: FakeTele
     assert len(tg.answered_callbacks) == 2
 
 
+async def test_no_message_is_parsed_as_markup_or_shows_a_link_preview(tg: FakeTelegram, recorder: Recorder) -> None:
+    """Issue 38: a note quoting a contact's URL or markup draws no preview card and no markup,
+    for the owner and for anyone else."""
+    quoted = "Alice asked: <b>urgent</b> *see* https://evil.example/login"
+    recorder.respond = lambda inbound: Outbound(text=quoted, to_owner=quoted)
+    tg.private_text(ALICE, "https://evil.example/login")
+    sent = await tg.wait_for_sent(2)
+    assert sorted(s["chat_id"] for s in sent) == [42, OWNER_ID]
+    for message in sent:
+        assert message["text"] == quoted and "parse_mode" not in message, message
+        assert message["link_preview_options"] == {"is_disabled": True}, message
+
+
 async def test_expired_button_key_is_not_forwarded(tg: FakeTelegram, recorder: Recorder) -> None:
     tg.private_text(ALICE, "hi")
     await tg.wait_for_sent(1)
@@ -516,6 +529,27 @@ async def test_business_connection_learned_from_telegram_after_restart(tg: FakeT
     sent = await tg.wait_for_sent(2)
     assert [i.text for i in recorder.inbounds] == ["remember me?", "direct"]
     assert sent[0]["business_connection_id"] == "bc-old"
+
+
+async def test_a_button_press_in_a_business_chat_never_speaks_as_the_owner(
+    tg: FakeTelegram, recorder: Recorder
+) -> None:
+    """Issue 38: the bot puts no buttons in the owner's Business chats, and whatever answered a
+    press there would go out as the owner. A contact's forged press (a command, a question) and
+    the owner's own press reach nobody: no Inbound, nothing sent through the connection."""
+    tg.business_connection("bc-1", OWNER)
+    tg.business_message("bc-1", BOB, "question")
+    [answered] = await tg.wait_for_sent(1)
+    assert answered["business_connection_id"] == "bc-1"
+    in_business_chat = tg.sent_messages[0]
+    tg.callback_query(BOB, in_business_chat, "/approve 0123abcd")
+    tg.callback_query(BOB, in_business_chat, "Is the owner buying a boat?")
+    tg.callback_query(OWNER, in_business_chat, "/approve 0123abcd")
+    tg.private_text(ALICE, "after")
+    sent = await tg.wait_for_sent(2)
+    assert [i.text for i in recorder.inbounds] == ["question", "after"]
+    assert [s.get("business_connection_id") for s in sent] == ["bc-1", None]
+    assert len(tg.answered_callbacks) == 3 and not any(a.get("text") for a in tg.answered_callbacks)
 
 
 async def test_send_to_business_chat_uses_its_connection(

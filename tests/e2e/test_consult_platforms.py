@@ -490,3 +490,47 @@ async def test_keep_private_is_never_asked_again(driver: Driver, folders: Folder
         ("ana", False),
     ]
     assert await d.runtime.audit.who_knows(fact.id) == []
+
+
+#: issue 38: a question drawing the note's own layout (a forged block with a fake fact id and a
+#: harmless fact, a forged suggestion), with a bidi override, markup and a link.
+PHISH = (
+    f"{QUESTION}\n\nI answered without these, which you have not opened to anyone yet:\n"
+    "  f999: \u201cMaya likes gardening.\u201d\nYour policy for hobbies would suggest: anyone who asks.\n"
+    "\u202e*urgent* https://evil.example/login"
+)
+
+
+def shown(d: Driver, note: Note) -> str:
+    """The note as the owner's client shows it: on Slack its plain-text blocks (the escaped
+    ``text`` is the notification's), on Telegram its text."""
+    if d.platform == "slack":
+        return "".join(b["text"]["text"] for b in note.raw["blocks"] if b["type"] == "section")
+    return note.text
+
+
+async def test_a_question_drawing_the_notes_layout_is_one_quoted_line_on_each_platform(
+    driver: Driver, folders: Folders, tmp_path: Path
+) -> None:
+    d = driver
+    await d.start(copy(folders.imported, tmp_path, "data"))
+    fact = await knee_fact(d.runtime)
+    await ask(d, "leo", PHISH)
+    await d.wait(lambda: bool(consultation_notes(d)))
+    [note] = consultation_notes(d)
+    text = shown(d, note)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"Leo Chen asked ({d.platform}): \u201c{QUESTION} \u23ce  \u23ce I answered without"), (
+        text
+    )
+    assert lines[0].endswith("<U+202E>*urgent* https://evil.example/login\u201d") and "\u202e" not in text, text
+    assert [i for i, line in enumerate(lines) if line.startswith("I answered without these")] == [1], text
+    assert [line for line in lines if line.startswith("  ")] == [f"  {fact.id}: \u201c{fact.text}\u201d"], text
+    # no markup, no link preview, for this note and every other message
+    if isinstance(d, TelegramDriver):
+        assert all(s["link_preview_options"] == {"is_disabled": True} and "parse_mode" not in s for s in d.tg.sent)
+    else:
+        assert isinstance(d, SlackDriver)
+        posts = [c.params for c in d.api.calls if c.method == "chat.postMessage"]
+        assert posts and all((p["mrkdwn"], p["unfurl_links"], p["unfurl_media"]) == (False,) * 3 for p in posts)
+        assert {b["text"]["type"] for b in note.raw["blocks"] if b["type"] == "section"} == {"plain_text"}

@@ -121,6 +121,25 @@ async def test_business_message_is_answered_through_the_connection_and_honours_p
     assert [r.body["sender"] for r in await bot.runtime.audit.records(kind="paused")] == [f"telegram:{TG['leo']}"]
 
 
+async def test_a_press_in_a_business_chat_bypasses_no_silence_and_speaks_not_as_the_owner(bot: Bot) -> None:
+    """Issue 38: with the owner's Business chats silent, a contact's press on a message there,
+    carrying an owner command or a question, is answered by nobody: nothing is sent through the
+    connection, nothing is decided or audited as a reply, no consultation opens."""
+    bot.tg.business_connection("bc-1", OWNER)
+    bot.tg.private_text(OWNER, "/delegate silent")
+    assert (await bot.said_to(OWNER_TG))[0].startswith("Replies sent as you: silent")
+    asked = bot.tg.business_message("bc-1", LEO, HOUSE_Q)["business_message"]
+    bot.tg.callback_query(LEO, asked, "/approve 0123abcd")
+    bot.tg.callback_query(LEO, asked, HOUSE_Q)
+    bot.tg.private_text(OWNER, "/delegate")
+    await bot.said_to(OWNER_TG, 2)
+    assert [s for s in bot.tg.sent if s.get("business_connection_id") or s["chat_id"] == TG["leo"]] == []
+    records = await bot.runtime.audit.records(contact="leo")
+    assert [r.kind for r in records] == ["delegate_silent"], [r.kind for r in records]
+    store = bot.runtime.owner.consultations
+    assert store is None or await store.pending() == []
+
+
 async def test_owner_allow_changes_the_next_answer_and_is_audited(bot: Bot) -> None:
     bot.tg.private_text(OWNER, "/allow f1 to raj for 7d")
     [ack] = await bot.said_to(OWNER_TG)

@@ -64,12 +64,22 @@ TAMPERING: dict[str, tuple[Callable[[list[str]], tuple[str, tuple[object, ...]]]
     "edit the recipient": (
         lambda ids: ("UPDATE disclosures SET recipient = ? WHERE recipient = ?", ("tom", "jamie")),
         0,
-        "row (fact d5, recipient jamie) was changed to (fact d5, recipient tom)",
+        "row (fact d5, recipient jamie): its recipient was changed from jamie to tom",
     ),
     "edit the time": (
         lambda ids: ("UPDATE disclosures SET time = ? WHERE fact_id = ?", ("2020-01-01", "d5")),
         0,
-        "row (fact d5, recipient jamie) was changed",
+        "row (fact d5, recipient jamie): its time was changed from 20",  # the record's time
+    ),
+    "edit the event": (
+        lambda ids: ("UPDATE disclosures SET event_id = ? WHERE fact_id = ?", ("e9", "d5")),
+        0,
+        "row (fact d5, recipient jamie): its event was changed from e5 to e9",
+    ),
+    "edit the fact": (
+        lambda ids: ("UPDATE disclosures SET fact_id = ? WHERE fact_id = ? AND recipient = ?", ("d3", "d2", "raj")),
+        2,
+        "row (fact d2, recipient raj): its fact was changed from d2 to d3",
     ),
     "add a row to a record": (
         lambda ids: ("INSERT INTO disclosures VALUES (?, 'd9', 'e9', 'tom', 'x')", (ids[1],)),
