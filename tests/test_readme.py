@@ -101,3 +101,31 @@ def test_every_setting_the_code_reads_is_in_the_readme() -> None:
     assert "EPMEM_DATA_DIR" in names and "TELEGRAM_BOT_TOKEN" in names and "EPMEM_SEND_TIMEOUT" in names
     missing = sorted(name for name in names if f"`{name}`" not in text)
     assert not missing, f"settings the code reads but README.md does not name: {missing}"
+
+
+def test_the_design_is_the_design_not_its_history() -> None:
+    """How a reply is decided moved to docs/DESIGN.md: as the design is now, without commits or
+    what was tried (that is benchmarks/results/README.md's)."""
+    design = (REPO / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    hashes = [h for h in HEXLIKE.findall(design) if re.search(r"\d", h) and re.search(r"[a-f]", h)]
+    assert not hashes, f"commit hashes in docs/DESIGN.md: {hashes}"
+    assert (
+        not ISSUE.findall(design)
+        and "tried, not kept" not in design
+        and "(not kept)" not in design
+        and "../shared" not in design
+    )
+
+
+def test_every_design_section_cited_in_the_code_exists() -> None:
+    design = (REPO / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\. |^#{2,3} (\d+\.\d+) ", design, re.M))
+    numbers = {a or b for a, b in sections}
+    cited: dict[str, str] = {}
+    for package in ("epmem", "bot", "connectors", "testkit", "benchmarks", "tests"):
+        for path in (REPO / package).rglob("*.py"):
+            for number in re.findall(r"docs/DESIGN\.md sec\. (\d+(?:\.\d+)?)", path.read_text(encoding="utf-8")):
+                cited.setdefault(number.rstrip("."), str(path.relative_to(REPO)))
+    assert {"3", "6.5"} <= set(cited)
+    missing = {number: path for number, path in cited.items() if number not in numbers}
+    assert not missing, f"docs/DESIGN.md has no such section: {missing}"
