@@ -88,7 +88,7 @@ class Settings(BaseSettings):
     deflection_window_s: float = Field(default=600.0, gt=0)
     #: how long a held reply (approval mode) waits for the owner before it expires unsent.
     approval_ttl_hours: float = Field(default=24.0, gt=0)
-    #: the old behaviour, off by default (README "What opens a fact"): a fact from a conversation
+    #: the old behaviour, off by default (docs/DESIGN.md sec. 6.5): a fact from a conversation
     #: is open to its category's audience as soon as the rules settle it, without the owner's word.
     open_by_category: bool = False
     #: heard it from you (docs/DESIGN.md sec. 3): a fact the owner has not decided about is
@@ -105,7 +105,7 @@ class Settings(BaseSettings):
     consult_groups: bool = False
     #: opt-in, off (0): open like the owner's last N consistent answers about similar facts.
     consult_learn_after: int = Field(default=0, ge=0)
-    #: consultations one reply may lead to, one after another (README "Consultations").
+    #: consultations one reply may lead to, one after another (docs/DESIGN.md sec. 6.7).
     consult_per_reply: int = Field(default=1, ge=1)
     #: the composite rule across replies (epmem/reply/cumulative.py): how far back what a reader
     #: was told counts (days). A year: a matter (a house purchase, a job change, an illness)

@@ -1,7 +1,7 @@
 """Consultations: the delegate asks the owner at the moment someone's question needs a closed fact.
 
 Nothing that came from a conversation is told before the owner has decided who may know it
-(README "What opens a fact"). When a contact asks something that closed facts would answer, the
+(docs/DESIGN.md sec. 6.5). When a contact asks something that closed facts would answer, the
 contact gets exactly the reply they would get without those facts, and the owner is asked about
 the facts of one event: who asked, the question, the facts' words, and one-tap answers. The
 answer applies to the whole event and to later askers; if it lets the asker know, the delegate
@@ -145,11 +145,11 @@ class ConsultConfig:
     #: in the chat when the follow-up is sent); off: only direct chats do.
     groups: bool = False
     #: opt-in (0: off): open a fact without asking when the owner's last N answers about similar
-    #: facts all chose the same audience (README "Learning from answers").
+    #: facts all chose the same audience (docs/DESIGN.md sec. 6.7).
     learn_after: int = 0
     #: consultations one reply may lead to, asked one after another: once the owner has
     #: answered about the event likeliest to answer, the next likeliest that is still closed
-    #: (README "Consultations"). 1: only the first.
+    #: (docs/DESIGN.md sec. 6.7). 1: only the first.
     per_reply: int = 1
 
 

@@ -371,7 +371,7 @@ LEARNED = "learned"
 
 async def earlier_answers(owner: OwnerServices, fact: Fact, limit: int = 8) -> list[tuple[str, Fact]]:
     """The owner's own answers to consultations about facts like this one (nearest first):
-    each answer is a labelled example (README "Learning from answers")."""
+    each answer is a labelled example (docs/DESIGN.md sec. 6.7)."""
     rows = await owner.memory.similar([fact.text], limit=limit)
     out: list[tuple[str, Fact]] = []
     for f, score in sorted(rows[0] if rows else [], key=lambda hit: (-round(hit[1], 6), hit[0].id)):

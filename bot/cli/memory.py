@@ -71,7 +71,7 @@ def facts_list(as_json: bool = typer.Option(False, "--json")) -> None:
 def facts_unread(clear: bool = typer.Option(False, "--clear", help="forget the list once you have read it")) -> None:
     """What imports could not turn into facts: session, turn, who said it and a quote.
 
-    Nothing anyone said is lost silently (README "Ingest"): these statements are in the chat
+    Nothing anyone said is lost silently (docs/DESIGN.md sec. 6.2): these statements are in the chat
     history but in no fact, so the delegate tells nobody about them; /remember what should be."""
     s = settings()
 

@@ -2,7 +2,7 @@
 
 "Not a word to Tom, but I'm organising a surprise party", "..., but I don't want people to
 know yet", "keep this between us im entering ...", "... (secret!)": the statement is kept and
-the cue applied to it (README "cue-keeps-its-statement"); a clause that is nothing but the cue,
+the cue applied to it (docs/DESIGN.md sec. 6.3, `cue-keeps-its-statement`); a clause that is nothing but the cue,
 or a comment pointing back at it ("Don't tell Tom, he'd worry"), becomes no fact. Split out of
 epmem/ingest/extract_rules.py, which decides what the cues reach.
 """

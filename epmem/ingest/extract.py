@@ -129,7 +129,7 @@ class Finalizer(ReadsPolicy):
         open_by_category: bool = False,
     ) -> None:
         self._policy = PolicyHolder.of(policy)
-        #: the old behaviour, off by default (README "What opens a fact"): a fact the rules
+        #: the old behaviour, off by default (docs/DESIGN.md sec. 6.5): a fact the rules
         #: settle is open to its category's audience at once, without the owner's word.
         self.open_by_category = open_by_category
         self.classifier = classifier

@@ -1,4 +1,4 @@
-"""The fail-closed rules of ingest, in one place (README "Ingest: the fail-closed rules").
+"""The fail-closed rules of ingest, in one place (docs/DESIGN.md sec. 6.3).
 
 Every rule that decides how open an extracted fact may be lives here, with its reason, and
 :func:`decide` applies them to one proposed fact. The extractors only *read* (sentences, cues,

@@ -5,7 +5,7 @@ enough to attribute old messages to a contact in an export; they are never used 
 may be told something (that is epmem.policy.directory, identities only), and a name never makes
 anyone the owner: only the owner's identities do (the policy's ``owner.identities``, the account
 a Telegram export says it belongs to, or one the owner names for an import). Only the owner's
-own words open a fact to someone or set a cover (README "widening-cue"), so in a group export
+own words open a fact to someone or set a cover (docs/DESIGN.md sec. 6.3, `widening-cue`), so in a group export
 another account that calls itself "Sam Rivera" is someone else, kept as an unknown person and
 remembered as a look-alike for the import summary. A name does not map to a contact either
 when that contact's account on the same platform is known and is another one.

@@ -45,7 +45,7 @@ class Fact(BaseModel):
     #: integrity). Only shown to the owner in review: the
     #: calculus never reads it, so a guess opens nothing until the owner confirms it.
     proposed_whitelist: list[str] = Field(default_factory=list)
-    #: closed until the owner says (README "What opens a fact"): a fact that came from a
+    #: closed until the owner says (docs/DESIGN.md sec. 6.5): a fact that came from a
     #: conversation is told to nobody but the owner and the people the owner's own words named
     #: (its ``whitelist``), whatever its category suggests, until the owner decides about this
     #: fact or its event (a consultation, /review, /allow, /level ...). Its category, level and
