@@ -63,6 +63,13 @@ class Interrupts:
             loop.remove_signal_handler(signal.SIGINT)
 
 
+#: the last line of an import: what to do next.
+NEXT_AFTER_IMPORT = (
+    "next: review what the delegate is unsure of with `epmem chat --owner` then /review; "
+    "go live with TELEGRAM_BOT_TOKEN=... epmem run"
+)
+
+
 def summary_lines(report: ImportReport, source: str, data_dir: str, pending_facts: int, command: str) -> list[str]:
     """What the owner reads at the end of an import (and of an interrupted one)."""
     lines: list[str] = []
@@ -102,4 +109,6 @@ def summary_lines(report: ImportReport, source: str, data_dir: str, pending_fact
         if n > len(report.unread_first):
             lines.append(f"  ... and {n - len(report.unread_first)} more")
         lines.append("  all of them: `epmem facts unread`")
+    if not report.interrupted:
+        lines.append(NEXT_AFTER_IMPORT)
     return lines

@@ -182,10 +182,26 @@ class Service:
                 health.keep_reporting(self.probes(), self.health_path), name="health"
             )
             await self._prompt_review()
+            await self._say_what_waits()
         except BaseException:
             await self.stop()
             raise
         log.info("service.started", platforms=self.platforms)
+
+    async def _say_what_waits(self) -> None:
+        """The owner hears at start what waits for them ("2 consultations wait: /consults"), on
+        the first platform that reaches them; where none does, it is a log line (not a kept note:
+        the owner's next session says it again)."""
+        from bot.commands.consult import what_waits
+
+        waits = await what_waits(self.runtime.owner)
+        if not waits:
+            return
+        outbox = self.runtime.outbox
+        if any(outbox.reaches_owner(p) for p in outbox.platforms):
+            await outbox.tell_owner(waits)
+        else:
+            log.info("owner_waiting", waiting=waits)
 
     async def _prompt_review(self) -> None:
         """After an import that left facts for the owner (``epmem ingest`` sets the flag), the

@@ -144,7 +144,7 @@ def audit_serve(
     if not s.audit_db.exists():
         fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     run(_prepare(s))
-    policy_path = s.policy_path()
+    policy_path = s.policy_path()  # the audit page reads, never adopts
     cached: dict[float, Policy] = {}
 
     async def policy() -> Policy:
