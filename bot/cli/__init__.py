@@ -13,12 +13,16 @@ from importlib.metadata import entry_points
 import typer
 
 from bot.cli import audit, chat, first_run, imports, memory, ops, policy
-from bot.cli.common import EpmemGroup, err
+from bot.cli.common import HELP_MARKUP, EpmemGroup, err
 
 PLUGINS = "epmem.cli"
 
 app = typer.Typer(
-    cls=EpmemGroup, no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate."
+    cls=EpmemGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=HELP_MARKUP,
+    help="EP-Mem Delegate: a privacy-aware delegate.",
 )
 first_run.register(app)
 chat.register(app)

@@ -16,13 +16,17 @@ from rich.table import Table
 from epmem.audit import AuditLog, check, export
 from epmem.policy import Policy, load_policy
 
-from bot.cli.common import fail, out, run, settings
+from bot.cli.common import HELP_MARKUP, fail, out, run, settings
 from bot.config import Settings
 from bot.state import StateDB
 
 T = TypeVar("T")
 
-app = typer.Typer(no_args_is_help=True, help="Read, verify and export the audit log; serve the audit page.")
+app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=HELP_MARKUP,
+    help="Read, verify and export the audit log; serve the audit page.",
+)
 
 
 async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:

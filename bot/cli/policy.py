@@ -10,10 +10,10 @@ import typer
 
 from epmem.policy import load_policy, policy_json_schema
 
-from bot.cli.common import from_environment, out
+from bot.cli.common import HELP_MARKUP, from_environment, out
 from bot.config import Settings
 
-app = typer.Typer(no_args_is_help=True, help="Check, choose and describe policy files.")
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=HELP_MARKUP, help="Check, choose and describe policy files.")
 
 
 @app.command("check")
