@@ -26,7 +26,9 @@ def test_init_writes_a_commented_policy_makes_it_active_and_says_what_next(tmp_p
     assert '"telegram:111"' in text and "ana: {name: Ana Ruiz, level: 1, domain: life}" in text
     assert epmem("policy", "check", str(data / "policy.yaml"), data=data).returncode == 0
     shown = epmem("policy", "show", data=data)
-    assert shown.stdout.startswith(f"{data / 'policy.yaml'} (the data folder's active policy): owner Pat Lee, 1 contact")
+    assert shown.stdout.startswith(
+        f"{data / 'policy.yaml'} (the data folder's active policy): owner Pat Lee, 1 contact"
+    )
     # the new owner's contact is known to the delegate at once
     chat = epmem("chat", "--as", "ana", data=data, stdin="hi\n")
     assert chat.returncode == 0, chat.stderr
