@@ -13,6 +13,7 @@ from epmem.reply.relevance import question_kind
 from epmem.reply.respond import deflection
 from epmem.reply.smalltalk import small_talk
 from testkit.consulting import open_house
+from testkit.quickstart import quickstart_runtime
 from testkit.runtime import ask, example, scenario_runtime
 
 GREETINGS = ["hi", "Hello!", "hey there", "Good morning, Maya!", "你好", "早上好"]
@@ -70,14 +71,18 @@ def test_a_request_for_everything_names_no_topic_so_it_is_an_open_question() -> 
     assert question_kind("Did Lin get the job?") != "open"
 
 
-async def test_a_request_for_everything_is_answered_within_the_policy(house: Runtime) -> None:
-    """Kim hears what an open question tells Kim (before: the deflection), and nothing Kim may
-    not know."""
-    everything = await house.agent.handle(ask("kim", "Tell me everything you know about Maya."))
-    news = await house.agent.handle(ask("kim", "What's new with Maya?"))
-    assert everything.text != deflection("Maya Chen")
-    told = await house.audit.get(everything.audit_id or "")
-    open_q = await house.audit.get(news.audit_id or "")
-    assert told is not None and open_q is not None
-    assert told.body["disclosed"] and set(told.body["disclosed"]) <= set(open_q.body["disclosed"])
-    assert all(c["allowed"] for c in told.body["candidates"] if c["used"])
+async def test_a_request_for_everything_is_answered_within_the_policy(tmp_path: Path) -> None:
+    """Jamie hears what the open question tells Jamie (before: the deflection, read as a plain
+    question whose words are near no fact), and nothing Jamie may not know."""
+    runtime = await quickstart_runtime(tmp_path / "data")
+    try:
+        everything = await runtime.agent.handle(ask("jamie", "Tell me everything you know about Sam."))
+        news = await runtime.agent.handle(ask("jamie", "What's new with Sam?"))
+        assert everything.text != deflection("Sam Rivera")
+        told = await runtime.audit.get(everything.audit_id or "")
+        open_q = await runtime.audit.get(news.audit_id or "")
+        assert told is not None and open_q is not None
+        assert told.body["disclosed"] and set(told.body["disclosed"]) <= set(open_q.body["disclosed"])
+        assert all(c["allowed"] for c in told.body["candidates"] if c["used"])
+    finally:
+        await runtime.close()
