@@ -54,7 +54,7 @@ async def _open(owner: OwnerServices, ref: str) -> Consultation:
         raise CommandError(f"{ref!r} is the start of {len(found)} consultations' ids: type more of it (see /consults)")
     c = found[0]
     if c.state != "open":
-        raise CommandError(f"consultation {short(c.id)} is already {c.state}")
+        raise CommandError(f"consultation {c.id} is already {c.state}")
     return c
 
 
