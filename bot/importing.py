@@ -63,11 +63,14 @@ class Interrupts:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-#: the last line of an import: what to do next.
-NEXT_AFTER_IMPORT = (
-    "next: review what the delegate is unsure of with `epmem chat --owner` then /review; "
-    "go live with TELEGRAM_BOT_TOKEN=... epmem run"
-)
+def next_after_import() -> str:
+    """The last line of an import: what to do next (the platforms' settings from the registry)."""
+    from bot.platforms import nothing_to_serve_hint
+
+    return (
+        "next: review what the delegate is unsure of with `epmem chat --owner` then /review; "
+        f"go live: {nothing_to_serve_hint()}, then epmem run"
+    )
 
 
 def summary_lines(report: ImportReport, source: str, data_dir: str, pending_facts: int, command: str) -> list[str]:
@@ -110,5 +113,5 @@ def summary_lines(report: ImportReport, source: str, data_dir: str, pending_fact
             lines.append(f"  ... and {n - len(report.unread_first)} more")
         lines.append("  all of them: `epmem facts unread`")
     if not report.interrupted:
-        lines.append(NEXT_AFTER_IMPORT)
+        lines.append(next_after_import())
     return lines

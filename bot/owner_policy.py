@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
 import yaml
 
-from epmem.policy import Policy, load_policy
-from epmem.policy.model import parse_policy, yaml_lines
+from connectors.registry import PLATFORMS
+from epmem.identity import LOCAL
+from epmem.policy import OWNER_ID, Policy, load_policy
 
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
 from bot.examples import example_text
@@ -142,12 +143,13 @@ def parse_contact(spec: str) -> NewContact:
     return NewContact(cid, parts[0], int(parts[1]), domain)
 
 
-def owner_identities(telegram: str | None, slack: str | None) -> list[str]:
-    identities = ["console:owner"]
-    if telegram:
-        identities.append(f"telegram:{telegram.removeprefix('telegram:')}")
-    if slack:
-        identities.append(f"slack:{slack.removeprefix('slack:')}")
+def owner_identities(accounts: Mapping[str, str | None]) -> list[str]:
+    """``console:owner`` and the owner's account on each platform given (``{"NAME": "ID"}``,
+    written ``NAME:ID``; a value already written so is taken as it is)."""
+    identities = [LOCAL.identity(OWNER_ID)]
+    for name, account in accounts.items():
+        if account:
+            identities.append(f"{name}:{account.removeprefix(name + ':')}")
     return identities
 
 
@@ -167,6 +169,7 @@ def render_policy(owner: str, identities: Sequence[str], contacts: Sequence[NewC
         owner_comment=owner.replace("\n", " "),
         path_comment=str(path),
         identities=json.dumps(list(identities)),
+        accounts=" or ".join(p.identity.example for p in PLATFORMS) or "platform:id",
         contacts="\n".join(lines) if lines else "  {}",
     )
 
@@ -196,6 +199,13 @@ def init_policy(
             f"(epmem policy use FILE), use another data folder, or `epmem init --force`"
         )
     text = render_policy(owner, identities, contacts, target)
-    policy = parse_policy(yaml.safe_load(text), str(target), yaml_lines(text))
-    write_active(settings, text, "")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".new")
+    partial.write_text(text, encoding="utf-8")
+    try:
+        policy = load_policy(partial)  # checked as written, with its line numbers
+    except BaseException:
+        partial.unlink()
+        raise
+    partial.replace(target)
     return target, policy

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
+
+from connectors.registry import PLATFORMS
 
 from bot.cli.common import err, fail, out, run, settings
 
@@ -43,12 +47,11 @@ def demo() -> None:
 
 def init(
     owner: str = typer.Option(None, "--owner", help="Your name, as your contacts know you."),
-    telegram: str = typer.Option(None, "--telegram", help="Your numeric Telegram user id (e.g. 123456)."),
-    slack: str = typer.Option(None, "--slack", help="Your Slack team and user ids (e.g. T0123/U0456)."),
     contact: list[str] = typer.Option(
         [], "--contact", help='A contact as ID=NAME,LEVEL[,DOMAIN] (e.g. "ana=Ana Ruiz,1,life"); repeatable.'
     ),
     force: bool = typer.Option(False, "--force", help="Replace the data folder's policy, even another owner's."),
+    **accounts: str | None,
 ) -> None:
     """Make your own delegate: write your commented policy into the data folder and make it active.
 
@@ -61,9 +64,9 @@ def init(
     if owner is None:
         if not sys.stdin.isatty():
             fail('give your name: epmem init --owner "YOUR NAME" (or run it on a terminal to be asked)', 2)
-        owner, telegram, slack, contact = _ask()
+        owner, accounts, contact = _ask()
     contacts = [parse_contact(spec) for spec in contact]
-    path, policy = init_policy(s, owner, owner_identities(telegram, slack), contacts, force)
+    path, policy = init_policy(s, owner, owner_identities(accounts), contacts, force)
     n = len(policy.contacts)
     _say(
         f"Wrote {path} for {policy.owner.name} ({n} contact{'s' * (n != 1)}); next: edit it, or import "
@@ -71,13 +74,29 @@ def init(
     )
 
 
-def _ask() -> tuple[str, str | None, str | None, list[str]]:
+def _account_options(command: Callable[..., None]) -> Callable[..., None]:
+    """One option per registered platform (``--NAME ID``: the owner's own account there, e.g.
+    ``123456`` for ``telegram:123456``), so a new platform needs no edit here."""
+    signature = inspect.signature(command)
+    fixed = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    for platform in PLATFORMS:
+        example = platform.identity.example.partition(":")[2]
+        option = typer.Option(None, f"--{platform.name}", help=f"Your own {platform.title} account (e.g. {example}).")
+        fixed.append(inspect.Parameter(platform.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=str))
+    command.__signature__ = signature.replace(parameters=fixed)  # type: ignore[attr-defined]
+    return command
+
+
+def _ask() -> tuple[str, dict[str, str | None], list[str]]:
     """The owner's name, accounts and contacts, asked on the terminal (empty answers skip)."""
     from bot.owner_policy import OwnerError, parse_contact
 
     owner = typer.prompt("Your name")
-    telegram = typer.prompt("Your Telegram user id (Enter to skip)", default="", show_default=False) or None
-    slack = typer.prompt("Your Slack TEAM/USER ids (Enter to skip)", default="", show_default=False) or None
+    accounts: dict[str, str | None] = {}
+    for platform in PLATFORMS:
+        example = platform.identity.example.partition(":")[2]
+        asked = f"Your {platform.title} account, e.g. {example} (Enter to skip)"
+        accounts[platform.name] = typer.prompt(asked, default="", show_default=False) or None
     contacts: list[str] = []
     while True:
         spec = typer.prompt(
@@ -86,7 +105,7 @@ def _ask() -> tuple[str, str | None, str | None, list[str]]:
             show_default=False,
         )
         if not spec:
-            return owner, telegram, slack, contacts
+            return owner, accounts, contacts
         try:
             parse_contact(spec)
         except OwnerError as exc:
@@ -98,4 +117,4 @@ def _ask() -> tuple[str, str | None, str | None, list[str]]:
 def register(app: typer.Typer) -> None:
     app.command("setup")(setup)
     app.command("demo")(demo)
-    app.command("init")(init)
+    app.command("init")(_account_options(init))

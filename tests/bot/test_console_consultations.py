@@ -82,7 +82,9 @@ def test_an_ambiguous_or_unknown_short_id_is_refused(data: Path) -> None:
 def test_review_on_the_console_takes_short_fact_ids_and_says_no_tap(data: Path) -> None:
     shown = epmem("chat", "--owner", data=data, stdin="/review\n")
     assert shown.stdout.splitlines()[0].endswith("facts wait for review: /review"), shown.stdout
-    [typed] = re.findall(r"Type /review (\S+) ok \| c:CATEGORY \| private \| who \| skip, or one of these:", shown.stdout)
+    [typed] = re.findall(
+        r"Type /review (\S+) ok \| c:CATEGORY \| private \| who \| skip, or one of these:", shown.stdout
+    )
     assert "tap" not in shown.stdout and re.fullmatch(r"[0-9a-f]{6}-f\d+", typed), shown.stdout
     assert f"type: /review {typed} private #0" in shown.stdout
     answered = epmem("chat", "--owner", data=data, stdin=f"/review {typed} private\n")
