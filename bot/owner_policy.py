@@ -148,8 +148,14 @@ def owner_identities(accounts: Mapping[str, str | None]) -> list[str]:
     written ``NAME:ID``; a value already written so is taken as it is)."""
     identities = [LOCAL.identity(OWNER_ID)]
     for name, account in accounts.items():
-        if account:
-            identities.append(f"{name}:{account.removeprefix(name + ':')}")
+        if not account:
+            continue
+        identity = f"{name}:{account.strip().removeprefix(name + ':')}"
+        platform = PLATFORMS.get(name)
+        if platform is not None and not platform.identity.matches(identity):
+            example = platform.identity.example.partition(":")[2]
+            raise OwnerError(f"--{name} {account!r}: your {platform.title} account looks like {example}")
+        identities.append(identity)
     return identities
 
 

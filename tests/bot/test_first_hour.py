@@ -50,6 +50,8 @@ def test_init_refuses_another_owners_folder_unless_forced_and_asks_for_a_name(tm
     bad = epmem("init", "--owner", "Pat", "--contact", "ana=Ana,7", data=tmp_path / "other")
     [line] = error_lines(bad)
     assert "the level must be 1 (closest) to 4 (anyone), not '7'" in line
+    account = epmem("init", "--owner", "Pat", "--telegram", "@pat", data=tmp_path / "other")
+    assert error_lines(account) == ["error: --telegram '@pat': your Telegram account looks like 123456789"]
     assert not (tmp_path / "other").exists()
 
 
