@@ -31,7 +31,7 @@ from typing import Any, TextIO
 import structlog
 
 from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
-from connectors.console import ConsoleConnector
+from connectors.console import OWNER_CHAT, ConsoleConnector
 from connectors.registry import PLATFORMS
 from epmem.errors import EpmemError
 from epmem.identity import LOCAL
@@ -87,7 +87,7 @@ class Service:
                 prompt="> " if sys.stdin.isatty() and console_stdin is None else "",
             )
             # as a contact, the console is that contact's chat: the owner's notes are kept
-            owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
+            owner_chat = OWNER_CHAT if runtime.owner.directory.resolve(console_identity).is_owner else None
             self._add(self.console, owner_chat)
         self._console_task: asyncio.Task[None] | None = None
         self._live_task: asyncio.Task[None] | None = None
