@@ -31,7 +31,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert ingested.returncode == 0, ingested.stderr
     assert ingested.stdout.splitlines()[-1] == (
         "next: review what the delegate is unsure of with `epmem chat --owner` then /review; "
-        "go live with TELEGRAM_BOT_TOKEN=... epmem run"
+        "go live: set TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, "
+        "then epmem run"
     )
     return data
 
@@ -89,3 +90,14 @@ def test_review_on_the_console_takes_short_fact_ids_and_says_no_tap(data: Path) 
     assert f"type: /review {typed} private #0" in shown.stdout
     answered = epmem("chat", "--owner", data=data, stdin=f"/review {typed} private\n")
     assert "set by you" in answered.stdout and "error" not in answered.stdout + answered.stderr, answered.stdout
+
+
+def test_epmem_run_starts_by_saying_what_waits_and_ends_with_what_next(data: Path) -> None:
+    assert epmem("chat", "--as", "ben", data=data, stdin=f"{QUESTION}\n").returncode == 0
+    ran = epmem("run", "--console", data=data, stdin="", env={"TELEGRAM_BOT_TOKEN": "", "SLACK_BOT_TOKEN": ""})
+    assert ran.returncode == 0, ran.stderr
+    assert "[to owner] 1 consultation waits: /consults; 2 facts wait for review: /review" in ran.stdout, ran.stdout
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("stopped; to go live: set TELEGRAM_BOT_TOKEN") and last.endswith(
+        "then epmem run (`epmem doctor` checks the settings)"
+    )
