@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
+from epmem.ingest.topics import holds_secret
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
 from epmem.memory.recall import FactMemory
@@ -81,6 +82,24 @@ def present(session: Session) -> list[str]:
     group (they all saw the owner's messages), not only the counterpart."""
     people = session.members or session.participants
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+def listeners(session: Session) -> list[str]:
+    """Who heard it said (heard it from you, docs/DESIGN.md sec. 3): the readers a live
+    platform named when it was said (``Session.present``); else the conversation's other party:
+    in a direct chat, the person it was with; in a group, the one the owner was talking with
+    (the sub-session's counterpart: the message answered, the person named, else the one who
+    spoke just before). An export names no members, and a bystander in a busy group may not
+    have read a remark meant for someone else: where unsure, fewer people heard it."""
+    people = session.present or session.participants
+    return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+def heard_label(session: Session) -> str:
+    """Where it was heard, for the audit's reason: the kind of chat and the day, nothing said in it."""
+    start = session.start
+    day = f" of {start:%Y-%m-%d}" if start else ""
+    return f"the {'group chat' if session.chat_kind == 'group' else 'chat'}{day}"
 
 
 def owner_named(session: Session, names: ContactNames) -> set[str]:
@@ -178,6 +197,10 @@ class Finalizer(ReadsPolicy):
                 whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
                 c = Clamped(c.category, level, c.domain, c.notes)
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
+            # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
+            # not known yet, so nobody hears it back until the model (or the owner) has read it
+            shut = never or version == "cover" or state == "pending" or holds_secret(d.text)
+            heard_by = self._heard_by(session, shut, blacklist)
             closed = not self.open_by_category
             if closed:
                 shared = bool(d.source_turns) and per_turn[d.source_turns[0]] > 1
@@ -204,9 +227,19 @@ class Finalizer(ReadsPolicy):
                     evidence=list(d.evidence),
                     proposed_whitelist=proposed,
                     closed=closed,
+                    heard_by=heard_by,
+                    heard_in=heard_label(session) if heard_by else None,
                 )
             )
         return facts, notes
+
+    def _heard_by(self, session: Session, shut: bool, blacklist: Sequence[str]) -> list[str]:
+        """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts
+        out; nobody for a never-share fact, a cover story or a secret such as a door code (``shut``)."""
+        if shut:
+            return []
+        denied = {m for b in blacklist for m in self.policy.groups.get(b, [b])}
+        return [p for p in listeners(session) if p in self.policy.contacts and p not in denied]
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the

@@ -52,6 +52,13 @@ class Fact(BaseModel):
     #: domain are then only the suggestion shown to the owner; a category-wide exception does
     #: not open it. Facts the owner wrote with their annotations are not closed.
     closed: bool = False
+    #: heard it from you (docs/DESIGN.md sec. 3): the contacts who were there when it was said
+    #: (the other party of a direct chat; in a group, who was present), and where ("the chat
+    #: of 2026-03-01"). While the fact is undecided, telling them what they heard reveals
+    #: nothing: the calculus lets them in (never on a never-share category or against a deny).
+    #: Only a truth is heard: whoever heard the owner describe a cover story knows the truth.
+    heard_by: list[str] = Field(default_factory=list)
+    heard_in: str | None = None
 
     def effective_level(self) -> int:
         """Pending, closed or level-less facts count as L0: until settled, nobody may hear them
