@@ -4,11 +4,16 @@ policy persists, and a command with no data folder or no policy refuses in one l
 
 from __future__ import annotations
 
+import os
+import pty
+import select
 import shutil
+import subprocess
 from pathlib import Path
 
 from bot.config import EXAMPLE_POLICY
-from tests.bot.test_cli import epmem, error_lines
+from tests.bot.test_cli import EPMEM, epmem, error_lines
+from testkit.runtime import REPO
 
 PAT = ("init", "--owner", "Pat Lee", "--telegram", "111", "--contact", "ana=Ana Ruiz,1,life")
 
@@ -120,3 +125,28 @@ def test_an_empty_memory_is_said_once_to_the_console_not_to_the_contact(tmp_path
     assert chat.returncode == 0
     assert chat.stderr.count("memory is empty") == 1 and "epmem ingest EXPORT" in chat.stderr
     assert "memory is empty" not in chat.stdout and len(chat.stdout.splitlines()) == 2
+
+
+def test_init_on_a_terminal_asks_for_the_name_accounts_and_contacts(tmp_path: Path) -> None:
+    """A real pseudo-terminal: typer's prompts, a contact typed wrong and asked again."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "EPMEM_DATA_DIR": str(tmp_path / "data"), "EPMEM_LOG_LEVEL": "WARNING"}
+    proc = subprocess.Popen([*EPMEM, "init"], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
+    os.close(slave)
+    os.write(master, b"Pat Lee\n111\n\nana=Ana Ruiz,9\nana=Ana Ruiz,1,life\n\n")
+    seen = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0, seen
+    text = seen.decode()
+    assert "Your name: " in text and "(Enter to skip)" in text and "the level must be 1 (closest) to 4" in text
+    assert f"Wrote {tmp_path / 'data' / 'policy.yaml'} for Pat Lee (1 contact)" in text
+    policy = (tmp_path / "data" / "policy.yaml").read_text()
+    assert '"telegram:111"' in policy and "ana: {name: Ana Ruiz, level: 1, domain: life}" in policy
