@@ -1,6 +1,6 @@
 """``epmem``: a thin synchronous CLI over the async library, one module per group of commands.
 
-``common`` holds what every command shares; ``first_run`` (setup, demo), ``chat``, ``memory``, ``imports``,
+``common`` holds what every command shares; ``first_run`` (setup, demo, init), ``chat``, ``memory``, ``imports``,
 ``policy``, ``audit`` and ``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
 point group (a name and a ``typer.Typer``): that is how ``epmem bench`` arrives from
 ``benchmarks/``, which sits above the bot and which the bot never imports.
