@@ -18,7 +18,7 @@ from rich.table import Table
 from bot.cli.common import err, fail, run, write_json
 from bot.logging import configure_logging
 
-app = typer.Typer(no_args_is_help=True, help="Benchmarks (JSON results).")
+app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Benchmarks (JSON results).")
 
 
 def _bench_files(paths: list[Path], backend: str, log_level: str) -> list[Path]:

@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="EPMEM_", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Path("data")
-    #: explicit policy file; when unset, the data folder's active policy, then the example.
+    #: explicit policy file; when unset, the data folder's active policy (none: a one-line refusal).
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
     #: the openai backend: any OpenAI-compatible endpoint (OpenAI, DeepSeek, vLLM, Ollama...).
@@ -135,11 +135,20 @@ class Settings(BaseSettings):
         return value
 
     def policy_path(self) -> Path:
-        """Explicit EPMEM_POLICY wins; else what `epmem load` made active; else the example."""
+        """Explicit EPMEM_POLICY wins; else the data folder's active policy (`epmem init`, `epmem
+        policy use`, `epmem demo`, `epmem load`); else a ConfigError saying how to make one. Never
+        the example owner's without a word (bot/owner_policy.py ``resolve_policy`` also makes an
+        explicit policy a new data folder's own)."""
         if self.policy is not None:
             return self.policy
         active = self.data_dir / ACTIVE_POLICY_NAME
-        return active if active.exists() else EXAMPLE_POLICY
+        if active.exists():
+            return active
+        where = "no data folder at" if not self.data_dir.exists() else "no active policy in"
+        raise ConfigError(
+            f'{where} {self.data_dir}: run `epmem init --owner "YOUR NAME"` (your own delegate) or '
+            f"`epmem demo` (the example owner), or make a policy file active: epmem policy use FILE"
+        )
 
     @property
     def qdrant_dir(self) -> Path:

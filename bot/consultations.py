@@ -249,6 +249,28 @@ class Consultations:
         """The open consultations that asked the owner (the digest and ``/consults`` list them)."""
         return [c for c in await self._open_rows("1 = 1", (), self.clock()) if c.asked_owner]
 
+    async def find(self, ref: str) -> list[Consultation]:
+        """Every consultation whose id is ``ref`` or starts with it (at least 4 characters), so
+        the owner may type a short id; the caller refuses more than one."""
+        ref = ref.strip().lower()
+        if len(ref) < 4 or not all(ch in "0123456789abcdef" for ch in ref):
+            exact = await self.get(ref)
+            return [exact] if exact is not None else []
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM consultations WHERE substr(id, 1, ?) = ? ORDER BY created_at, id",
+            (len(ref), ref),
+        ) as cur:
+            return [_row(r) async for r in cur]
+
+    async def answered_for(self, platform: str, sender: str) -> list[Consultation]:
+        """The answered consultations this sender asked on ``platform`` that were followed up."""
+        async with self._db.execute(
+            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'answered' AND platform = ? AND sender = ? "
+            "AND followup_audit IS NOT NULL ORDER BY decided_at, id",
+            (platform, sender),
+        ) as cur:
+            return [_row(r) async for r in cur]
+
     async def for_reply(self, audit_id: str) -> int:
         """How many consultations the reply with this audit id led to, in any state."""
         async with self._db.execute("SELECT COUNT(*) FROM consultations WHERE audit_id = ?", (audit_id,)) as cur:

@@ -29,6 +29,7 @@ import structlog
 
 from connectors.base import Action, ChatKind, Delegation, Inbound
 from connectors.courier import maybe_delivered
+from epmem.identity import LOCAL
 from epmem.audit import (
     ConsultationRecord,
     DeliveryFailedRecord,
@@ -631,6 +632,9 @@ async def follow_up(owner: OwnerServices, c: Consultation) -> tuple[str, bool] |
             ),
             contact=c.contact,
         )
-        log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
+        if c.platform == LOCAL.platform and isinstance(exc, LookupError):  # owed: bot/console_followups.py
+            log.info("followup_owed", consultation=c.id)
+        else:
+            log.warning("followup_undelivered", consultation=c.id, error=type(exc).__name__)
         return record.id, False
     return record.id, True

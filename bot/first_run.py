@@ -20,6 +20,7 @@ from epmem.errors import EpmemError
 
 from bot.config import ACTIVE_POLICY_NAME, Settings
 from bot.examples import FACTS, POLICY, example_file, example_text
+from bot.owner_policy import active_owner, has_data
 
 Say = Callable[[str], None]
 
@@ -122,12 +123,19 @@ def activate_example(settings: Settings, say: Say) -> Path:
     text = DEMO_HEADER + example
     if target.exists():
         if target.read_text(encoding="utf-8") != text:
+            whose = active_owner(settings)
             raise SetupError(
-                f"{target} is another policy, which the demo would replace; use an empty data "
-                f"folder (EPMEM_DATA_DIR) for the demo"
+                f"{settings.data_dir} belongs to {whose or 'another policy'} ({target}), which the demo "
+                f"would mix with the example owner's: use an empty data folder for the demo "
+                f"(EPMEM_DATA_DIR=demo-data epmem demo)"
             )
         say(f"ok: the example policy (owner Sam Rivera) is already active: {target}")
         return target
+    if has_data(settings.data_dir):
+        raise SetupError(
+            f"{settings.data_dir} holds someone's data but no active policy: the demo does not mix into it; "
+            f"use an empty data folder for the demo (EPMEM_DATA_DIR=demo-data epmem demo)"
+        )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".tmp")
     partial.write_text(text, encoding="utf-8")

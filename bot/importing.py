@@ -63,6 +63,16 @@ class Interrupts:
             loop.remove_signal_handler(signal.SIGINT)
 
 
+def next_after_import() -> str:
+    """The last line of an import: what to do next (the platforms' settings from the registry)."""
+    from bot.platforms import nothing_to_serve_hint
+
+    return (
+        "next: review what the delegate is unsure of with `epmem chat --owner` then /review; "
+        f"go live: {nothing_to_serve_hint()}, then epmem run"
+    )
+
+
 def summary_lines(report: ImportReport, source: str, data_dir: str, pending_facts: int, command: str) -> list[str]:
     """What the owner reads at the end of an import (and of an interrupted one)."""
     lines: list[str] = []
@@ -102,4 +112,6 @@ def summary_lines(report: ImportReport, source: str, data_dir: str, pending_fact
         if n > len(report.unread_first):
             lines.append(f"  ... and {n - len(report.unread_first)} more")
         lines.append("  all of them: `epmem facts unread`")
+    if not report.interrupted:
+        lines.append(next_after_import())
     return lines

@@ -22,6 +22,7 @@ from epmem.policy import category_profiles, load_policy
 from epmem.store import Hit, VectorStore
 
 from bot.config import Settings
+from bot.owner_policy import resolve_policy
 from bot.runtime import embedder_from_settings, make_store, owner_names
 
 
@@ -34,7 +35,7 @@ async def _read(store: VectorStore, name: str) -> list[Hit]:
 
 
 async def reindex_all(settings: Settings) -> dict[str, int]:
-    policy = load_policy(settings.policy_path())
+    policy = load_policy(resolve_policy(settings))
     embedder = embedder_from_settings(settings)
     store = make_store(settings)
     try:

@@ -64,6 +64,7 @@ from bot.clock import Clock, utcnow
 from bot.commands import CommandRegistry, owner_commands
 from bot.live import LiveSessions
 from bot.config import ACTIVE_POLICY_NAME, ConfigError, Settings
+from bot.owner_policy import resolve_policy
 from bot.connector_state import ConnectorState
 from bot.outbox import Outbox
 from bot.scheduler import Scheduler, parse_digest_time
@@ -268,7 +269,7 @@ class Runtime:
         """``llm`` overrides the configured model (benchmarks); the caller then closes it.
         ``clock`` is what everything that fires later reads the time from (tests move it);
         ``relevance`` overrides the relevance step's parameters (benchmarks, tests)."""
-        policy = policy or load_policy(settings.policy_path())
+        policy = policy or load_policy(resolve_policy(settings))
         chooser = make_relevance(settings, relevance)  # a missing model fails before anything opens
         owns_llm = llm is None
         llm = llm if llm is not None else make_llm(settings)

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 import structlog
 
 from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
-from connectors.console import ConsoleConnector
+from connectors.console import OWNER_CHAT, ConsoleConnector
 from connectors.registry import PLATFORMS
 from epmem.errors import EpmemError
 from epmem.identity import LOCAL
@@ -87,7 +87,7 @@ class Service:
                 prompt="> " if sys.stdin.isatty() and console_stdin is None else "",
             )
             # as a contact, the console is that contact's chat: the owner's notes are kept
-            owner_chat = "owner" if runtime.owner.directory.resolve(console_identity).is_owner else None
+            owner_chat = OWNER_CHAT if runtime.owner.directory.resolve(console_identity).is_owner else None
             self._add(self.console, owner_chat)
         self._console_task: asyncio.Task[None] | None = None
         self._live_task: asyncio.Task[None] | None = None
@@ -184,10 +184,26 @@ class Service:
                 health.keep_reporting(self.probes(), self.health_path), name="health"
             )
             await self._prompt_review()
+            await self._say_what_waits()
         except BaseException:
             await self.stop()
             raise
         log.info("service.started", platforms=self.platforms)
+
+    async def _say_what_waits(self) -> None:
+        """The owner hears at start what waits for them ("2 consultations wait: /consults"), on
+        the first platform that reaches them; where none does, it is a log line (not a kept note:
+        the owner's next session says it again)."""
+        from bot.commands.consult import what_waits
+
+        waits = await what_waits(self.runtime.owner)
+        if not waits:
+            return
+        outbox = self.runtime.outbox
+        if any(outbox.reaches_owner(p) for p in outbox.platforms):
+            await outbox.tell_owner(waits)
+        else:
+            log.info("owner_waiting", waiting=waits)
 
     async def _prompt_review(self) -> None:
         """After an import that left facts for the owner (``epmem ingest`` sets the flag), the

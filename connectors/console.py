@@ -16,6 +16,8 @@ from typing import TextIO
 from connectors.base import Action, Handler, Inbound
 from epmem.identity import LOCAL
 
+#: the owner's chat on the console (the operator's terminal), as ``epmem run`` attaches it.
+OWNER_CHAT = "owner"
 #: where a note for the owner goes when the console speaks as somebody else.
 OwnerNotes = Callable[[str, tuple[Action, ...]], Awaitable[object]]
 
@@ -105,5 +107,11 @@ class ConsoleConnector:
         self._stopped = True
 
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
+        """To this session's own chat, or the owner's notes (``owner``) on the operator's terminal.
+        Another console contact's chat is not open here: ``LookupError``, so a follow-up to them
+        is owed until their own session opens (bot/console_followups.py), not shown to whoever
+        sits at this terminal."""
+        if chat_id not in (self.identity, OWNER_CHAT):
+            raise LookupError(f"{chat_id} has no console session open here")
         self.stdout.write(f"[to {chat_id}] {text}\n")
         self.stdout.flush()

@@ -93,6 +93,19 @@ PHRASES: dict[str, dict[Language, str]] = {
         "en": "Here's what I can share: {body}",
         "zh": "据我所知，{body}",
     },
+    # small talk (epmem/reply/smalltalk.py): said back in kind, never about anything
+    "greeting": {
+        "en": "Hi! I'm {owner}'s delegate. Ask me anything, and I'll tell you what I can.",
+        "zh": "你好！我是{owner}的助理。有什么想问的尽管问，能说的我都会告诉你。",
+    },
+    "thanks": {
+        "en": "You're welcome!",
+        "zh": "不客气！",
+    },
+    "farewell": {
+        "en": "Bye for now!",
+        "zh": "再见！",
+    },
     "non_text": {
         "en": "I can only read text messages, sorry.",
         "zh": "抱歉，我只能看文字消息。",
@@ -118,7 +131,7 @@ def say(key: str, lang: Language = "en", **values: str) -> str:
 #: (the facts themselves may hold English words: "NeurIPS", "offer").
 ENGLISH_FRAME = re.compile(
     r"Here's what I can share|Sorry, I can't help|I'll let .{1,60} know you asked|can only read text"
-    r"|too long for me|faster than I can answer",
+    r"|too long for me|faster than I can answer|I'm .{1,60}'s delegate|You're welcome|Bye for now",
     re.I,
 )
 

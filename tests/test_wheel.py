@@ -73,6 +73,7 @@ def test_the_wheel_holds_the_runtime_and_its_data_and_nothing_else(wheel: Path) 
         "bot/examples/example.yaml",
         "bot/examples/example-facts.yaml",
         "bot/examples/policy.schema.json",
+        "bot/examples/policy-template.yaml",
         "epmem/audit/web/templates/base.html",
         "epmem/audit/web/templates/style.css",
     ):
@@ -173,6 +174,10 @@ def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Pa
         chat.stdout.strip() == "Here's what I can share: Sam has a final-round interview at Northwind next Tuesday."
     ), chat
     assert "warning" not in setup.stderr + chat.stderr  # e.g. a declared plugin that is not installed
+    # your own delegate from the wheel: the commented template is package data
+    mine = epmem("init", "--owner", "Pat Lee", "--telegram", "111", EPMEM_DATA_DIR="mine")
+    assert mine.stdout.startswith("Wrote mine/policy.yaml for Pat Lee (0 contacts); next: "), mine
+    assert "telegram:111" in (empty / "mine" / "policy.yaml").read_text()
 
 
 def test_offline_is_told_apart_from_other_pip_failures() -> None:

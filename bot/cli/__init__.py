@@ -1,6 +1,6 @@
 """``epmem``: a thin synchronous CLI over the async library, one module per group of commands.
 
-``common`` holds what every command shares; ``first_run`` (setup, demo), ``chat``, ``memory``, ``imports``,
+``common`` holds what every command shares; ``first_run`` (setup, demo, init), ``chat``, ``memory``, ``imports``,
 ``policy``, ``audit`` and ``ops`` (health, doctor) hold the commands. Other installed packages add command groups through the ``epmem.cli`` entry
 point group (a name and a ``typer.Typer``): that is how ``epmem bench`` arrives from
 ``benchmarks/``, which sits above the bot and which the bot never imports.
@@ -13,12 +13,16 @@ from importlib.metadata import entry_points
 import typer
 
 from bot.cli import audit, chat, first_run, imports, memory, ops, policy
-from bot.cli.common import EpmemGroup, err
+from bot.cli.common import HELP_MARKUP, EpmemGroup, err
 
 PLUGINS = "epmem.cli"
 
 app = typer.Typer(
-    cls=EpmemGroup, no_args_is_help=True, add_completion=False, help="EP-Mem Delegate: a privacy-aware delegate."
+    cls=EpmemGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=HELP_MARKUP,
+    help="EP-Mem Delegate: a privacy-aware delegate.",
 )
 first_run.register(app)
 chat.register(app)

@@ -17,14 +17,18 @@ from rich.text import Text
 from epmem.audit import AuditLog, check, export
 from epmem.policy import Policy, load_policy
 
-from bot.cli.common import fail, out, run, settings
+from bot.cli.common import HELP_MARKUP, fail, out, run, settings
 from bot.config import Settings
 from bot.quoting import quote
 from bot.state import StateDB
 
 T = TypeVar("T")
 
-app = typer.Typer(no_args_is_help=True, help="Read, verify and export the audit log; serve the audit page.")
+app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=HELP_MARKUP,
+    help="Read, verify and export the audit log; serve the audit page.",
+)
 
 
 async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
@@ -148,7 +152,7 @@ def audit_serve(
     if not s.audit_db.exists():
         fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     run(_prepare(s))
-    policy_path = s.policy_path()
+    policy_path = s.policy_path()  # the audit page reads, never adopts
     cached: dict[float, Policy] = {}
 
     async def policy() -> Policy:

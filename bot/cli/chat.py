@@ -6,10 +6,13 @@ import sys
 
 import typer
 
+from connectors.base import Action
+from connectors.console import OwnerNotes
 from epmem.identity import LOCAL
 from epmem.policy import OWNER_ID, STRANGER_ID, UNKNOWN_STRANGER
 
 from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
+from bot.owner_policy import require_data_folder
 from bot.config import Settings
 from bot.logging import configure_logging
 from bot.runtime import Runtime
@@ -24,7 +27,8 @@ def chat(
 
     if owner == (as_ is not None):
         fail("give exactly one of --as CONTACT_ID (or --as stranger) and --owner", 2)
-    s = settings(quiet=True, as_contact=not owner)
+    s = settings(quiet=True, as_contact=True)  # a chat shows no log lines (errors only): they are not the chat
+    require_data_folder(s)
 
     async def go(runtime: Runtime) -> int:
         policy = runtime.policy
@@ -43,7 +47,8 @@ def chat(
             err.print(f"Speaking to {policy.owner.name}'s delegate as {who}. Ctrl-D to quit.")
         # a contact's session is that contact's chat: the owner's notes are kept for the owner
         # (/undelivered), not shown to whoever is typing as the contact
-        notes = None if owner else runtime.outbox.tell_owner
+        notes = None if owner else _notes_for_owner(runtime)
+        await _opening(runtime, identity, owner)
         console = ConsoleConnector(
             identity,
             runtime.agent.handle,
@@ -56,6 +61,44 @@ def chat(
 
     rejected = run(with_runtime(s, go))
     raise typer.Exit(1 if rejected and not sys.stdin.isatty() else 0)
+
+
+def _notes_for_owner(runtime: Runtime) -> OwnerNotes:
+    """A contact's session keeps the owner's notes for them (``/undelivered``), except a
+    consultation's: it waits in ``/consults``, which the owner's session opens with."""
+
+    async def keep(text: str, actions: tuple[Action, ...]) -> object:
+        if any(a.command.startswith("/consult ") for a in actions):
+            return None
+        return await runtime.outbox.tell_owner(text, actions)
+
+    return keep
+
+
+async def _opening(runtime: Runtime, identity: str, owner: bool) -> None:
+    """What the person at the console hears once, before the first message: that memory is empty
+    (and how to fill it); as the owner, what waits for them; as a contact, the follow-ups the owner
+    answered while their session was closed."""
+    from bot.commands.consult import what_waits
+    from bot.console_followups import deliver_owed
+
+    if await runtime.memory.count() == 0 and (await runtime.conversations.count())[0] == 0:
+        err.print(
+            f"note: memory is empty in {runtime.settings.data_dir}, so the delegate has nothing to tell yet; "
+            "import your chats with: epmem ingest EXPORT (or try the example owner: epmem demo in an empty folder)",
+            markup=False,
+            soft_wrap=True,
+        )
+    if owner:
+        waits = await what_waits(runtime.owner)
+        if waits:
+            out.print(waits, markup=False)
+        return
+
+    async def show(text: str) -> None:
+        out.print(f"[follow-up] {text}", markup=False)
+
+    await deliver_owed(runtime.owner, identity, show)
 
 
 def _local(contact: str) -> str:
@@ -94,12 +137,22 @@ def run_service(
     )  # as a contact: as `epmem chat --as`
     configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
     identity = _local(OWNER_ID if as_ is None else UNKNOWN_STRANGER if as_ == STRANGER_ID else as_)
+    require_data_folder(s)
     run(serve(lambda: Runtime.open(s), platforms, console_identity=identity))
+    if connected:
+        err.print("stopped; start again with: epmem run", markup=False, soft_wrap=True)
+    else:
+        err.print(
+            f"stopped; to go live: {nothing_to_serve_hint()}, then epmem run (`epmem doctor` checks the settings)",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def preview(contact: str, question: str) -> None:
     """What CONTACT (or a+b for a group chat) would be told; audited as a preview."""
     s = settings()
+    require_data_folder(s)
 
     async def go(runtime: Runtime) -> str:
         ids = contact.split("+")

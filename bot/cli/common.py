@@ -16,7 +16,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from bot.runtime import Runtime
 
 T = TypeVar("T")
+
+#: every command group's help is read as Markdown: a docstring's lines are joined into
+#: paragraphs at the terminal's width (typer's "rich" mode keeps each hard line break, so a
+#: description broke mid-sentence), and `code` is shown as code.
+HELP_MARKUP: Literal["markdown"] = "markdown"
 
 err = Console(stderr=True, highlight=False)
 #: soft_wrap: text piped elsewhere (a reply, a JSON line) is never cut at the terminal's width.

@@ -53,10 +53,11 @@ def ingest(
     from epmem.policy import PolicyError, load_policy
 
     from bot.importing import REVIEW_PROMPT_FLAG, Interrupts, open_journal, summary_lines
+    from bot.owner_policy import resolve_policy
     from bot.runtime import Runtime
 
     s = settings()
-    policy = load_policy(s.policy_path())
+    policy = load_policy(resolve_policy(s))
     plain = not err.is_terminal
     try:
         export = open_export(path, policy, fmt, owner)

@@ -14,10 +14,11 @@ from rich.table import Table
 from epmem.ingest import Unread
 from epmem.memory import Fact
 
-from bot.cli.common import out, run, settings, with_runtime
+from bot.cli.common import HELP_MARKUP, out, run, settings, with_runtime
+from bot.owner_policy import resolve_policy
 from bot.runtime import Runtime
 
-facts_app = typer.Typer(no_args_is_help=True, help="List and import facts.")
+facts_app = typer.Typer(no_args_is_help=True, rich_markup_mode=HELP_MARKUP, help="List and import facts.")
 
 
 def load(scenario_file: Path) -> None:
@@ -99,7 +100,7 @@ def facts_import(file: Path) -> None:
     from bot.facts_file import import_facts_file
 
     s = settings()
-    n = run(import_facts_file(s, s.policy_path(), file))
+    n = run(import_facts_file(s, resolve_policy(s), file))
     out.print(f"imported {n} facts from {file} into {s.data_dir}", markup=False)
 
 

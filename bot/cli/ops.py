@@ -26,7 +26,7 @@ from epmem.policy import PolicyError, load_policy
 
 from bot import health as health_report
 from bot.cli.common import from_environment, out
-from bot.config import Settings
+from bot.config import ConfigError, Settings
 from bot.platforms import PlatformError, PlatformSettings, nothing_to_serve_hint
 
 #: beyond loopback the audit page refuses a shorter token (epmem.audit.web.server).
@@ -105,7 +105,11 @@ def _data_dir(c: Checks, s: Settings) -> None:
 
 
 def _policy(c: Checks, s: Settings, p: PlatformSettings | None, configured: list[Platform[Any]]) -> None:
-    path = s.policy_path()
+    try:
+        path = s.policy_path()
+    except ConfigError as exc:
+        c.error(str(exc))
+        return
     try:
         policy = load_policy(path)
     except PolicyError as exc:

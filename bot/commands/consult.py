@@ -4,7 +4,7 @@ A consultation (bot/consulting.py) is one event's closed facts that would answer
 question. The buttons are plain commands, like every owner button: a tap from anyone but the
 owner is just a message to the delegate (audited as an attempted command) and changes nothing.
 
-    /consults                    the open consultations
+    /consults                    the open consultations, with the facts' words
     /consult ID tell             only the asker may know (the facts stay closed to everyone else)
     /consult ID like             the asker and everyone the suggestion names (level, domain)
     /consult ID who              who may know: the review picker of the fact
@@ -13,11 +13,13 @@ owner is just a message to the delegate (audited as an attempted command) and ch
                                  names) instead of FACT to whoever may not know FACT
 
 With ``EPMEM_CONSULT_PER_REPLY`` above 1, the answer's reply carries the next consultation the
-same question leads to (bot/consulting.py ``ask_next``), with its buttons.
+same question leads to (bot/consulting.py ``ask_next``), with its buttons. ID may be the first
+6 characters /consults shows (any prefix of 4 or more that only one consultation has).
 """
 
 from __future__ import annotations
 
+from epmem.identity import LOCAL
 from epmem.ingest import ReviewError
 
 from bot import consulting
@@ -36,13 +38,54 @@ def _store(owner: OwnerServices) -> Consultations:
     return owner.consultations
 
 
-async def _open(owner: OwnerServices, cid: str) -> Consultation:
-    c = await _store(owner).get(cid)
-    if c is None:
-        raise CommandError(f"no consultation {cid!r} (see /consults)")
+#: how many characters of a consultation's id are shown; any unambiguous prefix of 4 or more is taken.
+SHORT = 6
+
+
+def short(cid: str) -> str:
+    return cid[:SHORT]
+
+
+async def _open(owner: OwnerServices, ref: str) -> Consultation:
+    """The consultation a typed id names: its id, or a prefix only one consultation has."""
+    found = await _store(owner).find(ref)
+    if not found:
+        raise CommandError(f"no consultation {ref!r} (see /consults)")
+    if len(found) > 1:
+        raise CommandError(f"{ref!r} is the start of {len(found)} consultations' ids: type more of it (see /consults)")
+    c = found[0]
     if c.state != "open":
-        raise CommandError(f"consultation {cid} is already {c.state}")
+        raise CommandError(f"consultation {c.id} is already {c.state}")
     return c
+
+
+async def what_waits(owner: OwnerServices) -> str | None:
+    """One line for the start of the owner's session: what waits for them (None: nothing)."""
+    parts = []
+    if owner.consultations is not None:
+        n = len(await owner.consultations.pending())
+        if n:
+            parts.append(f"{n} consultation{'s' * (n != 1)} wait{'s' * (n == 1)}: /consults")
+    if owner.review is not None:
+        n = await owner.review.waiting()
+        if n:
+            parts.append(f"{n} fact{'s' * (n != 1)} wait{'s' * (n == 1)} for review: /review")
+    return "; ".join(parts) or None
+
+
+async def _listed(owner: OwnerServices, c: Consultation) -> str:
+    """One waiting consultation: who asked what, the facts' words, and the typed answers."""
+    lines = [
+        f"[{short(c.id)}] {c.contact} asked \u201c{quote(c.question, 120)}\u201d ({c.platform}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC)"
+    ]
+    for fid in c.facts[:5]:
+        fact = await owner.memory.get(fid)
+        if fact is not None:
+            lines.append(f"  {fid}: \u201c{quote(fact.text, 200)}\u201d")
+    if len(c.facts) > 5:
+        lines.append(f"  \u2026 and {len(c.facts) - 5} more of the same event")
+    lines.append(f"  answer: /consult {short(c.id)} tell | like | who | private")
+    return "\n".join(lines)
 
 
 @commands.command("consults", summary="the questions I am waiting on you for, about facts you have not opened")
@@ -50,12 +93,12 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     waiting = await _store(owner).pending()
     if not waiting:
         return "No consultations wait for you."
-    return "\n".join(
-        f"{c.id}: {c.contact} asked \u201c{quote(c.question, 120)}\u201d ({len(c.facts)} fact(s) of "
-        f"{c.event_id}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC): /consult {c.id} "
-        f"tell | like | who | private"
-        for c in waiting
+    n = len(waiting)
+    head = (
+        f"{n} consultation{'s' * (n != 1)} wait{'s' * (n == 1)} (tell: only the asker may know; like: people "
+        "like them too; who: pick who; private: nobody):"
     )
+    return "\n".join([head, *[await _listed(owner, c) for c in waiting]])
 
 
 @commands.command(
@@ -90,7 +133,12 @@ async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str |
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
     sent = f" Followed up with {c.contact}." if settled.followups else ""
-    if settled.undelivered:
+    if settled.undelivered and c.platform == LOCAL.platform:
+        sent += (
+            f" {c.contact} gets the follow-up when they next open a console chat"
+            f" (epmem chat --as {c.contact_id or 'stranger'})."
+        )
+    elif settled.undelivered:
         sent += f" {c.platform} did not take the follow-up to {c.contact} now: they will hear it when they ask again."
     if settled.ask is not None:  # the next thing that would answer the same question
         return Reply(f"{settled.message}{sent}\n\n{settled.ask}", settled.actions)

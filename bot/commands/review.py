@@ -15,7 +15,7 @@ delegate (audited as an attempted command). Each answer applies at once, is audi
 policy change (who, where, from and to), and becomes a labelled example for the owner's later
 facts. ``#N`` counts the answers given so far in this batch; it keeps the buttons stateless.
 
-Grammar (FACT is a fact id)::
+Grammar (FACT is a fact id, or its short form: bot/commands/factref.py)::
 
     /review                      the next question
     /review FACT                 that fact as a question (any fact, pending or not)
@@ -30,13 +30,16 @@ Grammar (FACT is a fact id)::
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from connectors.base import Action
+from epmem.identity import LOCAL
 from epmem.ingest import ReviewAnswer
 from epmem.ingest import ReviewError, ReviewQueue
 from epmem.ingest import ReviewQuestion as Question
 from epmem.memory import Fact
 
+from bot.commands.factref import resolve, short_ids
 from bot.commands.opening import CONFIRM, needs_confirmation
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
 from bot.consulting import follow_up_events
@@ -76,15 +79,24 @@ def _name(owner: OwnerServices, who: str) -> str:
     return contact.name if contact is not None else who
 
 
-def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int, waiting: int) -> Reply:
-    """One question and its buttons."""
+def render(
+    owner: OwnerServices,
+    queue: ReviewQueue,
+    q: Question,
+    answered: int,
+    waiting: int,
+    short: Callable[[str], str] | None = None,
+) -> Reply:
+    """One question and its buttons; ``short``: on the console, where the buttons are typed,
+    the fact's short id (bot/commands/factref.py) and no "tap"."""
+    fid = short(q.fact_id) if short is not None else q.fact_id
     batch = queue.config.batch
     total = min(batch, answered + max(waiting, 1))
     lines = [
         f"Review {answered + 1}/{total} ({waiting} waiting; the ones where a wrong guess costs most come first)"
         if q.state != "owner-set"
         else f"Review of {q.fact_id} ({q.state})",
-        f"{q.fact_id}: \u201c{_clip(q.text)}\u201d",
+        f"{fid}: \u201c{_clip(q.text)}\u201d",
     ]
     if q.covers_text:
         lines.append(f"(what is said instead of: \u201c{_clip(q.covers_text)}\u201d)")
@@ -101,14 +113,15 @@ def render(owner: OwnerServices, queue: ReviewQueue, q: Question, answered: int,
         ]
         if len(q.also) > SHOWN_ALSO:
             lines.append(f"  \u2026 and {len(q.also) - SHOWN_ALSO} more")
-    lines.append(f"Type /review {q.fact_id} ok | c:CATEGORY | private | who | skip, or tap:")
+    tap = ", or tap:" if short is None else ", or one of these:"
+    lines.append(f"Type /review {fid} ok | c:CATEGORY | private | who | skip{tap}")
     tag = f" #{answered}"
-    actions = [Action(f"\u2713 {q.suggested.describe()}", f"/review {q.fact_id} ok{tag}")]
-    actions += [Action(c.describe(), f"/review {q.fact_id} c:{c.category}{tag}") for c in q.alternatives]
-    actions.append(Action("\U0001f512 Keep private", f"/review {q.fact_id} private{tag}"))
+    actions = [Action(f"\u2713 {q.suggested.describe()}", f"/review {fid} ok{tag}")]
+    actions += [Action(c.describe(), f"/review {fid} c:{c.category}{tag}") for c in q.alternatives]
+    actions.append(Action("\U0001f512 Keep private", f"/review {fid} private{tag}"))
     if not _never_shared(owner, q):  # nobody can be let in on a never-share category
-        actions.append(Action("\U0001f465 Who may know\u2026", f"/review {q.fact_id} who{tag}"))
-    actions.append(Action("Ask me later", f"/review {q.fact_id} skip{tag}"))
+        actions.append(Action("\U0001f465 Who may know\u2026", f"/review {fid} who{tag}"))
+    actions.append(Action("Ask me later", f"/review {fid} skip{tag}"))
     return Reply("\n".join(lines), tuple(actions))
 
 
@@ -138,7 +151,7 @@ def picker(owner: OwnerServices, q: Question, fact: Fact, answered: int) -> Repl
     return Reply(text, tuple(actions))
 
 
-async def next_question(owner: OwnerServices, answered: int, done: list[str]) -> Reply:
+async def next_question(owner: OwnerServices, answered: int, done: list[str], console: bool = False) -> Reply:
     """What follows an answer: the next question, or the end of the batch."""
     queue = _queue(owner)
     waiting = await queue.waiting()
@@ -161,7 +174,7 @@ async def next_question(owner: OwnerServices, answered: int, done: list[str]) ->
     if not batch:
         done.append("Nothing else waits for review.")
         return Reply("\n".join(done))
-    nxt = render(owner, queue, batch[0], answered, waiting)
+    nxt = render(owner, queue, batch[0], answered, waiting, await short_ids(owner) if console else None)
     return Reply("\n".join([*done, "", nxt.text]) if done else nxt.text, nxt.actions)
 
 
@@ -219,17 +232,18 @@ def _parse(rest: str) -> tuple[list[str], int]:
 async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
     queue = _queue(owner)
     words, answered = _parse(rest)
+    console = ctx.inbound.platform == LOCAL.platform
     if not words:
         if not await queue.waiting():
             return "Nothing waits for review."
-        return await next_question(owner, answered, [])
-    fact_id, key, more = words[0], (words[1] if len(words) > 1 else ""), words[2:]
+        return await next_question(owner, answered, [], console)
+    fact_id, key, more = await resolve(owner, words[0]), (words[1] if len(words) > 1 else ""), words[2:]
     try:
         q = await queue.question(fact_id)
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
     if not key:
-        return render(owner, queue, q, answered, await queue.waiting())
+        return render(owner, queue, q, answered, await queue.waiting(), await short_ids(owner) if console else None)
     fact = await owner.memory.get(fact_id)
     assert fact is not None
     confirmed = CONFIRM in more
@@ -263,7 +277,8 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         updated = await owner.memory.get(fact_id)
         assert updated is not None
         if key == "who":
-            return await next_question(owner, answered + 1, [f"{fact_id}: only {', '.join(chosen) or 'you'} may know."])
+            done = [f"{fact_id}: only {', '.join(chosen) or 'you'} may know."]
+            return await next_question(owner, answered + 1, done, console)
         return picker(owner, await queue.question(fact_id), updated, answered)
     if key == "done":
         if not _only(fact) and fact.state == "pending":
@@ -271,10 +286,10 @@ async def review(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | 
         else:
             who = ", ".join(_name(owner, w) for w in _only(fact)) or "you"
             message = f"{fact_id}: only {who} may know."
-        return await next_question(owner, answered + 1, [message])
+        return await next_question(owner, answered + 1, [message], console)
     try:
         answer = ReviewAnswer.from_key(fact_id, key)
     except ReviewError as exc:
         raise CommandError(f"{exc}; use ok, c:CATEGORY, private, who or skip") from None
     message = await _apply(owner, answer, ctx)
-    return await next_question(owner, answered + (answer.kind != "skip"), [message])
+    return await next_question(owner, answered + (answer.kind != "skip"), [message], console)

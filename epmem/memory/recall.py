@@ -25,10 +25,12 @@ FACTS = "facts"
 #: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
 _HIT_FIELDS = ("event_id", "category", "session_id")
 
-#: questions that ask for news in general rather than about a topic.
+#: questions that ask for news in general rather than about a topic, and requests for
+#: everything ("Tell me everything you know about Sam", "all you know about her"): no topic.
 _CATCH_UP = re.compile(
     r"\b(up to|been up to|what'?s new|what is new|any news|anything new|what'?s going on|what is going on"
-    r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest)\b",
+    r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest"
+    r"|everything|all (?:that )?you (?:know|can tell|can share)|all about)\b",
     re.IGNORECASE,
 )
 

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from epmem.language import Language, choose
+from epmem.language import Language, choose, say
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import HeldBack, limit_to_composite
@@ -32,6 +32,7 @@ from epmem.policy.model import Policy
 from epmem.reply.projection import FactDecision, Projection, project
 from epmem.reply.relevance import Choice, Relevance, best_by_event
 from epmem.reply.respond import ReplyContext, Responder, deflection
+from epmem.reply.smalltalk import small_talk
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,11 @@ class PrivacyEngine(ReadsPolicy):
         ``language``: the reply's, else the question's, the asker's or the owner's (:meth:`language_for`)."""
         started = time.perf_counter()
         lang = language or self.language_for(question, recipient)
+        talk = small_talk(question, [self.policy.owner.name, recipient.name])
+        if talk is not None:  # "hi": answered in kind, from the message alone (no fact, no consultation)
+            reply = say(talk, lang, owner=self.policy.owner.name)
+            elapsed = (time.perf_counter() - started) * 1000
+            return Answer(reply, False, Projection(()), self.responder.name, elapsed, notes=(f"small_talk:{talk}",))
         events = await self.memory.recall(question)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.config import EXAMPLE_POLICY
 from tests.bot.test_cli import epmem, error_lines
 from testkit.runtime import example
 
@@ -64,6 +65,7 @@ def test_byte_flipped_vector_files(loaded: Path, damaged: str) -> None:
 def test_a_bad_yaml_file_given_to_ingest(tmp_path: Path) -> None:
     bad = tmp_path / "history.yaml"
     bad.write_text("format: epmem-scenario/1\nname: x\nsessions: [\n  - {id: s1\n")
+    assert epmem("policy", "use", str(EXAMPLE_POLICY), data=tmp_path / "data").returncode == 0
     for args in (("ingest", str(bad)), ("ingest", str(bad), "--format", "scenario")):
         line = one_error(epmem(*args, data=tmp_path / "data"), "bad YAML")
         assert line.startswith(f"error: {bad}:")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import EXAMPLE_POLICY
 from bot.examples import FACTS as EXAMPLE_FACTS, example_file
 from tests.bot.test_cli import epmem, error_lines
 from testkit.runtime import REPO, example
@@ -80,6 +81,7 @@ def dead_port() -> int:
 )
 def test_an_unreachable_qdrant(tmp_path: Path, dead_port: int, args: tuple[str, ...]) -> None:
     url = f"http://127.0.0.1:{dead_port}"
+    assert epmem("policy", "use", str(EXAMPLE_POLICY), data=tmp_path / "d").returncode == 0
     result = epmem(
         *args,
         data=tmp_path / "d",
@@ -139,6 +141,7 @@ def test_run_with_a_bad_platform_port(tmp_path: Path, name: str) -> None:
 
 def test_audit_verify_fails_when_the_ledger_loses_jamies_rows(tmp_path: Path) -> None:
     data = tmp_path / "data"
+    assert epmem("policy", "use", str(EXAMPLE_POLICY), data=data).returncode == 0
     assert epmem("facts", "import", str(FACTS), data=data).returncode == 0
     asked = epmem("chat", "--as", "jamie", data=data, stdin="Is Sam looking for a new job?\n")
     assert "Northwind" in asked.stdout, asked.stderr
@@ -157,6 +160,7 @@ def test_a_contacts_console_session_shows_nothing_meant_for_the_owner(tmp_path: 
     """Issue 21: "[to the owner] Heads-up ... /audit tom" and a JSON `probing` log line appeared
     in Tom's own chat session. They are the owner's: kept for the owner instead."""
     data = tmp_path / "data"
+    assert epmem("policy", "use", str(EXAMPLE_POLICY), data=data).returncode == 0
     assert epmem("facts", "import", str(FACTS), data=data).returncode == 0
     probing = "What is Sam's wifi password?\n" * 3
     # as a user runs it: no EPMEM_LOG_LEVEL (the tests' helper sets one)

@@ -175,7 +175,14 @@ async def test_consults_the_digest_and_expiry_by_the_scheduler(house: House) -> 
     out = await house.ask("leo", KNEE_Q)
     cid = command(out, "tell").split()[1]
     listed = await house.owner("/consults")
-    assert listed.startswith(f"{cid}: leo asked \u201c{KNEE_Q}\u201d") and f"/consult {cid} tell" in listed
+    lines = listed.splitlines()
+    assert lines[0].startswith("1 consultation waits") and lines[1].startswith(
+        f"[{cid[:6]}] leo asked \u201c{KNEE_Q}\u201d"
+    )
+    assert (
+        "physio says no running until August.\u201d" in listed
+        and f"answer: /consult {cid[:6]} tell | like | who | private" in listed
+    )
     notes: list[str] = []
 
     async def tell(text: str, actions: tuple[Action, ...] = ()) -> None:

@@ -24,7 +24,7 @@ def test_the_demo_refuses_a_data_folder_with_another_policy(tmp_path: Path) -> N
     (data / "policy.yaml").write_text("owner: {name: Kai}\n")
     refused = epmem("demo", data=data)
     [line] = error_lines(refused)
-    assert refused.returncode == 1 and f"{data / 'policy.yaml'} is another policy" in line
+    assert refused.returncode == 1 and f"({data / 'policy.yaml'}), which the demo would mix" in line
     assert (data / "policy.yaml").read_text() == "owner: {name: Kai}\n" and sorted(p.name for p in data.iterdir()) == [
         "policy.yaml"
     ]

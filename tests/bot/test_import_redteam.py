@@ -8,11 +8,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bot.config import EXAMPLE_POLICY
 from bot.digest import compose
 from tests.bot.test_cli import epmem
 from testkit.runtime import REPO
 
 REDTEAM = REPO / "tests" / "fixtures" / "redteam"
+
+
+def example_owner(data: Path) -> Path:
+    """A fresh data folder whose active policy is the example owner's (Sam Rivera)."""
+    assert epmem("policy", "use", str(EXAMPLE_POLICY), data=data).returncode == 0
+    return data
 
 
 def _facts(data: Path) -> list[dict[str, Any]]:
@@ -21,7 +28,7 @@ def _facts(data: Path) -> list[dict[str, Any]]:
 
 
 def test_an_impostor_named_like_the_owner_opens_nothing(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+    data = example_owner(tmp_path / "data")
     imported = epmem("ingest", str(REDTEAM / "impostor.json"), data=data)
     assert imported.returncode == 0, imported.stderr
     assert "not taken for you: telegram:2000666 (Sam Rivera)" in imported.stderr
@@ -34,7 +41,7 @@ def test_an_impostor_named_like_the_owner_opens_nothing(tmp_path: Path) -> None:
 
 
 def test_a_statement_that_starts_with_a_cue_is_told_to_no_stranger(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+    data = example_owner(tmp_path / "data")
     imported = epmem("ingest", str(REDTEAM / "cues3.jsonl"), data=data)
     assert imported.returncode == 0, imported.stderr
     texts = [str(f["text"]) for f in _facts(data)]
@@ -69,7 +76,7 @@ def test_what_could_not_be_read_is_listed_not_lost(tmp_path: Path) -> None:
         {"chat": "c1", "id": "m4", "sender": "noor", "text": "What time do we leave?", "time": "2026-03-01T10:03:00Z"},
     ]
     chat.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    data = tmp_path / "data"
+    data = example_owner(tmp_path / "data")
     imported = epmem("ingest", str(chat), data=data)
     assert imported.returncode == 0, imported.stderr
     out = imported.stdout + imported.stderr

@@ -46,6 +46,7 @@ def epmem(*args: str, data: Path, stdin: str = "") -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("redteam") / "data"
+    assert epmem("policy", "use", "bot/examples/example.yaml", data=folder).returncode == 0
     done = epmem("facts", "import", "bot/examples/example-facts.yaml", data=folder)
     assert done.returncode == 0, done.stderr
     # the owner by account id (a display name never makes anyone the owner): Sam is telegram:1000001
