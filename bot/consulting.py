@@ -37,6 +37,7 @@ from epmem.memory import Fact
 from epmem.policy import Recipient, Resolved, audience_allows
 from epmem.reply import Answer
 
+from bot import consult_bounds
 from bot.consultations import Consultation
 from bot.services import OwnerServices
 
@@ -78,7 +79,12 @@ async def ask_owner(
     except ReviewError:
         return None, ()
     fact = await owner.memory.get(q.fact_id)
-    if fact is None:
+    if fact is None or await store.waits(inbound.sender, fact.event_id):
+        return None, ()
+    reason = await consult_bounds.check(owner, store, fact, sender, audience)
+    if reason is not None:  # written down for the digest (bot/consult_bounds.py)
+        facts = [q.fact_id, *q.also]
+        await consult_bounds.record_skip(owner, inbound, sender, fact, facts, q.suggested.category, reason, audit_id)
         return None, ()
     c = await store.open(
         event_id=fact.event_id,

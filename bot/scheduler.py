@@ -30,6 +30,7 @@ from epmem.policy import OWNER_ID, Recipient, Resolved
 from bot.clock import Clock, aware, utcnow
 from bot.commands import CommandContext, CommandRegistry
 from bot.digest import build_digest
+from bot.headsup import lines_for
 from bot.services import OwnerServices
 from bot.tasks import Task
 
@@ -314,8 +315,9 @@ class Scheduler:
                 f"{c.contact} asked \u201c{c.question[:120]}\u201d: /consult {c.id} tell | like | who | private"
                 for c in consulting
             ],
+            lines_for(self.owner.headsup.take()) if self.owner.headsup is not None else (),
         )
-        send = bool(digest.questions or digest.waiting_review or consulting)
+        send = bool(digest.questions or digest.waiting_review or consulting or digest.not_asked or digest.headsups)
         if send:
             await self._tell_owner(digest.text)
         await self.owner.audit.write(

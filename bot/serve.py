@@ -226,6 +226,8 @@ class Service:
 
     async def stop(self) -> None:
         """Stop receiving, let answers in flight finish, stop the scheduler; safe to call twice."""
+        # the looks for what to consult about, while the connectors can still reach the owner
+        await self.runtime.agent.later.stop()
         for connector in self.connectors:
             self.runtime.outbox.detach(connector.platform)
         for connector in reversed(self._started):
