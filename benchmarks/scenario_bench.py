@@ -410,7 +410,6 @@ async def score_answers(
                 audience=identities,
             )
             out = await agent.handle(inbound)
-            await agent.later.drain()  # its consultation, looked for after the reply (bot/consult_later.py)
             reply = out.text or ""
             tally.answer_n += 1
             await count_reply(runtime, out.audit_id, tally, f"{scenario.name}: q{qi} {asker}")
