@@ -35,7 +35,7 @@ from epmem.ingest import ReviewQuestion as Question
 from epmem.language import Language
 from epmem.memory import Fact
 from epmem.policy import Recipient, Resolved, audience_allows
-from epmem.reply import Answer
+from epmem.reply import Answer, asks_yes_or_no, unsaid
 
 from bot import consult_bounds
 from bot.consultations import Consultation
@@ -275,6 +275,9 @@ _NOTE: dict[str, dict[str, str]] = {
         "and": " and ",
         "without": "I answered without these, which you have not opened to anyone yet:",
         "fact": "  {fid}: \u201c{text}\u201d",
+        "said": "  {fid}: {who} said: \u201c{text}\u201d",
+        "unsaid": "Their question is not what the fact says: it does not say {words}. Telling them "
+        "answers with the fact, not with their question's claim.",
         "cover": "(a story told instead of: \u201c{text}\u201d)",
         "suggest": "Your policy for {category} would suggest: {who}.",
         "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
@@ -289,6 +292,8 @@ _NOTE: dict[str, dict[str, str]] = {
         "and": "、",
         "without": "我回答时没有用下面这些内容，你还没有对任何人公开过：",
         "fact": "  {fid}：\u201c{text}\u201d",
+        "said": "  {fid}：{who}说：\u201c{text}\u201d",
+        "unsaid": "对方问的说法不是这条事实说的：事实里没有说{words}。告诉对方的是这条事实，不是对方问的说法。",
         "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
         "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
         "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
@@ -308,10 +313,15 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
         others = [o for o in _readers(owner, c) if o.identity != c.sender]
         lines.append(words["group"].format(others=_names(others, words["others"], words["and"])))
     lines.append(words["without"])
-    for fid, text in zip(c.facts, [q.text, *q.also_text]):
-        lines.append(words["fact"].format(fid=fid, text=_clip(text)))
+    texts = [q.text, *q.also_text]
+    for fid, text, who in zip(c.facts, texts, [q.stated_by, *q.also_stated_by, *([None] * len(texts))]):
+        said = words["said"].format(fid=fid, who=_name(owner, who), text=_clip(text)) if who else None
+        lines.append(said or words["fact"].format(fid=fid, text=_clip(text)))
     if q.covers_text:
         lines.append(words["cover"].format(text=_clip(q.covers_text)))
+    claim = unsaid(c.question, texts, [owner.policy.owner.name]) if asks_yes_or_no(c.question) else []
+    if claim:  # a false rumour is not confirmed by a true fact near it ("Is Noor leaving for Mars?")
+        lines.append(words["unsaid"].format(words=", ".join(f"\u201c{w}\u201d" for w in claim)))
     lines.append(words["suggest"].format(category=q.suggested.category, who=_suggested_words(owner, q)))
     lines.append(words["how"].format(id=c.id, fid=q.fact_id))
     return "\n".join(lines)
