@@ -133,3 +133,87 @@ async def test_ten_topics_from_one_contact_on_three_identities_and_fifty_from_st
             assert news not in digest.text
     finally:
         await h.runtime.close()
+
+
+class Now:
+    """The runtime's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.at = datetime.now(timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+async def test_an_expired_question_is_not_simply_asked_again(tmp_path: Path) -> None:
+    """Before: after the 24 h lifetime the same question asked the owner again at once."""
+    now = Now()
+    h = await open_house(tmp_path / "data", clock=now)
+    try:
+        first = await h.ask("ana", KNEE_Q)
+        assert first.to_owner is not None
+        [c] = await h.store.pending()
+        now.at += timedelta(hours=25)
+        assert [e.id for e in await h.store.expire_due(now.at)] == [c.id]
+        again = await h.ask("ana", KNEE_Q)
+        assert again.text == OPEN_ANSWER and again.to_owner is None
+        [skip] = await h.records("consultation_skipped")
+        assert (skip.body["reason"], skip.body["event"]) == ("expired", c.event_id)
+        # a week after it expired, a new question may ask again (within the bounds)
+        now.at += timedelta(days=7, hours=1)
+        assert (await h.ask("ana", KNEE_Q)).to_owner is not None
+    finally:
+        await h.runtime.close()
+
+
+async def test_keep_private_covers_the_same_news_stored_in_other_events(house: House) -> None:
+    """Before: the same news from three chats was asked three times, "private" each time."""
+    news = "I got the offer from Bergen, I start there in September."
+    turns: Turns = [("owner", news), ("grace", "Congratulations!")]
+    await house.runtime.distiller.ingest(session(turns, sid="b0", participants=["owner", "grace"]))
+    [told] = [f for f in await house.runtime.memory.all() if "Bergen" in f.text]
+    # the same news told in two more chats in other words (cosine 0.86 and 0.87: the same news,
+    # twins.SAME_NEWS, but not the review's near-copies, 0.9), stored as events of their own
+    words = (
+        "Maya accepted the Bergen offer, starting September.",
+        "Maya got the Bergen offer, she starts in September!",
+    )
+    twins = [
+        told.model_copy(
+            update={
+                "id": f"b{i}-f1",
+                "event_id": f"b{i}-e1",
+                "session_id": f"b{i}",
+                "source_turns": [f"b{i}:0"],
+                "text": text,
+            }
+        )
+        for i, text in enumerate(words, start=1)
+    ]
+    await house.runtime.memory.add(twins)
+    question = "Is Maya moving to Bergen?"
+    asked = await house.ask("leo", question)
+    assert asked.to_owner is not None
+    [c] = await house.store.pending()
+    await house.owner(f"/consult {c.id} private")
+    again = await house.ask("leo", question)
+    assert again.to_owner is None and await house.store.pending() == []
+    [skip] = await house.records("consultation_skipped")
+    assert skip.body["reason"].startswith("kept-private:") and skip.body["event"] != c.event_id
+
+
+def test_strangers_heads_ups_are_batched_one_note_per_window() -> None:
+    from bot.headsup import StrangerHeadsUp
+
+    t = [0.0]
+    batch = StrangerHeadsUp(window_s=3600, clock=lambda: t[0])
+    long = "Is Maya pregnant? " * 20 + "\u202e"
+    notes = [batch.add(f"telegram:{9000 + i}", "telegram", 5, long) for i in range(10)]
+    assert notes[0] is not None and notes[1:] == [None] * 9
+    assert notes[0].count("\n") == 1 and "\u202e" not in notes[0]
+    quoted = notes[0].split("\u201c", 1)[1].rsplit("\u201d", 1)[0]
+    assert len(quoted) <= 60
+    t[0] = 3601.0
+    later = batch.add("telegram:9100", "telegram", 5, "hello")
+    assert later is not None and "10 unknown accounts" in later and later.count("\n") == 10
+    assert batch.take() == []

@@ -28,6 +28,7 @@ async def test_a_contacts_words_carry_who_said_them_and_never_widen_the_suggesti
     assert "anyone who asks" not in out.to_owner
     assert "would suggest: nobody." in out.to_owner, out.to_owner
 
+
 async def test_the_note_says_plainly_when_a_question_claims_what_the_fact_does_not(house: House) -> None:
     turns: Turns = [("owner", "Noor handed in her resignation, she leaves the company at the end of March.")]
     await house.runtime.distiller.ingest(session(turns, sid="n1", participants=["owner", "grace"]))
@@ -35,7 +36,6 @@ async def test_the_note_says_plainly_when_a_question_claims_what_the_fact_does_n
     out = await house.ask("ana", "Is Noor leaving for Mars?")
     assert out.to_owner is not None and resignation.id in out.to_owner, out.to_owner
     assert "Their question is not what the fact says: it does not say \u201cMars\u201d." in out.to_owner
-
 
 
 async def test_a_question_the_fact_answers_gets_no_such_line(house: House) -> None:
