@@ -203,7 +203,7 @@ class DelegateAgent:
             return Outbound(note, audit_id=await self._audited(rejected, inbound, sender))
 
         audience = self.audience(inbound)
-        answer, learned = await self._answer(inbound, sender, audience, text)
+        answer, learned, may = await self._answer(inbound, sender, audience, text)
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
         if not unsent and (mode == "hold" or await self._needs_approval(answer)):
@@ -224,7 +224,7 @@ class DelegateAgent:
             latency_ms=round(answer.latency_ms, 1),
         )
         reply = None if unsent else answer.reply
-        if may_consult(self.owner, inbound, sender, audience):
+        if may:
             # after the reply is handed back, never before it (bot/consult_later.py)
             work = consult_after_reply(
                 self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=self._learns
@@ -235,14 +235,16 @@ class DelegateAgent:
 
     async def _answer(
         self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str
-    ) -> tuple[Answer, str | None]:
+    ) -> tuple[Answer, str | None, bool]:
         """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
-        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
+        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again;
+        and whether this reply may consult the owner (``may_consult``)."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
         # the closed facts are looked at after the reply has gone (bot/consult_later.py), except
         # under the owner's opt-in to open without asking, which decides before the reply
-        closed = self._learns and may_consult(self.owner, inbound, sender, audience)
+        may = may_consult(self.owner, inbound, sender, audience)
+        closed = self._learns and may
         answer = await self.engine.answer(
             text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
         )
@@ -252,7 +254,7 @@ class DelegateAgent:
                 text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
             )
         recent.append(f"{sender.recipient.name}: {text}")
-        return answer, learned
+        return answer, learned, may
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
         """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything
