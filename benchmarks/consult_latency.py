@@ -15,9 +15,10 @@ reply queued behind the previous one's look.
 Three ways in: the console connector (in process), Telegram (python-telegram-bot polling the
 loopback Bot API, testkit/fake_telegram.py) and Slack (signed events into the real Bolt app,
 posting to the loopback Web API, testkit/fake_slack.py), each through ``epmem run``'s Service.
-Acceptance: medians within 10% of each other, p95 within 20%.
+Acceptance: medians within 10% of each other, p95 within 20%: per round of 50 questions, and
+over all rounds pooled (``--rounds``: on a busy machine one p95 of 50 moves by 20% on its own).
 
-    .venv/bin/python -m benchmarks.consult_latency --json benchmarks/results/consult_latency.json
+    .venv/bin/python -m benchmarks.consult_latency --rounds 5 --json benchmarks/results/consult_latency.json
 """
 
 from __future__ import annotations
@@ -192,7 +193,21 @@ def summary(seconds: list[float]) -> dict[str, float]:
     }
 
 
-async def measure(way: str, folders: dict[str, Path], questions: int, warmup: int) -> dict[str, Any]:
+def compare(times: dict[str, list[float]]) -> dict[str, Any]:
+    w, wo = summary(times["with"]), summary(times["without"])
+    ratio_median, ratio_p95 = w["median_ms"] / wo["median_ms"], w["p95_ms"] / wo["p95_ms"]
+    return {
+        "questions": len(times["with"]),
+        "with_closed_fact": w,
+        "without": wo,
+        "ratio_median": round(ratio_median, 3),
+        "ratio_p95": round(ratio_p95, 3),
+        "medians_within_10pct": abs(ratio_median - 1) <= 0.10,
+        "p95_within_20pct": abs(ratio_p95 - 1) <= 0.20,
+    }
+
+
+async def measure(way: str, folders: dict[str, Path], questions: int, warmup: int) -> dict[str, list[float]]:
     """``questions`` per condition, interleaved; ``warmup`` pairs first, not counted."""
     times: dict[str, list[float]] = {c: [] for c in CONDITIONS}
     async with AsyncExitStack() as stack:
@@ -207,39 +222,46 @@ async def measure(way: str, folders: dict[str, Path], questions: int, warmup: in
                     times[c].append(elapsed)
         opened = await bots["with"].runtime.audit.records(kind="consultation")
         control = await bots["without"].runtime.audit.records(kind="consultation")
-    w, wo = summary(times["with"]), summary(times["without"])
-    ratio_median, ratio_p95 = w["median_ms"] / wo["median_ms"], w["p95_ms"] / wo["p95_ms"]
-    return {
-        "questions": questions,
-        "with_closed_fact": w,
-        "without": wo,
-        "ratio_median": round(ratio_median, 3),
-        "ratio_p95": round(ratio_p95, 3),
-        "medians_within_10pct": abs(ratio_median - 1) <= 0.10,
-        "p95_within_20pct": abs(ratio_p95 - 1) <= 0.20,
-        # that the closed fact was there to be found: consultations it opened (bounded per contact)
-        "consultations_opened": {"with": len(opened), "without": len(control)},
-    }
+    if not opened or control:  # the closed fact was there to be found, and only there
+        raise RuntimeError(f"consultations opened: with {len(opened)}, without {len(control)}")
+    return times
 
 
-async def run(questions: int, warmup: int, ways: list[str]) -> dict[str, Any]:
+async def run(questions: int, warmup: int, ways: list[str], rounds: int = 1) -> dict[str, Any]:
+    """Each way ``rounds`` times, each round on fresh copies of the two folders; every round's
+    figures, and all rounds pooled (a busy machine moves a p95 of 50 a lot)."""
     with tempfile.TemporaryDirectory(prefix="epmem-consult-latency-") as tmp:
         built = {c: Path(tmp) / c for c in CONDITIONS}
         for c, path in built.items():
             await make_folder(path, closed=c == "with")
-        results = {}
-        for way in ways:  # each way on fresh copies: the consultations of one do not bound the next
-            folders = {c: Path(shutil.copytree(built[c], Path(tmp) / way / c)) for c in CONDITIONS}
-            results[way] = await measure(way, folders, questions, warmup)
+        results: dict[str, Any] = {}
+        for way in ways:
+            pooled: dict[str, list[float]] = {c: [] for c in CONDITIONS}
+            each = []
+            for r in range(rounds):  # fresh copies: one round's consultations do not bound the next
+                folders = {c: Path(shutil.copytree(built[c], Path(tmp) / f"{way}-{r}" / c)) for c in CONDITIONS}
+                times = await measure(way, folders, questions, warmup)
+                each.append(compare(times))
+                for c in CONDITIONS:
+                    pooled[c] += times[c]
+            results[way] = {"rounds": each, "pooled": compare(pooled)}
     return {
         "benchmark": "consult_first_reply_latency",
         "backend": "rules",
+        "questions_per_round": questions,
+        "rounds": rounds,
         "warmup_pairs": warmup,
         "acceptance": "medians within 10%, p95 within 20%",
-        "passed": all(r["medians_within_10pct"] and r["p95_within_20pct"] for r in results.values()),
+        "passed_every_round": all(
+            r["medians_within_10pct"] and r["p95_within_20pct"] for w in results.values() for r in w["rounds"]
+        ),
+        "passed_pooled": all(
+            w["pooled"]["medians_within_10pct"] and w["pooled"]["p95_within_20pct"] for w in results.values()
+        ),
         **results,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -248,10 +270,11 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50, help="per condition")
     parser.add_argument("--warmup", type=int, default=4, help="pairs first, not counted")
     parser.add_argument("--way", action="append", choices=tuple(WAYS), help="default: all three")
+    parser.add_argument("--rounds", type=int, default=1, help="each on fresh folders; pooled too")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
     configure_logging("WARNING", "console")
-    result = asyncio.run(run(args.questions, args.warmup, args.way or list(WAYS)))
+    result = asyncio.run(run(args.questions, args.warmup, args.way or list(WAYS), args.rounds))
     write_json(result, args.json)
 
 

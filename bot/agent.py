@@ -224,14 +224,16 @@ class DelegateAgent:
             latency_ms=round(answer.latency_ms, 1),
         )
         reply = None if unsent else answer.reply
-        if may:
-            # after the reply is handed back, never before it (bot/consult_later.py)
-            work = consult_after_reply(
-                self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=self._learns
+        after = None
+        if may:  # once the connector has handed the reply to the platform (bot/consult_later.py)
+            after = self.later.when_sent(
+                lambda: consult_after_reply(
+                    self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=self._learns
+                ),
+                name=f"consult-{audit_id}",
             )
-            self.later.start(work, name=f"consult-{audit_id}")
         notes = [n for n in (learned, self._probe_note(inbound, sender, text, answer)) if n]
-        return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None)
+        return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None, after=after)
 
     async def _answer(
         self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str

@@ -123,7 +123,7 @@ class Service:
             self._remember(inbound)
             if out.to_owner and not outbox.reaches_owner(platform):
                 await outbox.tell_owner(out.to_owner, out.actions)
-                return Outbound(out.text, audit_id=out.audit_id)
+                return Outbound(out.text, audit_id=out.audit_id, after=out.after)
             return out
 
         return handle

@@ -69,6 +69,7 @@ class House:
         agent's background look: bot/consult_later.py) as if they had come with it."""
         before = len(self.sent.notes)
         out = await self.runtime.agent.handle(ask(who, text, *others))
+        out.delivered()  # as a connector does once the reply is out
         await self.runtime.agent.later.drain()
         later = self.sent.notes[before:]
         if not later:

@@ -47,6 +47,7 @@ async def flooded_house(data: Path, **settings: object) -> House:
 async def ask_as(h: House, identity: str, text: str) -> Outbound:
     platform = identity.split(":", 1)[0]
     out = await h.runtime.agent.handle(ask(identity, text, platform=platform))
+    out.delivered()  # as a connector does once the reply is out
     if out.to_owner:  # what the connector would send the owner with the reply (heads-ups)
         h.sent.notes.append((out.to_owner, out.actions))
     await h.runtime.agent.later.drain()
@@ -68,6 +69,8 @@ async def test_the_reply_is_handed_back_before_closed_facts_are_looked_at(house:
     assert await house.store.pending() == [] and house.sent.notes == []
     [reply] = await house.records("reply")
     assert "closed_would_answer" not in reply.body
+    assert agent.later.running == 0
+    out.delivered()  # the connector has handed the reply to the platform: only now the look
     assert agent.later.running == 1
     await agent.later.drain()
     [c] = await house.store.pending()
