@@ -42,11 +42,17 @@ class Background:
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
+        #: how many have finished (a test waits for the look after a reply it saw arrive).
+        self.finished = 0
 
     def start(self, work: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.create_task(work, name=name)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self.finished += 1
 
     def when_sent(self, work: Callable[[], Coroutine[Any, Any, None]], name: str) -> Callable[[], None]:
         """What starts ``work`` once (``Outbound.after``: the connector calls it when the reply
