@@ -10,7 +10,10 @@ opens; ``without`` holds the house example alone. The same 50 questions (rotatin
 contacts who all get the same open answer) go to both, interleaved one by one, the order of
 each pair alternating, so that machine noise hits both conditions alike. Between two
 measurements each folder's background look is awaited: each figure is a first reply, not a
-reply queued behind the previous one's look.
+reply queued behind the previous one's look. A reply is timed to the moment the platform
+received it (the fake's own stamp of the call; the console: the write of the reply), not to
+when the measuring coroutine woke: it shares the event loop with the bot, and the look after
+the reply may run in between, which no real asker would see.
 
 Three ways in: the console connector (in process), Telegram (python-telegram-bot polling the
 loopback Bot API, testkit/fake_telegram.py) and Slack (signed events into the real Bolt app,
@@ -90,16 +93,28 @@ class Bot:
     ask: Ask
 
 
+class Stamped(io.StringIO):
+    """The console's stdout, noting when the reply was written (the asker's moment)."""
+
+    written: float | None = None
+
+    def write(self, text: str) -> int:
+        if self.written is None:
+            self.written = time.perf_counter()
+        return super().write(text)
+
+
 @asynccontextmanager
 async def console_bot(data: Path) -> AsyncIterator[Bot]:
     runtime = await house_runtime(data, load=False)
-    out = io.StringIO()
 
     async def ask(who: str, text: str) -> float:
+        out = Stamped()
         console = ConsoleConnector(f"console:{who}", runtime.agent.handle, stdout=out, stderr=io.StringIO())
         started = time.perf_counter()
-        await console.handle_line(text)  # returns once the reply is written
-        return time.perf_counter() - started
+        await console.handle_line(text)
+        assert out.written is not None, "no reply"
+        return out.written - started
 
     try:
         yield Bot(runtime, ask)
@@ -134,14 +149,22 @@ async def served(data: Path, env: dict[str, str]) -> AsyncIterator[tuple[Runtime
 @asynccontextmanager
 async def telegram_bot(data: Path) -> AsyncIterator[Bot]:
     async with FakeTelegram() as tg, served(data, tg.service_env(EPMEM_SEND_PACING="0")) as (runtime, _):
+        tg.clock = time.perf_counter  # stamps each call as the Bot API receives it
 
         async def ask(who: str, text: str) -> float:
-            chat = TG[who]
+            chat, calls = TG[who], len(tg.calls)
             before = sum(1 for m in tg.sent_messages if m["chat"]["id"] == chat)
             started = time.perf_counter()
             tg.private_text(FakeTelegram.user(chat, who.title()), text)
             await tg.wait_for(lambda: sum(1 for m in tg.sent_messages if m["chat"]["id"] == chat) > before, TIMEOUT_S)
-            return time.perf_counter() - started
+            # when the reply reached the platform, not when this coroutine woke (it shares the
+            # event loop with the bot, and the look after the reply may run in between)
+            [at, *_] = [
+                tg.call_times[i][1]
+                for i in range(calls, len(tg.calls))
+                if tg.calls[i][0] == "sendMessage" and str(tg.calls[i][1].get("chat_id")) == str(chat)
+            ]
+            return at - started
 
         yield Bot(runtime, ask)
 
@@ -164,9 +187,10 @@ async def slack_bot(data: Path) -> AsyncIterator[Bot]:
             assert isinstance(connector, SlackConnector)
             sender = SlackSender(SECRET, lambda: connector.port)
             events = iter(range(1, 1_000_000))
+            api.clock = time.perf_counter  # stamps each call as the Web API receives it
 
             async def ask(who: str, text: str) -> float:
-                channel, n = f"D{SLACK[who]}", next(events)
+                channel, n, calls = f"D{SLACK[who]}", next(events), len(api.calls)
                 before = len(api.posts(channel))
                 message = im_message(SLACK[who], text, channel=channel, ts=f"17000{n:05d}.000100")
                 started = time.perf_counter()
@@ -174,7 +198,12 @@ async def slack_bot(data: Path) -> AsyncIterator[Bot]:
                 if status != 200:
                     raise RuntimeError(f"the bot answered HTTP {status} to a signed event: {body}")
                 await api.wait_for(lambda: len(api.posts(channel)) > before, TIMEOUT_S)
-                return time.perf_counter() - started
+                [at, *_] = [  # when the reply reached the platform (as on Telegram)
+                    api.call_times[i][1]
+                    for i in range(calls, len(api.calls))
+                    if api.calls[i].method == "chat.postMessage" and api.calls[i].params.get("channel") == channel
+                ]
+                return at - started
 
             yield Bot(runtime, ask)
     finally:
