@@ -21,7 +21,7 @@ posting to the loopback Web API, testkit/fake_slack.py), each through ``epmem ru
 Acceptance: medians within 10% of each other, p95 within 20%: per round of 50 questions, and
 over all rounds pooled (``--rounds``: on a busy machine one p95 of 50 moves by 20% on its own).
 
-    .venv/bin/python -m benchmarks.consult_latency --rounds 5 --json benchmarks/results/consult_latency.json
+    .venv/bin/python -m benchmarks.consult_latency --rounds 8 --json benchmarks/results/consult_latency.json
 """
 
 from __future__ import annotations
