@@ -37,7 +37,7 @@ from epmem.policy.model import STRANGER_ID
 from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
-from benchmarks import pipeline, review_oracle
+from benchmarks import heard, pipeline, review_oracle
 from benchmarks.consult_oracle import ConsultOracle
 from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm, model_chooses
@@ -107,6 +107,11 @@ class Tally:
     #: the question it repeated left out (the asker's own words).
     model_output_leaks: int = 0
     slowest_reply_ms: float = 0.0
+    #: heard it from you (benchmarks/heard.py): facts told because a reader heard them said, and
+    #: of the gold may facts those every reader heard (pipeline mode).
+    heard_opened: int = 0
+    heard_may: int = 0
+    heard_may_total: int = 0
     #: replies in file order (follow-ups too), and those after which some reader had been told,
     #: across replies, facts of one matter they may not know together (benchmarks/conversation.py).
     conversation_n: int = 0
@@ -155,7 +160,11 @@ class Tally:
                 "on_question": self.consult_on_question,
                 "stories": self.consult_stories,
                 "learned": self.consult_learned,
+                "useful_share": ratio(self.consult_useful, self.consult_asked, 0.0),
             }
+        if self.sessions:  # pipeline modes
+            extra["heard_opened"] = self.heard_opened
+            extra["heard_ceiling"] = ratio(self.heard_may, self.heard_may_total, 0.0)
         return {
             "classify": {
                 "n": self.classify_n,
@@ -306,6 +315,7 @@ async def count_reply(runtime: Runtime, audit_id: str | None, tally: Tally, wher
     calls = int(record.body.get("llm", {}).get("calls", 0))
     has_content = bool(record.body.get("candidates")) and any(c.get("used") for c in record.body["candidates"])
     tally.reply_calls += calls
+    tally.heard_opened += heard.heard_opened(record.body)
     if has_content:
         tally.replies += 1
     else:
@@ -581,6 +591,7 @@ async def run_scenario(
                         asked.learned,
                     )
                     tally.gold_facts = len(scenario.facts)
+                tally.heard_may, tally.heard_may_total = heard.heard_ceiling(scenario)
                 facts = await runtime.memory.all()
                 score_classify_pipeline(scenario, facts, tally)
                 score_permit(scenario, tally, facts)

@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     #: the old behaviour, off by default (README "What opens a fact"): a fact from a conversation
     #: is open to its category's audience as soon as the rules settle it, without the owner's word.
     open_by_category: bool = False
+    #: heard it from you (docs/DESIGN.md sec. 3): a fact the owner has not decided about is
+    #: open to the people who heard it said, unless a cue or the owner shut them out. The
+    #: owner's /heard turns it off for a fact, a contact or entirely.
+    heard_it: bool = True
     #: consultations (bot/consulting.py): how long one waits for the owner, how many may be open
     #: per asker, and whether a stranger's question may consult the owner at all.
     consult_ttl_hours: float = Field(default=24.0, gt=0)

@@ -20,7 +20,7 @@ loses at most the open chunks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from itertools import count
 
@@ -48,9 +48,10 @@ class LiveSessions:
         self._lock = asyncio.Lock()
         self._writing: set[asyncio.Task[list[Session]]] = set()
 
-    def record(self, inbound: Inbound, sender: Resolved) -> None:
+    def record(self, inbound: Inbound, sender: Resolved, readers: Sequence[Resolved] = ()) -> None:
         """Keep one message. A session it completes is stored in the background, so the reply
-        never waits for embedding and extraction (:meth:`settle` waits for it)."""
+        never waits for embedding and extraction (:meth:`settle` waits for it). ``readers``:
+        everyone the platform says read it (heard it from you: who heard it said)."""
         if (
             sender.is_owner
             or sender.contact_id == STRANGER_ID
@@ -70,6 +71,7 @@ class LiveSessions:
             text=inbound.text.strip(),
             time=when,
             source=f"live:{inbound.platform}",
+            readers=tuple(dict.fromkeys(r.contact_id for r in readers if r.contact_id != STRANGER_ID)),
         )
         self._last[message.chat_id] = when
         done = self.stream.feed(message)

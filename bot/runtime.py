@@ -321,6 +321,7 @@ class Runtime:
             knowledge,
             per_matter=settings.composite_scope == "matter",
             chooser=chooser,
+            heard_it=settings.heard_it,
         )
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
         distiller = Distiller(

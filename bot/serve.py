@@ -131,7 +131,9 @@ class Service:
     def _remember(self, inbound: Inbound) -> None:
         """What a contact told the bot goes into memory like an import (bot/live.py)."""
         try:
-            self.runtime.live.record(inbound, self.runtime.owner.directory.resolve(inbound.sender))
+            directory = self.runtime.owner.directory
+            readers = directory.readers(inbound.readers())
+            self.runtime.live.record(inbound, directory.resolve(inbound.sender), readers)
         except Exception:
             log.exception("live.record_failed")
 

@@ -90,6 +90,10 @@ class House:
 
 
 async def open_house(data: Path, **settings: Any) -> House:
+    """The house with Grace's two chats taken in. Grace heard both said, so with heard it from
+    you on she would be told them back and never consulted about them: the consultation tests
+    turn it off unless they pass ``heard_it=True`` (tests/bot/test_heard_it.py does)."""
+    settings.setdefault("heard_it", False)
     runtime = await house_runtime(data, **settings)
     await runtime.distiller.ingest(session(KNEE, sid="s8", participants=["owner", "grace"]))
     await runtime.distiller.ingest(session(PROMOTION, sid="s9", participants=["owner", "grace"]))

@@ -13,8 +13,10 @@ def session(
     participants: list[str] | None = None,
     members: list[str] | None = None,
     kind: str = "direct",
+    present: list[str] | None = None,
 ) -> Session:
-    """``turns``: (speaker, text) or (speaker, text, reply_to index)."""
+    """``turns``: (speaker, text) or (speaker, text, reply_to index); ``present``: who heard
+    it said (by default everyone in the chat)."""
     speakers = list(dict.fromkeys([OWNER_ID, *(t[0] for t in turns)]))
     built = [
         Turn(
@@ -37,4 +39,5 @@ def session(
         participants=participants or speakers,
         members=members or participants or speakers,
         turns=built,
+        present=present if present is not None else (members or participants or speakers),
     )

@@ -4,8 +4,10 @@ For every (question, asker) pair and every gold fact the asker may know, the sta
 reply to that pair (before the consultation it leads to is answered) falls in one class:
 
 - ``told``: the reply tells a carrier (an extracted fact with the gold fact's canary);
+- ``heard``: the reply tells a carrier because every reader heard it said (heard it from you);
 - ``no-carrier``: nothing extracted carries it (no consultation can help);
 - ``not-recalled``: carriers exist, recall does not bring any of them to the question;
+- ``held-back``: a carrier is open to the asker and chosen, and the composite rule held it back;
 - ``open-not-chosen``: a carrier is open to the asker, and the relevance step chose other facts;
 - ``consulted``: a closed carrier is among the facts the consultation would ask about;
 - ``other-consulted``: carriers are closed, the consultation would ask about other facts;
@@ -53,12 +55,15 @@ from epmem.scenario import Scenario, scenario_files
 
 import bot.agent
 from benchmarks import consult_oracle, pipeline, scenario_bench
+from benchmarks.heard import HEARD_REASON
 from bot.runtime import embedder_from_settings
 
 CLASSES = (
     "told",
+    "heard",
     "no-carrier",
     "not-recalled",
+    "held-back",
     "open-not-chosen",
     "consulted",
     "other-consulted",
@@ -80,13 +85,14 @@ def classify(carriers: Sequence[Fact], recalled: set[str], answer: Answer) -> st
     if not carriers:
         return "no-carrier"
     ids = {f.id for f in carriers}
-    if ids & {d.fact.id for d in answer.used}:
-        return "told"
+    told = [d for d in answer.used if d.fact.id in ids]
+    if told:
+        return "heard" if any(HEARD_REASON in v.explain() for d in told for _, v in d.verdicts) else "told"
     here = [f for f in carriers if f.id in recalled]
     if not here:
         return "not-recalled"
     if {f.id for f in here} & {d.fact.id for d in answer.projection.decisions if d.allowed}:
-        return "open-not-chosen"
+        return "held-back" if {f.id for f in here} & {h.fact_id for h in answer.held} else "open-not-chosen"
     if not any(f.undecided for f in here):
         return "kept"
     if {f.id for f in here} & set(answer.consult):

@@ -164,6 +164,7 @@ def audit_serve(
             token,
             secure_cookie=not is_loopback(host),
             session_ttl_s=session_hours * 3600,
+            heard_it=s.heard_it,
         )
         run_page(config, host, port, sys.stdout, generated)
     except OSError as exc:

@@ -11,6 +11,7 @@ from bot.commands import (
     consult,
     contacts,
     exceptions,
+    heard,
     inspect,
     matters,
     memory,
@@ -33,7 +34,20 @@ from bot.commands.registry import (
 )
 
 #: the order /help lists them in.
-MODULES = (exceptions, inspect, memory, answering, platforms, contacts, schedule, annotations, matters, review, consult)
+MODULES = (
+    exceptions,
+    heard,
+    inspect,
+    memory,
+    answering,
+    platforms,
+    contacts,
+    schedule,
+    annotations,
+    matters,
+    review,
+    consult,
+)
 
 
 def owner_commands() -> CommandRegistry:

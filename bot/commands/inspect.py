@@ -122,10 +122,26 @@ def _held_lines(rows: list[dict[str, Any]]) -> list[str]:
 async def who_knows(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     if not rest:
         raise UsageError()
-    ledger = await owner.audit.who_knows(rest.strip())
-    if not ledger:
-        return f"Nobody has been told {rest.strip()} by me."
-    return "\n".join(f"{d.time[:19]} {d.recipient} was told {d.fact_id} (audit {d.audit_id})" for d in ledger)
+    target = rest.strip()
+    ledger = await owner.audit.who_knows(target)
+    lines = [f"{d.time[:19]} {d.recipient} was told {d.fact_id} (audit {d.audit_id})" for d in ledger]
+    lines = lines or [f"Nobody has been told {target} by me."]
+    return "\n".join(lines + await _heard_lines(owner, target))
+
+
+async def _heard_lines(owner: OwnerServices, target: str) -> list[str]:
+    """Who heard the fact (or the event's facts) said and may be told it back while you have not
+    decided (heard it from you), as the calculus counts them now."""
+    fact = await owner.memory.get(target)
+    facts = [fact] if fact is not None else await owner.memory.by_event([target])
+    rulebook = await owner.engine.rulebook()
+    out = []
+    for f in facts:
+        heard = rulebook.gate(f).heard
+        if heard:
+            who = ", ".join(sorted(heard))
+            out.append(f"{f.id}: {who} heard it said ({f.heard_in}): I may tell them it back until you decide (/heard)")
+    return out
 
 
 @commands.command("facts", "[WORDS]", summary="list facts (those with all the words)")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
+from epmem.ingest.topics import holds_secret
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
 from epmem.memory.recall import FactMemory
@@ -81,6 +82,54 @@ def present(session: Session) -> list[str]:
     group (they all saw the owner's messages), not only the counterpart."""
     people = session.members or session.participants
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+def listeners(session: Session) -> list[str]:
+    """Who heard it said (heard it from you, docs/DESIGN.md sec. 3): the readers a live
+    platform named when it was said (``Session.present``); else the conversation's other party:
+    in a direct chat, the person it was with; in a group, the one the owner was talking with
+    (the sub-session's counterpart: the message answered, the person named, else the one who
+    spoke just before). An export names no members, and a bystander in a busy group may not
+    have read a remark meant for someone else: where unsure, fewer people heard it."""
+    people = session.present or session.participants
+    return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+#: the owner describing what they tell (or told) someone else: "I'll tell your sister the money
+#: went on the transmission", "I told the firm I'm doing a course", "我跟他们说是装修".
+_TELLING = re.compile(
+    r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
+    r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
+    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)",
+    re.IGNORECASE,
+)
+_ASKED_WHAT_TOLD = re.compile(
+    r"\bwhat\s+(?:did|will|do)\s+you\s+(?:tell|say)|你(?:跟|和|对)[^？?]{0,8}(?:怎么说|说了什么)", re.I
+)
+
+
+def describes_a_telling(session: Session, turns: Sequence[int]) -> bool:
+    """Whether the message says what the owner tells someone else, or answers "what did you
+    tell them?": whoever heard the owner describe a story knows the truth behind it, and the
+    words are not news to retell (heard it from you stays shut)."""
+    by_msg = {t.msg_id: t for t in session.turns}
+    for i in turns:
+        if not 0 <= i < len(session.turns):
+            continue
+        turn = session.turns[i]
+        if _TELLING.search(turn.text):
+            return True
+        asked = by_msg.get(turn.reply_to or "")
+        if asked is not None and _ASKED_WHAT_TOLD.search(asked.text):
+            return True
+    return False
+
+
+def heard_label(session: Session) -> str:
+    """Where it was heard, for the audit's reason: the kind of chat and the day, nothing said in it."""
+    start = session.start
+    day = f" of {start:%Y-%m-%d}" if start else ""
+    return f"the {'group chat' if session.chat_kind == 'group' else 'chat'}{day}"
 
 
 def owner_named(session: Session, names: ContactNames) -> set[str]:
@@ -185,6 +234,16 @@ class Finalizer(ReadsPolicy):
                 whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
                 c = Clamped(c.category, level, c.domain, c.notes)
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
+            # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
+            # not known yet, so nobody hears it back until the model (or the owner) has read it
+            shut = (
+                never
+                or version == "cover"
+                or state == "pending"
+                or holds_secret(d.text)
+                or describes_a_telling(session, d.source_turns)
+            )
+            heard_by = self._heard_by(session, shut, blacklist)
             closed = not self.open_by_category
             if closed:
                 shared = bool(d.source_turns) and per_turn[d.source_turns[0]] > 1
@@ -212,9 +271,19 @@ class Finalizer(ReadsPolicy):
                     proposed_whitelist=proposed,
                     closed=closed,
                     stated_by=stated_by(session, d.source_turns),
+                    heard_by=heard_by,
+                    heard_in=heard_label(session) if heard_by else None,
                 )
             )
         return facts, notes
+
+    def _heard_by(self, session: Session, shut: bool, blacklist: Sequence[str]) -> list[str]:
+        """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts
+        out; nobody for a never-share fact, a cover story or a secret such as a door code (``shut``)."""
+        if shut:
+            return []
+        denied = {m for b in blacklist for m in self.policy.groups.get(b, [b])}
+        return [p for p in listeners(session) if p in self.policy.contacts and p not in denied]
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the

@@ -57,6 +57,13 @@ class Fact(BaseModel):
     #: (epmem/ingest/review.py ``_suggested``), and the owner is shown "X said:" before them.
     #: None: the owner's own words, or facts the owner wrote.
     stated_by: str | None = None
+    #: heard it from you (docs/DESIGN.md sec. 3): the contacts who were there when it was said
+    #: (the other party of a direct chat; in a group, who was present), and where ("the chat
+    #: of 2026-03-01"). While the fact is undecided, telling them what they heard reveals
+    #: nothing: the calculus lets them in (never on a never-share category or against a deny).
+    #: Only a truth is heard: whoever heard the owner describe a cover story knows the truth.
+    heard_by: list[str] = Field(default_factory=list)
+    heard_in: str | None = None
 
     def effective_level(self) -> int:
         """Pending, closed or level-less facts count as L0: until settled, nobody may hear them

@@ -47,6 +47,9 @@ class Message:
     mentions: tuple[str, ...] = ()
     edited: bool = False
     source: str = ""
+    #: who read it when it was sent, where the platform said so (a live group's roster, as
+    #: person ids); an export names nobody, and then only the people who wrote count.
+    readers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,10 @@ class Session:
     participants: list[str]
     members: list[str]
     turns: list[Turn] = field(default_factory=list)
+    #: who read it when it was said, as a live platform named them (a group's roster at the
+    #: time; heard it from you, docs/DESIGN.md sec. 3). Empty for an export, which names no
+    #: members: then only the conversation's other party counts (epmem.ingest.extract.listeners).
+    present: list[str] = field(default_factory=list)
     chat_title: str | None = None
     #: the chat session a group sub-session was cut from (facts may name either).
     origin_id: str | None = None
@@ -130,6 +137,7 @@ class Session:
             "chat_title": self.chat_title,
             "participants": self.participants,
             "members": self.members,
+            "present": self.present,
             "origin_id": self.origin_id,
             "source": self.source,
             "start": start.isoformat() if start else None,
@@ -201,7 +209,12 @@ def _chrono(m: Message) -> tuple[bool, float, tuple[int, str]]:
 
 
 def _session(
-    sid: str, msgs: Sequence[Message], participants: list[str], members: list[str], origin: str | None
+    sid: str,
+    msgs: Sequence[Message],
+    participants: list[str],
+    members: list[str],
+    origin: str | None,
+    present: list[str],
 ) -> Session:
     first = msgs[0]
     s = Session(
@@ -211,6 +224,7 @@ def _session(
         chat_kind=first.chat_kind,
         participants=participants,
         members=members,
+        present=present,
         chat_title=first.chat_title,
         origin_id=origin,
         source=first.source,
@@ -283,11 +297,14 @@ class SessionStream:
         chunk = sorted(chunk, key=_chrono)
         members = sorted(self._members[key])
         base = self.session_ids.get(chat_id) or stable_id(platform, chat_id, chunk[0].msg_id)
+        # a live platform's roster per message: whoever read every message of the conversation
+        rosters = [set(m.readers) for m in chunk if m.readers]
+        present = sorted(set.intersection(*rosters) - {OWNER_ID}) if rosters else []
         if chunk[0].chat_kind == "direct":
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
-            return [_session(base, chunk, people, members, None)]
+            return [_session(base, chunk, people, members, None, present)]
         return [
-            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base)
+            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present)
             for counterpart, thread in sorted(_group_threads(chunk).items())
         ]
 

@@ -6,7 +6,17 @@ file, which is never rewritten; ``holder`` keeps the one effective policy every 
 ``directory`` resolves platform identities to contacts.
 """
 
-from epmem.policy.calculus import STRANGER, Composite, Gate, Recipient, Rulebook, Verdict, audience_allows, judge
+from epmem.policy.calculus import (
+    STRANGER,
+    Composite,
+    Gate,
+    HeardIt,
+    Recipient,
+    Rulebook,
+    Verdict,
+    audience_allows,
+    judge,
+)
 from epmem.policy.directory import UNKNOWN_STRANGER, Directory, Resolved
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import (
@@ -40,6 +50,7 @@ __all__ = [
     "Contact",
     "Directory",
     "Gate",
+    "HeardIt",
     "Domain",
     "InfoLevel",
     "judge",

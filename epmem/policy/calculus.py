@@ -37,7 +37,35 @@ class Judged(Protocol):
     def settled_open(self) -> bool: ...
     @property
     def covers(self) -> str | None: ...
+    @property
+    def undecided(self) -> bool: ...
+    @property
+    def heard_by(self) -> list[str]: ...
+    @property
+    def heard_in(self) -> str | None: ...
     def effective_level(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HeardIt:
+    """Heard it from you: an undecided fact is open to the contacts who heard it said
+    (``Fact.heard_by``), because telling people what they were told reveals nothing to them.
+    It opens rules 2-4 like a whitelist entry, so a never-share category and a deny (blacklist,
+    a secrecy cue naming them, the owner's exception) still shut it; once the owner has decided
+    about the fact, the decision alone counts. The owner may turn it off entirely, for some
+    facts or events, or for some contacts (``/heard``)."""
+
+    enabled: bool = True
+    off_facts: frozenset[str] = frozenset()
+    off_contacts: frozenset[str] = frozenset()
+
+    def listeners(self, fact: Judged) -> list[str]:
+        if not self.enabled or not fact.undecided or fact.id in self.off_facts or fact.event_id in self.off_facts:
+            return []
+        return [c for c in fact.heard_by if c not in self.off_contacts]
+
+
+HEARD_OFF = HeardIt(enabled=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +100,10 @@ class Gate:
     never_share: bool = False
     allow: Mapping[str, str] = field(default_factory=dict)
     deny: Mapping[str, str] = field(default_factory=dict)
+    #: contact -> where they heard it said (:class:`HeardIt`). It opens rules 2-4 for the fact
+    #: told alone, never as part of a composite: hearing two things said does not make their
+    #: combination the owner's to tell, so a composite still needs a decision on every part.
+    heard: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +133,10 @@ _DENY = {2: Verdict(False, 2), 3: Verdict(False, 3), 4: Verdict(False, 4)}
 _ALLOW_DEFAULT = Verdict(True, 5)
 
 
-def _judge(gate: Gate, r: Recipient, level: int, domain: str | None) -> Verdict:
+def _judge(gate: Gate, r: Recipient, level: int, domain: str | None, alone: bool = True) -> Verdict:
     """Rules 0-5 with the gate (level, domain) given explicitly, so composites can substitute
-    their ceiling while keeping the fact's own never-share flag and exception lists."""
+    their ceiling while keeping the fact's own never-share flag and exception lists; ``alone``:
+    the fact is told by itself (only then does having heard it open it)."""
     if gate.never_share:
         return _DENY_NEVER
     deny = gate.deny.get(r.id)
@@ -118,6 +151,8 @@ def _judge(gate: Gate, r: Recipient, level: int, domain: str | None) -> Verdict:
     else:
         return _ALLOW_DEFAULT
     allow = gate.allow.get(r.id)
+    if allow is None and alone:
+        allow = gate.heard.get(r.id)
     if allow is not None:
         return Verdict(True, rule, allow)
     return _DENY[rule]
@@ -168,14 +203,16 @@ class Composite:
         return cls(tuple(gates), level, domain)
 
     def allows(self, r: Recipient) -> bool:
-        return all(_judge(g, r, self.level, self.domain).allowed for g in self.gates)
+        alone = len(self.gates) == 1
+        return all(_judge(g, r, self.level, self.domain, alone).allowed for g in self.gates)
 
 
 def judge_composite(gates: Sequence[Gate] | Composite, r: Recipient) -> CompositeVerdict:
     """Several facts told together: each judged against the composite's ceiling, with the
     reason per fact (used by the tests; see :class:`Composite` for who calls what)."""
     comp = gates if isinstance(gates, Composite) else Composite.of(gates)
-    parts = tuple((g.fact_id, _judge(g, r, comp.level, comp.domain)) for g in comp.gates)
+    alone = len(comp.gates) == 1
+    parts = tuple((g.fact_id, _judge(g, r, comp.level, comp.domain, alone)) for g in comp.gates)
     return CompositeVerdict(all(v.allowed for _, v in parts), parts)
 
 
@@ -202,8 +239,10 @@ class Rulebook:
         policy: Policy,
         exceptions: Sequence[PolicyException] = (),
         now: datetime | None = None,
+        heard: HeardIt = HeardIt(),
     ) -> None:
         self.policy = policy
+        self.heard = heard
         self.now = now or datetime.now(timezone.utc)
         self._groups = {gid: frozenset(members) for gid, members in policy.groups.items()}
         self._recipients = {
@@ -249,6 +288,7 @@ class Rulebook:
             for entry in exc.who:
                 for cid in self.members(entry):
                     into.setdefault(cid, f"exception:{index}:{exc.effect} {entry} on {kind} {target}")
+        heard = {cid: f"heard it in {fact.heard_in or 'a chat with you'}" for cid in self.heard.listeners(fact)}
         return Gate(
             fact_id=fact.id,
             level=fact.effective_level(),
@@ -256,6 +296,7 @@ class Rulebook:
             never_share=self.is_never_share(fact.category),
             allow=allow,
             deny=deny,
+            heard=heard,
         )
 
 

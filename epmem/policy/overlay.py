@@ -17,6 +17,7 @@ from typing import Any
 
 import aiosqlite
 
+from epmem.policy.calculus import HeardIt
 from epmem.policy.model import PolicyException
 from epmem.sqlite import Migration, MigrationSet
 
@@ -51,6 +52,10 @@ MIGRATIONS = MigrationSet(
 )
 
 
+#: the owner's switch for heard it from you (:class:`epmem.policy.calculus.HeardIt`).
+HEARD_FLAG = "heard_it"
+
+
 class Overlay:
     def __init__(self, db: aiosqlite.Connection) -> None:
         self.db = db
@@ -80,6 +85,27 @@ class Overlay:
         await self.db.execute(
             "INSERT INTO flags(name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
             (name, json.dumps(value)),
+        )
+
+    async def heard_it(self, enabled: bool = True) -> HeardIt:
+        """Heard it from you as the owner set it (``/heard``): ``enabled`` is the deployment's
+        setting (``EPMEM_HEARD_IT``), which the owner's own switch overrides."""
+        raw = await self.get_flag(HEARD_FLAG, {})
+        body = raw if isinstance(raw, dict) else {}
+        return HeardIt(
+            enabled=bool(body.get("enabled", enabled)),
+            off_facts=frozenset(str(x) for x in body.get("off_facts", [])),
+            off_contacts=frozenset(str(x) for x in body.get("off_contacts", [])),
+        )
+
+    async def set_heard_it(self, heard: HeardIt) -> None:
+        await self.set_flag(
+            HEARD_FLAG,
+            {
+                "enabled": heard.enabled,
+                "off_facts": sorted(heard.off_facts),
+                "off_contacts": sorted(heard.off_contacts),
+            },
         )
 
     async def contact_overrides(self) -> dict[str, dict[str, Any]]:

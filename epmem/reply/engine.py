@@ -93,10 +93,13 @@ class PrivacyEngine(ReadsPolicy):
         knowledge: Knowledge | None = None,
         per_matter: bool = False,
         chooser: ModelChooser | None = None,
+        heard_it: bool = True,
     ) -> None:
         """``knowledge``: what readers already know, by matter (None: each reply judged alone);
         ``per_matter``: one reply's facts judged matter by matter (epmem/reply/composite.py);
-        ``chooser``: the model chooses which allowed facts answer (None: the relevance step)."""
+        ``chooser``: the model chooses which allowed facts answer (None: the relevance step);
+        ``heard_it``: undecided facts open to whoever heard them said (``EPMEM_HEARD_IT``;
+        the owner's ``/heard`` overrides it)."""
         self._policy = PolicyHolder.of(policy)
         self.knowledge = knowledge
         self.per_matter = per_matter
@@ -106,10 +109,11 @@ class PrivacyEngine(ReadsPolicy):
         self.relevance = relevance or Relevance()
         self.chooser = chooser
         self.writer = ReplyWriter(responder)
+        self.heard_it = heard_it
 
     async def rulebook(self, now: datetime | None = None) -> Rulebook:
         extra = [e for _, e in await self.overlay.exceptions()]
-        return Rulebook(self.policy, extra, now)
+        return Rulebook(self.policy, extra, now, await self.overlay.heard_it(self.heard_it))
 
     async def answer(
         self,
@@ -137,7 +141,10 @@ class PrivacyEngine(ReadsPolicy):
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
         projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
-        consult = self._closed_would_answer(question, events, rulebook, audience, sure_only) if with_closed else ()
+        told = {d.fact.id for d in projection.used}
+        consult = (
+            self._closed_would_answer(question, events, rulebook, audience, sure_only, told) if with_closed else ()
+        )
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -220,12 +227,21 @@ class PrivacyEngine(ReadsPolicy):
         rulebook: Rulebook,
         audience: Sequence[Recipient],
         sure_only: bool = False,
+        told: Collection[str] = (),
     ) -> tuple[str, ...]:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
         never-share category still shuts them: the owner is not asked about what they already
-        said no to. Computed after the reply was chosen and never fed back into it."""
-        undecided = {r.fact.id for ev in events for r in ev.facts if r.fact.undecided}
+        said no to. Nor about what the reply already ``told``: a closed fact of an event the
+        reply told a fact of (the asker heard that news said, or it was open) adds nothing worth
+        the owner's time. Computed after the reply was chosen and never fed back into it."""
+        # only what the asker may not know yet: a fact they heard said is told, not asked about
+        undecided = {
+            r.fact.id
+            for ev in events
+            for r in ev.facts
+            if r.fact.undecided and not audience_allows(rulebook.gate(r.fact), audience)
+        }
         if not undecided:
             return ()
         opened = [
@@ -238,7 +254,9 @@ class PrivacyEngine(ReadsPolicy):
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ()
         choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
-        chosen = tuple(f for f in choice.chosen if f in undecided)
+        event_of = {d.fact.id: d.fact.event_id for d in storyline.decisions}
+        answered = {event_of[f] for f in told if f in event_of}
+        chosen = tuple(f for f in choice.chosen if f in undecided and event_of.get(f) not in answered)
         if not sure_only:
             return chosen
         return _sure(

@@ -10,7 +10,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epmem.policy.calculus import STRANGER, Recipient, Rulebook, allowed_set, audience_allows, judge, judge_composite
+from epmem.policy.calculus import (
+    HEARD_OFF,
+    STRANGER,
+    HeardIt,
+    Recipient,
+    Rulebook,
+    allowed_set,
+    audience_allows,
+    judge,
+    judge_composite,
+)
 from epmem.memory.facts import Fact
 from epmem.policy.model import Category, Contact, Domain, Policy, PolicyException
 
@@ -52,6 +62,8 @@ def facts(draw: st.DrawFn, fid: str = "f0") -> Fact:
         blacklist=draw(st.lists(entries, max_size=2, unique=True)),
         state=draw(st.sampled_from(["annotated", "annotated", "owner-set", "pending"])),
         closed=draw(st.booleans()),
+        heard_by=draw(st.lists(st.sampled_from(CONTACT_IDS), max_size=3, unique=True)),
+        heard_in="the chat of 2026-03-01",
     )
 
 
@@ -131,11 +143,11 @@ def test_group_stands_for_its_members_and_audience_is_the_intersection(policy: P
 @given(policies(), facts())
 def test_level_zero_without_whitelist_is_never_allowed(policy: Policy, fact: Fact) -> None:
     book = Rulebook(policy)
-    zero = fact.model_copy(update={"level": 0, "whitelist": []})
+    zero = fact.model_copy(update={"level": 0, "whitelist": [], "heard_by": []})
     gate = book.gate(zero)
     for r in recipients(policy):
         assert not judge(gate, r).allowed
-    pending = book.gate(fact.model_copy(update={"state": "pending", "whitelist": []}))
+    pending = book.gate(fact.model_copy(update={"state": "pending", "whitelist": [], "heard_by": []}))
     for r in recipients(policy):
         assert not judge(pending, r).allowed
 
@@ -171,16 +183,59 @@ def test_never_share_is_closed_to_everyone_whatever_the_exceptions(policy: Polic
 def test_a_closed_or_pending_fact_opens_only_by_a_decision_about_it(policy: Policy, fact: Fact, who: list[str]) -> None:
     """Closed until the owner says: whatever the category says and whatever category-wide
     exceptions the owner made, a closed (or pending) fact reaches exactly the people its own
-    whitelist and the exceptions about this fact or its event name; nobody else."""
+    whitelist and the exceptions about this fact or its event name, and, while undecided, the
+    people who heard it said; nobody else."""
     closed = fact.model_copy(update={"closed": True})
     wide = Rulebook(policy, [PolicyException(effect="allow", who=who, category=fact.category or "open")])
     plain = Rulebook(policy)
     for r in recipients(policy):
         assert judge(wide.gate(closed), r).allowed == judge(plain.gate(closed), r).allowed
-        named = any(r.id in plain.members(e) for e in closed.whitelist) and not any(
+        heard = closed.undecided and r.id in closed.heard_by
+        named = any(r.id in plain.members(e) for e in [*closed.whitelist, *([r.id] if heard else [])]) and not any(
             r.id in plain.members(e) for e in closed.blacklist
         )
         assert judge(plain.gate(closed), r).allowed == (named and not plain.is_never_share(closed.category))
     pending = fact.model_copy(update={"state": "pending"})
     for r in recipients(policy):
         assert judge(wide.gate(pending), r).allowed == judge(plain.gate(pending), r).allowed
+
+
+@EXAMPLES
+@given(policies(), facts())
+def test_having_heard_it_only_adds_and_only_what_was_heard(policy: Policy, fact: Fact) -> None:
+    """Heard it from you never removes a permission; it opens a fact only to someone in its
+    ``heard_by``, while the owner has not decided, never a never-share fact or a denied reader."""
+    on, off = Rulebook(policy), Rulebook(policy, heard=HEARD_OFF)
+    for r in recipients(policy):
+        with_heard, without = judge(on.gate(fact), r).allowed, judge(off.gate(fact), r).allowed
+        assert without <= with_heard
+        if with_heard and not without:
+            assert fact.undecided and r.id in fact.heard_by
+            assert not on.is_never_share(fact.category)
+            assert not any(r.id in on.members(e) for e in fact.blacklist)
+
+
+@EXAMPLES
+@given(policies(), st.lists(facts(), min_size=2, max_size=4))
+def test_having_heard_the_parts_never_opens_a_composite(policy: Policy, fs: list[Fact]) -> None:
+    """Hearing two things said does not make their combination the owner's to tell: a
+    composite is judged as if nobody had heard anything."""
+    fs = [f.model_copy(update={"id": f"f{i}"}) for i, f in enumerate(fs)]
+    on, off = Rulebook(policy), Rulebook(policy, heard=HEARD_OFF)
+    people = recipients(policy)
+    assert allowed_set([on.gate(f) for f in fs], people) == allowed_set([off.gate(f) for f in fs], people)
+
+
+@EXAMPLES
+@given(policies(), facts(), st.sampled_from(CONTACT_IDS))
+def test_the_owner_turns_heard_it_off_per_fact_per_contact_or_entirely(policy: Policy, fact: Fact, who: str) -> None:
+    off = Rulebook(policy, heard=HEARD_OFF)
+    by_fact = Rulebook(policy, heard=HeardIt(off_facts=frozenset({fact.id})))
+    by_event = Rulebook(policy, heard=HeardIt(off_facts=frozenset({fact.event_id})))
+    by_contact = Rulebook(policy, heard=HeardIt(off_contacts=frozenset({who})))
+    for r in recipients(policy):
+        expected = judge(off.gate(fact), r).allowed
+        assert judge(by_fact.gate(fact), r).allowed == expected
+        assert judge(by_event.gate(fact), r).allowed == expected
+        if r.id == who:
+            assert judge(by_contact.gate(fact), r).allowed == expected

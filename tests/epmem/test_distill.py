@@ -405,3 +405,87 @@ async def test_a_cover_stands_for_the_news_it_is_most_like_not_the_remark_said_l
     assert cover.event_id == facts[cover.covers].event_id
     (remark,) = [f for f in facts.values() if "flat" in f.text]
     assert remark.version == "truth" and remark.event_id != cover.event_id
+
+
+async def test_the_people_who_heard_it_said_are_recorded_on_each_truth(memory: FactMemory) -> None:
+    """Heard it from you: a truth carries who was there (in a group: who was there, here the
+    session's ``present``) and where; a cover, a secret such as a door code, and anyone a cue
+    shut out are left out."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                ("owner", "We're moving to Lisbon in the spring, don't tell Tom yet."),
+                ("owen", "Wow!"),
+                ("owner", "The door code at the new flat is 2718B."),
+                ("owner", "If anyone asks, say we're just renovating."),
+            ],
+            sid="g1",
+            kind="group",
+            participants=["owner", "owen"],
+            members=["owner", "owen", "tom", "kira"],
+            present=["owner", "owen", "tom", "kira"],
+        )
+    )
+    facts = await memory.all()
+    move = next(f for f in facts if "Lisbon" in f.text)
+    assert move.closed and move.undecided
+    assert sorted(move.heard_by) == ["kira", "owen"] and move.heard_in == "the group chat"
+    code = next(f for f in facts if "2718B" in f.text)
+    assert code.heard_by == []
+    assert all(f.heard_by == [] for f in facts if f.version == "cover")
+    rulebook = Rulebook(POLICY)
+    told = {c for c in POLICY.contacts if judge(rulebook.gate(move), rulebook.recipient(c)).allowed}
+    assert told == {"kira", "owen"}
+    verdict = judge(rulebook.gate(move), rulebook.recipient("owen"))
+    assert verdict.exception == "heard it in the group chat"
+
+
+def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> None:
+    """An export names no members: a group remark is heard by the one the owner was talking with
+    (the sub-session's counterpart), not by every bystander. A live platform names the readers of
+    each message: whoever read every message of the conversation heard it."""
+    from datetime import datetime, timedelta, timezone
+
+    from epmem.ingest.extract import listeners
+    from epmem.memory.sessions import Message, build_sessions
+
+    t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+
+    def msg(i: int, who: str, when: datetime, readers: tuple[str, ...] = ()) -> Message:
+        return Message("telegram", "g", "group", str(i), who, who, f"message {i}", when, readers=readers)
+
+    exported = build_sessions(
+        [msg(1, "ana", t0), msg(2, "owner", t0 + timedelta(minutes=1)), msg(3, "ben", t0 + timedelta(minutes=2))]
+    )
+    assert sorted(tuple(listeners(s)) for s in exported) == [("ana",), ("ben",)]
+    live = build_sessions(
+        [
+            msg(1, "ana", t0, readers=("ana", "ben", "cleo")),
+            msg(2, "owner", t0 + timedelta(minutes=1), readers=("ana", "ben", "cleo", "dev")),
+            msg(3, "ana", t0 + timedelta(minutes=2), readers=("ana", "ben")),
+        ]
+    )
+    assert live and all(listeners(s) == ["ana", "ben"] for s in live)
+
+
+async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: FactMemory) -> None:
+    """Whoever heard the owner say what they tell someone else ("I'll tell your sister ...") or
+    answer "what did you tell them?" knows the truth behind the story: those words are never
+    told back to them as news."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                ("kira", "What did you tell the office about Thursday mornings?"),
+                ("owner", "That I'm doing an evening course in arbitration.", 0),
+                ("owner", "I'll tell Tom the money went on the car's transmission."),
+                ("owner", "We put an offer in on the blue house on Elm Road!"),
+            ],
+            participants=["owner", "kira"],
+        )
+    )
+    facts = await memory.all()
+    told = {f.text: f.heard_by for f in facts}
+    assert any("Elm Road" in t and heard == ["kira"] for t, heard in told.items()), told
+    assert all(heard == [] for t, heard in told.items() if "arbitration" in t or "transmission" in t), told

@@ -64,6 +64,8 @@ class PageConfig:
     #: a sign-in lasts this long (seconds), then the form again.
     session_ttl_s: float = 8 * 3600.0
     clock: Callable[[], float] = time.monotonic
+    #: the deployment's heard-it-from-you setting (``EPMEM_HEARD_IT``; the owner's /heard wins).
+    heard_it: bool = True
 
 
 class Sessions:
@@ -284,7 +286,7 @@ def create_app(config: PageConfig) -> Starlette:
         except BaseException:
             await audit.close()
             raise
-        pages = app.state.pages = AuditPages(audit, Overlay(state), FactRegister(state), config.policy)
+        pages = app.state.pages = AuditPages(audit, Overlay(state), FactRegister(state), config.policy, config.heard_it)
         verifier = asyncio.create_task(pages.verify_forever())
         try:
             yield

@@ -111,9 +111,16 @@ def verdict_parts(text: str) -> dict[str, Any]:
 
 class AuditPages:
     def __init__(
-        self, audit: AuditLog, overlay: Overlay, register: FactRegister, policy: Callable[[], Awaitable[Policy]]
+        self,
+        audit: AuditLog,
+        overlay: Overlay,
+        register: FactRegister,
+        policy: Callable[[], Awaitable[Policy]],
+        heard_it: bool = True,
     ) -> None:
         self.audit = audit
+        #: the deployment's heard-it-from-you setting (the owner's ``/heard`` overrides it)
+        self.heard_it = heard_it
         self.overlay = overlay
         self.register = register
         self.policy = policy
@@ -290,7 +297,9 @@ class AuditPages:
     async def rulebook(self) -> Rulebook:
         base = await self.policy()
         effective, _ = apply_overrides(base, await self.overlay.contact_overrides())
-        return Rulebook(effective, [e for _, e in await self.overlay.exceptions()])
+        return Rulebook(
+            effective, [e for _, e in await self.overlay.exceptions()], heard=await self.overlay.heard_it(self.heard_it)
+        )
 
     async def _ledger_rows(self) -> list[LedgerLine]:
         """(fact, event, reader, since, told | possibly told); only ledger lines and delivery
