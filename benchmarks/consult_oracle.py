@@ -64,6 +64,8 @@ class ConsultOracle:
         """Answer every consultation waiting for the owner: how many, and the follow-ups sent."""
         owner = self.runtime.owner
         assert owner.consultations is not None and owner.review is not None
+        # the consultations are looked for after each reply (bot/consult_later.py): all of them first
+        await self.runtime.agent.later.drain()
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()

@@ -35,7 +35,8 @@ from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
-from bot.consulting import ask_owner, may_consult, open_as_learned
+from bot.consult_later import Background, Notify, consult_after_reply
+from bot.consulting import may_consult, open_as_learned
 from bot.quoting import quote
 from bot.services import OwnerServices
 
@@ -81,6 +82,16 @@ class DelegateAgent:
         self._on_owner_change = on_owner_change
         self._recent: dict[str, deque[str]] = {}
         self._recent_len = recent_turns
+        #: the looks for what to consult about, started after each reply (bot/consult_later.py).
+        self.later = Background()
+        #: how the owner's consultation notes go out (the outbox: kept when nothing reaches them).
+        self.notify: Notify = owner.outbox.tell_owner
+
+    @property
+    def _learns(self) -> bool:
+        """The owner's opt-in ``EPMEM_CONSULT_LEARN_AFTER``: closed facts decided before the reply."""
+        store = self.owner.consultations
+        return store is not None and store.config.learn_after > 0
 
     @property
     def directory(self) -> Directory:
@@ -193,7 +204,7 @@ class DelegateAgent:
             return Outbound(note, audit_id=await self._audited(rejected, inbound, sender))
 
         audience = self.audience(inbound)
-        answer, learned = await self._answer(inbound, sender, audience, text)
+        answer, learned, may = await self._answer(inbound, sender, audience, text)
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
         if not unsent and (mode == "hold" or await self._needs_approval(answer)):
@@ -214,18 +225,29 @@ class DelegateAgent:
             latency_ms=round(answer.latency_ms, 1),
         )
         reply = None if unsent else answer.reply
-        ask, actions = await ask_owner(self.owner, inbound, sender, audience, text, answer, audit_id)
-        notes = [n for n in (learned, ask, self._probe_note(inbound, sender, text, answer)) if n]
-        return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None, actions=actions)
+        after = None
+        if may:  # once the connector has handed the reply to the platform (bot/consult_later.py)
+            after = self.later.when_sent(
+                lambda: consult_after_reply(
+                    self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=self._learns
+                ),
+                name=f"consult-{audit_id}",
+            )
+        notes = [n for n in (learned, self._probe_note(inbound, sender, text, answer)) if n]
+        return Outbound(reply, audit_id=audit_id, to_owner="\n\n".join(notes) or None, after=after)
 
     async def _answer(
         self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str
-    ) -> tuple[Answer, str | None]:
+    ) -> tuple[Answer, str | None, bool]:
         """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
-        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again."""
+        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again;
+        and whether this reply may consult the owner (``may_consult``)."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
-        closed = may_consult(self.owner, inbound, sender, audience)
+        # the closed facts are looked at after the reply has gone (bot/consult_later.py), except
+        # under the owner's opt-in to open without asking, which decides before the reply
+        may = may_consult(self.owner, inbound, sender, audience)
+        closed = self._learns and may
         answer = await self.engine.answer(
             text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
         )
@@ -235,7 +257,7 @@ class DelegateAgent:
                 text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
             )
         recent.append(f"{sender.recipient.name}: {text}")
-        return answer, learned
+        return answer, learned, may
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
         """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything
@@ -256,6 +278,8 @@ class DelegateAgent:
         if count is None:
             return None
         log.warning("probing", contact=sender.label, deflections=count)
+        if sender.recipient.is_stranger and self.owner.headsup is not None:  # batched (bot/headsup.py)
+            return self.owner.headsup.add(inbound.sender, inbound.platform, count, text)
         minutes = round(self.guard.deflection_window / 60)
         return (
             f"Heads-up: {sender.label} ({inbound.sender}) drew {count} deflections in {minutes} minutes "

@@ -100,6 +100,21 @@ class Settings(BaseSettings):
     consult_ttl_hours: float = Field(default=24.0, gt=0)
     consult_max_open: int = Field(default=3, ge=0)
     consult_strangers: bool = False
+    #: the bounds that keep the owner from being flooded (bot/consult_bounds.py, README
+    #: "Consultations"): per contact (all of its identities together) at most ``consult_max_open``
+    #: open and ``consult_per_day`` asked in 24 hours (answered, open or expired alike); all
+    #: strangers together ``consult_strangers_max_open`` and ``consult_strangers_per_day``; the
+    #: owner in all ``consult_owner_per_day``. An event whose consultation expired unanswered is
+    #: not asked about again for ``consult_reask_after_days``. What is not asked is in the digest.
+    consult_per_day: int = Field(default=5, ge=0)
+    consult_strangers_max_open: int = Field(default=2, ge=0)
+    consult_strangers_per_day: int = Field(default=3, ge=0)
+    consult_owner_per_day: int = Field(default=20, ge=0)
+    consult_reask_after_days: float = Field(default=7.0, ge=0)
+    #: heads-up notes about strangers drawing deflections: at most one note per this many
+    #: minutes, listing every stranger flagged since the last one (the rest wait for the next
+    #: note or the digest); a known contact's heads-up is its own note, as before.
+    headsup_batch_minutes: float = Field(default=60.0, gt=0)
     #: a question asked in a group chat may consult the owner too (the follow-up is decided for
     #: everyone in the chat when it is sent).
     consult_groups: bool = False

@@ -137,8 +137,17 @@ class ConsultConfig:
     #: how long a consultation waits for the owner (then the asker has had their reply, and
     #: the owner's later word still applies to later askers; only the follow-up is lost).
     ttl: timedelta = timedelta(hours=24)
-    #: open consultations per asker: a person asking about everything does not flood the owner.
+    #: open consultations per contact, all of its identities together (strangers: all of them
+    #: together, ``strangers_max_open``): a person asking about everything does not flood the owner.
     max_open_per_asker: int = 3
+    #: consultations that asked the owner in the last 24 hours, per contact (answered, open or
+    #: expired alike), per the strangers together, and for the owner in all (bot/consult_bounds.py).
+    per_day: int = 5
+    strangers_max_open: int = 2
+    strangers_per_day: int = 3
+    owner_per_day: int = 20
+    #: an event whose consultation expired unanswered is not asked about again for this long.
+    reask_after: timedelta = timedelta(days=7)
     #: strangers' questions consult the owner only when the owner turns this on.
     strangers: bool = False
     #: a question asked in a group chat consults the owner (where the platform can say who is
@@ -183,7 +192,7 @@ class Consultations:
         now = self.clock()
         waiting = await self._open_rows("sender = ?", (sender,), now)
         if any(c.event_id == event_id for c in waiting) or len(waiting) >= self.config.max_open_per_asker:
-            return None
+            return None  # the bounds across identities are bot/consult_bounds.py's
         leads = [c for c in await self._open_rows("event_id = ?", (event_id,), now) if c.asked_owner]
         lead = leads[0].id if leads else None
         c = Consultation(
@@ -239,6 +248,39 @@ class Consultations:
             (iso(now), *args),
         ) as cur:
             return [_row(r) async for r in cur]
+
+    async def open_count(self, contact_id: str | None) -> int:
+        """Open consultations of a contact (all its identities), or of all strangers (None)."""
+        who = "contact_id IS NULL" if contact_id is None else "contact_id = ?"
+        return len(await self._open_rows(who, () if contact_id is None else (contact_id,), self.clock()))
+
+    async def asked_since(self, since: datetime, contact_id: str | None = None, *, everyone: bool = False) -> int:
+        """Consultations that asked the owner since ``since``, in any state: a contact's, all
+        strangers' (None), or ``everyone``'s."""
+        where, args = "lead IS NULL AND created_at >= ?", [iso(since)]
+        if not everyone:
+            where += " AND contact_id IS NULL" if contact_id is None else " AND contact_id = ?"
+            args += [] if contact_id is None else [contact_id]
+        async with self._db.execute(f"SELECT COUNT(*) FROM consultations WHERE {where}", args) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def waits(self, sender: str, event_id: str) -> bool:
+        """This asker already waits on this event (a repeated question opens nothing new)."""
+        return bool(await self._open_rows("sender = ? AND event_id = ?", (sender, event_id), self.clock()))
+
+    async def has_lead(self, event_id: str) -> bool:
+        """An open consultation of this event asked the owner (a new asker joins it)."""
+        return any(c.asked_owner for c in await self._open_rows("event_id = ?", (event_id,), self.clock()))
+
+    async def expired_since(self, event_id: str, since: datetime) -> bool:
+        """A consultation of this event expired unanswered since ``since``."""
+        async with self._db.execute(
+            "SELECT 1 FROM consultations WHERE event_id = ? AND lead IS NULL AND ((state = 'expired' AND "
+            "decided_at >= ?) OR (state = 'open' AND expires_at <= ? AND expires_at >= ?)) LIMIT 1",
+            (event_id, iso(since), iso(self.clock()), iso(since)),
+        ) as cur:
+            return await cur.fetchone() is not None
 
     async def get(self, consultation_id: str) -> Consultation | None:
         async with self._db.execute(f"SELECT {_COLUMNS} FROM consultations WHERE id = ?", (consultation_id,)) as cur:

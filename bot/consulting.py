@@ -43,8 +43,9 @@ from epmem.ingest import ReviewQuestion as Question
 from epmem.language import Language
 from epmem.memory import Fact
 from epmem.policy import Recipient, Resolved, audience_allows
-from epmem.reply import Answer
+from epmem.reply import Answer, asks_yes_or_no, unsaid
 
+from bot import consult_bounds
 from bot.consultations import Consultation
 from bot.quoting import quote
 from bot.services import OwnerServices
@@ -82,7 +83,12 @@ async def ask_owner(
     except ReviewError:
         return None, ()
     fact = await owner.memory.get(q.fact_id)
-    if fact is None:
+    if fact is None or await store.waits(inbound.sender, fact.event_id):
+        return None, ()
+    reason = await consult_bounds.check(owner, store, fact, sender, audience)
+    if reason is not None:  # written down for the digest (bot/consult_bounds.py)
+        facts = [q.fact_id, *q.also]
+        await consult_bounds.record_skip(owner, inbound, sender, fact, facts, q.suggested.category, reason, audit_id)
         return None, ()
     c = await store.open(
         event_id=fact.event_id,
@@ -273,6 +279,9 @@ _NOTE: dict[str, dict[str, str]] = {
         "and": " and ",
         "without": "I answered without these, which you have not opened to anyone yet:",
         "fact": "  {fid}: \u201c{text}\u201d",
+        "said": "  {fid}: {who} said: \u201c{text}\u201d",
+        "unsaid": "Their question is not what the fact says: it does not say {words}. Telling them "
+        "answers with the fact, not with their question's claim.",
         "cover": "(a story told instead of: \u201c{text}\u201d)",
         "suggest": "Your policy for {category} would suggest: {who}.",
         "how": "Should I tell them? /consult {id} tell | like | who | private. Wrong words? "
@@ -287,6 +296,8 @@ _NOTE: dict[str, dict[str, str]] = {
         "and": "、",
         "without": "我回答时没有用下面这些内容，你还没有对任何人公开过：",
         "fact": "  {fid}：\u201c{text}\u201d",
+        "said": "  {fid}：{who}说：\u201c{text}\u201d",
+        "unsaid": "对方问的说法不是这条事实说的：事实里没有说{words}。告诉对方的是这条事实，不是对方问的说法。",
         "cover": "（这是代替下面这件事对外的说法：\u201c{text}\u201d）",
         "suggest": "按你对\u201c{category}\u201d的设置，建议告诉：{who}。",
         "how": "要告诉对方吗？/consult {id} tell | like | who | private。措辞不对？请先用 "
@@ -306,10 +317,15 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
         others = [o for o in _readers(owner, c) if o.identity != c.sender]
         lines.append(words["group"].format(others=_names(others, words["others"], words["and"])))
     lines.append(words["without"])
-    for fid, text in zip(c.facts, [q.text, *q.also_text]):
-        lines.append(words["fact"].format(fid=fid, text=quote(text)))
+    texts = [q.text, *q.also_text]
+    for fid, text, who in zip(c.facts, texts, [q.stated_by, *q.also_stated_by, *([None] * len(texts))]):
+        said = words["said"].format(fid=fid, who=_name(owner, who), text=quote(text)) if who else None
+        lines.append(said or words["fact"].format(fid=fid, text=quote(text)))
     if q.covers_text:
         lines.append(words["cover"].format(text=quote(q.covers_text)))
+    claim = unsaid(c.question, texts, [owner.policy.owner.name]) if asks_yes_or_no(c.question) else []
+    if claim:  # a false rumour is not confirmed by a true fact near it ("Is Noor leaving for Mars?")
+        lines.append(words["unsaid"].format(words=", ".join(f"\u201c{w}\u201d" for w in claim)))
     lines.append(words["suggest"].format(category=q.suggested.category, who=_suggested_words(owner, q)))
     lines.append(words["how"].format(id=c.id, fid=q.fact_id))
     return "\n".join(lines)

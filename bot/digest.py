@@ -7,6 +7,7 @@ them up with /facts or /why, and a digest forwarded by mistake tells its reader 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,6 +33,9 @@ class Digest:
     waiting_review: int = 0
     #: statements no import could turn into facts (epmem/ingest/unread.py).
     unread: int = 0
+    #: questions the consultation bounds kept from the owner, and strangers' heads-ups listed.
+    not_asked: int = 0
+    headsups: int = 0
 
 
 def _clip(text: object) -> str:
@@ -61,6 +65,42 @@ def _entry(r: AuditRecord) -> list[str]:
     return lines
 
 
+#: why a consultation was not asked (``consultation_skipped``, bot/consult_bounds.py), in words.
+_WHY = {
+    "open": "too many open",
+    "day": "past the daily bound",
+    "owner-day": "past your daily bound",
+    "expired": "expired unanswered before",
+    "kept-private": "news you kept private",
+    "error": "could not be looked up",
+}
+
+
+def not_asked(records: Sequence[AuditRecord]) -> list[str]:
+    """The questions closed facts would have answered that the bounds kept from the owner: who
+    asked, how many, which topics and why, without the facts' words (strangers together)."""
+    skipped = [r for r in records if r.kind == "consultation_skipped"]
+    if not skipped:
+        return []
+    by: dict[str, list[AuditRecord]] = {}
+    for r in skipped:
+        by.setdefault("strangers" if r.body.get("stranger") else str(r.contact), []).append(r)
+    lines = [
+        f"Not asked: {len(skipped)} question{'s' * (len(skipped) != 1)} that facts you have not opened "
+        'would answer (the consultation bounds, README "Consultations"):'
+    ]
+    for who, rows in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        topics = Counter(str(r.body.get("topic") or "?") for r in rows)
+        why = Counter(_WHY.get(str(r.body.get("reason", "")).split(":")[0], "other") for r in rows)
+        accounts = len({r.body.get("asker") for r in rows})
+        name = f"{accounts} unknown account{'s' * (accounts != 1)}" if who == "strangers" else who
+        lines.append(
+            f"  {name}: {len(rows)} ({', '.join(f'{t} {n}' for t, n in topics.most_common())}; "
+            f"{', '.join(f'{w} {n}' for w, n in why.most_common())})"
+        )
+    return lines
+
+
 def compose(
     records: Sequence[AuditRecord],
     since: datetime,
@@ -68,6 +108,7 @@ def compose(
     waiting_review: int = 0,
     unread: int = 0,
     consultations: Sequence[str] = (),
+    headsups: Sequence[str] = (),
 ) -> Digest:
     asked = [r for r in records if r.kind in ASKED]
     people = {r.contact for r in asked}
@@ -101,7 +142,14 @@ def compose(
             f"facts you have not opened (/consults):"
         )
         lines += [f"  {c}" for c in consultations[:MAX_ENTRIES]]
-    return Digest("\n".join(lines), len(asked), len(people), deflected, held, waiting_review, unread)
+    lines += not_asked(records)
+    if headsups:
+        lines.append("Unknown accounts that kept drawing deflections, not in a heads-up note yet:")
+        lines += list(headsups)
+    skipped = sum(1 for r in records if r.kind == "consultation_skipped")
+    return Digest(
+        "\n".join(lines), len(asked), len(people), deflected, held, waiting_review, unread, skipped, len(headsups)
+    )
 
 
 async def build_digest(
@@ -111,10 +159,11 @@ async def build_digest(
     waiting_review: int = 0,
     unread: int = 0,
     consultations: Sequence[str] = (),
+    headsups: Sequence[str] = (),
 ) -> Digest:
     """The digest of everything audited in [since, until), how many facts wait for review, how
     many imported statements could not be turned into facts, and the open consultations."""
     since, until = since.astimezone(timezone.utc), until.astimezone(timezone.utc)
     start, end = since.isoformat(timespec="milliseconds"), until.isoformat(timespec="milliseconds")
     records = [r for r in await audit.records(limit=SCAN_LIMIT) if start <= r.time < end]
-    return compose(records, since, until, waiting_review, unread, consultations)
+    return compose(records, since, until, waiting_review, unread, consultations, headsups)

@@ -55,6 +55,7 @@ from epmem.reply import (
 from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
+from bot.headsup import StrangerHeadsUp
 from bot.consultations import ConsultConfig, Consultations
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
@@ -361,6 +362,11 @@ class Runtime:
                 ConsultConfig(
                     ttl=timedelta(hours=settings.consult_ttl_hours),
                     max_open_per_asker=settings.consult_max_open,
+                    per_day=settings.consult_per_day,
+                    strangers_max_open=settings.consult_strangers_max_open,
+                    strangers_per_day=settings.consult_strangers_per_day,
+                    owner_per_day=settings.consult_owner_per_day,
+                    reask_after=timedelta(days=settings.consult_reask_after_days),
                     strangers=settings.consult_strangers,
                     groups=settings.consult_groups,
                     learn_after=settings.consult_learn_after,
@@ -369,6 +375,7 @@ class Runtime:
                 clock,
             ),
             links=links,
+            headsup=StrangerHeadsUp(settings.headsup_batch_minutes * 60),
         )
         commands = owner_commands()
         scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
@@ -413,6 +420,7 @@ class Runtime:
         )
 
     async def close(self) -> None:
+        await self.agent.later.stop()  # what started after a reply, before the stores close
         await self.scheduler.stop()
         await self.annotator.stop()
         await self.distiller.close()

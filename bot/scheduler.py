@@ -31,6 +31,7 @@ from bot.clock import Clock, aware, utcnow
 from bot.commands import CommandContext, CommandRegistry
 from bot.digest import build_digest
 from bot.quoting import quote
+from bot.headsup import lines_for
 from bot.services import OwnerServices
 from bot.tasks import Task
 
@@ -315,8 +316,9 @@ class Scheduler:
                 f"{c.contact} asked \u201c{quote(c.question, 120)}\u201d: /consult {c.id} tell | like | who | private"
                 for c in consulting
             ],
+            lines_for(self.owner.headsup.take()) if self.owner.headsup is not None else (),
         )
-        send = bool(digest.questions or digest.waiting_review or consulting)
+        send = bool(digest.questions or digest.waiting_review or consulting or digest.not_asked or digest.headsups)
         if send:
             await self._tell_owner(digest.text)
         await self.owner.audit.write(

@@ -123,7 +123,7 @@ class Service:
             self._remember(inbound)
             if out.to_owner and not outbox.reaches_owner(platform):
                 await outbox.tell_owner(out.to_owner, out.actions)
-                return Outbound(out.text, audit_id=out.audit_id)
+                return Outbound(out.text, audit_id=out.audit_id, after=out.after)
             return out
 
         return handle
@@ -244,6 +244,8 @@ class Service:
 
     async def stop(self) -> None:
         """Stop receiving, let answers in flight finish, stop the scheduler; safe to call twice."""
+        # the looks for what to consult about, while the connectors can still reach the owner
+        await self.runtime.agent.later.stop()
         for connector in self.connectors:
             self.runtime.outbox.detach(connector.platform)
         for connector in reversed(self._started):

@@ -26,6 +26,7 @@ from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.connector_state import ConnectorState
 from bot.consultations import Consultations
+from bot.headsup import StrangerHeadsUp
 from bot.outbox import Outbox
 from bot.tasks import Tasks
 
@@ -56,6 +57,8 @@ class OwnerServices:
     consultations: Consultations | None = None
     #: which events are one matter (epmem/memory/links.py): /matter, /unmatter, /annotations.
     links: EventLinks | None = None
+    #: heads-up notes about strangers, batched (bot/headsup.py); the digest lists what waits.
+    headsup: StrangerHeadsUp | None = None
 
     @property
     def policy(self) -> Policy:

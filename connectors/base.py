@@ -75,6 +75,16 @@ class Outbound:
     actions: tuple[Action, ...] = ()
     #: a message the agent wants delivered to the owner as well (approval requests, abuse notes).
     to_owner: str | None = None
+    #: what the agent does only once the reply is out (it looks for what to consult the owner
+    #: about: nothing the asker may not know may delay the reply). A connector calls
+    #: :meth:`delivered` once it has handed the reply to the platform (or failed to); one that
+    #: never does gets no consultations, which fails closed.
+    after: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+
+    def delivered(self) -> None:
+        """The reply has been handed to the platform (or could not be): run ``after``."""
+        if self.after is not None:
+            self.after()
 
 
 Handler = Callable[[Inbound], Awaitable[Outbound]]

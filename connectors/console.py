@@ -94,6 +94,7 @@ class ConsoleConnector:
             for action in reply_actions:
                 self.stdout.write(f"  [{action.label}] type: {action.command}\n")
             self.stdout.flush()
+        out.delivered()
         if out.to_owner and self.owner_notes is not None:
             await self.owner_notes(out.to_owner, out.actions)
         elif out.to_owner:

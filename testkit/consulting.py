@@ -4,7 +4,7 @@ caught at the console's outbox route (tests/bot/test_consultations.py, test_stor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +32,23 @@ PROMOTION: Turns = [
 ]
 
 
+#: the owner's chat on the console's outbox route (the owner's notes, sent after the reply).
+OWNER_CHAT = "owner"
+
+
 @dataclass
 class Sent:
-    """The console's outbox route: every follow-up, as (chat, text)."""
+    """The console's outbox route: every follow-up, as (chat, text); the owner's notes apart."""
 
     messages: list[tuple[str, str]] = field(default_factory=list)
+    #: what reached the owner's chat (consultation notes, sent after the reply), with buttons.
+    notes: list[tuple[str, tuple[Action, ...]]] = field(default_factory=list)
 
     async def __call__(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
-        self.messages.append((chat_id, text))
+        if chat_id == OWNER_CHAT:
+            self.notes.append((text, actions))
+        else:
+            self.messages.append((chat_id, text))
 
     def to(self, who: str) -> list[str]:
         return [text for chat, text in self.messages if chat == f"chat-console:{who}"]
@@ -56,7 +65,18 @@ class House:
         return self.runtime.owner.consultations
 
     async def ask(self, who: str, text: str, *others: str) -> Outbound:
-        return await self.runtime.agent.handle(ask(who, text, *others))
+        """The reply, with the owner's notes of its consultation (sent after the reply, by the
+        agent's background look: bot/consult_later.py) as if they had come with it."""
+        before = len(self.sent.notes)
+        out = await self.runtime.agent.handle(ask(who, text, *others))
+        out.delivered()  # as a connector does once the reply is out
+        await self.runtime.agent.later.drain()
+        later = self.sent.notes[before:]
+        if not later:
+            return out
+        notes = [n for n in (out.to_owner, *(t for t, _ in later)) if n]
+        actions = (*out.actions, *(a for _, acts in later for a in acts))
+        return replace(out, to_owner="\n\n".join(notes), actions=actions)
 
     async def owner(self, text: str) -> str:
         return (await self.runtime.agent.handle(ask("owner", text))).text or ""
@@ -78,7 +98,7 @@ async def open_house(data: Path, **settings: Any) -> House:
     await runtime.distiller.ingest(session(KNEE, sid="s8", participants=["owner", "grace"]))
     await runtime.distiller.ingest(session(PROMOTION, sid="s9", participants=["owner", "grace"]))
     sent = Sent()
-    runtime.outbox.attach("console", sent, None)
+    runtime.outbox.attach("console", sent, OWNER_CHAT)
     return House(runtime, sent)
 
 

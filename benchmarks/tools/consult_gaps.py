@@ -108,6 +108,10 @@ class Watch:
     aim: bool = False
     scenario: Scenario | None = None
     chat: str | None = None
+    #: whether the reply being answered may consult the owner (``may_consult``), and the chat
+    #: of the latest reply (the closed facts are looked at after it: bot/consult_later.py).
+    may: bool = False
+    looked_for: str | None = None
     seen: dict[tuple[str, int, str, str], str] = dataclasses.field(default_factory=dict)
     #: every pair's first reply as read (``--pairs``): what it told, what the consultation would
     #: ask about, and the class of each gold fact the asker may know.
@@ -153,7 +157,7 @@ class Watch:
         )
 
     def aimed(self, events: Sequence[RecalledEvent], offered: tuple[str, ...]) -> tuple[str, ...]:
-        asked = self._may(self.chat or "")
+        asked = self._may(self.looked_for or "")
         if asked is None:
             return offered
         scenario, _, _, may = asked
@@ -179,13 +183,19 @@ def watching(watch: Watch) -> Iterator[None]:
         real_init(oracle, runtime, scenario)
 
     def may_consult(owner: Any, inbound: Any, *rest: Any) -> bool:
-        watch.chat = inbound.chat_id
-        return real_may_consult(owner, inbound, *rest)
+        watch.chat = watch.looked_for = inbound.chat_id
+        watch.may = real_may_consult(owner, inbound, *rest)
+        return watch.may
 
     async def answer(engine: PrivacyEngine, question: str, *args: Any, **kwargs: Any) -> Answer:
         result = await real_answer(engine, question, *args, **kwargs)
         if kwargs.get("only_events") is None and watch.chat is not None:
-            await watch.record(engine, question, result)
+            # the reply no longer waits for the closed facts (bot/consult_later.py): what the
+            # look after it finds, read here as the reply's own
+            seen = result
+            if watch.may and not result.consult and args:
+                seen = dataclasses.replace(result, consult=await engine.closed_would_answer(question, args[0]))
+            await watch.record(engine, question, seen)
             watch.chat = None  # a follow-up's answer is not a first reply
         return result
 

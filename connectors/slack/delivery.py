@@ -206,6 +206,7 @@ class SlackDelivery:
         if out.text:
             if await self.reported("reply", target, out.text, reply_actions, out.audit_id) and self._on_delivered:
                 await self._on_delivered(target)
+        out.delivered()  # the reply is out: what waits for that may start
         if out.to_owner:
             try:
                 owner_target = SlackTarget(ChatRef(await self.owner_dm()))

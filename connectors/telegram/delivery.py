@@ -148,6 +148,7 @@ class TelegramDelivery:
             await self.reported(
                 "reply", target, outbound.text, None if outbound.to_owner else markup, outbound.audit_id
             )
+        outbound.delivered()  # the reply is out: what waits for that may start
         if outbound.to_owner:
             owner = self._config.owner_user_id
             if owner is None:

@@ -223,6 +223,24 @@ class FollowupSkippedRecord(ChatRecord):
     joined: list[str] = Field(default_factory=list)
 
 
+class ConsultationSkippedRecord(ChatRecord):
+    """Closed facts would answer a question, and the owner was not asked (bot/consult_bounds.py):
+    past a bound, the same news kept private already, an expired question not due again, or the
+    look after the reply failed (fail closed). The digest lists them by topic, without words."""
+
+    kind: ClassVar[Literal["consultation_skipped"]] = "consultation_skipped"
+    reason: str = ""
+    #: the contact the bounds count for (all of its identities), or the stranger's identity.
+    asker: str | None = None
+    stranger: bool = False
+    event: str | None = None
+    facts: list[str] = Field(default_factory=list)
+    #: the category of the fact that would have been asked about (no words of it).
+    topic: str | None = None
+    reply_audit: str | None = None
+    error: str | None = None
+
+
 class DeliveryRecord(ChatRecord):
     """A reply reached its reader (or may have: ``outcome`` "unknown")."""
 
@@ -341,6 +359,7 @@ MODELS: dict[str, type[RecordBody]] = {
         ConsultationRecord,
         ConsultationExpiredRecord,
         FollowupSkippedRecord,
+        ConsultationSkippedRecord,
         DeliveryRecord,
         UndeliveredRecord,
         DeliveryFailedRecord,

@@ -16,9 +16,11 @@ from epmem.ingest.review import ReviewAnswer
 from epmem.ingest.review import Question as ReviewQuestion
 from epmem.ingest.review import ReviewError, ReviewQueue
 from epmem.ingest.scenario_file import scenario_messages
+from epmem.ingest.twins import SAME_NEWS
 from epmem.ingest.unread import FILLER, Unread
 
 __all__ = [
+    "SAME_NEWS",
     "AnnotationProblem",
     "CategoryClassifier",
     "classify",

@@ -141,6 +141,13 @@ def owner_named(session: Session, names: ContactNames) -> set[str]:
     return named
 
 
+def stated_by(session: Session, turns: Sequence[int]) -> str | None:
+    """Who said the message a fact came from (its first source turn), when not the owner (None:
+    the owner, or unknown)."""
+    first = next((session.turns[t].speaker for t in turns if 0 <= t < len(session.turns)), OWNER_ID)
+    return None if first == OWNER_ID else first
+
+
 def _slug(value: str) -> str:
     return _EVENT_ID.sub("-", value.casefold()).strip("-")[:80]
 
@@ -263,6 +270,7 @@ class Finalizer(ReadsPolicy):
                     evidence=list(d.evidence),
                     proposed_whitelist=proposed,
                     closed=closed,
+                    stated_by=stated_by(session, d.source_turns),
                     heard_by=heard_by,
                     heard_in=heard_label(session) if heard_by else None,
                 )

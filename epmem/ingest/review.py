@@ -160,6 +160,9 @@ class Question:
     also_text: tuple[str, ...] = ()
     #: how much the delegate thinks is at stake (:func:`~epmem.ingest.review_rank.stakes`).
     stakes: float = 0.0
+    #: who stated the fact, and each of ``also``, when not the owner (``Fact.stated_by``).
+    stated_by: str | None = None
+    also_stated_by: tuple[str | None, ...] = ()
 
     @property
     def applies_to(self) -> int:
@@ -353,6 +356,10 @@ class ReviewQueue:
         white = f.proposed_whitelist if f.state == "pending" else f.whitelist
         if f.closed and f.state != "owner-set":  # closed: the whitelist is the owner's, the rest offered
             white = list(dict.fromkeys([*f.whitelist, *f.proposed_whitelist]))
+        if f.stated_by is not None and f.state != "owner-set":
+            # a contact's words never widen who may know ("you can tell everyone"): at most the
+            # people who were there (the owner's own words are what widens)
+            level = 0
         return ReviewChoice(cat, level, f.domain, tuple(white), tuple(f.blacklist))
 
     def _exposure(self, rulebook: Rulebook, choice: ReviewChoice) -> int:
@@ -404,6 +411,8 @@ class ReviewQueue:
             options=tuple(options),
             also_text=tuple(x.text for x in others),
             stakes=stakes(f, self.policy),
+            stated_by=f.stated_by,
+            also_stated_by=tuple(x.stated_by for x in others),
         )
 
     def _alternatives(self, f: Fact, suggested: ReviewChoice) -> list[ReviewChoice]:

@@ -52,6 +52,11 @@ class Fact(BaseModel):
     #: domain are then only the suggestion shown to the owner; a category-wide exception does
     #: not open it. Facts the owner wrote with their annotations are not closed.
     closed: bool = False
+    #: who stated it, when not the owner: the contact id (or a stranger's identity) whose words
+    #: it came from (an import, a live chat). A contact's words never widen who may know it
+    #: (epmem/ingest/review.py ``_suggested``), and the owner is shown "X said:" before them.
+    #: None: the owner's own words, or facts the owner wrote.
+    stated_by: str | None = None
     #: heard it from you (docs/DESIGN.md sec. 3): the contacts who were there when it was said
     #: (the other party of a direct chat; in a group, who was present), and where ("the chat
     #: of 2026-03-01"). While the fact is undecided, telling them what they heard reveals

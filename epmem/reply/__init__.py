@@ -8,8 +8,9 @@ words are checked again before they leave (``compose``, ``guard``, ``desensitize
 from epmem.reply.cumulative import LedgerKnowledge
 from epmem.reply.engine import Answer, PrivacyEngine
 from epmem.reply.model_choice import ChooserConfig, ModelChooser
-from epmem.reply.relevance import Relevance, RelevanceConfig
+from epmem.reply.relevance import Relevance, RelevanceConfig, asks_yes_or_no
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
+from epmem.reply.rumour import unsaid
 from epmem.reply.sanity import SanityConfig
 
 __all__ = [
@@ -25,5 +26,7 @@ __all__ = [
     "Responder",
     "RulesResponder",
     "SanityConfig",
+    "asks_yes_or_no",
     "deflection",
+    "unsaid",
 ]

@@ -106,3 +106,23 @@ def _same_word(a: str, b: str) -> bool:
     if min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)):
         return True
     return len(a) >= 7 and len(b) >= 7 and a[:7] == b[:7]
+
+
+def unsaid(question: str, texts: Iterable[str], names: Iterable[str] = ()) -> list[str]:
+    """The words of a claim put as a yes/no question ("Is Noor leaving for Mars?") that none of
+    ``texts`` says, as the question wrote them: its common words and its capitalised ones alike
+    (a place, a thing), not the words in ``names`` (the owner's: every fact is about the owner),
+    nor function, framing or dating words. A fact that says none of "Mars" does not confirm the
+    claim, whatever else it shares with it. The caller decides the question is a yes/no one."""
+    known = {w.casefold() for name in names for w in _WORD.findall(name)}
+    stems = {w if w.isdigit() else _stem(w) for text in texts for w, _ in _tokens(text)}
+    out: list[str] = []
+    for m in _WORD.finditer(question):
+        raw = re.split(r"['\u2019]", m.group(0).strip("'\u2019-"))[0]
+        word = raw.casefold()
+        if not raw or word in known or word in _IGNORED or (len(word) < 3 and not word.isdigit()):
+            continue
+        claim = word if word.isdigit() else _stem(word)
+        if not any(_same_word(claim, s) for s in stems):
+            out.append(raw)
+    return list(dict.fromkeys(out))

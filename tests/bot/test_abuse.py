@@ -76,7 +76,8 @@ async def test_someone_fishing_for_secrets_is_reported_to_the_owner(strict: Runt
     outs = [await strict.agent.handle(telegram(999, q)) for q in probes]
     assert [o.to_owner is not None for o in outs] == [False, False, True]
     note = outs[2].to_owner or ""
-    assert "stranger(telegram:999)" in note and "3 deflections" in note and "Any savings news?" in note
+    # a stranger's heads-up is a batch of unknown accounts (bot/headsup.py), one line each
+    assert "1 unknown account" in note and "telegram:999 (telegram): 3," in note and "Any savings news?" in note
     # answered messages do not count
     assert (await strict.agent.handle(ask("leo", HOUSE_Q))).to_owner is None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from bot.clock import utcnow
 from bot.scheduler import Scheduler
 from connectors.base import Action
-from testkit.consulting import KNEE_Q, OPEN_ANSWER, PROMOTION_Q, House, Turns, command, open_house
+from testkit.consulting import KNEE_Q, OPEN_ANSWER, OWNER_CHAT, PROMOTION_Q, House, Turns, command, open_house
 from testkit.runtime import ask
 from testkit.sessions import session
 
@@ -107,7 +107,7 @@ async def test_a_group_question_consults_the_owner_and_follows_up_whoever_is_in_
         # a platform that cannot say who is in a group: the owner is not asked
         assert (await h.ask("leo", KNEE_Q, "ana")).to_owner is None
         room = Room()
-        h.runtime.outbox.attach("console", h.sent, None, room)
+        h.runtime.outbox.attach("console", h.sent, OWNER_CHAT, room)
         chat = "chat-console:leo-console:ana"
         room.members[chat] = ("console:leo", "console:ana")
         out = await h.ask("leo", KNEE_Q, "ana")

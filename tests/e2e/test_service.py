@@ -98,7 +98,7 @@ async def test_probing_on_slack_is_reported_on_telegram(both: Both) -> None:
         event = im_message("USTRANGER", question, channel="DX", ts=f"1700000100.00010{n}")
         await both.slack.event(event_envelope(event, event_id=f"Ev-p{n}"))
     await both.tg.wait_for(lambda: len(both.to_owner()) == 1)
-    assert "drew 2 deflections" in both.to_owner()[0]["text"]
+    assert "slack:T1/USTRANGER (slack): 2, latest" in both.to_owner()[0]["text"]  # a stranger: a batch (bot/headsup.py)
     await wait_for(lambda: len(both.api.posts("DX")) == 2)  # the replies went out as usual
 
 
