@@ -95,6 +95,8 @@ class Consultation:
     followup_audit: str | None = None
     delegation: str | None = None
     decided_at: datetime | None = None
+    #: the row's number in this data folder (1, 2, ...): what the owner types, ``/consult 3 tell``.
+    number: int = 0
 
     @property
     def asked_owner(self) -> bool:
@@ -105,6 +107,8 @@ _COLUMNS = (
     "id, state, created_at, expires_at, decided_at, event_id, facts, platform, chat_id, chat_kind, sender, "
     "contact, contact_id, audience, question, audit_id, lead, answer, followup_audit, delegation"
 )
+#: what every read selects: the columns and the row's number (``Consultation.number``).
+_SELECT = f"{_COLUMNS}, rowid"
 
 
 def _row(row: Sequence[Any]) -> Consultation:
@@ -129,6 +133,7 @@ def _row(row: Sequence[Any]) -> Consultation:
         answer=row[17],
         followup_audit=row[18],
         delegation=row[19],
+        number=int(row[20]) if len(row) > 20 and row[20] is not None else 0,
     )
 
 
@@ -243,7 +248,7 @@ class Consultations:
 
     async def _open_rows(self, where: str, args: tuple[Any, ...], now: datetime) -> list[Consultation]:
         async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'open' AND expires_at > ? AND {where} "
+            f"SELECT {_SELECT} FROM consultations WHERE state = 'open' AND expires_at > ? AND {where} "
             "ORDER BY created_at, id",
             (iso(now), *args),
         ) as cur:
@@ -283,7 +288,7 @@ class Consultations:
             return await cur.fetchone() is not None
 
     async def get(self, consultation_id: str) -> Consultation | None:
-        async with self._db.execute(f"SELECT {_COLUMNS} FROM consultations WHERE id = ?", (consultation_id,)) as cur:
+        async with self._db.execute(f"SELECT {_SELECT} FROM consultations WHERE id = ?", (consultation_id,)) as cur:
             row = await cur.fetchone()
         return _row(row) if row else None
 
@@ -292,14 +297,19 @@ class Consultations:
         return [c for c in await self._open_rows("1 = 1", (), self.clock()) if c.asked_owner]
 
     async def find(self, ref: str) -> list[Consultation]:
-        """Every consultation whose id is ``ref`` or starts with it (at least 4 characters), so
-        the owner may type a short id; the caller refuses more than one."""
+        """The consultation numbered ``ref`` (what /consults shows), else every one whose id is
+        ``ref`` or starts with it (at least 4 characters); the caller refuses more than one."""
         ref = ref.strip().lower()
+        if ref.isdigit():  # the number /consults shows
+            async with self._db.execute(f"SELECT {_SELECT} FROM consultations WHERE rowid = ?", (int(ref),)) as cur:
+                numbered = [_row(r) async for r in cur]
+            if numbered or len(ref) < 4:
+                return numbered
         if len(ref) < 4 or not all(ch in "0123456789abcdef" for ch in ref):
             exact = await self.get(ref)
             return [exact] if exact is not None else []
         async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM consultations WHERE substr(id, 1, ?) = ? ORDER BY created_at, id",
+            f"SELECT {_SELECT} FROM consultations WHERE substr(id, 1, ?) = ? ORDER BY created_at, id",
             (len(ref), ref),
         ) as cur:
             return [_row(r) async for r in cur]
@@ -307,7 +317,7 @@ class Consultations:
     async def answered_for(self, platform: str, sender: str) -> list[Consultation]:
         """The answered consultations this sender asked on ``platform`` that were followed up."""
         async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'answered' AND platform = ? AND sender = ? "
+            f"SELECT {_SELECT} FROM consultations WHERE state = 'answered' AND platform = ? AND sender = ? "
             "AND followup_audit IS NOT NULL ORDER BY decided_at, id",
             (platform, sender),
         ) as cur:
@@ -339,7 +349,7 @@ class Consultations:
     async def expire_due(self, now: datetime) -> list[Consultation]:
         """Every open consultation whose time is up, marked expired (each returned once)."""
         async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM consultations WHERE state = 'open' AND expires_at <= ?", (iso(now),)
+            f"SELECT {_SELECT} FROM consultations WHERE state = 'open' AND expires_at <= ?", (iso(now),)
         ) as cur:
             due = [_row(r) async for r in cur]
         expired = []

@@ -42,8 +42,9 @@ def _store(owner: OwnerServices) -> Consultations:
 SHORT = 6
 
 
-def short(cid: str) -> str:
-    return cid[:SHORT]
+def short(c: Consultation) -> str:
+    """What the owner types for a consultation: its number in this data folder."""
+    return str(c.number) if c.number else c.id[:SHORT]
 
 
 async def _open(owner: OwnerServices, ref: str) -> Consultation:
@@ -76,7 +77,7 @@ async def what_waits(owner: OwnerServices) -> str | None:
 async def _listed(owner: OwnerServices, c: Consultation) -> str:
     """One waiting consultation: who asked what, the facts' words, and the typed answers."""
     lines = [
-        f"[{short(c.id)}] {c.contact} asked \u201c{quote(c.question, 120)}\u201d ({c.platform}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC)"
+        f"[{short(c)}] {c.contact} asked \u201c{quote(c.question, 120)}\u201d ({c.platform}, expires {c.expires_at:%Y-%m-%d %H:%M} UTC)"
     ]
     for fid in c.facts[:5]:
         fact = await owner.memory.get(fid)
@@ -84,7 +85,7 @@ async def _listed(owner: OwnerServices, c: Consultation) -> str:
             lines.append(f"  {fid}: \u201c{quote(fact.text, 200)}\u201d")
     if len(c.facts) > 5:
         lines.append(f"  \u2026 and {len(c.facts) - 5} more of the same event")
-    lines.append(f"  answer: /consult {short(c.id)} tell | like | who | private")
+    lines.append(f"  answer: /consult {short(c)} tell | like | who | private")
     return "\n".join(lines)
 
 
