@@ -1,0 +1,360 @@
+"""Issue 37's end-to-end acceptance on Telegram and on Slack: heard it from you, through the
+real connectors (PTB long-polling a loopback Bot API; signed requests into the real Bolt app).
+
+Maya's chat with her sister Grace is imported with ``epmem ingest`` as a subprocess: a
+Telegram Desktop export for the Telegram runs, a Slack export (a DM in team T1) for the Slack
+runs, each account linked to Grace only through the policy's identities. In it Maya tells
+Grace the plan for their dad's birthday weekend, and the cottage's door code and her PIN. The
+plan is closed (nobody was told it) and undecided, but Grace heard it said:
+
+1. Grace asks about the plan and is told it, and Maya is asked nothing;
+2. Leo, who was not in that chat, gets the deflection, and Maya exactly one consultation;
+3. in a group where Leo reads too, Grace's question gets nothing of it, nor does anything after;
+4. the door code and the PIN are never told back to Grace, who heard them.
+
+Each scenario is written once against the small driver of tests/e2e/test_consult_platforms.py
+(extended to a group chat) and run on both platforms. Each fails with heard it from you off
+(``EPMEM_HEARD_IT=false``) at the step that says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from bot.runtime import Runtime
+from epmem.memory import Fact
+from testkit.fake_slack import BOT_USER, FakeSlackApi, event_envelope, mention
+from testkit.fake_telegram import FakeTelegram
+from testkit.house import OWNER_SLACK, OWNER_TG, SLACK, TEAM, grace_chat_export, house_runtime, write_policy
+from tests.e2e.test_consult_platforms import SECRET, Note, SlackDriver, TelegramDriver, ask
+
+REPO = Path(__file__).resolve().parents[2]
+START = datetime(2026, 4, 20, 19, 5, tzinfo=UTC)
+CHAT = [  # (from Grace?, text): Maya's private chat with her sister
+    (True, "Are we still on for Dad's birthday weekend?"),
+    (
+        False,
+        "Yes! For Dad's birthday weekend we drive down to Cornwall on Friday 12 June and stay at the Mousehole cottage.",
+    ),
+    (True, "Perfect, I'll bring the cake."),
+    (False, "The cottage door code is 4471, don't lose it."),
+    (True, "Got it. And which card do I use for the deposit?"),
+    (False, "Use mine, my PIN is 7731."),
+]
+PLAN_Q = "What's the plan for Dad's birthday weekend?"
+#: the words of the plan a reader would recognise (what only those who heard it may be told).
+PLAN = "Mousehole"
+SECRETS = ("4471", "7731")
+GROUP_TG = -100777
+GROUP_SLACK = "CFAMILY"
+
+
+def slack_export(folder: Path) -> Path:
+    """The same chat as a Slack workspace export: Maya's DM with Grace in team T1."""
+    folder.mkdir()
+    users = [
+        {"id": uid, "team_id": TEAM, "name": name.split()[0].lower(), "real_name": name, "profile": {"real_name": name}}
+        for uid, name in ((OWNER_SLACK, "Maya Chen"), (SLACK["grace"], "Grace Chen"))
+    ]
+    (folder / "users.json").write_text(json.dumps(users))
+    (folder / "channels.json").write_text("[]")
+    dm = f"D{SLACK['grace']}"
+    (folder / "dms.json").write_text(
+        json.dumps([{"id": dm, "created": 1700000000, "members": [OWNER_SLACK, SLACK["grace"]]}])
+    )
+    messages = [
+        {
+            "type": "message",
+            "user": SLACK["grace"] if grace else OWNER_SLACK,
+            "text": text,
+            "ts": f"{(START + timedelta(minutes=3 * i)).timestamp():.0f}.000{i + 1}00",
+        }
+        for i, (grace, text) in enumerate(CHAT)
+    ]
+    (folder / dm).mkdir()
+    (folder / dm / f"{START:%Y-%m-%d}.json").write_text(json.dumps(messages))
+    return folder
+
+
+@dataclass(frozen=True)
+class Folders:
+    """The house memory with Grace's chat imported: from Telegram and from Slack."""
+
+    policy: Path
+    telegram: Path
+    slack: Path
+
+
+def ingest(data: Path, policy: Path, export: Path) -> None:
+    env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_POLICY": str(policy), "EPMEM_LOG_LEVEL": "WARNING"}
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "ingest", str(export)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> Folders:
+    """Built once per module (each import is a subprocess that loads the models): each test
+    works on its own copy."""
+    root = tmp_path_factory.mktemp("heard")
+    policy = write_policy(root / "policy.yaml")
+    base = root / "house"
+
+    async def house() -> None:
+        runtime = await house_runtime(base, policy_file=policy)
+        await runtime.close()
+
+    asyncio.run(house())
+    telegram, slack = root / "telegram", root / "slack"
+    shutil.copytree(base, telegram)
+    shutil.copytree(base, slack)
+    ingest(telegram, policy, grace_chat_export(root / "result.json", CHAT, START, 900, minutes=3))
+    ingest(slack, policy, slack_export(root / "slack-export"))
+    return Folders(policy, telegram, slack)
+
+
+class TelegramGroupDriver(TelegramDriver):
+    """The consultation driver, and a Telegram supergroup where the bot is addressed by @name."""
+
+    async def seen_in_group(self, who: str) -> None:
+        """``who`` says hello in the group (not to the bot): the bot now knows they read it."""
+        self.tg.group_message(GROUP_TG, self.users[who], "hi all")
+
+    async def write_in_group(self, who: str, text: str) -> None:
+        self.tg.group_message(GROUP_TG, self.users[who], text, mention=True)
+
+    def said_in_group(self) -> list[str]:
+        return [m["text"] for m in self.tg.sent_messages if m["chat"]["id"] == GROUP_TG]
+
+    def said_to_anyone(self) -> list[str]:
+        """Everything the bot sent anyone but the owner."""
+        return [m["text"] for m in self.tg.sent_messages if m["chat"]["id"] != OWNER_TG]
+
+
+class SlackGroupDriver(SlackDriver):
+    """The consultation driver, and a channel (Grace, Leo and the bot) where the bot is @-named."""
+
+    async def seen_in_group(self, who: str) -> None:
+        assert self.users[who] in self.api.members[GROUP_SLACK]  # Slack lists a channel's members
+
+    async def write_in_group(self, who: str, text: str) -> None:
+        self.events += 1
+        ts = f"17100{self.events:05d}.000200"
+        event = mention(self.users[who], f"<@{BOT_USER}> {text}", channel=GROUP_SLACK, ts=ts)
+        status, body = await self.sender.event(event_envelope(event, event_id=f"Ev-heard-{self.events}"))
+        assert status == 200, body
+
+    def said_in_group(self) -> list[str]:
+        return [str(p["text"]) for p in self.api.posts(GROUP_SLACK)]
+
+    def said_to_anyone(self) -> list[str]:
+        owner = (f"D{OWNER_SLACK}", OWNER_SLACK)
+        return [
+            str(c.params.get("text"))
+            for c in self.api.calls
+            if c.ok
+            and c.method in ("chat.postMessage", "chat.postEphemeral")
+            and c.params.get("channel") not in owner
+            and c.params.get("user") not in owner
+        ]
+
+
+Driver = TelegramGroupDriver | SlackGroupDriver
+
+
+@pytest_asyncio.fixture(params=["telegram", "slack"])
+async def driver(
+    request: pytest.FixtureRequest, folders: Folders, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> AsyncIterator[Driver]:
+    """A platform's loopback peer and the driver for it (:func:`start` starts the service)."""
+    d: Driver
+    if request.param == "telegram":
+        async with FakeTelegram() as tg:
+            for name, value in tg.service_env(EPMEM_SEND_PACING="0").items():
+                monkeypatch.setenv(name, value)
+            d = TelegramGroupDriver(tg, folders.policy)
+            try:
+                yield d
+            finally:
+                await d.stop()
+        return
+    api = FakeSlackApi(members={GROUP_SLACK: [SLACK["grace"], SLACK["leo"], BOT_USER]})
+    await api.start()
+    for name, value in {
+        "SLACK_BOT_TOKEN": "xoxb-heard",
+        "SLACK_SIGNING_SECRET": SECRET,
+        "EPMEM_SLACK_API_URL": api.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    d = SlackGroupDriver(api, folders.policy)
+    try:
+        yield d
+    finally:
+        await d.stop()
+        await api.stop()
+
+
+async def start(d: Driver, folders: Folders, tmp_path: Path) -> Driver:
+    """The service on a copy of the memory the platform's own export was imported into."""
+    target = tmp_path / "data"
+    shutil.copytree(folders.telegram if d.platform == "telegram" else folders.slack, target)
+    await d.start(target)
+    return d
+
+
+@pytest_asyncio.fixture
+async def started(driver: Driver, folders: Folders, tmp_path: Path) -> Driver:
+    return await start(driver, folders, tmp_path)
+
+
+# -------------------------------------------------------------------- shared scenario steps
+
+
+async def fact_with(runtime: Runtime, word: str) -> Fact:
+    [fact] = [f for f in await runtime.memory.all() if word in f.text]
+    return fact
+
+
+def consultation_notes(d: Driver) -> list[Note]:
+    return [n for n in d.notes() if f"asked ({d.platform}):" in n.text]
+
+
+async def in_group(d: Driver, who: str, text: str) -> str:
+    """``who`` asks the bot in the group; the bot's answer there."""
+    seen = len(d.said_in_group())
+    await d.write_in_group(who, text)
+    await d.wait(lambda: len(d.said_in_group()) > seen)
+    return d.said_in_group()[seen]
+
+
+async def owner_notes_settled(d: Driver) -> list[Note]:
+    """The owner's consultation notes once everything asked so far is answered: ``/consults``
+    is answered after every earlier message, so a note still on its way has arrived."""
+    seen = len(d.said_to("owner"))
+    await d.write("owner", "/consults")
+    await d.wait(lambda: len(d.said_to("owner")) > seen)
+    return consultation_notes(d)
+
+
+async def tap_and_wait(d: Driver, command: str, note: Note) -> None:
+    """The owner taps a button of ``note``; until the bot has answered her."""
+    seen = len(d.said_to("owner"))
+    await d.tap("owner", command, note)
+    await d.wait(lambda: len(d.said_to("owner")) > seen)
+
+
+# -------------------------------------------------------------------- the acceptance tests
+
+
+async def test_who_heard_the_plan_is_told_it_and_the_owner_is_asked_nothing(started: Driver) -> None:
+    d = started
+    plan = await fact_with(d.runtime, PLAN)
+    # the import: closed, undecided, and heard by Grace (her Telegram or Slack account, by the policy)
+    assert plan.closed and plan.undecided and plan.heard_by == ["grace"], plan
+    reply = await ask(d, "grace", PLAN_Q)
+    assert PLAN in reply, reply  # fails with EPMEM_HEARD_IT=false: the deflection
+    assert await owner_notes_settled(d) == []
+    store = d.runtime.owner.consultations
+    assert store is not None and await store.pending() == []
+    [record] = await d.runtime.audit.records(kind="reply", contact="grace")
+    assert record.body["platform"] == d.platform and plan.id in record.body["disclosed"]
+    [candidate] = [c for c in record.body["candidates"] if c["fact"] == plan.id]
+    assert f"heard it in {plan.heard_in}" in candidate["verdicts"]["grace"], candidate
+    assert [(x.recipient, x.status) for x in await d.runtime.audit.who_knows(plan.id)] == [("grace", "told")]
+
+
+async def test_who_was_not_there_is_deflected_and_the_owner_asked_once(started: Driver) -> None:
+    d = started
+    plan = await fact_with(d.runtime, PLAN)
+    assert PLAN in await ask(d, "grace", PLAN_Q)  # she heard it: no consultation for her
+    reply = await ask(d, "leo", PLAN_Q)
+    assert PLAN not in reply and "let Maya Chen know you asked" in reply, reply
+    await d.wait(lambda: bool(consultation_notes(d)))
+    # one consultation in all (Leo's); with heard it off Grace's question would be a second one
+    [note] = await owner_notes_settled(d)
+    assert note.text.startswith(f"Leo Chen asked ({d.platform}):"), note.text
+    assert f"{plan.id}: \u201c{plan.text}\u201d" in note.text, note.text
+    store = d.runtime.owner.consultations
+    assert store is not None
+    [c] = await store.pending()
+    assert (c.contact, c.question, c.facts[0]) == ("leo", PLAN_Q, plan.id)
+    assert [r.contact for r in await d.runtime.audit.records(kind="consultation")] == ["leo"]
+    assert PLAN not in "\n".join(d.said_to("leo"))
+
+
+@pytest.mark.parametrize("consult_groups", [False, True], ids=["group-consult-off", "group-consult-on"])
+async def test_a_group_with_someone_who_was_not_there_gets_nothing_of_it(
+    driver: Driver, folders: Folders, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, consult_groups: bool
+) -> None:
+    """Grace heard the plan; Leo, who reads the group too, did not: nothing of it is said there,
+    now or later, whoever asks and whatever the owner is asked (``EPMEM_CONSULT_GROUPS``: off by
+    default; on, the owner's "keep private" sends nothing after)."""
+    monkeypatch.setenv("EPMEM_CONSULT_GROUPS", str(consult_groups).lower())
+    d = await start(driver, folders, tmp_path)
+    plan = await fact_with(d.runtime, PLAN)
+    await d.seen_in_group("leo")
+    reply = await in_group(d, "grace", PLAN_Q)
+    assert PLAN not in reply, reply
+    [record] = await d.runtime.audit.records(kind="reply", contact="grace")
+    assert record.body["chat_kind"] == "group" and sorted(record.body["audience"]) == ["grace", "leo"]
+    assert plan.id not in record.body["disclosed"]
+    # what Leo's reading withheld, Grace alone is told (fails with EPMEM_HEARD_IT=false)
+    assert PLAN in await ask(d, "grace", PLAN_Q)
+    # the conversation in the group goes on, from both of them
+    for who, question in (("grace", "Where are we staying in Cornwall?"), ("leo", PLAN_Q), ("grace", PLAN_Q)):
+        assert PLAN not in await in_group(d, who, question)
+    notes = await owner_notes_settled(d)
+    if not consult_groups:
+        assert notes == []
+    else:  # Maya is asked about Grace's question, told that Leo reads the group; she keeps it private
+        assert notes[0].text.startswith(f"Grace Chen asked ({d.platform}):"), notes[0].text
+        assert "read also by Leo Chen" in notes[0].text and plan.id in notes[0].text, notes[0].text
+        for note in notes:
+            await tap_and_wait(d, note.buttons["\U0001f512 Keep private"], note)
+        assert PLAN not in await in_group(d, "grace", PLAN_Q)
+        await owner_notes_settled(d)
+    assert await d.runtime.audit.records(kind="followup") == []
+    assert all(PLAN not in text for text in d.said_in_group()), d.said_in_group()
+    assert all(PLAN not in text for text in d.said_to("leo")), d.said_to("leo")
+    assert [x.recipient for x in await d.runtime.audit.who_knows(plan.id)] == ["grace"]
+
+
+async def test_a_password_said_in_a_direct_chat_is_never_told_back(started: Driver) -> None:
+    d = started
+    for secret in SECRETS:
+        fact = await fact_with(d.runtime, secret)
+        assert fact.heard_by == [] and fact.heard_in is None, fact
+    plan = await fact_with(d.runtime, PLAN)
+    assert plan.heard_by == ["grace"]  # she heard it all, and may be told the plan
+    for question in (
+        "What's the door code for the cottage?",
+        "What's the code for the Mousehole cottage door?",
+        "What is Maya's PIN?",
+        "Which PIN do I use for the deposit?",
+        "What did Maya tell me about the cottage?",
+    ):
+        await ask(d, "grace", question)
+    said = "\n".join(d.said_to_anyone())
+    assert not any(secret in said for secret in SECRETS), said
+    for secret in SECRETS:
+        assert await d.runtime.audit.who_knows((await fact_with(d.runtime, secret)).id) == []
