@@ -12,9 +12,13 @@ plan is closed (nobody was told it) and undecided, but Grace heard it said:
 3. in a group where Leo reads too, Grace's question gets nothing of it, nor does anything after;
 4. the door code and the PIN are never told back to Grace, who heard them.
 
+And in a live group the bot sits in (bot/live.py), who heard what a contact said there is the
+platform's roster of every message of that conversation: not someone who joined half-way.
+
 Each scenario is written once against the small driver of tests/e2e/test_consult_platforms.py
-(extended to a group chat) and run on both platforms. Each fails with heard it from you off
-(``EPMEM_HEARD_IT=false``) at the step that says so.
+(extended to a group chat) and run on both platforms. 1-3 and the live group fail with heard it
+from you off (``EPMEM_HEARD_IT=false``) at the step that says so; 4 holds either way (the codes'
+category is never-share too), and checks that nobody was recorded as having heard them.
 """
 
 from __future__ import annotations
@@ -320,7 +324,8 @@ async def test_who_heard_the_plan_is_told_it_and_the_owner_is_asked_nothing(star
 async def test_who_was_not_there_is_deflected_and_the_owner_asked_once(started: Driver) -> None:
     d = started
     plan = await fact_with(d.runtime, PLAN)
-    assert PLAN in await ask(d, "grace", PLAN_Q)  # she heard it: no consultation for her
+    # she heard it: no consultation for her (with EPMEM_HEARD_IT=false, the deflection)
+    assert PLAN in await ask(d, "grace", PLAN_Q)
     reply = await ask(d, "leo", PLAN_Q)
     assert PLAN not in reply and "let Maya Chen know you asked" in reply, reply
     await d.wait(lambda: bool(consultation_notes(d)))
@@ -412,7 +417,7 @@ async def test_a_live_group_records_who_read_every_message_as_who_heard_it(start
     assert lisbon.closed and lisbon.undecided and lisbon.heard_by == ["grace", "leo"], lisbon
     assert lisbon.heard_in is not None and lisbon.heard_in.startswith("the group chat of "), lisbon.heard_in
     assert all("ben" not in f.heard_by for f in facts), facts
-    # told back to Leo, who read it; not to Ben, who joined after
+    # told back to Leo, who read it (fails with EPMEM_HEARD_IT=false); not to Ben, who joined after
     question = "When does Grace start her new job in Lisbon?"
     assert "June" in await ask(d, "leo", question)
     assert "June" not in await ask(d, "ben", question)
