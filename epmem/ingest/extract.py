@@ -95,6 +95,36 @@ def listeners(session: Session) -> list[str]:
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
 
 
+#: the owner describing what they tell (or told) someone else: "I'll tell your sister the money
+#: went on the transmission", "I told the firm I'm doing a course", "我跟他们说是装修".
+_TELLING = re.compile(
+    r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
+    r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
+    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)",
+    re.IGNORECASE,
+)
+_ASKED_WHAT_TOLD = re.compile(
+    r"\bwhat\s+(?:did|will|do)\s+you\s+(?:tell|say)|你(?:跟|和|对)[^？?]{0,8}(?:怎么说|说了什么)", re.I
+)
+
+
+def describes_a_telling(session: Session, turns: Sequence[int]) -> bool:
+    """Whether the message says what the owner tells someone else, or answers "what did you
+    tell them?": whoever heard the owner describe a story knows the truth behind it, and the
+    words are not news to retell (heard it from you stays shut)."""
+    by_msg = {t.msg_id: t for t in session.turns}
+    for i in turns:
+        if not 0 <= i < len(session.turns):
+            continue
+        turn = session.turns[i]
+        if _TELLING.search(turn.text):
+            return True
+        asked = by_msg.get(turn.reply_to or "")
+        if asked is not None and _ASKED_WHAT_TOLD.search(asked.text):
+            return True
+    return False
+
+
 def heard_label(session: Session) -> str:
     """Where it was heard, for the audit's reason: the kind of chat and the day, nothing said in it."""
     start = session.start
@@ -199,7 +229,13 @@ class Finalizer(ReadsPolicy):
                 notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
             # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
             # not known yet, so nobody hears it back until the model (or the owner) has read it
-            shut = never or version == "cover" or state == "pending" or holds_secret(d.text)
+            shut = (
+                never
+                or version == "cover"
+                or state == "pending"
+                or holds_secret(d.text)
+                or describes_a_telling(session, d.source_turns)
+            )
             heard_by = self._heard_by(session, shut, blacklist)
             closed = not self.open_by_category
             if closed:

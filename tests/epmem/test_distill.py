@@ -467,3 +467,25 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
         ]
     )
     assert live and all(listeners(s) == ["ana", "ben"] for s in live)
+
+
+async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: FactMemory) -> None:
+    """Whoever heard the owner say what they tell someone else ("I'll tell your sister ...") or
+    answer "what did you tell them?" knows the truth behind the story: those words are never
+    told back to them as news."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                ("kira", "What did you tell the office about Thursday mornings?"),
+                ("owner", "That I'm doing an evening course in arbitration.", 0),
+                ("owner", "I'll tell Tom the money went on the car's transmission."),
+                ("owner", "We put an offer in on the blue house on Elm Road!"),
+            ],
+            participants=["owner", "kira"],
+        )
+    )
+    facts = await memory.all()
+    told = {f.text: f.heard_by for f in facts}
+    assert any("Elm Road" in t and heard == ["kira"] for t, heard in told.items()), told
+    assert all(heard == [] for t, heard in told.items() if "arbitration" in t or "transmission" in t), told
