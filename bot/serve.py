@@ -132,8 +132,10 @@ class Service:
         """What a contact told the bot goes into memory like an import (bot/live.py)."""
         try:
             directory = self.runtime.owner.directory
-            readers = directory.readers(inbound.readers())
-            self.runtime.live.record(inbound, directory.resolve(inbound.sender), readers)
+            # who heard it said: only whom the platform confirmed present (never the audience,
+            # which names placeholders and members merely seen before so as never to be short)
+            present = directory.readers(inbound.present) if inbound.present is not None else []
+            self.runtime.live.record(inbound, directory.resolve(inbound.sender), present)
         except Exception:
             log.exception("live.record_failed")
 

@@ -49,6 +49,11 @@ class Inbound:
     non_text: str | None = None
     #: set when the reply will be sent as the owner (see :data:`Delegation`).
     delegation: Delegation | None = None
+    #: who the platform confirmed was in the chat when this message was sent (heard it from
+    #: you): never a placeholder, never someone merely seen before. None: the platform could
+    #: not say, and only the sender counts. ``audience`` errs the other way (never shorter
+    #: than the truth), so it must not stand in for this.
+    present: tuple[str, ...] | None = None
 
     def readers(self) -> tuple[str, ...]:
         """Everyone who will see the reply; the sender is always among them."""

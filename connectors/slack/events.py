@@ -33,6 +33,7 @@ from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget
 from connectors.slack.ids import (
     PLATFORM,
+    UNKNOWN_MEMBERS,
     SLACK_ID,
     ChatRef,
     identity,
@@ -136,6 +137,7 @@ class Listeners:
             time=ts_to_time(event.get("ts")),
             non_text=non_text,
             delegation=("mention" if group else "dm") if ref.as_owner else None,
+            present=_present(sender, audience) if group else None,
         )
 
     # ------------------------------------------------------------------ message events
@@ -382,3 +384,11 @@ class Listeners:
                 non_text=non_text,
             )
             await self._dispatch(inbound, SlackTarget(ChatRef(channel)))
+
+
+def _present(sender: str, audience: tuple[str, ...]) -> tuple[str, ...]:
+    """Who heard a channel message said: the members Slack listed (the list a reply is judged
+    for). When they could not all be listed (a placeholder stands in), only the sender."""
+    if any(a.endswith("/" + UNKNOWN_MEMBERS) for a in audience):
+        return (sender,)
+    return audience or (sender,)

@@ -445,6 +445,7 @@ class TelegramConnector:
             sender=identity(sender.id),
             text=text,
             audience=audience,
+            present=self.roster.present(message.chat.id),
             message_id=str(message.message_id),
             sender_display_name=sender.full_name,
             time=message.date,

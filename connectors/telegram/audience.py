@@ -92,6 +92,7 @@ class GroupRoster:
     def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self._now = now
         self._groups: dict[int, _Members] = {}
+        self._present: dict[int, tuple[str, ...]] = {}
 
     def members(self, chat_id: int) -> _Members:
         return self._groups.setdefault(chat_id, _Members())
@@ -174,6 +175,12 @@ class GroupRoster:
             elif present:
                 confirmed.add(user_id)
 
+    def present(self, chat_id: int) -> tuple[str, ...]:
+        """The humans the last :meth:`audience` call confirmed in the chat (the sender, the
+        admins, members Telegram said are there): who heard a message said, never a member only
+        seen before or a placeholder."""
+        return self._present.get(chat_id, ())
+
     async def audience(self, directory: ChatDirectory, chat_id: int, sender_id: int, bot_id: int) -> tuple[str, ...]:
         """Everyone who may read a reply in this group, the sender first, failing closed
         (see the module doc)."""
@@ -183,6 +190,7 @@ class GroupRoster:
         members = self.members(chat_id)
         bots = set(members.bots) | set(admin_bots) | {bot_id}
         humans = (set(members.humans) | set(admin_humans) | {sender_id}) - bots
+        self._present[chat_id] = tuple(identity(u) for u in sorted(confirmed - bots))
         audience = [identity(sender_id)]
         audience += [identity(user_id) for user_id in sorted(humans - {sender_id})]
         try:

@@ -423,14 +423,6 @@ async def test_a_live_group_records_who_read_every_message_as_who_heard_it(start
     assert "June" not in await ask(d, "ben", question)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="unsafe, reported to the lead: the live path takes a reply's audience as who heard it "
-    "(bot/serve.py: directory.readers(inbound.readers())), and that audience is built never to be "
-    "shorter than the truth: a member Telegram could not confirm present (getChatMember failing, "
-    "or beyond MAX_MEMBER_CHECKS=50 seen members) stays named. For heard_by the safe side is the "
-    "other one: only members confirmed present when it was said.",
-)
 @pytest.mark.parametrize("driver", ["telegram"], indirect=True)
 async def test_a_member_who_left_unseen_is_not_taken_for_one_who_heard_it(started: Driver) -> None:
     d = started
