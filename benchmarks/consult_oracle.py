@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.agent import DelegateAgent
+from connectors.base import Inbound, Outbound
 from epmem.memory import Fact
 from epmem.scenario import Scenario, asker_members
 
@@ -116,6 +118,14 @@ class ConsultOracle:
                 )
                 written += 1
         return written
+
+
+async def handled(agent: DelegateAgent, inbound: Inbound) -> Outbound:
+    """The agent's reply, handed over as a connector does: what waits for the reply to be out
+    (the look for what to consult the owner about, bot/consult_later.py) starts then."""
+    out = await agent.handle(inbound)
+    out.delivered()
+    return out
 
 
 def question_in(chat_id: str) -> tuple[int, str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connectors.base import Inbound, Outbound
+from connectors.base import Inbound
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.language import detect, frame_words
 from epmem.policy.calculus import STRANGER, Rulebook, allowed_set, judge
@@ -38,12 +38,11 @@ from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import heard, pipeline, review_oracle
-from benchmarks.consult_oracle import ConsultOracle
+from benchmarks.consult_oracle import ConsultOracle, handled
 from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm, model_chooses
 from benchmarks.choice_tally import ChoiceTally, check_turn, count_choice, keep_prompts
 from bot import consulting
-from bot.agent import DelegateAgent
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -390,14 +389,6 @@ def _count_injection(tally: Tally, may: Sequence[str], found: Sequence[str], pre
     tally.inj_may_hits += len(found)
     tally.inj_canary_hits += len(present)
     tally.inj_canary_in_may += sum(1 for fid in present if fid in may)
-
-
-async def handled(agent: DelegateAgent, inbound: Inbound) -> Outbound:
-    """The agent's reply, handed over as a connector does: what waits for the reply to be out
-    (the look for what to consult the owner about, bot/consult_later.py) starts then."""
-    out = await agent.handle(inbound)
-    out.delivered()
-    return out
 
 
 async def score_answers(

@@ -103,7 +103,8 @@ async def consult_after_reply(
     consultation for the best of them, the owner's note sent through ``notify``."""
     try:
         if not looked:
-            consult = await owner.engine.closed_would_answer(question, [r.recipient for r in audience])
+            told = {d.fact.id for d in answer.projection.used}  # as answer(with_closed=True) reads it
+            consult = await owner.engine.closed_would_answer(question, [r.recipient for r in audience], told)
             answer = replace(answer, consult=consult)
         if not answer.consult:
             return

@@ -194,7 +194,8 @@ def watching(watch: Watch) -> Iterator[None]:
             # look after it finds, read here as the reply's own
             seen = result
             if watch.may and not result.consult and args:
-                seen = dataclasses.replace(result, consult=await engine.closed_would_answer(question, args[0]))
+                told = {d.fact.id for d in result.projection.used}
+                seen = dataclasses.replace(result, consult=await engine.closed_would_answer(question, args[0], told))
             await watch.record(engine, question, seen)
             watch.chat = None  # a follow-up's answer is not a first reply
         return result

@@ -184,13 +184,19 @@ class PrivacyEngine(ReadsPolicy):
         )
 
     async def closed_would_answer(
-        self, question: str, audience: Sequence[Recipient], now: datetime | None = None, sure_only: bool = False
+        self,
+        question: str,
+        audience: Sequence[Recipient],
+        told: Collection[str] = (),
+        now: datetime | None = None,
+        sure_only: bool = False,
     ) -> tuple[str, ...]:
-        """Which undecided closed facts would answer ``question`` for ``audience`` (best first):
-        ``answer(with_closed=True)``'s ``consult`` alone, asked after the reply has gone (a reply
-        that waited for it would take longer whenever a secret exists: a timing side channel)."""
+        """Which undecided closed facts would answer ``question`` for ``audience`` (best first),
+        the reply having told ``told``: ``answer(with_closed=True)``'s ``consult`` alone, asked
+        after the reply has gone (a reply that waited for it would take longer whenever a secret
+        exists: a timing side channel)."""
         events = await self.memory.recall(question)
-        return self._closed_would_answer(question, events, await self.rulebook(now), audience, sure_only)
+        return self._closed_would_answer(question, events, await self.rulebook(now), audience, sure_only, told)
 
     def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
         """The language to answer ``text`` in: its own; when it has no letters to tell by, the
