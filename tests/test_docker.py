@@ -132,6 +132,7 @@ def container_env(tmp_path: Path) -> dict[str, str]:
     for key, value in compose()["services"]["bot"]["environment"].items():
         env[key] = str(value)
     env["EPMEM_DATA_DIR"] = str(tmp_path / "data")  # the bot-data volume
+    (tmp_path / "data").mkdir()  # the image makes /data (mkdir -p /data, VOLUME), so the volume is a folder
     env["EPMEM_POLICY"] = str(example_file(env_example()["EPMEM_POLICY_NAME"]))  # the /policy mount
     with __import__("socket").socket() as sock:  # the qdrant service, not started here
         sock.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import EXAMPLE_POLICY
 from bot.platforms import PlatformSettings
 from bot.serve import Service
 from testkit.fake_telegram import FakeTelegram
@@ -82,6 +83,7 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
         "doctor",
         env={
             "EPMEM_DATA_DIR": str(tmp_path / "d"),
+            "EPMEM_POLICY": str(EXAMPLE_POLICY),  # a policy to check the owner's identities in
             "TELEGRAM_BOT_TOKEN": secret,
             "EPMEM_QDRANT_URL": "http://127.0.0.1:1",
             "EPMEM_AUDIT_TOKEN": "short",

@@ -58,9 +58,12 @@ async def test_telegram_review_is_one_tap_per_fact_and_forged_taps_change_nothin
     telegram: tuple[FakeTelegram, Runtime],
 ) -> None:
     tg, runtime = telegram
+    # at start the owner heard what waits (bot/serve.py); from here on, only the review's messages
+    [waits] = _to(tg, OWNER_TG)
+    assert waits["text"] == f"{len(PENDING)} facts wait for review: /review"
     tg.private_text(OWNER, "/review")
-    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 1)
-    [question] = _to(tg, OWNER_TG)
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 2)
+    question = _to(tg, OWNER_TG)[1]
     fact_id = question["text"].splitlines()[1].split(":")[0]
     buttons = {b["text"]: b["callback_data"] for b in keyboard(question)}
     assert "\U0001f512 Keep private" in buttons and "\U0001f465 Who may know\u2026" in buttons
@@ -74,23 +77,23 @@ async def test_telegram_review_is_one_tap_per_fact_and_forged_taps_change_nothin
     await tg.wait_for(lambda: len(_to(tg, TG["leo"])) == 2 and len(_to(tg, 4242)) == 2)
     assert await runtime.memory.get(fact_id) == before
     assert all(fact_id not in m["text"] for m in _to(tg, TG["leo"]) + _to(tg, 4242))
-    assert len(_to(tg, OWNER_TG)) == 1
+    assert len(_to(tg, OWNER_TG)) == 2
     # the owner's tap applies at once and shows the next question with its own keyboard
     tg.callback_query(OWNER, question, buttons["\U0001f512 Keep private"])
-    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 2)
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 3)
     after = await runtime.memory.get(fact_id)
     assert after is not None and (after.state, after.level) == ("owner-set", 0)
-    nxt = _to(tg, OWNER_TG)[1]
+    nxt = _to(tg, OWNER_TG)[2]
     assert nxt["text"].startswith(f"{fact_id}: ") and "Review 2/5" in nxt["text"]
     second = nxt["text"].split("\n\n", 1)[1].splitlines()[1].split(":")[0]
     who = next(b for b in keyboard(nxt) if b["text"].startswith("\U0001f465"))
     tg.callback_query(OWNER, nxt, who["callback_data"])
-    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 3)
-    picker = _to(tg, OWNER_TG)[2]
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 4)
+    picker = _to(tg, OWNER_TG)[3]
     leo = next(b for b in keyboard(picker) if b["text"] == "Leo Chen")
     tg.callback_query(OWNER, picker, leo["callback_data"])
-    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 4)
-    assert "\u2713 Leo Chen" in [b["text"] for b in keyboard(_to(tg, OWNER_TG)[3])]
+    await tg.wait_for(lambda: len(_to(tg, OWNER_TG)) == 5)
+    assert "\u2713 Leo Chen" in [b["text"] for b in keyboard(_to(tg, OWNER_TG)[4])]
     fact = await runtime.memory.get(second)
     assert fact is not None and (fact.level, fact.whitelist) == (0, ["leo"])
     kinds = [(r.kind, r.contact) for r in await runtime.audit.records()]
@@ -143,9 +146,16 @@ async def test_slack_review_buttons_and_forged_action_payloads(
             p for p in api.posts(f"D{user}")
         ]
 
+    # at start the owner heard what waits (bot/serve.py); from here on, only the review's messages
+    [waits] = answers(OWNER_SLACK)
+    assert waits["text"] == f"{len(PENDING)} facts wait for review: /review"
+
+    def to_owner() -> list[dict[str, Any]]:
+        return [a for a in answers(OWNER_SLACK) if a != waits]
+
     assert (await sender.command("review", user=OWNER_SLACK, channel=f"D{OWNER_SLACK}"))[0] == 200
-    await wait_for(lambda: len(answers(OWNER_SLACK)) == 1)
-    [question] = answers(OWNER_SLACK)
+    await wait_for(lambda: len(to_owner()) == 1)
+    [question] = to_owner()
     buttons = [e for block in question["blocks"] if block["type"] == "actions" for e in block["elements"]]
     values = {b["text"]["text"]: b["value"] for b in buttons}
     ok = next(v for label, v in values.items() if label.startswith("\u2713 "))
@@ -161,10 +171,10 @@ async def test_slack_review_buttons_and_forged_action_payloads(
     assert status == 401
     assert await runtime.memory.all() == before
     await sender.block_action(ok, user=OWNER_SLACK, channel=f"D{OWNER_SLACK}")
-    await wait_for(lambda: len(answers(OWNER_SLACK)) == 2)
+    await wait_for(lambda: len(to_owner()) == 2)
     fact = await runtime.memory.get(fact_id)
     assert fact is not None and fact.state == "owner-set"
-    assert "Review 2/5" in answers(OWNER_SLACK)[1]["text"]
+    assert "Review 2/5" in to_owner()[1]["text"]
     [change] = await runtime.audit.records(kind="policy_change")
     assert change.body["fact"] == fact_id and change.body["by"] == f"slack:{TEAM}/{OWNER_SLACK}"
     attempts = {r.body["sender"] for r in await runtime.audit.records(kind="attempted_command")}
