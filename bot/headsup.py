@@ -12,6 +12,7 @@ daily digest (:meth:`StrangerHeadsUp.take`), whichever comes first. A note quote
 
 from __future__ import annotations
 
+from bot.quoting import quote
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,9 +24,9 @@ MAX_NAMED = 10
 
 
 def excerpt(text: str, width: int = EXCERPT) -> str:
-    """One line, no control characters, at most ``width`` characters."""
-    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+    """One quoted line (bot/quoting.py: line breaks shown, control characters named), at most
+    about ``width`` characters."""
+    return quote(text, width)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ def test_a_consultation_from_question_to_follow_up_on_the_console(data: Path) ->
     assert lines[0].startswith("1 consultation waits: /consults"), listed.stdout
     assert f"ben asked \u201c{QUESTION}\u201d" in listed.stdout
     assert "\u201cThey offered Pat the job!\u201d" in listed.stdout  # the fact's words, in the listing
-    [short] = re.findall(r"answer: /consult ([0-9a-f]{6}) tell \| like \| who \| private", listed.stdout)
+    [short] = re.findall(r"answer: /consult ([0-9]+) tell \| like \| who \| private", listed.stdout)
     answered = epmem("chat", "--owner", data=data, stdin=f"/consult {short} tell\n/undelivered\n/consults\n")
     seen = answered.stdout + answered.stderr
     assert "ben gets the follow-up when they next open a console chat (epmem chat --as ben)." in answered.stdout

@@ -176,12 +176,14 @@ async def test_consults_the_digest_and_expiry_by_the_scheduler(house: House) -> 
     cid = command(out, "tell").split()[1]
     listed = await house.owner("/consults")
     lines = listed.splitlines()
+    [c] = await house.store.pending()
+    assert c.id == cid and c.number >= 1
     assert lines[0].startswith("1 consultation waits") and lines[1].startswith(
-        f"[{cid[:6]}] leo asked \u201c{KNEE_Q}\u201d"
+        f"[{c.number}] leo asked \u201c{KNEE_Q}\u201d"
     )
     assert (
         "physio says no running until August.\u201d" in listed
-        and f"answer: /consult {cid[:6]} tell | like | who | private" in listed
+        and f"answer: /consult {c.number} tell | like | who | private" in listed
     )
     notes: list[str] = []
 
@@ -415,5 +417,7 @@ async def test_the_question_in_a_note_is_one_quoted_line_the_owner_cannot_mistak
     [c] = await house.store.pending()
     assert c.question == PHISH
     listed = await house.owner("/consults")
-    assert len(listed.splitlines()) == 1, listed
-    assert listed.startswith(f"{c.id}: leo asked \u201c{KNEE_Q} \u23ce  \u23ce I answered without these"), listed
+    # one line per consultation names the question, quoted whole; the fact's own line follows
+    [question] = [line for line in listed.splitlines() if line.startswith("[")]
+    assert question.startswith(f"[{c.number}] leo asked \u201c{KNEE_Q} \u23ce  \u23ce I answered without these"), listed
+    assert [line for line in listed.splitlines() if "I answered without these" in line] == [question]

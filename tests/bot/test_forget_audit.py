@@ -92,9 +92,9 @@ async def test_forget_leaves_no_copy_in_any_file_and_the_audit_verifies(tmp_path
 
 
 async def test_forget_erases_the_words_from_owner_notes_no_platform_took(tmp_path: Path) -> None:
-    """Issue 38: on the console a contact's session keeps the owner's consultation note under
-    /undelivered, with the fact's words; a note a platform refused is kept the same way. After
-    /forget neither is listed and no file of the data folder holds the words."""
+    """Issue 38: on the console the owner's consultation note waits in /consults with the fact's
+    words; a note a platform refused is kept under /undelivered. After /forget neither is listed
+    and no file of the data folder holds the words."""
     data = tmp_path / "data"
     h = await open_house(data)
     try:
@@ -109,16 +109,18 @@ async def test_forget_erases_the_words_from_owner_notes_no_platform_took(tmp_pat
             owner_notes=h.runtime.outbox.tell_owner,  # as `epmem chat --as leo` wires it
         )
         await console.start()
+        await h.runtime.agent.later.drain()  # the look after the reply sends the note (bot/consult_later.py)
         assert OPEN_ANSWER in stdout.getvalue()
         refused = f"A note the platform refused, quoting {knee.id}: \u201c{knee.text}\u201d"
         await h.runtime.owner.deliveries.keep(DeliveryReport("telegram", "777", "owner_note", False, 3, text=refused))
-        kept = await h.owner("/undelivered")
+        kept = await h.owner("/undelivered") + await h.owner("/consults")
+        # the refused note is kept; the console's consultation note waits in /consults with the words
         assert kept.count(knee.text) == 2, kept
         assert files_with(data, b"ligament") != [] and files_with(data, b"physio") != []
 
         reply = await h.owner(f"/forget {knee.id}")
         assert "erased undelivered" in reply, reply
-        assert "ligament" not in await h.owner("/undelivered")
+        assert "ligament" not in await h.owner("/undelivered") + await h.owner("/consults")
         for word in (b"ligament", b"physio"):  # the fact's words, in no file (WAL, Qdrant Edge...)
             assert files_with(data, word) == [], word
     finally:
