@@ -100,7 +100,8 @@ def listeners(session: Session) -> list[str]:
 _TELLING = re.compile(
     r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
     r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
-    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)",
+    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)"
+    r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?|说是|说成",
     re.IGNORECASE,
 )
 _ASKED_WHAT_TOLD = re.compile(

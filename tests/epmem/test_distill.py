@@ -489,3 +489,19 @@ async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: Fac
     told = {f.text: f.heard_by for f in facts}
     assert any("Elm Road" in t and heard == ["kira"] for t, heard in told.items()), told
     assert all(heard == [] for t, heard in told.items() if "arbitration" in t or "transmission" in t), told
+
+
+def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> None:
+    """The same reading in Chinese: "先说……" (say first that ...), "打算说是……" (plans to say it is
+    ...) describe a story told to others; plain news does not."""
+    from epmem.ingest.extract import describes_a_telling
+
+    chat = session(
+        [
+            ("owner", "先说下学期去新加坡访学半年，等调动手续办完再正式提。"),
+            ("owner", "学校那边我打算说是去外地参加培训。"),
+            ("owner", "我下个月搬去天河。"),
+        ],
+        participants=["owner", "kira"],
+    )
+    assert [describes_a_telling(chat, [i]) for i in range(3)] == [True, True, False]
