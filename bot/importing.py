@@ -99,7 +99,7 @@ def summary_lines(report: ImportReport, source: str, data_dir: str, pending_fact
         )
     if pending_facts:
         lines.append(
-            f"{pending_facts} facts wait for your review (nobody hears them until you decide): "
+            f"{pending_facts} facts wait for your review (until you decide, only the people who heard them said are told them back): "
             f"/review in your chat with the bot, or `epmem chat --owner` then /review"
         )
     if report.unread:

@@ -216,7 +216,7 @@ class Service:
             return
         waiting = await self.runtime.review.waiting()
         if waiting and await self.runtime.outbox.tell_owner(
-            f"{note} {waiting} facts wait for your review (nobody hears them until you decide): /review"
+            f"{note} {waiting} facts wait for your review (until you decide, only the people who heard them said are told them back): /review"
         ):
             await overlay.set_flag(REVIEW_PROMPT_FLAG, None)
         elif not waiting:
