@@ -10,7 +10,8 @@ opens; ``without`` holds the house example alone. The same 50 questions (rotatin
 contacts who all get the same open answer) go to both, interleaved one by one, the order of
 each pair alternating, so that machine noise hits both conditions alike. Between two
 measurements each folder's background look is awaited: each figure is a first reply, not a
-reply queued behind the previous one's look. A reply is timed to the moment the platform
+reply queued behind the previous one's look (which starts once the connector has the platform's
+answer, possibly after the asker saw the reply: each measurement waits for it). A reply is timed to the moment the platform
 received it (the fake's own stamp of the call; the console: the write of the reply), not to
 when the measuring coroutine woke: it shares the event loop with the bot, and the look after
 the reply may run in between, which no real asker would see.
@@ -213,6 +214,16 @@ async def slack_bot(data: Path) -> AsyncIterator[Bot]:
 WAYS = {"console": console_bot, "telegram": telegram_bot, "slack": slack_bot}
 
 
+async def settled(bot: Bot, looks: int, timeout_s: float = 10.0) -> None:
+    """Until the look after this reply has run (it starts when the connector has the platform's
+    answer, which may come after the asker saw the reply), so that it delays no later question."""
+    later = bot.runtime.agent.later
+    deadline = time.perf_counter() + timeout_s
+    while later.finished <= looks and time.perf_counter() < deadline:
+        await asyncio.sleep(0.002)
+    await later.drain()
+
+
 def summary(seconds: list[float]) -> dict[str, float]:
     return {
         "median_ms": round(statistics.median(seconds) * 1000, 1),
@@ -244,9 +255,9 @@ async def measure(way: str, folders: dict[str, Path], questions: int, warmup: in
         for i in range(warmup + questions):
             who, text = ASKERS[i % len(ASKERS)], QUESTIONS[(i // len(ASKERS)) % len(QUESTIONS)]
             for c in CONDITIONS if i % 2 == 0 else tuple(reversed(CONDITIONS)):
+                looks = bots[c].runtime.agent.later.finished
                 elapsed = await bots[c].ask(who, text)
-                for bot in bots.values():  # the looks after the reply, before the next question
-                    await bot.runtime.agent.later.drain()
+                await settled(bots[c], looks)
                 if i >= warmup:
                     times[c].append(elapsed)
         opened = await bots["with"].runtime.audit.records(kind="consultation")
