@@ -99,7 +99,8 @@ def _data_dir(c: Checks, s: Settings) -> None:
         return
     parent = next((q for q in folder.parents if q.exists()), Path("."))
     if os.access(parent, os.W_OK):
-        c.ok(f"EPMEM_DATA_DIR {folder}: will be made at first start")
+        # run, chat and preview refuse a missing folder rather than make one for the wrong owner
+        c.error(f"EPMEM_DATA_DIR {folder}: does not exist; `epmem init` (your own delegate) or `epmem demo` makes it")
     else:
         c.error(f"EPMEM_DATA_DIR {folder}: does not exist and {parent} is not writable")
 

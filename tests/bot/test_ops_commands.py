@@ -98,3 +98,13 @@ def test_doctor_says_what_is_missing_one_line_each(tmp_path: Path) -> None:
     assert "owner.identities has no telegram: identity" in text
     bad = cli("doctor", env={"EPMEM_DATA_DIR": str(tmp_path / "d"), "EPMEM_SLACK_PORT": "99999"})
     assert bad.returncode == 1 and "error: EPMEM_SLACK_PORT: Input should be less than or equal to 65535" in bad.stdout
+
+
+def test_doctor_says_a_missing_data_folder_is_made_by_init_or_demo(tmp_path: Path) -> None:
+    """run, chat and preview refuse a data folder that does not exist (they never make one for
+    the wrong owner), so doctor must not call it fine: it names the commands that make it."""
+    missing = tmp_path / "not-yet"
+    done = cli("doctor", env={"EPMEM_DATA_DIR": str(missing), "EPMEM_POLICY": str(EXAMPLE_POLICY)})
+    assert done.returncode == 1
+    assert f"error: EPMEM_DATA_DIR {missing}: does not exist; `epmem init`" in done.stdout, done.stdout
+    assert not missing.exists()
