@@ -59,8 +59,7 @@ class ConsultOracle:
         """Who reads a question's chat (``bench-QI-ASKER``, scenario_bench): the asker's members,
         all present for the whole scenario."""
         _, asker = question_in(chat_id)
-        directory = self.runtime.agent.directory
-        return tuple(directory.contact_identity(m) for m in asker_members(asker))
+        return asker_identities(self.runtime.agent, asker)
 
     async def answer_all(self) -> Answered:
         """Answer every consultation waiting for the owner: how many, and the follow-ups sent."""
@@ -118,6 +117,25 @@ class ConsultOracle:
                 )
                 written += 1
         return written
+
+
+def asker_identities(agent: DelegateAgent, asker: str) -> tuple[str, ...]:
+    """The console identities of a scenario asker's members (``a+b``: both)."""
+    return tuple(agent.directory.contact_identity(m) for m in asker_members(asker))
+
+
+def asker_inbound(agent: DelegateAgent, chat_id: str, asker: str, question: str) -> Inbound:
+    """A scenario asker's question on the console: one contact in a direct chat, ``a+b`` a
+    group chat with all of them reading (the first one asks)."""
+    identities = asker_identities(agent, asker)
+    return Inbound(
+        platform="console",
+        chat_id=chat_id,
+        chat_kind="direct" if len(identities) == 1 else "group",
+        sender=identities[0],
+        text=question,
+        audience=identities,
+    )
 
 
 async def handled(agent: DelegateAgent, inbound: Inbound) -> Outbound:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connectors.base import Inbound
 from epmem.ingest.annotate import CategoryClassifier
 from epmem.language import detect, frame_words
 from epmem.policy.calculus import STRANGER, Rulebook, allowed_set, judge
@@ -38,7 +37,7 @@ from epmem.reply.sanity import check_reply
 from epmem.scenario import Scenario, asker_members, load_scenario
 
 from benchmarks import heard, pipeline, review_oracle
-from benchmarks.consult_oracle import ConsultOracle, handled
+from benchmarks.consult_oracle import ConsultOracle, asker_inbound, handled
 from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm, model_chooses
 from benchmarks.choice_tally import ChoiceTally, check_turn, count_choice, keep_prompts
@@ -410,15 +409,7 @@ async def score_answers(
         replies: dict[str, tuple[frozenset[str], str]] = {}
         for asker, gold in item.askers.items():
             members = asker_members(asker)
-            identities = tuple(agent.directory.contact_identity(m) for m in members)
-            inbound = Inbound(
-                platform="console",
-                chat_id=f"bench-{qi}-{asker}",
-                chat_kind="direct" if len(members) == 1 else "group",
-                sender=identities[0],
-                text=item.question,
-                audience=identities,
-            )
+            inbound = asker_inbound(agent, f"bench-{qi}-{asker}", asker, item.question)
             out = await handled(agent, inbound)
             reply = out.text or ""
             tally.answer_n += 1

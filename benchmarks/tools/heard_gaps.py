@@ -32,12 +32,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from connectors.base import Inbound
 from epmem.embedding import Embedder
 from epmem.memory.facts import Fact
 from epmem.scenario import Scenario, asker_members, load_scenario, scenario_files
 
 from benchmarks import pipeline
+from benchmarks.consult_oracle import asker_inbound
 from bot.config import Settings
 from bot.runtime import Runtime, embedder_from_settings
 
@@ -81,17 +81,7 @@ async def run(scenario: Scenario, embedder: Embedder, source: str, pairs: list[d
             for qi, item in enumerate(scenario.tasks.answer):
                 for asker, gold in item.askers.items():
                     members = asker_members(asker)
-                    identities = tuple(agent.directory.contact_identity(m) for m in members)
-                    out = await agent.handle(
-                        Inbound(
-                            platform="console",
-                            chat_id=f"heard-{qi}-{asker}",
-                            chat_kind="direct" if len(members) == 1 else "group",
-                            sender=identities[0],
-                            text=item.question,
-                            audience=identities,
-                        )
-                    )
+                    out = await agent.handle(asker_inbound(agent, f"heard-{qi}-{asker}", asker, item.question))
                     record = await runtime.audit.get(out.audit_id or "")
                     body = record.body if record is not None else {}
                     classes = {}

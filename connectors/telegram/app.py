@@ -437,7 +437,7 @@ class TelegramConnector:
         if not self._addressed_to_bot(message):
             return
         text, non_text = self._content(message, strip_self=True)
-        audience = await self.roster.audience(bot, message.chat.id, sender.id, bot.id)
+        audience, present = await self.roster.readers(bot, message.chat.id, sender.id, bot.id)
         inbound = Inbound(
             platform=PLATFORM,
             chat_id=str(message.chat.id),
@@ -445,7 +445,7 @@ class TelegramConnector:
             sender=identity(sender.id),
             text=text,
             audience=audience,
-            present=self.roster.present(message.chat.id),
+            present=present,
             message_id=str(message.message_id),
             sender_display_name=sender.full_name,
             time=message.date,

@@ -92,7 +92,6 @@ class GroupRoster:
     def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
         self._now = now
         self._groups: dict[int, _Members] = {}
-        self._present: dict[int, tuple[str, ...]] = {}
 
     def members(self, chat_id: int) -> _Members:
         return self._groups.setdefault(chat_id, _Members())
@@ -175,22 +174,25 @@ class GroupRoster:
             elif present:
                 confirmed.add(user_id)
 
-    def present(self, chat_id: int) -> tuple[str, ...]:
-        """The humans the last :meth:`audience` call confirmed in the chat (the sender, the
-        admins, members Telegram said are there): who heard a message said, never a member only
-        seen before or a placeholder."""
-        return self._present.get(chat_id, ())
-
     async def audience(self, directory: ChatDirectory, chat_id: int, sender_id: int, bot_id: int) -> tuple[str, ...]:
         """Everyone who may read a reply in this group, the sender first, failing closed
         (see the module doc)."""
+        audience, _ = await self.readers(directory, chat_id, sender_id, bot_id)
+        return audience
+
+    async def readers(
+        self, directory: ChatDirectory, chat_id: int, sender_id: int, bot_id: int
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The reply's audience (see :meth:`audience`) and, from the same look, the humans
+        confirmed in the chat now (the sender, the admins, members Telegram said are there): who
+        heard the message said, never a member only seen before or a placeholder."""
         admin_humans, admin_bots = await self._chat_admins(directory, chat_id)
         confirmed: set[int] = {bot_id, sender_id, *admin_humans, *admin_bots}
         await self._confirm(directory, chat_id, confirmed)
         members = self.members(chat_id)
         bots = set(members.bots) | set(admin_bots) | {bot_id}
         humans = (set(members.humans) | set(admin_humans) | {sender_id}) - bots
-        self._present[chat_id] = tuple(identity(u) for u in sorted(confirmed - bots))
+        present = tuple(identity(u) for u in sorted(confirmed - bots))
         audience = [identity(sender_id)]
         audience += [identity(user_id) for user_id in sorted(humans - {sender_id})]
         try:
@@ -201,4 +203,4 @@ class GroupRoster:
         else:
             unknown = count - len(confirmed)
         audience += [unknown_identity(chat_id, n) for n in range(1, unknown + 1)]
-        return tuple(audience)
+        return tuple(audience), present
