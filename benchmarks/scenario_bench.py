@@ -41,7 +41,7 @@ from benchmarks.consult_oracle import ConsultOracle, asker_inbound, handled
 from benchmarks.conversation import Conversation
 from benchmarks.backends import bench_llm, model_chooses
 from benchmarks.choice_tally import ChoiceTally, check_turn, count_choice, keep_prompts
-from bot import consulting
+from bot.consultations import callback
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -585,7 +585,7 @@ async def run_scenario(
                     {
                         f.event_id
                         for f in await runtime.memory.all()
-                        if f"owner:consult:{consulting.LEARNED}" in f.evidence
+                        if callback.tag(callback.LEARNED) in f.evidence
                     }
                 )
         finally:
