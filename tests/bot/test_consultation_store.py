@@ -5,13 +5,16 @@ delegation column was dropped migrates forward with its rows."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
-from bot.consultations import MIGRATIONS, ConsultationStore, ConsultConfig
+from bot.consultations import MIGRATIONS, Consultation, ConsultationStore, ConsultConfig
 from bot.consultations.store import TABLE
 from epmem.sqlite import MigrationSet, migrate, open_database
 
@@ -22,7 +25,9 @@ def _clock() -> datetime:
     return NOW
 
 
-async def _open(store: ConsultationStore, sender: str = "telegram:1", event: str = "ev-1", audit: str = "a1"):  # type: ignore[no-untyped-def]
+async def _open(
+    store: ConsultationStore, sender: str = "telegram:1", event: str = "ev-1", audit: str = "a1"
+) -> Consultation | None:
     return await store.open(
         event_id=event,
         facts=["f1", "f2"],
@@ -39,7 +44,7 @@ async def _open(store: ConsultationStore, sender: str = "telegram:1", event: str
 
 
 @pytest.fixture
-async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+async def store(tmp_path: Path) -> AsyncIterator[ConsultationStore]:
     db = await open_database(tmp_path / "state.sqlite", [MIGRATIONS])
     try:
         yield ConsultationStore(db, ConsultConfig(max_open_per_asker=3), _clock)
@@ -93,9 +98,11 @@ async def test_a_table_from_before_keeps_its_rows_and_loses_the_delegation_colum
         await db.close()
 
 
-async def test_a_row_with_an_unknown_state_is_refused_by_name(store: ConsultationStore) -> None:
+async def test_a_row_with_an_unknown_state_is_refused_by_name(store: ConsultationStore, tmp_path: Path) -> None:
     c = await _open(store)
     assert c is not None
-    await store._db.execute("UPDATE consultations SET state = 'lost' WHERE id = ?", (c.id,))
+    other = sqlite3.connect(tmp_path / "state.sqlite")  # another writer, outside the program
+    with closing(other), other:
+        other.execute("UPDATE consultations SET state = 'lost' WHERE id = ?", (c.id,))
     with pytest.raises(ValueError, match=f"consultations row {c.id}: state 'lost'"):
         await store.get(c.id)
