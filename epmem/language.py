@@ -60,7 +60,7 @@ def choose(text: str | None, *fallbacks: str | None) -> Language:
         return found
     for lang in fallbacks:
         if lang in LANGUAGES:
-            return lang  # type: ignore[return-value]
+            return lang
     return DEFAULT
 
 

@@ -96,7 +96,7 @@ def ingest(
             pipeline = ImportRun(
                 runtime.conversations,
                 journal,
-                runtime.distiller if facts else None,  # type: ignore[arg-type]
+                runtime.distiller if facts else None,
                 source=str(path),
             )
             with _progress(err, checked.sessions, plain) as advance, interrupts.installed():

@@ -221,7 +221,7 @@ class RulesExtractor(ReadsPolicy):
         """The one person the conversation just named (this sentence's turn, then two back)."""
         texts = [before] + [session.turns[i].text for i in range(t - 1, max(-1, t - 3), -1)]
         for text in texts:
-            found = [n for n in _NAME.findall(text) if n not in _NOT_NAMES and n != self.owner]
+            found: list[str] = [n for n in _NAME.findall(text) if n not in _NOT_NAMES and n != self.owner]
             found += [self.names.name_of(c) for c in self.names.find(text) if c in self.policy.contacts]
             people = list(dict.fromkeys(found))
             if len(people) == 1:
