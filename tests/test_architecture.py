@@ -385,3 +385,38 @@ def test_the_class_check_sees_classes() -> None:
     found = _classes()
     assert len(found) > 100 and {"PrivacyEngine", "DelegateAgent", "Courier", "AuditLog"} <= set(found)
     assert _classes(("testkit",)) and not set(_classes(("testkit",))) & {"PrivacyEngine"}
+
+
+#: the packages whose every exception class is an :class:`epmem.errors.EpmemError`.
+ONE_EXCEPTION_TREE = ("epmem", "bot", "connectors")
+
+
+def _exception_classes(packages: tuple[str, ...] = ONE_EXCEPTION_TREE) -> dict[str, type[BaseException]]:
+    """``module.Class`` -> the class, for every exception class the modules of ``packages`` define
+    (imported, so a base named through an alias or another module counts as what it is)."""
+    import importlib
+    import inspect
+
+    found: dict[str, type[BaseException]] = {}
+    for name in sorted(SOURCES):
+        if _layer(name) not in packages or name.endswith("__main__"):
+            continue
+        classes = [c for c in vars(importlib.import_module(name)).values() if inspect.isclass(c)]
+        while classes:
+            cls = classes.pop()
+            if cls.__module__ == name:
+                classes += [c for c in vars(cls).values() if inspect.isclass(c)]
+                if issubclass(cls, BaseException):
+                    found[f"{name}.{cls.__qualname__}"] = cls
+    return found
+
+
+def test_every_exception_is_an_epmem_error() -> None:
+    """One tree: a caller that catches :class:`EpmemError` (the CLI's one-line error) catches
+    every error the project raises on purpose; each keeps the builtin base it had."""
+    from epmem.errors import EpmemError
+
+    found = _exception_classes()
+    assert {"bot.commands.registry.CommandError", "connectors.courier.DeliveryFailed"} <= set(found)
+    outside = sorted(name for name, cls in found.items() if not issubclass(cls, EpmemError))
+    assert not outside, "exceptions outside the EpmemError tree (derive them from it):\n" + "\n".join(outside)

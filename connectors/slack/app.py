@@ -42,6 +42,7 @@ from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
 from connectors.slack.ids import PLATFORM, ChatRef, team_of_identity, user_of_identity
+from epmem.errors import EpmemError
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +50,7 @@ _DRAIN_TIMEOUT_S = 5.0
 _SOCKET_CONNECT_TIMEOUT_S = 30.0
 
 
-class SlackStartError(RuntimeError):
+class SlackStartError(EpmemError, RuntimeError):
     """The Slack side is misconfigured in a way that must stop the start (never a token in it)."""
 
 
