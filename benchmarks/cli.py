@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from bot.cli.common import err, fail, run, write_json
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Benchmarks (JSON results).")
 

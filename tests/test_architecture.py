@@ -257,7 +257,7 @@ NAMES_A_PLATFORM = {
     "bot/commands/review.py": "/review's help says where its buttons show",
     "bot/commands/registry.py": "renders the Slack manifests' usage hint from the registry it belongs to",
     "bot/state.py": "migrates the file the Slack connector kept before the state database (702941f)",
-    "bot/logging.py": "quietens python-telegram-bot's updater logger with the other libraries' loggers",
+    "bot/log_setup.py": "quietens python-telegram-bot's updater logger with the other libraries' loggers",
     "connectors/logs.py": "guards the platform SDKs' loggers, one redaction for all of them",
 }
 
