@@ -10,12 +10,17 @@ import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from epmem.ingest import IngestError
+
+if TYPE_CHECKING:
+    from epmem.ingest import Export, ExportSummary
+    from epmem.policy import Policy
 
 from bot.cli.common import err, fail, out, run, settings
 
@@ -48,9 +53,8 @@ def ingest(
     background: the import never waits for it.
     """
 
-    from epmem.ingest import open_export
     from epmem.ingest import ImportReport, ImportRun
-    from epmem.policy import PolicyError, load_policy
+    from epmem.policy import load_policy
 
     from bot.importing import REVIEW_PROMPT_FLAG, Interrupts, open_journal, summary_lines
     from bot.owner_policy import resolve_policy
@@ -59,33 +63,7 @@ def ingest(
     s = settings()
     policy = load_policy(resolve_policy(s))
     plain = not err.is_terminal
-    try:
-        export = open_export(path, policy, fmt, owner)
-        if plain:
-            err.print(f"checking {path}", markup=False, soft_wrap=True)
-        checked = export.validate()
-        if plain:
-            err.print(
-                f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
-                markup=False,
-                soft_wrap=True,
-            )
-        for ident, name in sorted(checked.lookalikes.items()):
-            err.print(
-                f"not taken for you: {ident} ({name}), named like you; its messages are kept as someone "
-                f"else's (if it is your account: --owner {ident})",
-                markup=False,
-                soft_wrap=True,
-            )
-    except IngestError as exc:
-        fail(str(exc))
-    except PolicyError as exc:  # a scenario file: bad YAML, or a scenario that does not check out
-        for problem in exc.problems:
-            err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        err.print(f"interrupted while checking {path}; nothing was written", markup=False, soft_wrap=True)
-        raise typer.Exit(130) from None
+    export, checked = _checked(path, policy, fmt, owner, plain)
     interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
 
     async def go() -> tuple[ImportReport, int]:
@@ -118,6 +96,44 @@ def ingest(
         (err if report.interrupted else out).print(line, markup=False, soft_wrap=True)
     if report.interrupted:
         raise typer.Exit(130)
+
+
+def _checked(
+    path: Path, policy: Policy, fmt: str | None, owner: list[str], plain: bool
+) -> tuple[Export, ExportSummary]:
+    """The export, checked whole before anything is written (one line and exit 1 if it is not
+    right); the accounts named like the owner that were not taken for the owner are listed."""
+    from epmem.ingest import open_export
+    from epmem.policy import PolicyError
+
+    try:
+        export = open_export(path, policy, fmt, owner)
+        if plain:
+            err.print(f"checking {path}", markup=False, soft_wrap=True)
+        checked = export.validate()
+        if plain:
+            err.print(
+                f"checked {path}: {checked.messages} messages, {checked.sessions} sessions, nothing wrong",
+                markup=False,
+                soft_wrap=True,
+            )
+        for ident, name in sorted(checked.lookalikes.items()):
+            err.print(
+                f"not taken for you: {ident} ({name}), named like you; its messages are kept as someone "
+                f"else's (if it is your account: --owner {ident})",
+                markup=False,
+                soft_wrap=True,
+            )
+    except IngestError as exc:
+        fail(str(exc))
+    except PolicyError as exc:  # a scenario file: bad YAML, or a scenario that does not check out
+        for problem in exc.problems:
+            err.print(f"error: {problem.render(exc.source)}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print(f"interrupted while checking {path}; nothing was written", markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    return export, checked
 
 
 @contextmanager
