@@ -166,7 +166,8 @@ class SlackConnector(Listeners):
             if self.config.app_token is not None:
                 self._socket = AsyncSocketModeHandler(self.app, self.config.app_token)
                 # slack-sdk retries a failed connect forever; a bad app token must fail start().
-                await asyncio.wait_for(self._socket.connect_async(), _SOCKET_CONNECT_TIMEOUT_S)
+                connect = self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+                await asyncio.wait_for(connect, _SOCKET_CONNECT_TIMEOUT_S)
                 log.info("slack.started", mode="socket")
             else:
                 web_app = self.app.web_app(path=self.config.path, port=self.config.port)
@@ -201,7 +202,7 @@ class SlackConnector(Listeners):
     async def _close_transport(self) -> None:
         if self._socket is not None:
             socket, self._socket = self._socket, None
-            await socket.close_async()
+            await socket.close_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
