@@ -1,4 +1,5 @@
-"""The shape of the house, checked from the source: layers, no import cycles, small modules.
+"""The shape of the house, checked from the source: layers, no import cycles, small modules, one
+exception tree.
 
 Layers, bottom up: ``epmem`` (the library) and ``connectors`` (platform adapters) know nothing
 of the bot; ``bot`` wires them together; ``testkit`` (loopback fakes, ready runtimes) sits on
@@ -416,13 +417,15 @@ def _exception_classes(packages: tuple[str, ...] = ONE_EXCEPTION_TREE) -> dict[s
     import inspect
 
     found: dict[str, type[BaseException]] = {}
+    seen: set[type] = set()
     for name in sorted(SOURCES):
         if _layer(name) not in packages or name.endswith("__main__"):
             continue
         classes = [c for c in vars(importlib.import_module(name)).values() if inspect.isclass(c)]
         while classes:
             cls = classes.pop()
-            if cls.__module__ == name:
+            if cls.__module__ == name and cls not in seen:
+                seen.add(cls)
                 classes += [c for c in vars(cls).values() if inspect.isclass(c)]
                 if issubclass(cls, BaseException):
                     found[f"{name}.{cls.__qualname__}"] = cls
