@@ -53,7 +53,7 @@ class Owner(_Strict):
     identities: list[str] = Field(default_factory=lambda: [LOCAL.identity(OWNER_ID)])
     persona: str = ""
     #: the language of what the delegate tells the owner (consultations), and of replies to a
-    #: message with no letters to tell its language by (epmem/language.py); English if unset.
+    #: message with no letters to tell its language by (epmem/language/); English if unset.
     language: Language | None = None
 
     _identities = field_validator("identities")(_check_identities)

@@ -21,7 +21,7 @@ telling comes first, so an echoed prompt is ``markers`` rather than ``too_long``
 ``too_long``    longer than the configured bound (a reply is a few sentences, not a page);
 ``language``    confidently in another language than the message it answers: a message in
                 Chinese answered without Chinese (or an English one in Chinese), by script
-                (epmem/language.py: Chinese is one "word" per phrase, too few for the model
+                (epmem/language/: Chinese is one "word" per phrase, too few for the model
                 below); otherwise by py3langid, when both texts are long enough to tell.
 """
 
