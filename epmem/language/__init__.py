@@ -28,9 +28,12 @@ from epmem.language.spec import (
 )
 from epmem.language.script import ENDS, choose, frame_words, join_sentences, say, sentence
 
-#: the languages shipped, which a policy may name for a contact or the owner.
-Language = Literal["en", "zh"]
-LANGUAGES: tuple[Language, ...] = get_args(Language)
+#: a registered language's code ("en", "zh"; what :func:`choose` returns and :func:`say` takes).
+Language = str
+#: the languages shipped, which a policy may name for a contact or the owner (the policy's
+#: JSON schema lists them: bot/examples/policy.schema.json).
+Shipped = Literal["en", "zh"]
+LANGUAGES: tuple[Shipped, ...] = get_args(Shipped)
 #: English words of the delegate's own frames (kept under its old name).
 ENGLISH_FRAME = FRAME
 
@@ -51,6 +54,7 @@ __all__ = [
     "RelevanceConfig",
     "Reranker",
     "SettingsError",
+    "Shipped",
     "choose",
     "detect",
     "frame_words",

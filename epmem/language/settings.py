@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from epmem.errors import EpmemError
 
@@ -90,12 +90,13 @@ class SettingsFile(BaseModel):
     extends: str | None = None
     settings: dict[str, object]
 
-    @model_validator(mode="after")
-    def _known_names(self) -> Self:
-        unknown = sorted(set(self.settings) - set(RelevanceConfig.model_fields))
+    @field_validator("settings")
+    @classmethod
+    def _known_names(cls, settings: dict[str, object]) -> dict[str, object]:
+        unknown = sorted(set(settings) - set(RelevanceConfig.model_fields))
         if unknown:
             raise ValueError(f"unknown setting {unknown[0]!r}")
-        return self
+        return settings
 
 
 def settings_path(code: str, folder: Path = FOLDER) -> Path:
@@ -103,8 +104,9 @@ def settings_path(code: str, folder: Path = FOLDER) -> Path:
 
 
 def load_settings(code: str, folder: Path = FOLDER) -> RelevanceConfig:
-    """Language ``code``'s settings from its file (and the file it extends): a missing file, a
-    missing or unknown setting or a value out of range is one line naming the file and the field."""
+    """Language ``code``'s settings from its file in ``folder`` (and the file it extends): a
+    missing file, a missing or unknown setting or a value out of range is one line naming the
+    file and the field."""
     values = _values(settings_path(code, folder), folder, ())
     try:
         return RelevanceConfig.model_validate(values)
@@ -125,8 +127,13 @@ def _values(path: Path, folder: Path, seen: Sequence[Path]) -> dict[str, object]
         read = SettingsFile.model_validate(raw)
     except ValidationError as exc:
         raise SettingsError(f"{path}: {_first(exc)}") from None
-    base = _values(settings_path(read.extends, folder), folder, [*seen, path]) if read.extends else {}
-    return {**base, **read.settings}
+    if read.extends is None:
+        return dict(read.settings)
+    # the language extended: beside this file, else a shipped one (a new language may extend English)
+    base = settings_path(read.extends, folder)
+    if not base.exists():
+        base = settings_path(read.extends)
+    return {**_values(base, base.parent, [*seen, path]), **read.settings}
 
 
 def _first(exc: ValidationError, prefix: str = "") -> str:
