@@ -132,7 +132,6 @@ class Relevance:
         self.config = config or get(DEFAULT).relevance
         self.languages = dict(languages or {})
         self.model = reranker
-        self.reranker = reranker if self.config.rerank_weight > 0 else None
         self.matcher = matcher
 
     def config_for(self, question: str) -> RelevanceConfig:
