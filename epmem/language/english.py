@@ -127,7 +127,9 @@ def is_english(text: str) -> bool:
     return LATIN_WORD.search(text) is not None and not OTHER_CJK.search(text)
 
 
-#: what the delegate says in English. ``{owner}`` is the owner's name.
+#: what the delegate says in English, by key (``{owner}``: the owner's name); chinese.PHRASES holds
+#: the same keys. One catalogue for every reply and note: a new note is a new key in each
+#: language's table (the consultation notes' tables fold in the same way), said with ``say``.
 PHRASES: dict[str, str] = {
     "deflection": "Sorry, I can't help with that. I'll let {owner} know you asked.",
     "share": "Here's what I can share: {body}",
