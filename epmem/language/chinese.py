@@ -46,6 +46,7 @@ def is_chinese(text: str) -> bool:
         return False
     return han >= len(LATIN_WORD.findall(text))
 
+
 _KINDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
     (
         "open",

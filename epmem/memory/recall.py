@@ -26,6 +26,7 @@ FACTS = "facts"
 #: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
 _HIT_FIELDS = ("event_id", "category", "session_id")
 
+
 @dataclass(frozen=True, slots=True)
 class RecallConfig:
     #: how many facts the store returns before grouping into events.

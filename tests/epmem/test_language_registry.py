@@ -91,7 +91,9 @@ class Sure:
 def _two_events() -> tuple[list[RecalledEvent], Projection]:
     facts = [
         Fact(id="f1", text="Sam is back on Monday.", event_id="e1", category="daily_life", level=3, state="owner-set"),
-        Fact(id="f2", text="Sam's flight lands at 6.", event_id="e2", category="daily_life", level=3, state="owner-set"),
+        Fact(
+            id="f2", text="Sam's flight lands at 6.", event_id="e2", category="daily_life", level=3, state="owner-set"
+        ),
     ]
     events = [RecalledEvent(f.event_id, 0.8, (Recalled(f, 0.8),)) for f in facts]
     return events, Projection(tuple(FactDecision(f, 0.8, True, (), used=True) for f in facts))
@@ -116,7 +118,10 @@ def test_unregistering_gives_the_question_back_to_english(tmp_path: Path) -> Non
     assert detect(QUESTION) is None and choose(QUESTION) == "en"
     assert question_kind(QUESTION) == "what"  # English reads no English word in it
     assert Relevance().config_for(QUESTION) is ENGLISH.relevance
-    assert say("deflection", choose(QUESTION), owner="Sam") == "Sorry, I can't help with that. I'll let Sam know you asked."
+    assert (
+        say("deflection", choose(QUESTION), owner="Sam")
+        == "Sorry, I can't help with that. I'll let Sam know you asked."
+    )
     events, proj = _two_events()
     assert Relevance(None, Sure()).choose(QUESTION, events, proj).chosen == ("f1", "f2")
     with pytest.raises(ValueError, match="default language"):

@@ -50,7 +50,6 @@ that reads in its place (Chinese: the words a fact shares with the question). Th
 per kind of question: epmem/reply/relevance/choosers.py.
 """
 
-
 from __future__ import annotations
 
 import time
@@ -113,7 +112,6 @@ class Choice:
             "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()],
         }
         return out if self.chooser is None else {**out, **self.chooser}
-
 
 
 class Relevance:

@@ -67,11 +67,7 @@ def choose_specific(r: Reading) -> Chosen:
     ranked, _ = _weighable(r, logit, left_out)
     scores = {
         d.fact.id: r.own[d.fact.id]
-        + (
-            c.rerank_weight / (1.0 + math.exp(-logit[d.fact.id] / c.rerank_temperature))
-            if d.fact.id in logit
-            else 0.0
-        )
+        + (c.rerank_weight / (1.0 + math.exp(-logit[d.fact.id] / c.rerank_temperature)) if d.fact.id in logit else 0.0)
         for d in ranked
     }
     sure = {f for f, x in logit.items() if x >= c.answers}
@@ -82,9 +78,7 @@ def choose_specific(r: Reading) -> Chosen:
     return Chosen(chosen, scores, reranked, left_out, logit)
 
 
-def _weighable(
-    r: Reading, logit: dict[str, float], left_out: dict[str, str]
-) -> tuple[list[FactDecision], set[str]]:
+def _weighable(r: Reading, logit: dict[str, float], left_out: dict[str, str]) -> tuple[list[FactDecision], set[str]]:
     """The pool less what is left out, and which of its facts recall found only weakly but the
     cross-encoder is sure answer (``rescue_logit``); a weak fact it is not sure of is left out."""
     _stands_out(r, logit, left_out)
@@ -96,10 +90,7 @@ def _weighable(
         {
             d.fact.id: f"recall {own[d.fact.id]:.2f} < {least} and the cross-encoder is not sure it answers"
             for d in r.pool
-            if own[d.fact.id] < least
-            and d.fact.id not in rescued
-            and d.fact.id not in left_out
-            and d.fact.id in logit
+            if own[d.fact.id] < least and d.fact.id not in rescued and d.fact.id not in left_out and d.fact.id in logit
         }
     )
     ranked = [d for d in r.pool if d.fact.id not in left_out and (own[d.fact.id] >= least or d.fact.id in rescued)]
