@@ -2,7 +2,7 @@
 
 This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
 responder until the calculus has allowed it for every reader. Of the facts that may be said,
-the relevance step keeps those that answer the question (epmem/reply/relevance.py; with a
+the relevance step keeps those that answer the question (epmem/reply/relevance/; with a
 model configured, the model chooses among them instead, epmem/reply/model_choice.py), and what
 one reply tells together must pass the composite rule for every reader
 (epmem/reply/composite.py). The responder gets a :class:`ReplyContext` built from those facts
