@@ -1,6 +1,6 @@
 """With a model configured, the model chooses which of the allowed facts answer the question.
 
-The rules relevance step (epmem/reply/relevance.py) always runs first; the model then gets one
+The rules relevance step (epmem/reply/relevance/) always runs first; the model then gets one
 call (prompt ``choose``) that shows it the storyline's facts only, the facts every reader may
 know (epmem/reply/projection.py: a truth or, in its place, an allowed cover), the best
 ``offered`` of them: the rules step's choice first, in its order, then the others by the rules
