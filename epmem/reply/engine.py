@@ -25,7 +25,8 @@ from epmem.reply.cumulative import Knowledge, gather
 from epmem.reply.guard import Denied
 from epmem.reply.model_choice import ModelChooser
 from epmem.memory.facts import Fact
-from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
+from epmem.language.english import is_catch_up
+from epmem.memory.recall import FactMemory, RecalledEvent
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 import structlog
 
 from epmem.llm.base import LLM, CallUsage, LLMError
-from epmem.llm.prompts import ChosenFacts, get_template
+from epmem.llm.outputs import ChosenFacts
+from epmem.llm.prompts import get_template
 from epmem.reply.desensitize import Desensitizer, mask_facts
 from epmem.reply.projection import FactDecision, Projection
 from epmem.reply.relevance import Choice
