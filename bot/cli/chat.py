@@ -14,7 +14,7 @@ from epmem.policy import OWNER_ID, STRANGER_ID, UNKNOWN_STRANGER
 from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
 from bot.owner_policy import require_data_folder
 from bot.config import Settings
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 from bot.runtime import Runtime
 
 
@@ -48,7 +48,7 @@ def chat(
         # a contact's session is that contact's chat: the owner's notes are kept for the owner
         # (/undelivered), not shown to whoever is typing as the contact
         notes = None if owner else _notes_for_owner(runtime)
-        if notes is not None:  # the look after the reply (bot/consultations/after_reply.py) tells the owner the same way
+        if notes is not None:  # the look after the reply tells the owner the same way (bot/consultations/)
             runtime.agent.notify = notes
         await _opening(runtime, identity, owner)
         console = ConsoleConnector(
