@@ -25,7 +25,7 @@ from typing import Any, Literal, get_args
 import aiosqlite
 
 from connectors.base import ChatKind
-from epmem.sqlite import Migration, MigrationSet
+from epmem.sqlite import DatabaseError, Migration, MigrationSet
 
 from bot.approvals import new_id
 from bot.clock import Clock, iso, utcnow
@@ -145,7 +145,7 @@ _DECODED = ("created_at", "expires_at", "decided_at", "facts", "audience")
 
 def _row(row: Row) -> Consultation:
     if row["state"] not in STATES or row["chat_kind"] not in get_args(ChatKind):
-        raise ValueError(f"consultations row {row['id']}: state {row['state']!r}, chat kind {row['chat_kind']!r}")
+        raise DatabaseError(f"consultations row {row['id']}: state {row['state']!r}, chat kind {row['chat_kind']!r}")
     return Consultation(
         **{k: row[k] for k in TABLE.columns if k not in _DECODED},
         created_at=datetime.fromisoformat(row["created_at"]),

@@ -16,7 +16,7 @@ import pytest
 
 from bot.consultations import MIGRATIONS, Consultation, ConsultationStore, ConsultConfig
 from bot.consultations.store import TABLE
-from epmem.sqlite import MigrationSet, migrate, open_database
+from epmem.sqlite import DatabaseError, MigrationSet, migrate, open_database
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -104,5 +104,5 @@ async def test_a_row_with_an_unknown_state_is_refused_by_name(store: Consultatio
     other = sqlite3.connect(tmp_path / "state.sqlite")  # another writer, outside the program
     with closing(other), other:
         other.execute("UPDATE consultations SET state = 'lost' WHERE id = ?", (c.id,))
-    with pytest.raises(ValueError, match=f"consultations row {c.id}: state 'lost'"):
+    with pytest.raises(DatabaseError, match=f"consultations row {c.id}: state 'lost'"):
         await store.get(c.id)
