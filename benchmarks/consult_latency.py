@@ -2,7 +2,7 @@
 
 Issue 38: the second relevance pass over closed facts (what a consultation asks the owner about)
 used to run before the reply was sent, so a reply took longer whenever a closed fact answered
-the question. Now the reply goes first and the look runs after it (bot/consult_later.py). This
+the question. Now the reply goes first and the look runs after it (bot/consultations/after_reply.py). This
 measures what an asker sees, message in to reply out, in two data folders that differ only in
 one thing: ``with`` also holds Maya's chat with her sister, taken in by the distiller, so a
 closed, undecided fact (the torn ligament) answers every question below and a consultation

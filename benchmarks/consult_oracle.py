@@ -1,5 +1,5 @@
 """The oracle owner of ``--consult`` (shared/bench/SCENARIOS.md): answers each consultation as it
-comes, from the gold annotations, through the owner's own flow (bot/consulting.py)."""
+comes, from the gold annotations, through the owner's own flow (bot/consultations/flow.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from epmem.memory import Fact
 from epmem.scenario import Scenario, asker_members
 
 from benchmarks import pipeline, review_oracle
-from bot import consulting
+from bot import consultations
 from bot.commands.annotations import write_story
 from bot.runtime import Runtime
 
@@ -41,7 +41,7 @@ class ConsultOracle:
     """``--consult``: the owner answers each consultation at once, from the gold annotations
     (shared/bench/SCENARIOS.md): the closed facts shown, each by the gold fact whose canary it
     carries (several: only the people all of them let know; none: keep private), through the
-    same flow as the owner's tap (bot/consulting.py), whose follow-ups reach the asker's chat
+    same flow as the owner's tap (bot/consultations/flow.py), whose follow-ups reach the asker's chat
     through the outbox like on any platform. A fact whose gold fact is a cover story is named
     the cover of the stored fact that carries its truth, as the owner would (``/consult ID
     cover FACT``), when one is stored; when none is (a story said in no conversation), the
@@ -64,16 +64,16 @@ class ConsultOracle:
     async def answer_all(self) -> Answered:
         """Answer every consultation waiting for the owner: how many, and the follow-ups sent."""
         owner = self.runtime.owner
-        assert owner.consultations is not None and owner.review is not None
-        # the consultations are looked for after each reply (bot/consult_later.py): all of them first
+        assert owner.consultations is not None
+        # the consultations are looked for after each reply (bot/consultations/after_reply.py): all of them first
         await self.runtime.agent.later.drain()
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()
         asked = stories = 0
         about: Counter[str] = Counter()
-        # an answer may lead to the next consultation of the same reply (consulting.ask_next)
-        while waiting := [c for c in await owner.consultations.pending() if c.id not in seen]:
+        # an answer may lead to the next consultation of the same reply (consultations.ask_next)
+        while waiting := [c for c in await owner.consultations.store.pending() if c.id not in seen]:
             for c in waiting:
                 seen.add(c.id)
                 facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
@@ -84,7 +84,7 @@ class ConsultOracle:
                 truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
                 if truth is not None and decision.kind != "private":
                     decision = decision.covering(truth.id)
-                settled = await consulting.answer(owner, c, decision, "oracle", by="bench", platform="console")
+                settled = await consultations.answer(owner, c, decision, "oracle", by="bench", platform="console")
                 audits.extend(settled.followups)
                 asked += 1
                 stories += await self._write_stories(facts)
@@ -140,7 +140,7 @@ def asker_inbound(agent: DelegateAgent, chat_id: str, asker: str, question: str)
 
 async def handled(agent: DelegateAgent, inbound: Inbound) -> Outbound:
     """The agent's reply, handed over as a connector does: what waits for the reply to be out
-    (the look for what to consult the owner about, bot/consult_later.py) starts then."""
+    (the look for what to consult the owner about, bot/consultations/after_reply.py) starts then."""
     out = await agent.handle(inbound)
     out.delivered()
     return out

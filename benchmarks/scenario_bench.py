@@ -41,7 +41,7 @@ from benchmarks.backends import bench_llm, model_chooses
 from benchmarks.consult_oracle import ConsultOracle
 from benchmarks.scenario_answers import is_injection, score_answers
 from benchmarks.scenario_tally import Tally
-from bot import consulting
+from bot.consultations import callback
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
 
@@ -191,7 +191,7 @@ async def _ingest_and_score(
 
 async def _learned_events(runtime: Runtime) -> int:
     """Events opened without asking, like the owner's earlier answers (``--consult``)."""
-    return len({f.event_id for f in await runtime.memory.all() if f"owner:consult:{consulting.LEARNED}" in f.evidence})
+    return len({f.event_id for f in await runtime.memory.all() if callback.tag(callback.LEARNED) in f.evidence})
 
 
 async def run_scenarios(

@@ -27,16 +27,15 @@ from epmem.audit import (
     ReplyRecord,
 )
 from epmem.language import say
-from epmem.policy import Directory, Resolved
-from epmem.reply import Answer, PrivacyEngine
+from epmem.policy import Directory, Recipient, Resolved
+from epmem.reply import Answer, ClosedCandidates, PrivacyEngine
 
 from bot import delegation
 from bot.abuse import AbuseGuard, Admission
 from bot.approvals import APPROVAL_FLAG, new_id
 from bot.commands import CommandContext, CommandRegistry, looks_like_command
 from bot.commands.answering import PAUSED_FLAG
-from bot.consult_later import Background, Notify, consult_after_reply
-from bot.consulting import may_consult, open_as_learned
+from bot.consultations import Background, Notify, consult_after_reply, may_consult, open_as_learned
 from bot.quoting import quote
 from bot.services import OwnerServices
 
@@ -82,7 +81,7 @@ class DelegateAgent:
         self._on_owner_change = on_owner_change
         self._recent: dict[str, deque[str]] = {}
         self._recent_len = recent_turns
-        #: the looks for what to consult about, started after each reply (bot/consult_later.py).
+        #: the looks for what to consult about, started after each reply (bot/consultations/after_reply.py).
         self.later = Background()
         #: how the owner's consultation notes go out (the outbox: kept when nothing reaches them).
         self.notify: Notify = owner.outbox.tell_owner
@@ -90,8 +89,8 @@ class DelegateAgent:
     @property
     def _learns(self) -> bool:
         """The owner's opt-in ``EPMEM_CONSULT_LEARN_AFTER``: closed facts decided before the reply."""
-        store = self.owner.consultations
-        return store is not None and store.config.learn_after > 0
+        service = self.owner.consultations
+        return service is not None and service.config.learn_after > 0
 
     @property
     def directory(self) -> Directory:
@@ -204,13 +203,13 @@ class DelegateAgent:
             return Outbound(note, audit_id=await self._audited(rejected, inbound, sender))
 
         audience = self.audience(inbound)
-        answer, learned, may = await self._answer(inbound, sender, audience, text)
+        answer, closed, learned, may = await self._answer(inbound, sender, audience, text)
         # a deflection ("I'll let Maya know you asked") cannot come from Maya's own account
         unsent = as_owner and answer.deflected
         if not unsent and (mode == "hold" or await self._needs_approval(answer)):
-            return await self._hold(inbound, sender, audience, text, answer)
+            return await self._hold(inbound, sender, audience, text, answer, closed)
         model = AttemptedCommandRecord if looks_like_command(text) else ReplyRecord
-        body = {"audience": [r.label for r in audience], "question": text, **answer.audit_body()}
+        body = {"audience": [r.label for r in audience], "question": text, **answer.audit_body(), **closed.audit()}
         if unsent:
             body.update(reply=None, unsent="deflection as the owner")
         audit_id = await self._audited(
@@ -226,10 +225,11 @@ class DelegateAgent:
         )
         reply = None if unsent else answer.reply
         after = None
-        if may:  # once the connector has handed the reply to the platform (bot/consult_later.py)
+        if may:  # once the connector has handed the reply to the platform (bot/consultations/after_reply.py)
+            looked = closed if self._learns else None
             after = self.later.when_sent(
                 lambda: consult_after_reply(
-                    self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=self._learns
+                    self.owner, inbound, sender, audience, text, answer, audit_id, self.notify, looked=looked
                 ),
                 name=f"consult-{audit_id}",
             )
@@ -238,26 +238,31 @@ class DelegateAgent:
 
     async def _answer(
         self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str
-    ) -> tuple[Answer, str | None, bool]:
-        """The reply for everyone in ``audience``, and the owner's note when the owner's opt-in
-        opened what answers it (bot/consulting.py ``open_as_learned``): then it is answered again;
-        and whether this reply may consult the owner (``may_consult``)."""
+    ) -> tuple[Answer, ClosedCandidates, str | None, bool]:
+        """The reply for everyone in ``audience``; under the owner's opt-in to open without
+        asking, the closed facts that would answer it (else none: they are looked at after the
+        reply has gone, bot/consultations/after_reply.py), and the owner's note when the opt-in
+        opened what answers it (``open_as_learned``): then it is answered again; and whether this
+        reply may consult the owner (``may_consult``)."""
         recent = self._recent.setdefault(inbound.chat_id, deque(maxlen=self._recent_len))
         readers = [r.recipient for r in audience]
-        # the closed facts are looked at after the reply has gone (bot/consult_later.py), except
-        # under the owner's opt-in to open without asking, which decides before the reply
         may = may_consult(self.owner, inbound, sender, audience)
-        closed = self._learns and may
-        answer = await self.engine.answer(
-            text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
-        )
-        learned = await open_as_learned(self.owner, inbound, sender, audience, text, answer)
+        looks = self._learns and may
+        answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+        closed = await self._closed(answer, text, readers, sender) if looks else ClosedCandidates()
+        learned = await open_as_learned(self.owner, inbound, sender, audience, text, closed)
         if learned is not None:
-            answer = await self.engine.answer(
-                text, readers, sender.recipient, recent_turns=tuple(recent), with_closed=closed
-            )
+            answer = await self.engine.answer(text, readers, sender.recipient, recent_turns=tuple(recent))
+            closed = await self._closed(answer, text, readers, sender)
         recent.append(f"{sender.recipient.name}: {text}")
-        return answer, learned, may
+        return answer, closed, learned, may
+
+    async def _closed(self, answer: Answer, text: str, readers: list[Recipient], sender: Resolved) -> ClosedCandidates:
+        """The closed facts that would answer what ``answer`` did not tell (none for small talk)."""
+        if answer.small_talk is not None:
+            return ClosedCandidates()
+        told = {d.fact.id for d in answer.projection.used}
+        return await self.engine.closed_candidates(text, readers, sender.recipient, told)
 
     async def _delegate_mode(self, inbound: Inbound, sender: Resolved) -> delegation.Mode | None:
         """How a reply sent as the owner behaves (bot/delegation.py); "answer" for everything
@@ -296,7 +301,13 @@ class DelegateAgent:
         return any(d.fact.effective_level() <= level for d in answer.used)
 
     async def _hold(
-        self, inbound: Inbound, sender: Resolved, audience: list[Resolved], text: str, answer: Answer
+        self,
+        inbound: Inbound,
+        sender: Resolved,
+        audience: list[Resolved],
+        text: str,
+        answer: Answer,
+        closed: ClosedCandidates,
     ) -> Outbound:
         """Store the draft for the owner; the asker hears nothing until the owner decides.
         Nothing enters the disclosure ledger until the reply is actually sent."""
@@ -307,6 +318,7 @@ class DelegateAgent:
                 "audience": [r.label for r in audience],
                 "question": text,
                 **answer.audit_body(),
+                **closed.audit(),
                 "disclosed": [],
                 "would_disclose": [f for f, _ in disclosed],
                 "reply": None,

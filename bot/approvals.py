@@ -16,8 +16,6 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
-
 import aiosqlite
 
 from connectors.base import Action
@@ -25,6 +23,7 @@ from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
 from bot.quoting import quote
+from bot.tables import Row, Table
 
 #: overlay flag holding the approval level (None: approval mode off).
 APPROVAL_FLAG = "approval_level"
@@ -112,31 +111,41 @@ class Held:
         )
 
 
-_COLUMNS = (
-    "id, state, created_at, expires_at, platform, chat_id, chat_kind, sender, contact, question, "
-    "draft, disclosed, recipients, audit_id, final, delegation"
+TABLE = Table(
+    "approvals",
+    (
+        "id",
+        "state",
+        "created_at",
+        "expires_at",
+        "platform",
+        "chat_id",
+        "chat_kind",
+        "sender",
+        "contact",
+        "question",
+        "draft",
+        "disclosed",
+        "recipients",
+        "audit_id",
+        "final",
+        "delegation",
+    ),
 )
 
 
-def _row(row: Sequence[Any]) -> Held:
+def _row(row: Row) -> Held:
     return Held(
-        id=row[0],
-        state=row[1],
-        created_at=datetime.fromisoformat(row[2]),
-        expires_at=datetime.fromisoformat(row[3]),
-        platform=row[4],
-        chat_id=row[5],
-        chat_kind=row[6],
-        sender=row[7],
-        contact=row[8],
-        question=row[9],
-        draft=row[10],
-        disclosed=tuple((f, e) for f, e in json.loads(row[11])),
-        recipients=tuple(json.loads(row[12])),
-        audit_id=row[13],
-        final=row[14],
-        delegation=row[15],
+        **{k: row[k] for k in TABLE.columns if k not in _DECODED},
+        created_at=datetime.fromisoformat(row["created_at"]),
+        expires_at=datetime.fromisoformat(row["expires_at"]),
+        disclosed=tuple((f, e) for f, e in json.loads(row["disclosed"])),
+        recipients=tuple(json.loads(row["recipients"])),
     )
+
+
+#: the columns stored as text that a field reads decoded (times, JSON lists).
+_DECODED = ("created_at", "expires_at", "disclosed", "recipients")
 
 
 class Approvals:
@@ -181,39 +190,35 @@ class Approvals:
             audit_id=audit_id,
             delegation=delegation,
         )
-        await self._db.execute(
-            f"INSERT INTO approvals({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
-            (
-                held.id,
-                held.state,
-                iso(held.created_at),
-                iso(held.expires_at),
-                platform,
-                chat_id,
-                chat_kind,
-                sender,
-                contact,
-                question,
-                draft,
-                json.dumps([list(d) for d in held.disclosed]),
-                json.dumps(list(held.recipients)),
-                audit_id,
-                None,
-                delegation,
-            ),
+        await TABLE.insert(
+            self._db,
+            {
+                "id": held.id,
+                "state": held.state,
+                "created_at": iso(held.created_at),
+                "expires_at": iso(held.expires_at),
+                "platform": platform,
+                "chat_id": chat_id,
+                "chat_kind": chat_kind,
+                "sender": sender,
+                "contact": contact,
+                "question": question,
+                "draft": draft,
+                "disclosed": json.dumps([list(d) for d in held.disclosed]),
+                "recipients": json.dumps(list(held.recipients)),
+                "audit_id": audit_id,
+                "final": None,
+                "delegation": delegation,
+            },
         )
         return held
 
     async def get(self, approval_id: str) -> Held | None:
-        async with self._db.execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)) as cur:
-            row = await cur.fetchone()
+        row = await TABLE.one(self._db, TABLE.select("id = ?"), (approval_id,))
         return _row(row) if row else None
 
     async def pending(self) -> list[Held]:
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' ORDER BY created_at"
-        ) as cur:
-            return [_row(r) async for r in cur]
+        return [_row(r) for r in await TABLE.rows(self._db, TABLE.select("state = 'pending'", "ORDER BY created_at"))]
 
     async def claim(
         self, approval_id: str, state: str, final: str | None = None, now: datetime | None = None
@@ -237,10 +242,8 @@ class Approvals:
 
     async def expire_due(self, now: datetime) -> list[Held]:
         """Every pending reply whose time is up, marked expired (each returned once)."""
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM approvals WHERE state = 'pending' AND expires_at <= ?", (iso(now),)
-        ) as cur:
-            due = [_row(r) async for r in cur]
+        sql = TABLE.select("state = 'pending' AND expires_at <= ?")
+        due = [_row(r) for r in await TABLE.rows(self._db, sql, (iso(now),))]
         expired = []
         for held in due:
             cur2 = await self._db.execute(

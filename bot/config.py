@@ -95,12 +95,12 @@ class Settings(BaseSettings):
     #: open to the people who heard it said, unless a cue or the owner shut them out. The
     #: owner's /heard turns it off for a fact, a contact or entirely.
     heard_it: bool = True
-    #: consultations (bot/consulting.py): how long one waits for the owner, how many may be open
+    #: consultations (bot/consultations/flow.py): how long one waits for the owner, how many may be open
     #: per asker, and whether a stranger's question may consult the owner at all.
     consult_ttl_hours: float = Field(default=24.0, gt=0)
     consult_max_open: int = Field(default=3, ge=0)
     consult_strangers: bool = False
-    #: the bounds that keep the owner from being flooded (bot/consult_bounds.py, README
+    #: the bounds that keep the owner from being flooded (bot/consultations/bounds.py, README
     #: "Consultations"): per contact (all of its identities together) at most ``consult_max_open``
     #: open and ``consult_per_day`` asked in 24 hours (answered, open or expired alike); all
     #: strangers together ``consult_strangers_max_open`` and ``consult_strangers_per_day``; the

@@ -4,7 +4,7 @@ console session was closed (one process holds a data folder, so it always is).
 On Telegram or Slack the follow-up goes out when the owner answers. On the console it cannot:
 the follow-up is audited, its delivery fails (``delivery_failed``, so the ledger does not count
 it as told), and the contact gets it when they next open a session (``epmem chat --as ID``),
-answered again then (bot/consulting.py ``follow_up``: what the policy allows at that moment).
+answered again then (bot/consultations/followup.py ``follow_up``: what the policy allows at that moment).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from collections.abc import Awaitable, Callable
 from connectors.base import Action
 from epmem.identity import LOCAL
 
-from bot.consultations import Consultation
-from bot.consulting import follow_up
+from bot.consultations import Consultation, follow_up
 from bot.services import OwnerServices
 
 Show = Callable[[str], Awaitable[None]]
@@ -23,10 +22,10 @@ Show = Callable[[str], Awaitable[None]]
 
 async def owed(owner: OwnerServices, identity: str) -> list[Consultation]:
     """The answered consultations of ``identity`` whose follow-up the console did not deliver."""
-    store = owner.consultations
-    if store is None:
+    service = owner.consultations
+    if service is None:
         return []
-    answered = await store.answered_for(LOCAL.platform, identity)
+    answered = await service.store.answered_for(LOCAL.platform, identity)
     if not answered:
         return []
     failed = {

@@ -65,7 +65,7 @@ def _entry(r: AuditRecord) -> list[str]:
     return lines
 
 
-#: why a consultation was not asked (``consultation_skipped``, bot/consult_bounds.py), in words.
+#: why a consultation was not asked (``consultation_skipped``, bot/consultations/bounds.py), in words.
 _WHY = {
     "open": "too many open",
     "day": "past the daily bound",

@@ -56,7 +56,7 @@ from epmem.scenario import Scenario
 from epmem.store import VectorStore, open_store
 
 from bot.headsup import StrangerHeadsUp
-from bot.consultations import ConsultConfig, Consultations
+from bot.consultations.service import build as build_consultations
 from bot.abuse import AbuseGuard
 from bot.agent import DelegateAgent
 from bot.annotator import BackgroundAnnotator
@@ -246,22 +246,6 @@ def _distiller(
     )
 
 
-def _consult_config(settings: Settings) -> ConsultConfig:
-    return ConsultConfig(
-        ttl=timedelta(hours=settings.consult_ttl_hours),
-        max_open_per_asker=settings.consult_max_open,
-        per_day=settings.consult_per_day,
-        strangers_max_open=settings.consult_strangers_max_open,
-        strangers_per_day=settings.consult_strangers_per_day,
-        owner_per_day=settings.consult_owner_per_day,
-        reask_after=timedelta(days=settings.consult_reask_after_days),
-        strangers=settings.consult_strangers,
-        groups=settings.consult_groups,
-        learn_after=settings.consult_learn_after,
-        per_reply=settings.consult_per_reply,
-    )
-
-
 def _front(
     settings: Settings, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, clock: Clock
 ) -> tuple[Scheduler, DelegateAgent]:
@@ -415,7 +399,7 @@ class Runtime:
             clock=clock,
             review=review,
             annotator=annotator,
-            consultations=Consultations(db, _consult_config(settings), clock),
+            consultations=build_consultations(db, settings, review, clock),
             links=links,
             headsup=StrangerHeadsUp(settings.headsup_batch_minutes * 60),
         )

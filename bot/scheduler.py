@@ -227,11 +227,11 @@ class Scheduler:
     async def _expire_consultations(self, now: datetime) -> list[str]:
         """An unanswered consultation expires (its asker had their reply; the owner's later word
         about the facts still applies to later askers, only the follow-up is lost)."""
-        store = self.owner.consultations
-        if store is None:
+        service = self.owner.consultations
+        if service is None:
             return []
         fired = []
-        for c in await store.expire_due(now):
+        for c in await service.store.expire_due(now):
             await self.owner.audit.write(
                 ConsultationExpiredRecord(
                     consultation=c.id,
@@ -305,7 +305,7 @@ class Scheduler:
         waiting = await self.owner.review.waiting() if self.owner.review is not None else 0
         journal = self.owner.annotator.journal if self.owner.annotator is not None else None
         unread = await journal.unread_count() if journal is not None else 0
-        consulting = await self.owner.consultations.pending() if self.owner.consultations is not None else []
+        consulting = await self.owner.consultations.store.pending() if self.owner.consultations is not None else []
         digest = await build_digest(
             self.owner.audit,
             since,

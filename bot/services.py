@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -25,10 +25,12 @@ from bot.annotator import BackgroundAnnotator
 from bot.approvals import Approvals
 from bot.clock import Clock, utcnow
 from bot.connector_state import ConnectorState
-from bot.consultations import Consultations
 from bot.headsup import StrangerHeadsUp
 from bot.outbox import Outbox
 from bot.tasks import Tasks
+
+if TYPE_CHECKING:  # the package's flows take OwnerServices: only the type is named here
+    from bot.consultations.service import Consultations
 
 log = structlog.get_logger(__name__)
 
@@ -53,7 +55,8 @@ class OwnerServices:
     review: ReviewQueue | None = None
     #: model annotation in the background (/annotations shows its progress, /reannotate requeues).
     annotator: BackgroundAnnotator | None = None
-    #: the owner asked about closed facts someone's question needed (bot/consulting.py).
+    #: the owner asked about closed facts someone's question needed (bot/consultations/): the
+    #: one service, built by bot/runtime.py or left out (None: nothing consults the owner).
     consultations: Consultations | None = None
     #: which events are one matter (epmem/memory/links.py): /matter, /unmatter, /annotations.
     links: EventLinks | None = None

@@ -27,7 +27,7 @@ from epmem.sqlite import open_database
 
 from bot.approvals import MIGRATIONS as APPROVALS
 from bot.connector_state import MIGRATIONS as CONNECTOR_STATE
-from bot.consultations import MIGRATIONS as CONSULTATIONS
+from bot.consultations.store import MIGRATIONS as CONSULTATIONS
 from bot.seen_events import MIGRATIONS as SEEN_EVENTS
 from bot.tasks import MIGRATIONS as TASKS
 

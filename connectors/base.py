@@ -167,7 +167,7 @@ class Connector(Protocol):
 @runtime_checkable
 class KnowsReaders(Protocol):
     """A connector that can say who reads one of its group chats now. A consultation's
-    follow-up in a group is decided for them when it is sent (bot/consulting.py); without it a
+    follow-up in a group is decided for them when it is sent (bot/consultations/flow.py); without it a
     group question does not consult the owner."""
 
     async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from epmem.ingest.errors import IngestError
 from epmem.llm.base import LLMError
 from epmem.memory import Fact, FactMemory, RecallConfig
 from epmem.policy import Policy, PolicyError, PolicyHolder, Recipient, Rulebook, load_policy
-from epmem.reply import Answer, PrivacyEngine
+from epmem.reply import Answer, ClosedCandidates, PrivacyEngine
 from epmem.store.base import StoreCorrupted, StoreLocked, StoreMismatch, VectorStore
 from epmem.store.open import open_store
 
@@ -23,6 +23,7 @@ __all__ = [
     "AuditCorrupted",
     "AuditLog",
     "AuditRecord",
+    "ClosedCandidates",
     "EpmemError",
     "Fact",
     "FactMemory",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bot.consultations import Consultations
+from bot.consultations import ConsultationStore
 from bot.runtime import Runtime
 from connectors.base import Action, Outbound
 from epmem.memory import Fact
@@ -60,13 +60,13 @@ class House:
     sent: Sent
 
     @property
-    def store(self) -> Consultations:
+    def store(self) -> ConsultationStore:
         assert self.runtime.owner.consultations is not None
-        return self.runtime.owner.consultations
+        return self.runtime.owner.consultations.store
 
     async def ask(self, who: str, text: str, *others: str) -> Outbound:
         """The reply, with the owner's notes of its consultation (sent after the reply, by the
-        agent's background look: bot/consult_later.py) as if they had come with it."""
+        agent's background look: bot/consultations/after_reply.py) as if they had come with it."""
         before = len(self.sent.notes)
         out = await self.runtime.agent.handle(ask(who, text, *others))
         out.delivered()  # as a connector does once the reply is out

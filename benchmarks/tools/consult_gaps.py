@@ -50,7 +50,7 @@ from unittest import mock
 from epmem.embedding import Embedder
 from epmem.memory.facts import Fact
 from epmem.memory.recall import RecalledEvent
-from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.reply.engine import Answer, ClosedCandidates, PrivacyEngine
 from epmem.scenario import Scenario, scenario_files
 
 import bot.agent
@@ -79,9 +79,10 @@ def pair_kind(asker: str) -> str:
     return "stranger" if asker == "stranger" else "one"
 
 
-def classify(carriers: Sequence[Fact], recalled: set[str], answer: Answer) -> str:
+def classify(carriers: Sequence[Fact], recalled: set[str], answer: Answer, closed: ClosedCandidates) -> str:
     """The class (see the module) of one gold fact the asker may know, from its ``carriers``,
-    the fact ids recall brought to the question and the reply's :class:`Answer`."""
+    the fact ids recall brought to the question, the reply's :class:`Answer` and the closed
+    facts the look after it would consult about."""
     if not carriers:
         return "no-carrier"
     ids = {f.id for f in carriers}
@@ -95,9 +96,9 @@ def classify(carriers: Sequence[Fact], recalled: set[str], answer: Answer) -> st
         return "held-back" if {f.id for f in here} & {h.fact_id for h in answer.held} else "open-not-chosen"
     if not any(f.undecided for f in here):
         return "kept"
-    if {f.id for f in here} & set(answer.consult):
+    if {f.id for f in here} & set(closed.facts):
         return "consulted"
-    return "other-consulted" if answer.consult else "not-consulted"
+    return "other-consulted" if closed else "not-consulted"
 
 
 @dataclasses.dataclass
@@ -109,7 +110,7 @@ class Watch:
     scenario: Scenario | None = None
     chat: str | None = None
     #: whether the reply being answered may consult the owner (``may_consult``), and the chat
-    #: of the latest reply (the closed facts are looked at after it: bot/consult_later.py).
+    #: of the latest reply (the closed facts are looked at after it: bot/consultations/after_reply.py).
     may: bool = False
     looked_for: str | None = None
     seen: dict[tuple[str, int, str, str], str] = dataclasses.field(default_factory=dict)
@@ -130,7 +131,7 @@ class Watch:
         qi, asker = consult_oracle.question_in(chat)
         return self.scenario, qi, asker, self.scenario.tasks.answer[qi].askers[asker].may
 
-    async def record(self, engine: PrivacyEngine, question: str, answer: Answer) -> None:
+    async def record(self, engine: PrivacyEngine, question: str, answer: Answer, closed: ClosedCandidates) -> None:
         asked = self._may(self.chat or "")
         if asked is None:
             return
@@ -142,7 +143,7 @@ class Watch:
         classes: dict[str, str] = {}
         for gid in may:
             gold = next(g for g in scenario.facts if g.id == gid)
-            classes[gid] = classify(pipeline.carriers(gold, stored), recalled, answer)
+            classes[gid] = classify(pipeline.carriers(gold, stored), recalled, answer, closed)
             self.seen[(scenario.name, qi, asker, gid)] = classes[gid]
         texts = {f.id: f.text for f in stored}
         self.pairs.append(
@@ -151,7 +152,7 @@ class Watch:
                 "question": question,
                 "asker": asker,
                 "told": [d.fact.text for d in answer.used],
-                "consult": [texts.get(f, f) for f in answer.consult],
+                "consult": [texts.get(f, f) for f in closed.facts],
                 "may": classes,
             }
         )
@@ -189,19 +190,21 @@ def watching(watch: Watch) -> Iterator[None]:
 
     async def answer(engine: PrivacyEngine, question: str, *args: Any, **kwargs: Any) -> Answer:
         result = await real_answer(engine, question, *args, **kwargs)
-        if kwargs.get("only_events") is None and watch.chat is not None:
-            # the reply no longer waits for the closed facts (bot/consult_later.py): what the
-            # look after it finds, read here as the reply's own
-            seen = result
-            if watch.may and not result.consult and args:
+        if watch.chat is not None:
+            # the reply does not wait for the closed facts (bot/consultations/after_reply.py):
+            # what the look after it finds, read here beside the reply
+            closed = ClosedCandidates()
+            if watch.may and len(args) >= 2:
                 told = {d.fact.id for d in result.projection.used}
-                seen = dataclasses.replace(result, consult=await engine.closed_would_answer(question, args[0], told))
-            await watch.record(engine, question, seen)
+                closed = await engine.closed_candidates(question, args[0], args[1], told)
+            await watch.record(engine, question, result, closed)
             watch.chat = None  # a follow-up's answer is not a first reply
         return result
 
-    def closed(engine: PrivacyEngine, question: str, events: Sequence[RecalledEvent], *args: Any) -> tuple[str, ...]:
-        return watch.aimed(events, real_closed(engine, question, events, *args))
+    def closed(engine: PrivacyEngine, question: str, events: Sequence[RecalledEvent], *args: Any) -> ClosedCandidates:
+        offered = real_closed(engine, question, events, *args)
+        aimed = watch.aimed(events, offered.facts)  # aimed by the gold: sure of each, as before
+        return offered if aimed == offered.facts else ClosedCandidates(aimed, aimed)
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch.object(consult_oracle.ConsultOracle, "__init__", init))

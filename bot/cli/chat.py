@@ -48,7 +48,7 @@ def chat(
         # a contact's session is that contact's chat: the owner's notes are kept for the owner
         # (/undelivered), not shown to whoever is typing as the contact
         notes = None if owner else _notes_for_owner(runtime)
-        if notes is not None:  # the look after the reply (bot/consult_later.py) tells the owner the same way
+        if notes is not None:  # the look after the reply tells the owner the same way (bot/consultations/)
             runtime.agent.notify = notes
         await _opening(runtime, identity, owner)
         console = ConsoleConnector(

@@ -1,6 +1,6 @@
 """``/consult``: the owner answers the delegate's question about closed facts someone asked for.
 
-A consultation (bot/consulting.py) is one event's closed facts that would answer a contact's
+A consultation (bot/consultations/) is one event's closed facts that would answer a contact's
 question. The buttons are plain commands, like every owner button: a tap from anyone but the
 owner is just a message to the delegate (audited as an attempted command) and changes nothing.
 
@@ -13,7 +13,7 @@ owner is just a message to the delegate (audited as an attempted command) and ch
                                  names) instead of FACT to whoever may not know FACT
 
 With ``EPMEM_CONSULT_PER_REPLY`` above 1, the answer's reply carries the next consultation the
-same question leads to (bot/consulting.py ``ask_next``), with its buttons. ID may be the first
+same question leads to (bot/consultations/flow.py ``ask_next``), with its buttons. ID may be the first
 6 characters /consults shows (any prefix of 4 or more that only one consultation has).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from epmem.identity import LOCAL
 from epmem.ingest import ReviewError
 
-from bot import consulting
+from bot import consultations
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply, UsageError
 from bot.commands.review import picker
 from bot.consultations import Consultation, Consultations
@@ -32,8 +32,8 @@ from bot.services import OwnerServices
 commands = CommandSet()
 
 
-def _store(owner: OwnerServices) -> Consultations:
-    if owner.consultations is None or owner.review is None:
+def _service(owner: OwnerServices) -> Consultations:
+    if owner.consultations is None:
         raise CommandError("consultations are not available in this process")
     return owner.consultations
 
@@ -49,7 +49,7 @@ def short(c: Consultation) -> str:
 
 async def _open(owner: OwnerServices, ref: str) -> Consultation:
     """The consultation a typed id names: its id, or a prefix only one consultation has."""
-    found = await _store(owner).find(ref)
+    found = await _service(owner).store.find(ref)
     if not found:
         raise CommandError(f"no consultation {ref!r} (see /consults)")
     if len(found) > 1:
@@ -64,7 +64,7 @@ async def what_waits(owner: OwnerServices) -> str | None:
     """One line for the start of the owner's session: what waits for them (None: nothing)."""
     parts = []
     if owner.consultations is not None:
-        n = len(await owner.consultations.pending())
+        n = len(await owner.consultations.store.pending())
         if n:
             parts.append(f"{n} consultation{'s' * (n != 1)} wait{'s' * (n == 1)}: /consults")
     if owner.review is not None:
@@ -91,7 +91,7 @@ async def _listed(owner: OwnerServices, c: Consultation) -> str:
 
 @commands.command("consults", summary="the questions I am waiting on you for, about facts you have not opened")
 async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
-    waiting = await _store(owner).pending()
+    waiting = await _service(owner).store.pending()
     if not waiting:
         return "No consultations wait for you."
     n = len(waiting)
@@ -111,25 +111,26 @@ async def consults(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
     "cover story for FACT (said instead of it to whoever may not know it)",
 )
 async def consult(owner: OwnerServices, rest: str, ctx: CommandContext) -> str | Reply:
-    words = rest.split()
-    covering = len(words) == 3 and words[1] == consulting.COVER
-    if not covering and (len(words) != 2 or words[1] not in consulting.KEYS):
+    tap = consultations.parse(rest)
+    if tap is None:
         raise UsageError()
-    c = await _open(owner, words[0])
-    queue = owner.review
-    assert queue is not None
+    c = await _open(owner, tap.consultation)
+    queue = _service(owner).review
     try:
         q = await queue.question(c.facts[0])
     except ReviewError as exc:
         raise CommandError(str(exc)) from None
-    if words[1] == "who":
+    if tap.key == "who":
         fact = await owner.memory.get(q.fact_id)
         assert fact is not None
         return picker(owner, q, fact, 0)
     try:
-        decision = consulting.cover_answer(q, words[2]) if covering else consulting.review_answer(owner, c, q, words[1])
-        settled = await consulting.answer(
-            owner, c, decision, words[1], by=ctx.sender.identity, platform=ctx.inbound.platform
+        if tap.truth is not None:
+            decision = consultations.cover_answer(q, tap.truth)
+        else:
+            decision = consultations.review_answer(owner, c, q, tap.key)
+        settled = await consultations.answer(
+            owner, c, decision, tap.key, by=ctx.sender.identity, platform=ctx.inbound.platform
         )
     except ReviewError as exc:
         raise CommandError(str(exc)) from None

@@ -97,7 +97,7 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
             revoked.append(number)
     withdrawn = await owner.approvals.drop_disclosing(ids)
     if owner.consultations is not None:  # open questions about the facts go, with their words
-        await owner.consultations.withdraw_naming(ids)
+        await owner.consultations.store.withdraw_naming(ids)
     sentences = [f.text for f in facts]
     undelivered = await owner.deliveries.erase_disclosing(ids, sentences)
     await owner.approvals.erase_texts(ids, sentences)

@@ -42,7 +42,7 @@ from epmem.memory import Fact
 from bot.commands.factref import resolve, short_ids
 from bot.commands.opening import CONFIRM, needs_confirmation
 from bot.commands.registry import CommandContext, CommandError, CommandSet, Reply
-from bot.consulting import follow_up_events
+from bot.consultations import follow_up_events
 from bot.services import OwnerServices
 
 commands = CommandSet()

@@ -265,7 +265,7 @@ class SlackConnector(Listeners):
 
     async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
         """Everyone who reads a message posted to this channel or thread now, ``sender`` first:
-        a consultation's follow-up there is decided for them (bot/consulting.py). The members
+        a consultation's follow-up there is decided for them (bot/consultations/flow.py). The members
         are listed again (cached as for a reply), each in the sender's workspace: a Slack
         Connect member from another one is then nobody the policy names, a stranger, which
         holds back more, never less. ValueError for a chat or identity that is not Slack's."""

@@ -204,7 +204,7 @@ class TelegramConnector:
     async def readers(self, chat_id: str, sender: str) -> tuple[str, ...]:
         """Everyone who reads a message sent to this group now, ``sender`` first, failing closed
         as a reply's audience does (connectors/telegram/audience.py): a consultation's follow-up
-        there is decided for them (bot/consulting.py). ValueError for a chat or identity that
+        there is decided for them (bot/consultations/flow.py). ValueError for a chat or identity that
         is not a Telegram group's."""
         chat, connection = parse_chat_key(chat_id)
         platform, _, user = sender.partition(":")

@@ -224,7 +224,7 @@ class FollowupSkippedRecord(ChatRecord):
 
 
 class ConsultationSkippedRecord(ChatRecord):
-    """Closed facts would answer a question, and the owner was not asked (bot/consult_bounds.py):
+    """Closed facts would answer a question, and the owner was not asked (bot/consultations/bounds.py):
     past a bound, the same news kept private already, an expired question not due again, or the
     look after the reply failed (fail closed). The digest lists them by topic, without words."""
 

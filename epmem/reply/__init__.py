@@ -6,7 +6,7 @@ words are checked again before they leave (``compose``, ``guard``, ``desensitize
 """
 
 from epmem.reply.cumulative import LedgerKnowledge
-from epmem.reply.engine import Answer, PrivacyEngine
+from epmem.reply.engine import Answer, ClosedCandidates, PrivacyEngine
 from epmem.reply.model_choice import ChooserConfig, ModelChooser
 from epmem.reply.relevance import Relevance, RelevanceConfig, asks_yes_or_no
 from epmem.reply.respond import LLMResponder, ReplyContext, Responder, RulesResponder, deflection
@@ -16,6 +16,7 @@ from epmem.reply.sanity import SanityConfig
 __all__ = [
     "Answer",
     "ChooserConfig",
+    "ClosedCandidates",
     "LedgerKnowledge",
     "LLMResponder",
     "ModelChooser",

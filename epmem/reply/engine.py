@@ -49,10 +49,12 @@ class Answer:
     #: what the relevance step chose, and what the composite rule held back.
     choice: Choice | None = None
     held: tuple[HeldBack, ...] = ()
-    #: closed facts the owner has not decided about that would answer the question, best first
-    #: (chosen as the reply chooses among open facts): what a consultation asks the owner
-    #: about. Never part of the reply: it reads the same whether these exist or not.
-    consult: tuple[str, ...] = ()
+
+    @property
+    def small_talk(self) -> str | None:
+        """What kind of small talk the question was ("hi"), answered from the message alone; None
+        when it was answered from memory."""
+        return next((n.removeprefix("small_talk:") for n in self.notes if n.startswith("small_talk:")), None)
 
     @property
     def used(self) -> list[FactDecision]:
@@ -75,13 +77,35 @@ class Answer:
             body["relevance"] = self.choice.audit()
         if self.held:
             body["held_back"] = [h.as_dict() for h in self.held]
-        if self.consult:
-            body["closed_would_answer"] = list(self.consult)
         if self.written is not None:
             body.update(self.written.audit())
         else:
             body.update({"composer": "deflection", "llm": {"calls": 0}})
         return body
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedCandidates:
+    """Closed facts the owner has not decided about that would answer a question for an
+    audience, best first (chosen as the reply chooses among open facts): what a consultation
+    asks the owner about (:meth:`PrivacyEngine.closed_candidates`). Never part of a reply: the
+    reply reads the same whether these exist or not."""
+
+    facts: tuple[str, ...] = ()
+    #: those of ``facts`` whose event the cross-encoder (or its stand-in) is sure answers the
+    #: question (``RelevanceConfig.answers``): a further consultation for one question must be worth it.
+    sure: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.facts)
+
+    @property
+    def best(self) -> str | None:
+        return self.facts[0] if self.facts else None
+
+    def audit(self) -> dict[str, object]:
+        """What a reply's record says of them (``closed_would_answer``), nothing when none."""
+        return {"closed_would_answer": list(self.facts)} if self.facts else {}
 
 
 class PrivacyEngine(ReadsPolicy):
@@ -124,18 +148,34 @@ class PrivacyEngine(ReadsPolicy):
         recipient: Recipient,
         recent_turns: Sequence[str] = (),
         now: datetime | None = None,
-        only_events: Collection[str] | None = None,
-        with_closed: bool = False,
-        sure_only: bool = False,
         language: Language | None = None,
     ) -> Answer:
         """Answer ``question`` for everyone in ``audience`` (every reader must be allowed);
-        ``only_events``: from these events' facts alone (a consultation's follow-up);
-        ``with_closed``: also say which undecided closed facts would answer (``Answer.consult``:
-        a second relevance pass, asked for only where a consultation may follow); ``sure_only``:
-        only those of events the cross-encoder (or its stand-in) is sure answer the question
-        (``RelevanceConfig.answers``: a second consultation for one question must be worth it);
         ``language``: the reply's, else the question's, the asker's or the owner's (:meth:`language_for`)."""
+        return await self._answer(question, audience, recipient, recent_turns, now, language, None)
+
+    async def answer_about(
+        self,
+        events: Collection[str],
+        question: str,
+        audience: Sequence[Recipient],
+        recipient: Recipient,
+        now: datetime | None = None,
+    ) -> Answer:
+        """:meth:`answer` from these events' facts alone (a consultation's follow-up is about the
+        event the owner answered for)."""
+        return await self._answer(question, audience, recipient, (), now, None, events)
+
+    async def _answer(
+        self,
+        question: str,
+        audience: Sequence[Recipient],
+        recipient: Recipient,
+        recent_turns: Sequence[str],
+        now: datetime | None,
+        language: Language | None,
+        only_events: Collection[str] | None,
+    ) -> Answer:
         started = time.perf_counter()
         lang = language or self.language_for(question, recipient)
         talk = small_talk(question, [self.policy.owner.name, recipient.name])
@@ -148,10 +188,6 @@ class PrivacyEngine(ReadsPolicy):
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
         projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
-        told = {d.fact.id for d in projection.used}
-        consult = (
-            self._closed_would_answer(question, events, rulebook, audience, sure_only, told) if with_closed else ()
-        )
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -181,23 +217,29 @@ class PrivacyEngine(ReadsPolicy):
             written=written,
             choice=choice,
             held=tuple(held),
-            consult=consult,
         )
 
-    async def closed_would_answer(
+    async def closed_candidates(
         self,
         question: str,
         audience: Sequence[Recipient],
-        told: Collection[str] = (),
+        recipient: Recipient,
+        told: Collection[str] | None = None,
         now: datetime | None = None,
-        sure_only: bool = False,
-    ) -> tuple[str, ...]:
+    ) -> ClosedCandidates:
         """Which undecided closed facts would answer ``question`` for ``audience`` (best first),
-        the reply having told ``told``: ``answer(with_closed=True)``'s ``consult`` alone, asked
-        after the reply has gone (a reply that waited for it would take longer whenever a secret
-        exists: a timing side channel)."""
+        the reply having told ``told`` (the fact ids of its ``projection.used``). ``told`` None:
+        the reply as :meth:`answer` would choose it now, chosen here without writing it (small
+        talk tells nothing and has none). Asked after the reply has gone (a reply that waited for
+        it would take longer whenever a secret exists: a timing side channel)."""
+        if told is None and small_talk(question, [self.policy.owner.name, recipient.name]) is not None:
+            return ClosedCandidates()
         events = await self.memory.recall(question)
-        return self._closed_would_answer(question, events, await self.rulebook(now), audience, sure_only, told)
+        rulebook = await self.rulebook(now)
+        if told is None:
+            projection, _, _ = await self._choose(question, events, rulebook, audience)
+            told = {d.fact.id for d in projection.used}
+        return self._closed_would_answer(question, events, rulebook, audience, told)
 
     def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
         """The language to answer ``text`` in: its own; when it has no letters to tell by, the
@@ -239,9 +281,8 @@ class PrivacyEngine(ReadsPolicy):
         events: Sequence[RecalledEvent],
         rulebook: Rulebook,
         audience: Sequence[Recipient],
-        sure_only: bool = False,
         told: Collection[str] = (),
-    ) -> tuple[str, ...]:
+    ) -> ClosedCandidates:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
         never-share category still shuts them: the owner is not asked about what they already
@@ -256,7 +297,7 @@ class PrivacyEngine(ReadsPolicy):
             if r.fact.undecided and not audience_allows(rulebook.gate(r.fact), audience)
         }
         if not undecided:
-            return ()
+            return ClosedCandidates()
         opened = [
             replace(
                 ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r for r in ev.facts)
@@ -265,19 +306,13 @@ class PrivacyEngine(ReadsPolicy):
         ]
         storyline = project(opened, rulebook, audience)
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
-            return ()
+            return ClosedCandidates()
         choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
         event_of = {d.fact.id: d.fact.event_id for d in storyline.decisions}
         answered = {event_of[f] for f in told if f in event_of}
         chosen = tuple(f for f in choice.chosen if f in undecided and event_of.get(f) not in answered)
-        if not sure_only:
-            return chosen
-        return _sure(
-            chosen,
-            {d.fact.id: d.fact.event_id for d in storyline.decisions},
-            choice.logits,
-            self.relevance.config_for(question).answers,
-        )
+        sure = _sure(chosen, event_of, choice.logits, self.relevance.config_for(question).answers)
+        return ClosedCandidates(chosen, sure)
 
     async def _nearby_denied(
         self, question: str, audience: Sequence[Recipient], rulebook: Rulebook, limit: int = 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from epmem.memory.facts import Fact
-from epmem.reply.engine import Answer
+from epmem.reply.engine import Answer, ClosedCandidates
 from epmem.reply.projection import FactDecision, Projection
 from epmem.scenario import load_scenario
 
@@ -20,24 +20,28 @@ def _fact(fid: str, closed: bool = True) -> Fact:
     return Fact(id=fid, text=f"text of {fid}", event_id=f"e-{fid}", closed=closed)
 
 
-def _answer(decisions: list[tuple[Fact, bool, bool]], consult: tuple[str, ...] = ()) -> Answer:
+def _answer(decisions: list[tuple[Fact, bool, bool]]) -> Answer:
     projection = Projection(tuple(FactDecision(f, 0.5, allowed, (), used) for f, allowed, used in decisions))
-    return Answer("", False, projection, "rules", 0.0, consult=consult)
+    return Answer("", False, projection, "rules", 0.0)
+
+
+NONE = ClosedCandidates()
 
 
 def test_each_gold_fact_falls_in_the_class_of_the_first_step_that_lost_it() -> None:
     told, shut, other = _fact("a", closed=False), _fact("b"), _fact("c")
-    answer = _answer([(told, True, True), (shut, False, False), (other, False, False)], consult=("c",))
-    assert classify([], {"a"}, answer) == "no-carrier"
-    assert classify([told], {"a", "b"}, answer) == "told"
-    assert classify([shut], {"a"}, answer) == "not-recalled"
-    assert classify([shut], {"a", "b"}, answer) == "other-consulted"
-    assert classify([shut], {"b"}, _answer([(shut, False, False)])) == "not-consulted"
-    assert classify([shut, other], {"b", "c"}, answer) == "consulted"
+    answer = _answer([(told, True, True), (shut, False, False), (other, False, False)])
+    closed = ClosedCandidates(("c",))
+    assert classify([], {"a"}, answer, closed) == "no-carrier"
+    assert classify([told], {"a", "b"}, answer, closed) == "told"
+    assert classify([shut], {"a"}, answer, closed) == "not-recalled"
+    assert classify([shut], {"a", "b"}, answer, closed) == "other-consulted"
+    assert classify([shut], {"b"}, _answer([(shut, False, False)]), NONE) == "not-consulted"
+    assert classify([shut, other], {"b", "c"}, answer, closed) == "consulted"
     unused = _answer([(told, True, False)])
-    assert classify([told], {"a"}, unused) == "open-not-chosen"
+    assert classify([told], {"a"}, unused, NONE) == "open-not-chosen"
     decided = Fact(id="d", text="text of d", event_id="e-d", state="owner-set", level=0)
-    assert classify([decided], {"d"}, _answer([(decided, False, False)])) == "kept"
+    assert classify([decided], {"d"}, _answer([(decided, False, False)]), NONE) == "kept"
 
 
 def test_pairs_are_one_contact_a_group_or_the_stranger() -> None:

@@ -1,11 +1,11 @@
 """Issue 38: the consultation under attack, on a real runtime over the house example.
 
 * The reply is handed back before anything looks at closed facts (no timing side channel):
-  the consultation opens in the agent's background look (bot/consult_later.py).
+  the consultation opens in the agent's background look (bot/consultations/after_reply.py).
 * The owner cannot be flooded: the bounds per contact (all of its identities), per day, for
   strangers together; expired questions are not simply asked again; "keep private" covers the
   same news stored twice; strangers' heads-up notes are batched; the digest lists what was
-  not asked (bot/consult_bounds.py, bot/headsup.py, bot/digest.py).
+  not asked (bot/consultations/bounds.py, bot/headsup.py, bot/digest.py).
 """
 
 from __future__ import annotations

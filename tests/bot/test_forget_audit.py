@@ -109,7 +109,7 @@ async def test_forget_erases_the_words_from_owner_notes_no_platform_took(tmp_pat
             owner_notes=h.runtime.outbox.tell_owner,  # as `epmem chat --as leo` wires it
         )
         await console.start()
-        await h.runtime.agent.later.drain()  # the look after the reply sends the note (bot/consult_later.py)
+        await h.runtime.agent.later.drain()  # the look after the reply sends the note
         assert OPEN_ANSWER in stdout.getvalue()
         refused = f"A note the platform refused, quoting {knee.id}: \u201c{knee.text}\u201d"
         await h.runtime.owner.deliveries.keep(DeliveryReport("telegram", "777", "owner_note", False, 3, text=refused))

@@ -79,7 +79,7 @@ async def test_do_not_tell_tom_shuts_out_tom_only(runtime: Runtime) -> None:
     await runtime.agent.later.drain()
     assert "Northwind" not in (asked.text or "")
     assert runtime.owner.consultations is not None
-    [consultation] = await runtime.owner.consultations.pending()
+    [consultation] = await runtime.owner.consultations.store.pending()
     assert "Northwind" in await owner(runtime, "/consults")
     await owner(runtime, f"/consult {consultation.id} like")
     # the same fact is told to someone the note did not shut out: the test can tell the difference

@@ -363,7 +363,8 @@ async def leo_asks_and_maya_is_consulted(d: Driver) -> tuple[str, Note, Fact, st
     assert KNEE not in reply
     await d.wait(lambda: bool(consultation_notes(d)))
     [note] = consultation_notes(d)
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None
     [c] = await store.pending()
     assert (c.contact, c.question, c.platform, c.facts[0]) == ("leo", QUESTION, d.platform, fact.id)
@@ -394,7 +395,8 @@ async def maya_taps_tell_and_leo_is_followed_up(d: Driver, note: Note, fact: Fac
     assert record.body["platform"] == d.platform and fact.id in record.body["disclosed"]
     told = [(x.recipient, x.status) for x in await runtime.audit.who_knows(fact.id)]
     assert told == [("leo", "told")], told
-    store = runtime.owner.consultations
+    assert runtime.owner.consultations is not None
+    store = runtime.owner.consultations.store
     assert store is not None
     c = await store.get(cid)
     assert c is not None and (c.state, c.answer, c.followup_audit) == ("answered", "tell", record.id)
@@ -424,7 +426,7 @@ async def test_the_owner_is_consulted_her_tap_follows_up_and_a_forged_tap_change
     assert d.said_to("leo")[before:] == [baseline]
     [first] = await d.runtime.audit.records(kind="reply", contact="leo")
     assert fact.id not in first.body["disclosed"]
-    # the closed fact was looked at after the reply (bot/consult_later.py): the consultation says so
+    # the closed fact was looked at after the reply (bot/consultations/after_reply.py): the consultation says so
     [opened] = await d.runtime.audit.records(kind="consultation", contact="leo")
     assert opened.body["facts"][0] == fact.id and opened.body["reply_audit"] == first.id
 
@@ -438,7 +440,8 @@ async def test_the_owner_is_consulted_her_tap_follows_up_and_a_forged_tap_change
     assert attempt.body["sender"] == identity(d, "leo")
     still = await d.runtime.memory.get(fact.id)
     assert still == fact and still.undecided
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None
     assert [c.id for c in await store.pending()] == [cid]
     assert await d.runtime.audit.records(kind="followup") == []
@@ -457,7 +460,8 @@ async def test_a_consultation_answered_after_a_restart_still_follows_up(
     await d.start(copy(folders.imported, tmp_path, "data"))
     _, note, fact, cid = await leo_asks_and_maya_is_consulted(d)
     await d.restart()
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None
     assert [c.id for c in await store.pending()] == [cid]  # kept across the restart
     # the owner taps the button of the note she got before the restart
@@ -482,7 +486,8 @@ async def test_keep_private_is_never_asked_again(driver: Driver, folders: Folder
     assert consultation_notes(d) == [note]
     assert [r.body["consultation"] for r in await d.runtime.audit.records(kind="consultation")] == [cid]
     assert await d.runtime.audit.records(kind="followup") == []
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None
     c = await store.get(cid)
     assert c is not None and (c.state, c.answer, c.followup_audit) == ("answered", "private", None)

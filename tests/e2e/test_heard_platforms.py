@@ -312,7 +312,8 @@ async def test_who_heard_the_plan_is_told_it_and_the_owner_is_asked_nothing(star
     reply = await ask(d, "grace", PLAN_Q)
     assert PLAN in reply, reply  # fails with EPMEM_HEARD_IT=false: the deflection
     assert await owner_notes_settled(d) == []
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None and await store.pending() == []
     [record] = await d.runtime.audit.records(kind="reply", contact="grace")
     assert record.body["platform"] == d.platform and plan.id in record.body["disclosed"]
@@ -333,7 +334,8 @@ async def test_who_was_not_there_is_deflected_and_the_owner_asked_once(started: 
     [note] = await owner_notes_settled(d)
     assert note.text.startswith(f"Leo Chen asked ({d.platform}):"), note.text
     assert f"{plan.id}: \u201c{plan.text}\u201d" in note.text, note.text
-    store = d.runtime.owner.consultations
+    assert d.runtime.owner.consultations is not None
+    store = d.runtime.owner.consultations.store
     assert store is not None
     [c] = await store.pending()
     assert (c.contact, c.question, c.facts[0]) == ("leo", PLAN_Q, plan.id)

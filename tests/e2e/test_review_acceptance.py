@@ -114,9 +114,9 @@ async def test_a_confided_secret_waits_for_the_owner_and_then_follows_the_owners
     # Leo's question needs the closed secret: the owner is consulted (issue 20), which this test
     # leaves unanswered; its note must have arrived before the review messages are counted
     assert runtime.owner.consultations is not None
-    # the consultation is looked for once the reply is out (bot/consult_later.py)
+    # the consultation is looked for once the reply is out (bot/consultations/after_reply.py)
     await tg.wait_for(lambda: runtime.agent.later.finished >= 1 and runtime.agent.later.running == 0)
-    if await runtime.owner.consultations.pending():
+    if await runtime.owner.consultations.store.pending():
         await tg.wait_for(lambda: any("/consult " in m["text"] for m in _to(tg, OWNER_TG)))
     # /review on Telegram: the queue itself asks about the pending secret (skipping what is not it)
     seen = len(_to(tg, OWNER_TG))

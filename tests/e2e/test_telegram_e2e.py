@@ -136,8 +136,8 @@ async def test_a_press_in_a_business_chat_bypasses_no_silence_and_speaks_not_as_
     assert [s for s in bot.tg.sent if s.get("business_connection_id") or s["chat_id"] == TG["leo"]] == []
     records = await bot.runtime.audit.records(contact="leo")
     assert [r.kind for r in records] == ["delegate_silent"], [r.kind for r in records]
-    store = bot.runtime.owner.consultations
-    assert store is None or await store.pending() == []
+    service = bot.runtime.owner.consultations
+    assert service is None or await service.store.pending() == []
 
 
 async def test_owner_allow_changes_the_next_answer_and_is_audited(bot: Bot) -> None:

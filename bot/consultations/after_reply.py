@@ -1,6 +1,6 @@
 """Looking for what to consult the owner about, after the reply has gone (issue 38).
 
-The second relevance pass over closed facts (``PrivacyEngine.closed_would_answer``) costs time
+The second relevance pass over closed facts (``PrivacyEngine.closed_candidates``) costs time
 only when closed facts are near the question: a reply that waited for it would arrive later
 whenever a secret exists, and a contact could time that. So the reply to a contact never waits
 for anything that depends on facts the contact may not know: the agent hands the reply back
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -26,9 +25,9 @@ import structlog
 from connectors.base import Action, Inbound
 from epmem.audit import ConsultationSkippedRecord
 from epmem.policy import Resolved
-from epmem.reply import Answer
+from epmem.reply import Answer, ClosedCandidates
 
-from bot.consulting import ask_owner
+from bot.consultations.flow import ask_owner
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -96,19 +95,20 @@ async def consult_after_reply(
     audit_id: str,
     notify: Notify,
     *,
-    looked: bool = False,
+    looked: ClosedCandidates | None = None,
 ) -> None:
     """The reply with ``audit_id`` has been handed to the connector: which closed facts would have
-    answered it (unless ``looked``: the owner's opt-in ``learn_after`` already asked), and the
-    consultation for the best of them, the owner's note sent through ``notify``."""
+    answered it (unless ``looked``: the owner's opt-in ``learn_after`` already asked, before the
+    reply), and the consultation for the best of them, the owner's note sent through ``notify``."""
     try:
-        if not looked:
-            told = {d.fact.id for d in answer.projection.used}  # as answer(with_closed=True) reads it
-            consult = await owner.engine.closed_would_answer(question, [r.recipient for r in audience], told)
-            answer = replace(answer, consult=consult)
-        if not answer.consult:
+        candidates = looked
+        if candidates is None:
+            told = {d.fact.id for d in answer.projection.used}
+            readers = [r.recipient for r in audience]
+            candidates = await owner.engine.closed_candidates(question, readers, sender.recipient, told)
+        if not candidates:
             return
-        note, actions = await ask_owner(owner, inbound, sender, audience, question, answer, audit_id)
+        note, actions = await ask_owner(owner, inbound, sender, audience, question, candidates.best, audit_id)
     except Exception as exc:  # fail closed: no consultation, and the owner can see why in the audit
         log.exception("consult_failed", audit_id=audit_id, error=type(exc).__name__)
         try:

@@ -5,28 +5,31 @@ Nothing that came from a conversation is told before the owner has decided who m
 contact gets exactly the reply they would get without those facts, and the owner is asked about
 the facts of one event: who asked, the question, the facts' words, and one-tap answers. The
 answer applies to the whole event and to later askers; if it lets the asker know, the delegate
-follows up in the same chat (bot/consulting.py, decided again at send time).
+follows up in the same chat (bot/consultations/flow.py, decided again at send time).
 
 This module is the table: one row per (event, asker), so that an answer to the event reaches
 every asker who is still waiting. Only the first row of an event notifies the owner; a later
 asker joins it. Rows survive a restart (SQLite, like held replies) and expire unanswered.
 Bounded: a few open consultations per asker, none for strangers unless the owner turns that on.
+Rows are read and written by column name (bot/tables.py, shared with bot/approvals.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import aiosqlite
 
-from epmem.sqlite import Migration, MigrationSet
+from connectors.base import ChatKind
+from epmem.sqlite import DatabaseError, Migration, MigrationSet
 
 from bot.approvals import new_id
 from bot.clock import Clock, iso, utcnow
+from bot.tables import Row, Table
 
 MIGRATIONS = MigrationSet(
     "consultations",
@@ -61,10 +64,18 @@ MIGRATIONS = MigrationSet(
         CREATE INDEX consultations_sender ON consultations(state, sender)
         """,
         ),
+        Migration(
+            2,
+            "consultations: the delegation column dropped (a reply sent as the owner never consults)",
+            "ALTER TABLE consultations DROP COLUMN delegation",
+        ),
     ),
 )
 
+#: where a consultation is: waiting for the owner, answered, expired unanswered, or withdrawn
+#: (/forget erased a fact it asked about).
 State = Literal["open", "answered", "expired", "withdrawn"]
+STATES: tuple[State, ...] = get_args(State)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +83,7 @@ class Consultation:
     """One asker waiting on the owner's word about one event."""
 
     id: str
-    state: str
+    state: State
     created_at: datetime
     expires_at: datetime
     event_id: str
@@ -80,7 +91,7 @@ class Consultation:
     facts: tuple[str, ...]
     platform: str
     chat_id: str
-    chat_kind: str
+    chat_kind: ChatKind
     sender: str
     #: the asker as the audit names them; ``contact_id`` the policy's id (None: a stranger).
     contact: str
@@ -93,7 +104,6 @@ class Consultation:
     lead: str | None = None
     answer: str | None = None
     followup_audit: str | None = None
-    delegation: str | None = None
     decided_at: datetime | None = None
     #: the row's number in this data folder (1, 2, ...): what the owner types, ``/consult 3 tell``.
     number: int = 0
@@ -103,37 +113,47 @@ class Consultation:
         return self.lead is None
 
 
-_COLUMNS = (
-    "id, state, created_at, expires_at, decided_at, event_id, facts, platform, chat_id, chat_kind, sender, "
-    "contact, contact_id, audience, question, audit_id, lead, answer, followup_audit, delegation"
+TABLE = Table(
+    "consultations",
+    (
+        "id",
+        "state",
+        "created_at",
+        "expires_at",
+        "decided_at",
+        "event_id",
+        "facts",
+        "platform",
+        "chat_id",
+        "chat_kind",
+        "sender",
+        "contact",
+        "contact_id",
+        "audience",
+        "question",
+        "audit_id",
+        "lead",
+        "answer",
+        "followup_audit",
+    ),
 )
-#: what every read selects: the columns and the row's number (``Consultation.number``).
-_SELECT = f"{_COLUMNS}, rowid"
+#: what every read selects besides the columns: the row's number (``Consultation.number``).
+NUMBER = "rowid AS number"
+#: the columns stored as text that a field reads decoded (times, JSON lists, the number).
+_DECODED = ("created_at", "expires_at", "decided_at", "facts", "audience")
 
 
-def _row(row: Sequence[Any]) -> Consultation:
+def _row(row: Row) -> Consultation:
+    if row["state"] not in STATES or row["chat_kind"] not in get_args(ChatKind):
+        raise DatabaseError(f"consultations row {row['id']}: state {row['state']!r}, chat kind {row['chat_kind']!r}")
     return Consultation(
-        id=row[0],
-        state=row[1],
-        created_at=datetime.fromisoformat(row[2]),
-        expires_at=datetime.fromisoformat(row[3]),
-        decided_at=datetime.fromisoformat(row[4]) if row[4] else None,
-        event_id=row[5],
-        facts=tuple(json.loads(row[6])),
-        platform=row[7],
-        chat_id=row[8],
-        chat_kind=row[9],
-        sender=row[10],
-        contact=row[11],
-        contact_id=row[12],
-        audience=tuple(json.loads(row[13])),
-        question=row[14],
-        audit_id=row[15],
-        lead=row[16],
-        answer=row[17],
-        followup_audit=row[18],
-        delegation=row[19],
-        number=int(row[20]) if len(row) > 20 and row[20] is not None else 0,
+        **{k: row[k] for k in TABLE.columns if k not in _DECODED},
+        created_at=datetime.fromisoformat(row["created_at"]),
+        expires_at=datetime.fromisoformat(row["expires_at"]),
+        decided_at=datetime.fromisoformat(row["decided_at"]) if row["decided_at"] else None,
+        facts=tuple(json.loads(row["facts"])),
+        audience=tuple(json.loads(row["audience"])),
+        number=int(row["number"]) if row.get("number") is not None else 0,
     )
 
 
@@ -146,7 +166,7 @@ class ConsultConfig:
     #: together, ``strangers_max_open``): a person asking about everything does not flood the owner.
     max_open_per_asker: int = 3
     #: consultations that asked the owner in the last 24 hours, per contact (answered, open or
-    #: expired alike), per the strangers together, and for the owner in all (bot/consult_bounds.py).
+    #: expired alike), per the strangers together, and for the owner in all (bot/consultations/bounds.py).
     per_day: int = 5
     strangers_max_open: int = 2
     strangers_per_day: int = 3
@@ -167,7 +187,24 @@ class ConsultConfig:
     per_reply: int = 1
 
 
-class Consultations:
+#: a new consultation, in one statement (one transaction): inserted only when the asker does not
+#: wait on the event already and has fewer than the bound open; its lead is the open consultation
+#: of the event that asked the owner, if any. Two opens racing for one key make one row.
+_OPEN = f"""
+INSERT INTO consultations({", ".join(c for c in TABLE.columns if c not in ("decided_at", "answer", "followup_audit"))})
+SELECT :id, 'open', :created_at, :expires_at, :event_id, :facts, :platform, :chat_id, :chat_kind, :sender,
+    :contact, :contact_id, :audience, :question, :audit_id,
+    (SELECT id FROM consultations WHERE state = 'open' AND expires_at > :now AND event_id = :event_id
+        AND lead IS NULL ORDER BY created_at, id LIMIT 1)
+WHERE NOT EXISTS (SELECT 1 FROM consultations WHERE state = 'open' AND expires_at > :now
+        AND sender = :sender AND event_id = :event_id)
+    AND (SELECT COUNT(*) FROM consultations WHERE state = 'open' AND expires_at > :now
+        AND sender = :sender) < :most
+RETURNING lead
+"""
+
+
+class ConsultationStore:
     """The consultation table, in the state database (bot/state.py owns the connection)."""
 
     def __init__(self, db: aiosqlite.Connection, config: ConsultConfig | None = None, clock: Clock = utcnow) -> None:
@@ -182,24 +219,21 @@ class Consultations:
         facts: Sequence[str],
         platform: str,
         chat_id: str,
-        chat_kind: str,
+        chat_kind: ChatKind,
         sender: str,
         contact: str,
         contact_id: str | None,
         audience: Sequence[str],
         question: str,
         audit_id: str,
-        delegation: str | None = None,
     ) -> Consultation | None:
         """A new consultation, or None when the bounds say no (too many open for this asker,
         or this asker already waits on this event). When the event already has an open
-        consultation, the new one joins it (``lead`` set): the owner is not asked twice."""
+        consultation, the new one joins it (``lead`` set): the owner is not asked twice. The
+        check and the insert are one statement, so one transaction (an explicit BEGIN on the
+        state connection, shared by every part, would take in whatever another task runs on it
+        between this one's awaits)."""
         now = self.clock()
-        waiting = await self._open_rows("sender = ?", (sender,), now)
-        if any(c.event_id == event_id for c in waiting) or len(waiting) >= self.config.max_open_per_asker:
-            return None  # the bounds across identities are bot/consult_bounds.py's
-        leads = [c for c in await self._open_rows("event_id = ?", (event_id,), now) if c.asked_owner]
-        lead = leads[0].id if leads else None
         c = Consultation(
             id=new_id(),
             state="open",
@@ -216,43 +250,34 @@ class Consultations:
             audience=tuple(audience),
             question=question,
             audit_id=audit_id,
-            lead=lead,
-            delegation=delegation,
         )
-        await self._db.execute(
-            f"INSERT INTO consultations({_COLUMNS}) VALUES ({', '.join('?' * 20)})",
-            (
-                c.id,
-                c.state,
-                iso(c.created_at),
-                iso(c.expires_at),
-                None,
-                c.event_id,
-                json.dumps(list(c.facts)),
-                platform,
-                chat_id,
-                chat_kind,
-                sender,
-                contact,
-                contact_id,
-                json.dumps(list(c.audience)),
-                question,
-                audit_id,
-                lead,
-                None,
-                None,
-                delegation,
-            ),
-        )
-        return c
+        args = {
+            "id": c.id,
+            "created_at": iso(c.created_at),
+            "expires_at": iso(c.expires_at),
+            "event_id": event_id,
+            "facts": json.dumps(list(c.facts)),
+            "platform": platform,
+            "chat_id": chat_id,
+            "chat_kind": chat_kind,
+            "sender": sender,
+            "contact": contact,
+            "contact_id": contact_id,
+            "audience": json.dumps(list(c.audience)),
+            "question": question,
+            "audit_id": audit_id,
+            "now": iso(now),
+            "most": self.config.max_open_per_asker,
+        }
+        async with self._db.execute(_OPEN, args) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None  # the bounds across identities are bot/consultations/bounds.py's
+        return replace(c, lead=row[0])
 
     async def _open_rows(self, where: str, args: tuple[Any, ...], now: datetime) -> list[Consultation]:
-        async with self._db.execute(
-            f"SELECT {_SELECT} FROM consultations WHERE state = 'open' AND expires_at > ? AND {where} "
-            "ORDER BY created_at, id",
-            (iso(now), *args),
-        ) as cur:
-            return [_row(r) async for r in cur]
+        sql = TABLE.select(f"state = 'open' AND expires_at > ? AND {where}", "ORDER BY created_at, id", NUMBER)
+        return [_row(r) for r in await TABLE.rows(self._db, sql, (iso(now), *args))]
 
     async def open_count(self, contact_id: str | None) -> int:
         """Open consultations of a contact (all its identities), or of all strangers (None)."""
@@ -266,7 +291,10 @@ class Consultations:
         if not everyone:
             where += " AND contact_id IS NULL" if contact_id is None else " AND contact_id = ?"
             args += [] if contact_id is None else [contact_id]
-        async with self._db.execute(f"SELECT COUNT(*) FROM consultations WHERE {where}", args) as cur:
+        return await self._count(where, args)
+
+    async def _count(self, where: str, args: Sequence[Any]) -> int:
+        async with self._db.execute(f"SELECT COUNT(*) FROM consultations WHERE {where}", tuple(args)) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 
@@ -288,8 +316,7 @@ class Consultations:
             return await cur.fetchone() is not None
 
     async def get(self, consultation_id: str) -> Consultation | None:
-        async with self._db.execute(f"SELECT {_SELECT} FROM consultations WHERE id = ?", (consultation_id,)) as cur:
-            row = await cur.fetchone()
+        row = await TABLE.one(self._db, TABLE.select("id = ?", extra=NUMBER), (consultation_id,))
         return _row(row) if row else None
 
     async def pending(self) -> list[Consultation]:
@@ -301,33 +328,28 @@ class Consultations:
         ``ref`` or starts with it (at least 4 characters); the caller refuses more than one."""
         ref = ref.strip().lower()
         if ref.isdigit():  # the number /consults shows
-            async with self._db.execute(f"SELECT {_SELECT} FROM consultations WHERE rowid = ?", (int(ref),)) as cur:
-                numbered = [_row(r) async for r in cur]
+            numbered = await self._select("rowid = ?", (int(ref),))
             if numbered or len(ref) < 4:
                 return numbered
         if len(ref) < 4 or not all(ch in "0123456789abcdef" for ch in ref):
             exact = await self.get(ref)
             return [exact] if exact is not None else []
-        async with self._db.execute(
-            f"SELECT {_SELECT} FROM consultations WHERE substr(id, 1, ?) = ? ORDER BY created_at, id",
-            (len(ref), ref),
-        ) as cur:
-            return [_row(r) async for r in cur]
+        return await self._select("substr(id, 1, ?) = ?", (len(ref), ref), "ORDER BY created_at, id")
+
+    async def _select(self, where: str, args: Sequence[Any], tail: str = "") -> list[Consultation]:
+        return [_row(r) for r in await TABLE.rows(self._db, TABLE.select(where, tail, NUMBER), args)]
 
     async def answered_for(self, platform: str, sender: str) -> list[Consultation]:
         """The answered consultations this sender asked on ``platform`` that were followed up."""
-        async with self._db.execute(
-            f"SELECT {_SELECT} FROM consultations WHERE state = 'answered' AND platform = ? AND sender = ? "
-            "AND followup_audit IS NOT NULL ORDER BY decided_at, id",
+        return await self._select(
+            "state = 'answered' AND platform = ? AND sender = ? AND followup_audit IS NOT NULL",
             (platform, sender),
-        ) as cur:
-            return [_row(r) async for r in cur]
+            "ORDER BY decided_at, id",
+        )
 
     async def for_reply(self, audit_id: str) -> int:
         """How many consultations the reply with this audit id led to, in any state."""
-        async with self._db.execute("SELECT COUNT(*) FROM consultations WHERE audit_id = ?", (audit_id,)) as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return await self._count("audit_id = ?", (audit_id,))
 
     async def waiting_on(self, event_ids: Sequence[str]) -> list[Consultation]:
         """Every open consultation about these events (the askers an answer follows up)."""
@@ -348,17 +370,14 @@ class Consultations:
 
     async def expire_due(self, now: datetime) -> list[Consultation]:
         """Every open consultation whose time is up, marked expired (each returned once)."""
-        async with self._db.execute(
-            f"SELECT {_SELECT} FROM consultations WHERE state = 'open' AND expires_at <= ?", (iso(now),)
-        ) as cur:
-            due = [_row(r) async for r in cur]
+        due = await self._select("state = 'open' AND expires_at <= ?", (iso(now),))
         expired = []
         for c in due:
-            cur2 = await self._db.execute(
+            cur = await self._db.execute(
                 "UPDATE consultations SET state = 'expired', decided_at = ? WHERE id = ? AND state = 'open'",
                 (iso(now), c.id),
             )
-            if cur2.rowcount == 1:
+            if cur.rowcount == 1:
                 expired.append(c)
         return expired
 

@@ -36,7 +36,7 @@ from epmem.ingest import SAME_NEWS
 from epmem.memory import Fact
 from epmem.policy import Resolved, audience_allows
 
-from bot.consultations import Consultations
+from bot.consultations.store import ConsultationStore
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -44,7 +44,7 @@ log = structlog.get_logger(__name__)
 DAY = timedelta(days=1)
 
 
-async def refusal(store: Consultations, event_id: str, contact_id: str | None) -> str | None:
+async def refusal(store: ConsultationStore, event_id: str, contact_id: str | None) -> str | None:
     """Why a consultation of ``event_id`` for this contact (None: a stranger) may not ask the
     owner now, or None when it may."""
     cfg, now = store.config, store.clock()
@@ -80,7 +80,7 @@ async def kept_private(owner: OwnerServices, fact: Fact, readers: Sequence[Resol
 
 
 async def check(
-    owner: OwnerServices, store: Consultations, fact: Fact, sender: Resolved, readers: Sequence[Resolved]
+    owner: OwnerServices, store: ConsultationStore, fact: Fact, sender: Resolved, readers: Sequence[Resolved]
 ) -> str | None:
     """Why the owner may not be asked about ``fact`` for this asker now (the bounds, then the
     same news kept private already), or None."""
