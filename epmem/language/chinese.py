@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from epmem.language.english import LATIN_WORD, OTHER_CJK, addressed_to, question_parts
+from epmem.language.phrases import load_phrases
 from epmem.language.settings import load_settings
 from epmem.language.spec import LanguageSpec, QuestionKind
 
@@ -218,17 +219,8 @@ class SharedWords:
         )
 
 
-#: what the delegate says in Chinese. ``{owner}`` is the owner's name.
-PHRASES: dict[str, str] = {
-    "deflection": "不好意思，这个我没法回答。我会转告{owner}你问过。",
-    "share": "据我所知，{body}",
-    "greeting": "你好！我是{owner}的助理。有什么想问的尽管问，能说的我都会告诉你。",
-    "thanks": "不客气！",
-    "farewell": "再见！",
-    "non_text": "抱歉，我只能看文字消息。",
-    "too_long": "这条消息太长了，我看不过来。能说得简短一点吗？",
-    "rate_limited": "消息发得太快了，我回不过来。请等一分钟再发。",
-}
+#: what the delegate says in Chinese (epmem/language/phrases-zh.yaml). ``{owner}`` is the owner's name.
+PHRASES: dict[str, str] = load_phrases("zh")
 
 
 def shared_words(owner: str) -> SharedWords:

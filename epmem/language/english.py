@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from epmem.language.phrases import load_phrases
 from epmem.language.settings import load_settings
 from epmem.language.spec import LanguageSpec, QuestionKind
 
@@ -127,20 +128,10 @@ def is_english(text: str) -> bool:
     return LATIN_WORD.search(text) is not None and not OTHER_CJK.search(text)
 
 
-#: what the delegate says in English, by key (``{owner}``: the owner's name); chinese.PHRASES holds
-#: the same keys. One catalogue for every reply and note: a new note is a new key in each
-#: language's table (the consultation notes' tables fold in the same way), said with ``say``.
-PHRASES: dict[str, str] = {
-    "deflection": "Sorry, I can't help with that. I'll let {owner} know you asked.",
-    "share": "Here's what I can share: {body}",
-    # small talk (epmem/reply/smalltalk.py): said back in kind, never about anything
-    "greeting": "Hi! I'm {owner}'s delegate. Ask me anything, and I'll tell you what I can.",
-    "thanks": "You're welcome!",
-    "farewell": "Bye for now!",
-    "non_text": "I can only read text messages, sorry.",
-    "too_long": "That message is too long for me to read. Could you keep it shorter?",
-    "rate_limited": "You're sending messages faster than I can answer. Please wait a minute.",
-}
+#: what the delegate says in English, by key (``{owner}``: the owner's name): the one catalogue of
+#: every reply and note (epmem/language/phrases-en.yaml; every key is here, other languages may
+#: lack some and say them in English).
+PHRASES: dict[str, str] = load_phrases("en")
 
 #: English words of the delegate's own frames: none may appear in a reply to a message in
 #: another language (the facts themselves may hold English words: "NeurIPS", "offer").
