@@ -2,7 +2,8 @@
 
 :class:`FakeTimer` gives :class:`connectors.courier.Timer` a virtual monotonic time: ``sleep``
 advances it at once (and yields to the loop), so a minute of pacing or a ``Retry-After`` runs
-in microseconds while every wait is still recorded and checkable.
+in microseconds while every wait is still recorded and checkable. ``now`` is also the audit
+page's session clock (:class:`epmem.audit.web.PageConfig`): ``advance`` ends a session at once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class FakeTimer:
         self.sleeps.append(seconds)
         self.time += max(0.0, seconds)
         await asyncio.sleep(0)
+
+    def advance(self, seconds: float) -> None:
+        """Time passes with nobody waiting (an audit page session running out)."""
+        self.time += seconds
 
     @property
     def timer(self) -> Timer:
