@@ -36,3 +36,25 @@ class FakeTimer:
     @property
     def timer(self) -> Timer:
         return Timer(now=self.now, sleep=self.sleep)
+
+
+@dataclass
+class GatedTimer(FakeTimer):
+    """Virtual time, except that a wait of exactly ``gated_s`` (the Slack delegate's chance for
+    the owner to answer first) blocks until ``open()``; ``waiting`` counts the waits that came."""
+
+    gated_s: float = 30.0
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: int = 0
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == self.gated_s:
+            self.waiting += 1
+            await self.gate.wait()
+        await super().sleep(seconds)
+
+    def open(self) -> None:
+        self.gate.set()
+
+    def shut(self) -> None:
+        self.gate.clear()
