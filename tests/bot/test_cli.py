@@ -201,6 +201,7 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
         holder.wait()
 
 
+@pytest.mark.timeout(600)  # a whole benchmark set with real models: ~45 s on two busy cores
 @pytest.mark.parametrize("scenario_dir", ["examples", "own"])
 def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_dir: str) -> None:
     path = (

@@ -19,6 +19,9 @@ import pytest
 
 from testkit.cli import run_cli
 
+#: its fixtures build data folders through imports (real models): more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "redteam"
 
 #: (asker, question, words that would tell a fact the asker may not know)
