@@ -246,7 +246,7 @@ def test_it_stops_cleanly_on_sigint_and_sigterm_and_refuses_an_open_host(audit_d
     assert Path(audit_data.data / "audit.sqlite").exists()
 
 
-def _sign_in(client: httpx.Client) -> str:
+def _sign_in(client: httpx.Client | TestClient) -> str:
     ok = client.post("/login", data={"token": TOKEN, "next": "/"})
     assert ok.status_code == 303, ok.text
     return ok.cookies[COOKIE]
