@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from bot.cli.common import write_json
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 from epmem.audit.log import AuditLog, AuditRecord
 from testkit.house import HOUSE_Q, house_runtime, write_policy
 from testkit.runtime import ask

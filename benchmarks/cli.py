@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from bot.cli.common import err, fail, run, write_json
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
+
+if TYPE_CHECKING:
+    from benchmarks.scenario_tally import Tally
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Benchmarks (JSON results).")
 
@@ -77,6 +81,15 @@ def bench_scenarios(
     )
     if replies_out and replies is not None:
         replies_out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in replies))
+    err.print(_scenario_table(per, review, consult))
+    for _path, tally in per.items():
+        for line in tally.failures:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+    _write_scenario_json(metrics, json_out)
+
+
+def _scenario_table(per: dict[str, Tally], review: bool, consult: bool) -> Table:
+    """One row per scenario file: the headline figures."""
     table = Table(
         "scenario",
         "permit exact",
@@ -103,10 +116,11 @@ def bench_scenarios(
             *([f"{m['review']['questions']}/{m['review']['facts']}"] if review else []),
             *([f"{m['consult']['asked']}/{m['consult']['questions']}"] if consult else []),
         )
-    err.print(table)
-    for _path, tally in per.items():
-        for line in tally.failures:
-            err.print(f"  {line}", markup=False, soft_wrap=True)
+    return table
+
+
+def _write_scenario_json(metrics: dict[str, Any], json_out: Path | None) -> None:
+    """The scenario format's keys to ``json_out``; the budget, language and chooser lines to stderr."""
     # the JSON carries exactly the scenario format's keys; the budget accounting goes beside it
     llm = metrics["llm"]
     language, chooser = metrics.pop("language"), metrics.pop("chooser")

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.common import write_json
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.common import write_json
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector
 from connectors.telegram import TelegramConfig, TelegramConnector

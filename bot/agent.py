@@ -42,7 +42,7 @@ from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
 
-#: the notes in English (epmem/language.py says them in the language of the message, or the
+#: the notes in English (epmem/language/ says them in the language of the message, or the
 #: contact's when a message has no words: a sticker).
 NON_TEXT_NOTE = say("non_text")
 TOO_LONG_NOTE = say("too_long")

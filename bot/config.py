@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     #: session score = alpha * native hybrid + beta * event-fact score (alpha + beta = 1).
     retrieval_alpha: float = Field(default=1.0, ge=0, le=1)
     retrieval_beta: float = Field(default=0.0, ge=0, le=1)
-    #: the cross-encoder that picks the facts answering a question (epmem/reply/relevance.py):
+    #: the cross-encoder that picks the facts answering a question (epmem/reply/relevance/):
     #: ms-marco MiniLM L-12 (INT8 ONNX, shipped in a wheel), or off (recall scores alone).
     reranker: Literal["minilm-ce", "off"] = "minilm-ce"
     max_message_chars: int = Field(default=4000, ge=1)

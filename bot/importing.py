@@ -51,7 +51,7 @@ class Interrupts:
     @contextmanager
     def installed(self) -> Iterator[None]:
         loop = asyncio.get_running_loop()
-        self.task = asyncio.current_task()  # type: ignore[assignment]
+        self.task = asyncio.current_task()
         try:
             loop.add_signal_handler(signal.SIGINT, self._on_signal)
         except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here

@@ -207,6 +207,83 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder, r
     return _Opened(audit, state, store, memory, conversations, retriever)
 
 
+def _engine(
+    settings: Settings,
+    policies: PolicyHolder,
+    opened: _Opened,
+    overlay: Overlay,
+    links: EventLinks,
+    llm: LLM | None,
+    clock: Clock,
+    relevance: Relevance,
+) -> PrivacyEngine:
+    """The privacy engine: what each reader may be told, by which responder and chooser."""
+    knowledge = LedgerKnowledge(opened.audit, links, timedelta(days=settings.composite_window_days), clock)
+    responder, chooser = make_responder(settings, llm), make_chooser(settings, llm, relevance)
+    return PrivacyEngine(
+        policies,
+        overlay,
+        opened.memory,
+        responder,
+        relevance,
+        knowledge,
+        per_matter=settings.composite_scope == "matter",
+        chooser=chooser,
+        heard_it=settings.heard_it,
+    )
+
+
+def _distiller(
+    settings: Settings, policies: PolicyHolder, opened: _Opened, classifier: CategoryClassifier, llm: LLM | None
+) -> Distiller:
+    return Distiller(
+        policies,
+        opened.memory,
+        classifier,
+        llm,
+        AnnotationRetry(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
+        open_by_category=settings.open_by_category,
+    )
+
+
+def _consult_config(settings: Settings) -> ConsultConfig:
+    return ConsultConfig(
+        ttl=timedelta(hours=settings.consult_ttl_hours),
+        max_open_per_asker=settings.consult_max_open,
+        per_day=settings.consult_per_day,
+        strangers_max_open=settings.consult_strangers_max_open,
+        strangers_per_day=settings.consult_strangers_per_day,
+        owner_per_day=settings.consult_owner_per_day,
+        reask_after=timedelta(days=settings.consult_reask_after_days),
+        strangers=settings.consult_strangers,
+        groups=settings.consult_groups,
+        learn_after=settings.consult_learn_after,
+        per_reply=settings.consult_per_reply,
+    )
+
+
+def _front(
+    settings: Settings, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, clock: Clock
+) -> tuple[Scheduler, DelegateAgent]:
+    """The scheduler and the agent every message goes through (with its abuse guard)."""
+    scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
+    guard = AbuseGuard(
+        settings.rate_limit_messages,
+        settings.rate_limit_window_s,
+        settings.deflection_alert,
+        settings.deflection_window_s,
+    )
+    agent = DelegateAgent(
+        engine,
+        owner,
+        commands,
+        guard=guard,
+        max_message_chars=settings.max_message_chars,
+        on_owner_change=scheduler.sync,
+    )
+    return scheduler, agent
+
+
 @dataclass(frozen=True)
 class Runtime:
     settings: Settings
@@ -311,28 +388,9 @@ class Runtime:
         memory, db = opened.memory, opened.state.connection
         overlay = Overlay(db)
         links = EventLinks(db)
-        knowledge = LedgerKnowledge(opened.audit, links, timedelta(days=settings.composite_window_days), clock)
-        responder, chooser = make_responder(settings, llm), make_chooser(settings, llm, relevance)
-        engine = PrivacyEngine(
-            policies,
-            overlay,
-            memory,
-            responder,
-            relevance,
-            knowledge,
-            per_matter=settings.composite_scope == "matter",
-            chooser=chooser,
-            heard_it=settings.heard_it,
-        )
+        engine = _engine(settings, policies, opened, overlay, links, llm, clock, relevance)
         classifier = CategoryClassifier(policies, memory.embedder, examples=examples)
-        distiller = Distiller(
-            policies,
-            memory,
-            classifier,
-            llm,
-            AnnotationRetry(attempts=settings.annotate_attempts, base_s=settings.annotate_backoff_s),
-            open_by_category=settings.open_by_category,
-        )
+        distiller = _distiller(settings, policies, opened, classifier, llm)
         review = ReviewQueue(policies, memory, examples, classifier=classifier)
         deliveries = ConnectorState(db, opened.audit, clock=clock)
         outbox = Outbox(keep=deliveries.keep_owner_note)
@@ -357,42 +415,12 @@ class Runtime:
             clock=clock,
             review=review,
             annotator=annotator,
-            consultations=Consultations(
-                db,
-                ConsultConfig(
-                    ttl=timedelta(hours=settings.consult_ttl_hours),
-                    max_open_per_asker=settings.consult_max_open,
-                    per_day=settings.consult_per_day,
-                    strangers_max_open=settings.consult_strangers_max_open,
-                    strangers_per_day=settings.consult_strangers_per_day,
-                    owner_per_day=settings.consult_owner_per_day,
-                    reask_after=timedelta(days=settings.consult_reask_after_days),
-                    strangers=settings.consult_strangers,
-                    groups=settings.consult_groups,
-                    learn_after=settings.consult_learn_after,
-                    per_reply=settings.consult_per_reply,
-                ),
-                clock,
-            ),
+            consultations=Consultations(db, _consult_config(settings), clock),
             links=links,
             headsup=StrangerHeadsUp(settings.headsup_batch_minutes * 60),
         )
         commands = owner_commands()
-        scheduler = Scheduler(owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time))
-        guard = AbuseGuard(
-            settings.rate_limit_messages,
-            settings.rate_limit_window_s,
-            settings.deflection_alert,
-            settings.deflection_window_s,
-        )
-        agent = DelegateAgent(
-            engine,
-            owner,
-            commands,
-            guard=guard,
-            max_message_chars=settings.max_message_chars,
-            on_owner_change=scheduler.sync,
-        )
+        scheduler, agent = _front(settings, engine, owner, commands, clock)
         return cls(
             settings,
             policies,

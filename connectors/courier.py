@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from epmem.errors import EpmemError
+
 T = TypeVar("T")
 
 
@@ -97,7 +99,7 @@ class DeliveryVerdict:
     wait_s: float = 0.0
 
 
-class DeliveryFailed(Exception):
+class DeliveryFailed(EpmemError):
     """A message could not be delivered within the retry policy.
 
     ``remaining`` is the part of the text that did not go out, when a sender knows it (a long

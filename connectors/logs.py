@@ -11,7 +11,7 @@ words in the operator's log files.
 rendered line is cut where a payload starts (a ``{``, ``[`` or ``(``, or a word such as
 ``body:``, ``params:``, ``data:``, ``text=``), and an exception keeps its type and traceback
 frames but not its message (an API error's message may quote the request). Installed on the
-process's log handler by ``bot.logging.configure_logging``, and on Bolt's logger by the Slack
+process's log handler by ``bot.log_setup.configure_logging``, and on Bolt's logger by the Slack
 connector itself, so a connector used on its own does not leak either.
 """
 

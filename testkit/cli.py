@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 import structlog
 from typer.testing import CliRunner
 
-from bot import logging as bot_logging
+from bot import log_setup
 from bot.cli import app
 from testkit.runtime import REPO
 
@@ -32,11 +32,11 @@ def _fresh_logging() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     config = structlog.get_config()
-    bot_logging._configured = False  # as in a new process: the command configures it
+    log_setup._configured = False  # as in a new process: the command configures it
     try:
         yield
     finally:
-        bot_logging._configured = False
+        log_setup._configured = False
         structlog.configure(**config)
         root.handlers[:] = handlers
         root.setLevel(level)

@@ -1,4 +1,5 @@
-"""The shape of the house, checked from the source: layers, no import cycles, small modules.
+"""The shape of the house, checked from the source: layers, no import cycles, small modules, one
+exception tree.
 
 Layers, bottom up: ``epmem`` (the library) and ``connectors`` (platform adapters) know nothing
 of the bot; ``bot`` wires them together; ``testkit`` (loopback fakes, ready runtimes) sits on
@@ -19,8 +20,6 @@ a package's ``__init__`` gathering its own modules is its public surface, not a 
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("epmem", "connectors", "bot", "testkit", "benchmarks", "tests")
 #: the code the size limits hold for (tests are held to them by review, not by this test).
 SHIPPED = ("epmem", "connectors", "bot", "testkit", "benchmarks")
-#: counted in logical lines (statements and comments; a call the formatter spreads over ten
-#: physical lines is one), so that the limits judge the code, not ``ruff format``'s line breaks.
-MAX_MODULE_LINES = 400
+#: counted in physical lines, as a reader scrolls them (blank lines, comments, docstrings and a
+#: call ``ruff format`` spreads over ten lines all count); a function's from its first decorator.
+MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
 #: what each layer may not import.
@@ -213,31 +212,51 @@ def _shipped() -> Iterator[tuple[str, Path]]:
             yield str(path.relative_to(ROOT)), path
 
 
-def _lines(path: Path, start: int = 1, end: int | None = None) -> int:
-    """Logical lines of ``path`` (between ``start`` and ``end``): NEWLINE and COMMENT tokens."""
-    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
-    return sum(
-        1
-        for t in tokens
-        if t.type in (tokenize.NEWLINE, tokenize.COMMENT)
-        and start <= t.start[0] <= (end if end is not None else t.start[0])
-    )
+def _module_lines(source: str) -> int:
+    """Physical lines of a module: what ``wc -l`` says of it."""
+    return len(source.splitlines())
+
+
+def _long_functions(source: str, rel: str) -> Iterator[str]:
+    """``path:line name: N lines`` for each function (methods, nested ones too) over the limit,
+    counted from its first decorator to its last line."""
+    for node in ast.walk(ast.parse(source, rel)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            length = (node.end_lineno or node.lineno) - first + 1
+            if length > MAX_FUNCTION_LINES:
+                yield f"{rel}:{node.lineno} {node.name}: {length} lines"
 
 
 def test_no_module_over_the_limit() -> None:
-    long = [f"{rel}: {_lines(path)} lines" for rel, path in _shipped() if _lines(path) > MAX_MODULE_LINES]
+    long = [
+        f"{rel}: {lines} lines"
+        for rel, path in _shipped()
+        if (lines := _module_lines(path.read_text())) > MAX_MODULE_LINES
+    ]
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern):\n" + "\n".join(long)
 
 
 def test_no_function_over_the_limit() -> None:
-    long = []
-    for rel, path in _shipped():
-        for node in ast.walk(ast.parse(path.read_text(), rel)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = _lines(path, node.lineno, node.end_lineno or node.lineno)
-                if length > MAX_FUNCTION_LINES:
-                    long.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
+    long = [hit for rel, path in _shipped() for hit in _long_functions(path.read_text(), rel)]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_size_checks_count_what_a_reader_sees() -> None:
+    """Blank lines, comments, a docstring and a call spread over lines count; decorators count
+    to their function; a nested function is checked on its own."""
+    body = "    x = call(\n        1,\n    )\n\n    # a comment\n" * ((MAX_FUNCTION_LINES - 3) // 5)
+    body += "    return x\n" * ((MAX_FUNCTION_LINES - 3) % 5)
+    fits = '@decorator\ndef fits():\n    """Doc."""\n' + body
+    assert len(fits.splitlines()) == MAX_FUNCTION_LINES
+    assert list(_long_functions(fits, "m.py")) == []
+    over = "@another\n" + fits
+    assert list(_long_functions(over, "m.py")) == [f"m.py:3 fits: {MAX_FUNCTION_LINES + 1} lines"]
+    nested = "class C:\n    def outer(self):\n" + "\n".join("        " + line for line in over.splitlines()) + "\n"
+    assert [hit.split(" ")[1] for hit in _long_functions(nested, "m.py")] == ["outer:", "fits:"]
+    assert _module_lines("a = 1\n\n# note\n" * 3) == 9
+    assert {rel for rel, _ in _shipped()} >= {"epmem/errors.py", "bot/runtime.py", "benchmarks/cli.py"}
+    assert not any(rel.startswith("tests/") for rel, _ in _shipped())
 
 
 #: the platforms: a package under connectors/ with a registration (platform.py) each.
@@ -257,7 +276,7 @@ NAMES_A_PLATFORM = {
     "bot/commands/review.py": "/review's help says where its buttons show",
     "bot/commands/registry.py": "renders the Slack manifests' usage hint from the registry it belongs to",
     "bot/state.py": "migrates the file the Slack connector kept before the state database (702941f)",
-    "bot/logging.py": "quietens python-telegram-bot's updater logger with the other libraries' loggers",
+    "bot/log_setup.py": "quietens python-telegram-bot's updater logger with the other libraries' loggers",
     "connectors/logs.py": "guards the platform SDKs' loggers, one redaction for all of them",
 }
 
@@ -385,3 +404,40 @@ def test_the_class_check_sees_classes() -> None:
     found = _classes()
     assert len(found) > 100 and {"PrivacyEngine", "DelegateAgent", "Courier", "AuditLog"} <= set(found)
     assert _classes(("testkit",)) and not set(_classes(("testkit",))) & {"PrivacyEngine"}
+
+
+#: the packages whose every exception class is an :class:`epmem.errors.EpmemError`.
+ONE_EXCEPTION_TREE = ("epmem", "bot", "connectors")
+
+
+def _exception_classes(packages: tuple[str, ...] = ONE_EXCEPTION_TREE) -> dict[str, type[BaseException]]:
+    """``module.Class`` -> the class, for every exception class the modules of ``packages`` define
+    (imported, so a base named through an alias or another module counts as what it is)."""
+    import importlib
+    import inspect
+
+    found: dict[str, type[BaseException]] = {}
+    seen: set[type] = set()
+    for name in sorted(SOURCES):
+        if _layer(name) not in packages or name.endswith("__main__"):
+            continue
+        classes = [c for c in vars(importlib.import_module(name)).values() if inspect.isclass(c)]
+        while classes:
+            cls = classes.pop()
+            if cls.__module__ == name and cls not in seen:
+                seen.add(cls)
+                classes += [c for c in vars(cls).values() if inspect.isclass(c)]
+                if issubclass(cls, BaseException):
+                    found[f"{name}.{cls.__qualname__}"] = cls
+    return found
+
+
+def test_every_exception_is_an_epmem_error() -> None:
+    """One tree: a caller that catches :class:`EpmemError` (the CLI's one-line error) catches
+    every error the project raises on purpose; each keeps the builtin base it had."""
+    from epmem.errors import EpmemError
+
+    found = _exception_classes()
+    assert {"bot.commands.registry.CommandError", "connectors.courier.DeliveryFailed"} <= set(found)
+    outside = sorted(name for name, cls in found.items() if not issubclass(cls, EpmemError))
+    assert not outside, "exceptions outside the EpmemError tree (derive them from it):\n" + "\n".join(outside)

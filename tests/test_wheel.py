@@ -75,6 +75,8 @@ def test_the_wheel_holds_the_runtime_and_its_data_and_nothing_else(wheel: Path) 
         "bot/examples/policy.schema.json",
         "bot/examples/policy-template.yaml",
         "epmem/audit/web/templates/base.html",
+        "epmem/language/relevance-en.yaml",  # the relevance settings: the package reads them at import
+        "epmem/language/relevance-zh.yaml",
         "epmem/audit/web/templates/style.css",
     ):
         assert data in names, data

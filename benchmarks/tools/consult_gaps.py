@@ -174,7 +174,7 @@ class Watch:
 def watching(watch: Watch) -> Iterator[None]:
     """Wrap the components whose results the classes read (each wrapper calls the real one)."""
     real_init = consult_oracle.ConsultOracle.__init__
-    real_may_consult = bot.agent.may_consult
+    real_may_consult = bot.agent.may_consult  # type: ignore[attr-defined]  # the name the agent calls (patched below)
     real_answer = PrivacyEngine.answer
     real_closed = PrivacyEngine._closed_would_answer
 

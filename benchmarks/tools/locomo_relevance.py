@@ -10,7 +10,7 @@ and hit@1 (the first is an answering fact):
 
 - ``cosine``: the embedder alone;
 - ``cosine+maxsim``: plus ``match_weight * (MaxSim - match_center)`` (the late-interaction
-  model, as open and state questions hear it; RelevanceConfig's values);
+  model, as open and state questions hear it; relevance-en.yaml's values);
 - ``maxsim``, ``cross-encoder``: each alone;
 - ``cosine+cross-encoder``: plus ``rerank_weight * sigmoid(logit / rerank_temperature)``, as
   other questions hear it.
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from epmem.embedding import make_embedder, shared_cross_encoder, shared_late_interaction
-from epmem.reply.relevance import RelevanceConfig
+from epmem.language import ENGLISH
 
 Signals = dict[str, np.ndarray]
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         asked += [(q, observations) for q in conversation["qa"] if q["category"] in (1, 2, 3, 4) and q.get("evidence")]
     random.Random(args.seed).shuffle(asked)
     embedder, reranker, matcher = make_embedder("minilm"), shared_cross_encoder(), shared_late_interaction()
-    c = RelevanceConfig()
+    c = ENGLISH.relevance
     combine: dict[str, Callable[[Signals], np.ndarray]] = {
         "cosine": lambda s: s["cos"],
         "cosine+maxsim": lambda s: s["cos"] + c.match_weight * (s["sim"] - c.match_center),

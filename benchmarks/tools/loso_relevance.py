@@ -6,7 +6,8 @@ the other sets; the point that does best there (by default the worst of those se
 every set; ``--objective mean`` takes their mean instead, which lets a gain on one set buy a loss
 on another) is then scored on S, which it never saw. Those left-out figures are what predict a
 set nobody here wrote; a figure fitted on the set it is scored on does not. The point that does best on all the
-sets together is printed last: it is what :class:`RelevanceConfig` should hold when its left-out
+sets together is printed last (``--write FILE`` writes it as a settings file): it is what the language's
+settings (epmem/language/relevance-<code>.yaml) should hold when its left-out
 figures are as good as the others'.
 
 Gold mode (the gold facts are the memory); recall and adjudication run once per (question,
@@ -19,7 +20,7 @@ out of the fit and reported apart::
         benchmarks/scenarios/vignettes benchmarks/scenarios/storylines-heldout ../shared/bench/storylines-v1
 
 ``--chinese`` fits the configuration Chinese questions run with instead (``CHINESE_GRID`` over
-:data:`epmem.reply.relevance.CHINESE`; their scores come from the words a fact shares with the
+epmem/language/relevance-zh.yaml; their scores come from the words a fact shares with the
 question and from recall, not from the cross-encoder)::
 
     python -m benchmarks.tools.loso_relevance --chinese benchmarks/scenarios/zh-own benchmarks/scenarios/zh-extra \\
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import itertools
 import json
 import math
@@ -38,10 +38,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from benchmarks.scenario_bench import is_injection
-from benchmarks.tools.tune_relevance import Case, CachedReranker, collect
+from benchmarks.tools.tune_relevance import Case, CachedReranker, collect, write_best
 from epmem.embedding.cross_encoder import shared_cross_encoder
 from epmem.embedding.late_interaction import shared_late_interaction
-from epmem.reply.relevance import CHINESE, Relevance, RelevanceConfig, Reranker
+from epmem.language import CHINESE, ENGLISH
+from epmem.reply.relevance import Relevance, Reranker
 
 #: the parameters the fit may move; the rest stay at their defaults. Few on purpose: each one
 #: more is one more way to fit the sets at hand rather than the next one.
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         default="worst",
         help="score a point by the worst training set's margin (default) or by the mean margin",
     )
+    parser.add_argument(
+        "--write", type=Path, help="write the point fit on all sets as a settings file (relevance-en.yaml, -zh.yaml)"
+    )
     args = parser.parse_args(argv)
     grid = CHINESE_GRID if args.chinese else GRID
     worst = args.objective == "worst"
@@ -120,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
         relevance = (
-            Relevance(RelevanceConfig(), reranker, matcher, chinese=dataclasses.replace(CHINESE, **point))  # type: ignore[arg-type]
+            Relevance(None, reranker, matcher, languages={"zh": CHINESE.relevance.replace(**point)})
             if args.chinese
-            else Relevance(dataclasses.replace(RelevanceConfig(), **point), reranker, matcher)  # type: ignore[arg-type]
+            else Relevance(ENGLISH.relevance.replace(**point), reranker, matcher)
         )
         points.append((point, {name: figures(cases, relevance) for name, cases in sets.items()}))
     names = list(sets)
@@ -132,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         point, per = max(points, key=lambda p: objective(p[1], rest, worst))
         left_out[name] = {**shown(per[name]), "picked": point}
     best, per_all = max(points, key=lambda p: objective(p[1], names, worst))
-    default = Relevance(RelevanceConfig(), reranker, matcher)
+    default = Relevance(None, reranker, matcher)
     print(
         json.dumps(
             {
@@ -147,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             indent=2,
         )
     )
+    if args.write:
+        tool = "benchmarks/tools/loso_relevance.py" + (" --chinese" if args.chinese else "")
+        spec = CHINESE if args.chinese else ENGLISH
+        write_best(args.write, spec.relevance.replace(**best), tool, args.paths, "en" if args.chinese else None)
     return 0
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import itertools
 import json
+import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,7 +43,8 @@ from epmem.memory.recall import RecalledEvent
 from epmem.policy.calculus import STRANGER
 from epmem.policy.model import STRANGER_ID
 from epmem.reply.projection import Projection, project
-from epmem.reply.relevance import Relevance, RelevanceConfig, Reranker
+from epmem.language import ENGLISH, Provenance, RelevanceConfig, get, write_settings
+from epmem.reply.relevance import Relevance, Reranker
 from epmem.scenario import asker_members, load_scenario, scenario_files
 
 GRID: dict[str, Sequence[float]] = {
@@ -159,7 +160,7 @@ def ceiling(
     for values in itertools.product(*grid.values()):
         points += 1
         point = dict(zip(grid, values))
-        config = dataclasses.replace(RelevanceConfig(), **point)  # type: ignore[arg-type]
+        config = ENGLISH.relevance.replace(**point)
         p, c = score(cases, Relevance(config, reranker, matcher))
         if p >= 0.8 and (best is None or c > best[1]):
             best = (p, c, point)
@@ -184,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ceiling", action="store_true", help="per set, fitted to that set alone: the best it can do at precision 0.8"
     )
+    parser.add_argument(
+        "--write", type=Path, help="write the best point as a settings file (epmem/language/relevance-en.yaml)"
+    )
     args = parser.parse_args(argv)
     sets = {str(path): asyncio.run(collect([path])) for path in args.paths}
     grid = {k: v for k, v in GRID.items() if not args.only or k in args.only}
@@ -201,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = []
     for values in itertools.product(*grid.values()):
-        config = dataclasses.replace(RelevanceConfig(), **dict(zip(grid, values)))  # type: ignore[arg-type]
+        config = ENGLISH.relevance.replace(**dict(zip(grid, values)))
         per = figures(config)
         worst = min(min(p - 0.8, c - 0.9) for p, c in per.values())
         results.append((worst, per, dict(zip(grid, values))))
@@ -214,13 +218,29 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "cases": {name: len(cases) for name, cases in sets.items()},
-                "default": shown(figures(RelevanceConfig())),
+                "default": shown(figures(ENGLISH.relevance)),
                 "best": [{"per_set": shown(per), "config": cfg} for _, per, cfg in results[: args.top]],
             },
             indent=2,
         )
     )
+    if args.write and results:
+        write_best(
+            args.write, ENGLISH.relevance.replace(**results[0][2]), "benchmarks/tools/tune_relevance.py", args.paths
+        )
     return 0
+
+
+def write_best(
+    path: Path, config: RelevanceConfig, tool: str, sets: Sequence[Path], extends: str | None = None
+) -> None:
+    """``config`` as a language's settings file, with where it came from: ``tool``, the commit
+    checked out, the ``sets`` it was picked on; with ``extends``, only what differs from that
+    language's settings."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    provenance = Provenance(tool=tool, commit=head.stdout.strip() or "unknown", sets=tuple(str(s) for s in sets))
+    write_settings(path, config, provenance, (extends, get(extends).relevance) if extends else None)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from epmem.policy import OWNER_ID, STRANGER_ID, UNKNOWN_STRANGER
 from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
 from bot.owner_policy import require_data_folder
 from bot.config import Settings
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 from bot.runtime import Runtime
 
 

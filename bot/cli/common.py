@@ -29,7 +29,7 @@ from epmem.errors import EpmemError
 from epmem.policy import PolicyError
 
 from bot.config import ConfigError, Settings
-from bot.logging import configure_logging
+from bot.log_setup import configure_logging
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime

@@ -10,12 +10,17 @@ import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from epmem.ingest import IngestError
+
+if TYPE_CHECKING:
+    from epmem.ingest import Export, ExportSummary
+    from epmem.policy import Policy
 
 from bot.cli.common import err, fail, out, run, settings
 
@@ -48,9 +53,8 @@ def ingest(
     background: the import never waits for it.
     """
 
-    from epmem.ingest import open_export
     from epmem.ingest import ImportReport, ImportRun
-    from epmem.policy import PolicyError, load_policy
+    from epmem.policy import load_policy
 
     from bot.importing import REVIEW_PROMPT_FLAG, Interrupts, open_journal, summary_lines
     from bot.owner_policy import resolve_policy
@@ -59,6 +63,49 @@ def ingest(
     s = settings()
     policy = load_policy(resolve_policy(s))
     plain = not err.is_terminal
+    export, checked = _checked(path, policy, fmt, owner, plain)
+    interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
+
+    async def go() -> tuple[ImportReport, int]:
+        runtime = await Runtime.open(s, policy=policy)
+        report = ImportReport()
+        try:
+            journal = open_journal(runtime)
+            pipeline = ImportRun(
+                runtime.conversations,
+                journal,
+                runtime.distiller if facts else None,
+                source=str(path),
+            )
+            with _progress(err, checked.sessions, plain) as advance, interrupts.installed():
+                try:
+                    report = await pipeline.run(export.sessions(), interrupts, advance)
+                except asyncio.CancelledError:
+                    report.interrupted = True
+            waiting = await runtime.review.waiting()
+            if waiting and report.extracted and not report.queued:
+                await runtime.overlay.set_flag(REVIEW_PROMPT_FLAG, f"Your import of {path.name} is in.")
+            return report, waiting
+        finally:
+            await runtime.close()
+
+    report, waiting = run(go())
+    command = "epmem ingest " + str(path) + (f" --format {fmt}" if fmt else "") + ("" if facts else " --no-facts")
+    lines = summary_lines(report, str(path), str(s.data_dir), 0 if report.queued else waiting, command)
+    for line in lines:
+        (err if report.interrupted else out).print(line, markup=False, soft_wrap=True)
+    if report.interrupted:
+        raise typer.Exit(130)
+
+
+def _checked(
+    path: Path, policy: Policy, fmt: str | None, owner: list[str], plain: bool
+) -> tuple[Export, ExportSummary]:
+    """The export, checked whole before anything is written (one line and exit 1 if it is not
+    right); the accounts named like the owner that were not taken for the owner are listed."""
+    from epmem.ingest import open_export
+    from epmem.policy import PolicyError
+
     try:
         export = open_export(path, policy, fmt, owner)
         if plain:
@@ -86,38 +133,7 @@ def ingest(
     except KeyboardInterrupt:
         err.print(f"interrupted while checking {path}; nothing was written", markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
-    interrupts = Interrupts(lambda line: err.print(line, markup=False, soft_wrap=True))
-
-    async def go() -> tuple[ImportReport, int]:
-        runtime = await Runtime.open(s, policy=policy)
-        report = ImportReport()
-        try:
-            journal = open_journal(runtime)
-            pipeline = ImportRun(
-                runtime.conversations,
-                journal,
-                runtime.distiller if facts else None,  # type: ignore[arg-type]
-                source=str(path),
-            )
-            with _progress(err, checked.sessions, plain) as advance, interrupts.installed():
-                try:
-                    report = await pipeline.run(export.sessions(), interrupts, advance)
-                except asyncio.CancelledError:
-                    report.interrupted = True
-            waiting = await runtime.review.waiting()
-            if waiting and report.extracted and not report.queued:
-                await runtime.overlay.set_flag(REVIEW_PROMPT_FLAG, f"Your import of {path.name} is in.")
-            return report, waiting
-        finally:
-            await runtime.close()
-
-    report, waiting = run(go())
-    command = "epmem ingest " + str(path) + (f" --format {fmt}" if fmt else "") + ("" if facts else " --no-facts")
-    lines = summary_lines(report, str(path), str(s.data_dir), 0 if report.queued else waiting, command)
-    for line in lines:
-        (err if report.interrupted else out).print(line, markup=False, soft_wrap=True)
-    if report.interrupted:
-        raise typer.Exit(130)
+    return export, checked
 
 
 @contextmanager

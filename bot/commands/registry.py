@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from connectors.base import Action, Inbound
+from epmem.errors import EpmemError
 from epmem.policy import Resolved
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ OWNER_ONLY: frozenset[Caller] = frozenset({"owner"})
 OWNER_OR_SCHEDULED: frozenset[Caller] = frozenset({"owner", "scheduler"})
 
 
-class CommandError(ValueError):
+class CommandError(EpmemError, ValueError):
     """A command the owner mistyped; the message says how to fix it."""
 
 

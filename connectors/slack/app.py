@@ -42,6 +42,7 @@ from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
 from connectors.slack.ids import PLATFORM, ChatRef, team_of_identity, user_of_identity
+from epmem.errors import EpmemError
 
 log = structlog.get_logger(__name__)
 
@@ -49,7 +50,7 @@ _DRAIN_TIMEOUT_S = 5.0
 _SOCKET_CONNECT_TIMEOUT_S = 30.0
 
 
-class SlackStartError(RuntimeError):
+class SlackStartError(EpmemError, RuntimeError):
     """The Slack side is misconfigured in a way that must stop the start (never a token in it)."""
 
 
@@ -165,7 +166,8 @@ class SlackConnector(Listeners):
             if self.config.app_token is not None:
                 self._socket = AsyncSocketModeHandler(self.app, self.config.app_token)
                 # slack-sdk retries a failed connect forever; a bad app token must fail start().
-                await asyncio.wait_for(self._socket.connect_async(), _SOCKET_CONNECT_TIMEOUT_S)
+                connect = self._socket.connect_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
+                await asyncio.wait_for(connect, _SOCKET_CONNECT_TIMEOUT_S)
                 log.info("slack.started", mode="socket")
             else:
                 web_app = self.app.web_app(path=self.config.path, port=self.config.port)
@@ -200,7 +202,7 @@ class SlackConnector(Listeners):
     async def _close_transport(self) -> None:
         if self._socket is not None:
             socket, self._socket = self._socket, None
-            await socket.close_async()
+            await socket.close_async()  # type: ignore[no-untyped-call]  # unannotated in slack-bolt
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()

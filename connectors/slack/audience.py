@@ -29,6 +29,8 @@ from typing import Any, Protocol
 
 import structlog
 
+from epmem.errors import EpmemError
+
 from connectors.slack.ids import SLACK_ID, UNKNOWN_MEMBERS, identity
 
 log = structlog.get_logger(__name__)
@@ -48,7 +50,7 @@ class MemberSource(Protocol):
     async def users_info(self, *, user: str, **kwargs: Any) -> Any: ...
 
 
-class MembersTruncated(Exception):
+class MembersTruncated(EpmemError):
     """The channel has more members than we list; ``members`` holds the ones listed."""
 
     def __init__(self, members: list[str]) -> None:

@@ -2,7 +2,8 @@
 
 The connector only translates. Every decision about *what* to say belongs to the agent's
 handler; what the connector owns is telling the agent truthfully *who* will read the reply
-(:mod:`connectors.telegram.audience`) and getting the answer there
+(:mod:`connectors.telegram.audience`, :mod:`connectors.telegram.mentions` for whether a group
+message is addressed to the bot) and getting the answer there
 (:mod:`connectors.telegram.delivery`).
 
 Transport: PTB's ``Updater`` long-polls (or serves a webhook); the application's handlers call
@@ -20,7 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import structlog
-from telegram import CallbackQuery, Message, MessageEntity, Update, User
+from telegram import CallbackQuery, Message, Update, User
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import (
@@ -43,7 +44,8 @@ from connectors.telegram.business import BusinessConnections
 from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key, identity, parse_chat_key
 from connectors.telegram.delivery import TelegramTarget, TelegramDelivery
-from connectors.telegram.text import attachment_kind, remove_utf16_spans, tidy, utf16_len
+from connectors.telegram.mentions import addressed_to, strip_self_references
+from connectors.telegram.text import attachment_kind
 
 log = structlog.get_logger(__name__)
 
@@ -304,7 +306,7 @@ class TelegramConnector:
         """The text for the agent and, when there is none usable, why (``non_text``)."""
         if message.text is None:
             return "", attachment_kind(message)
-        text = self._strip_self_references(message) if strip_self else message.text
+        text = strip_self_references(message, self._app.bot) if strip_self else message.text
         limit = self._config.max_text_len
         if len(text) > limit:
             return text[:limit], "too_long"
@@ -384,43 +386,6 @@ class TelegramConnector:
 
     # -- groups ------------------------------------------------------------------------------
 
-    def _addressed_to_bot(self, message: Message) -> bool:
-        """Mentioned by username (or text mention), ``/cmd@bot``, or a reply to the bot."""
-        entities = message.parse_entities() if message.text is not None else message.parse_caption_entities()
-        if any(self._refers_to_bot(entity, part) for entity, part in entities.items()):
-            return True
-        replied = message.reply_to_message
-        author = replied.from_user if replied is not None else None
-        return author is not None and author.id == self._app.bot.id
-
-    def _refers_to_bot(self, entity: MessageEntity, part: str) -> bool:
-        """Whether an entity names this bot: ``@bot``, a text mention, or ``/cmd@bot``."""
-        bot = self._app.bot
-        handle = f"@{bot.username}".lower()
-        if entity.type == MessageEntity.MENTION:
-            return part.lower() == handle
-        if entity.type == MessageEntity.TEXT_MENTION:
-            return entity.user is not None and entity.user.id == bot.id
-        if entity.type == MessageEntity.BOT_COMMAND:
-            return part.lower().endswith(handle)
-        return False
-
-    def _strip_self_references(self, message: Message) -> str:
-        """The text without mentions of the bot and with ``/cmd@bot`` shortened to ``/cmd``."""
-        text = message.text or ""
-        handle_size = utf16_len(f"@{self._app.bot.username}")
-        spans: list[tuple[int, int]] = []
-        for entity, part in message.parse_entities().items():
-            if not self._refers_to_bot(entity, part):
-                continue
-            if entity.type == MessageEntity.BOT_COMMAND:  # keep the command, drop "@bot"
-                spans.append((entity.offset + entity.length - handle_size, handle_size))
-            else:
-                spans.append((entity.offset, entity.length))
-        if not spans:
-            return text
-        return tidy(remove_utf16_spans(text, spans))
-
     async def _on_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Every group message teaches membership; only messages addressed to the bot by a
         person (not a bot, not an anonymous admin or channel) are forwarded."""
@@ -434,7 +399,7 @@ class TelegramConnector:
         sender = message.from_user
         if sender is None or sender.is_bot or message.sender_chat is not None:
             return
-        if not self._addressed_to_bot(message):
+        if not addressed_to(message, self._app.bot):
             return
         text, non_text = self._content(message, strip_self=True)
         audience, present = await self.roster.readers(bot, message.chat.id, sender.id, bot.id)

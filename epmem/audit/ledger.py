@@ -110,7 +110,7 @@ class LedgerCheck:
         legacy_upto = self.seal[0] if self.seal else 0
         async with db.execute(sql, (legacy_upto, after, upto)) as cur:
             async for legacy, *row in cur:
-                (self.legacy if legacy else self.actual).add(tuple(row))  # type: ignore[arg-type]
+                (self.legacy if legacy else self.actual).add(tuple(row))
 
     async def problem(self, log: ChainSource, full: bool) -> tuple[AuditRecord | None, str] | None:
         """None when the table and the chain agree; else the record and what is wrong."""
@@ -178,7 +178,7 @@ async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] 
         while i < len(table) and table[i][0] < rec.seq:
             i += 1  # rows of records the stream skipped cannot exist (same join); defensive
         while i < len(table) and table[i][0] == rec.seq:
-            have[table[i][1]] += 1  # type: ignore[index]
+            have[table[i][1]] += 1
             i += 1
         want = Counter(rows_of(rec.id, rec.time, rec.body))
         missing, extra = want - have, have - want
@@ -209,7 +209,7 @@ async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) ->
         )
         async with db.execute(sql, (upto,)) as cur:
             async for r in cur:
-                tally.add(tuple(r))  # type: ignore[arg-type]
+                tally.add(tuple(r))
         if tally.count:
             body = LedgerSealRecord(
                 action="seal the disclosure ledger", upto=upto, rows=tally.count, digest=tally.digest

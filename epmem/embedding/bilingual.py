@@ -61,9 +61,10 @@ class UseEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._module.USE(threads=1)
-            out = np.asarray(self._model.encode(list(texts)), dtype=np.float32)  # type: ignore[attr-defined,union-attr]
+            out = np.asarray(self._model.encode(list(texts)), dtype=np.float32)  # type: ignore[union-attr]
         out = out.reshape(len(texts), self.dim)
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
+        normed: Vectors = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
+        return normed
 
 
 class BilingualEmbedder:

@@ -197,7 +197,8 @@ class MiniLMEmbedder:
             h += x
             x = _layer_norm(h, g2, b2)
         pooled = np.einsum("bnd,bn->bd", x.reshape(b, n, d), mask) / mask.sum(1, keepdims=True)
-        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        normed: np.ndarray = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return normed
 
 
 _default: MiniLMEmbedder | None = None

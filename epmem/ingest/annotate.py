@@ -119,7 +119,7 @@ class CategoryClassifier(ReadsPolicy):
     """Category evidence for one statement, nearest confirmed examples first.
 
     In order: the owner's own confirmed examples (epmem/ingest/examples.py), the policy's
-    keywords, the built-in sensitive topics (epmem/ingest/topics.py) mapped onto the policy's
+    keywords, the built-in sensitive topics (epmem/ingest/topics/) mapped onto the policy's
     categories, and similarity to the categories' profiles. Each reading is a suggestion with a
     confidence; only some are *clear* (see :meth:`classify_many`), and what is not clear stays
     pending for the owner. When several categories fit, the deepest is suggested: a statement

@@ -57,7 +57,7 @@ class ExampleBank:
     def __len__(self) -> int:
         return len(self._examples)
 
-    def __iter__(self) -> Iterable[Example]:  # type: ignore[override]
+    def __iter__(self) -> Iterable[Example]:
         return iter(list(self._examples))
 
     @classmethod

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from epmem.errors import EpmemError
 from epmem.policy.model import Domain, Policy
 
 
-class AnnotationProblem(ValueError):
+class AnnotationProblem(EpmemError, ValueError):
     """An explicit annotation the policy cannot accept; ``field`` says which part."""
 
     def __init__(self, field: str, message: str) -> None:

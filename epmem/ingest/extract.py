@@ -153,6 +153,28 @@ def _slug(value: str) -> str:
     return _EVENT_ID.sub("-", value.casefold()).strip("-")[:80]
 
 
+@dataclass
+class _Batch:
+    """One session's drafts on their way to facts: what each draft's fact is read against."""
+
+    session: Session
+    drafts: list[Draft]
+    ids: list[str]
+    events: list[str]
+    retold: dict[int, Fact]
+    #: who heard the session, whom the owner's turns name, the policy's contacts and groups.
+    heard: set[str]
+    named: set[str]
+    lists: set[str]
+    per_turn: Counter[int]
+    state: str | None
+    notes: list[str]
+    #: the rules' reading of the text only stands in for a category the policy lacks (clamp):
+    #: rules drafts always name one, so their texts are not embedded a second time. It is read
+    #: when the first draft needs it, for all drafts in one batch (the same batch, the same vectors).
+    fallback: list[Annotation] | None = None
+
+
 class Finalizer(ReadsPolicy):
     """Drafts -> facts under the code-enforced rules (see the module docstring)."""
 
@@ -196,10 +218,6 @@ class Finalizer(ReadsPolicy):
         drafts = [d if (text := normalise(d.text)) == d.text else replace(d, text=text) for d in drafts]
         drafts = [d for d in drafts if d.text.strip()]
         drafts = self._covers_most_like(drafts)
-        # the rules' reading of the text only stands in for a category the policy lacks (clamp):
-        # rules drafts always name one, so their texts are not embedded a second time. It is read
-        # when the first draft needs it, for all drafts in one batch (the same batch, the same vectors).
-        fallback: list[Annotation] | None = None
         heard = set(present(session))
         named = owner_named(session, self.names)
         lists = set(self.policy.contacts) | set(self.policy.groups)
@@ -211,72 +229,75 @@ class Finalizer(ReadsPolicy):
         # the start of that answer (NearestOnce in an embedding scope), not another store search
         events = await self._events(session, drafts, known_events or set(), near)
         retold = await self._retold_covers(session, drafts, near)
-        facts: list[Fact] = []
-        for i, d in enumerate(drafts):
-            if fallback is None and d.category not in self.policy.categories:
-                fallback = self.classifier.classify_many([x.text for x in drafts])
-            c = clamp(self.policy, d.category, d.level, d.domain, None if fallback is None else fallback[i])
-            notes.extend(f"{ids[i]}: {n}" for n in c.notes)
-            never = self.policy.categories[c.category].never_share
-            blacklist = [b for b in dict.fromkeys(d.blacklist) if b in lists]
-            whitelist = self._heard(ids[i], d.whitelist, blacklist, never, heard, named, lists, notes)
-            proposed = self._heard(ids[i], d.proposed_whitelist, blacklist, never, heard, named, lists, notes)
-            fact_state = state or d.state or "pending"
-            if fact_state == "pending":  # pending-opens-nothing
-                proposed, whitelist = list(dict.fromkeys([*proposed, *whitelist])), []
-            covers = None
-            version = d.version
-            if d.version == "cover" and d.covers is not None and 0 <= d.covers < len(drafts) and d.covers != i:
-                covers = ids[d.covers]
-            if i in retold:  # cover-is-not-truth: the owner telling a known cover story
-                story = retold[i]
-                version, covers, events[i] = "cover", story.covers, story.event_id
-                level = 0
-                whitelist = [] if never else [p for p in present(session) if p in lists and p not in blacklist]
-                c = Clamped(c.category, level, c.domain, c.notes)
-                notes.append(f"{ids[i]}: retells cover {story.id}: only the people told it may hear it")
-            # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
-            # not known yet, so nobody hears it back until the model (or the owner) has read it
-            shut = (
-                never
-                or version == "cover"
-                or state == "pending"
-                or holds_secret(d.text)
-                or describes_a_telling(session, d.source_turns)
+        batch = _Batch(session, drafts, ids, events, retold, heard, named, lists, per_turn, state, notes)
+        return [self._fact(batch, i, d) for i, d in enumerate(drafts)], notes
+
+    def _fact(self, batch: _Batch, i: int, d: Draft) -> Fact:
+        """One draft's fact: its annotation clamped to the policy, who may hear it, its state."""
+        session, fid = batch.session, batch.ids[i]
+        if batch.fallback is None and d.category not in self.policy.categories:
+            batch.fallback = self.classifier.classify_many([x.text for x in batch.drafts])
+        c = clamp(self.policy, d.category, d.level, d.domain, None if batch.fallback is None else batch.fallback[i])
+        batch.notes.extend(f"{fid}: {n}" for n in c.notes)
+        never = self.policy.categories[c.category].never_share
+        blacklist = [b for b in dict.fromkeys(d.blacklist) if b in batch.lists]
+        whitelist = self._heard(fid, d.whitelist, blacklist, never, batch.heard, batch.named, batch.lists, batch.notes)
+        proposed = self._heard(
+            fid, d.proposed_whitelist, blacklist, never, batch.heard, batch.named, batch.lists, batch.notes
+        )
+        fact_state = batch.state or d.state or "pending"
+        if fact_state == "pending":  # pending-opens-nothing
+            proposed, whitelist = list(dict.fromkeys([*proposed, *whitelist])), []
+        covers = None
+        version = d.version
+        if d.version == "cover" and d.covers is not None and 0 <= d.covers < len(batch.drafts) and d.covers != i:
+            covers = batch.ids[d.covers]
+        if i in batch.retold:  # cover-is-not-truth: the owner telling a known cover story
+            story = batch.retold[i]
+            version, covers, batch.events[i] = "cover", story.covers, story.event_id
+            level = 0
+            whitelist = [] if never else [p for p in present(session) if p in batch.lists and p not in blacklist]
+            c = Clamped(c.category, level, c.domain, c.notes)
+            batch.notes.append(f"{fid}: retells cover {story.id}: only the people told it may hear it")
+        # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
+        # not known yet, so nobody hears it back until the model (or the owner) has read it
+        shut = (
+            never
+            or version == "cover"
+            or batch.state == "pending"
+            or holds_secret(d.text)
+            or describes_a_telling(session, d.source_turns)
+        )
+        heard_by = self._heard_by(session, shut, blacklist)
+        closed = not self.open_by_category
+        if closed:
+            shared = bool(d.source_turns) and batch.per_turn[d.source_turns[0]] > 1
+            whitelist, proposed, closed = closed_audience(
+                d.evidence, whitelist, proposed, batch.heard, cover=version == "cover" or shared
             )
-            heard_by = self._heard_by(session, shut, blacklist)
-            closed = not self.open_by_category
-            if closed:
-                shared = bool(d.source_turns) and per_turn[d.source_turns[0]] > 1
-                whitelist, proposed, closed = closed_audience(
-                    d.evidence, whitelist, proposed, heard, cover=version == "cover" or shared
-                )
-            facts.append(
-                Fact(
-                    id=ids[i],
-                    text=d.text.strip(),
-                    event_id=events[i],
-                    session_id=session.id,
-                    version=version,
-                    covers=covers,
-                    category=c.category,
-                    level=c.level,
-                    domain=c.domain,
-                    whitelist=whitelist,
-                    blacklist=blacklist,
-                    valid_from=session.start,
-                    state=fact_state,  # type: ignore[arg-type]
-                    source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
-                    confidence=d.confidence,
-                    evidence=list(d.evidence),
-                    proposed_whitelist=proposed,
-                    closed=closed,
-                    stated_by=stated_by(session, d.source_turns),
-                    heard_by=heard_by,
-                    heard_in=heard_label(session) if heard_by else None,
-                )
-            )
-        return facts, notes
+        return Fact(
+            id=fid,
+            text=d.text.strip(),
+            event_id=batch.events[i],
+            session_id=session.id,
+            version=version,
+            covers=covers,
+            category=c.category,
+            level=c.level,
+            domain=c.domain,
+            whitelist=whitelist,
+            blacklist=blacklist,
+            valid_from=session.start,
+            state=fact_state,  # type: ignore[arg-type]
+            source_turns=[source_ref(session.id, t) for t in d.source_turns if 0 <= t < len(session.turns)],
+            confidence=d.confidence,
+            evidence=list(d.evidence),
+            proposed_whitelist=proposed,
+            closed=closed,
+            stated_by=stated_by(session, d.source_turns),
+            heard_by=heard_by,
+            heard_in=heard_label(session) if heard_by else None,
+        )
 
     def _heard_by(self, session: Session, shut: bool, blacklist: Sequence[str]) -> list[str]:
         """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from epmem.ingest.extract import Draft
 from epmem.llm.base import LLM, CallUsage
-from epmem.llm.prompts import ExtractionResult, get_template
+from epmem.llm.outputs import ExtractionResult
+from epmem.llm.prompts import get_template
 from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy

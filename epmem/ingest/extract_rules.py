@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
+from epmem.ingest.covers import TRUTH_MARK as _TRUTH_MARK, TRUTH_WORD as _TRUTH_WORD, find_cover
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.cuesplit import PROMISE as _PROMISE, CueSplitter, filler as _filler
 from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
@@ -38,64 +39,7 @@ from epmem.ingest.unread import FILLER, Unread
 from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
 
-_APOS = "['’]"
 _SEGMENT = re.compile(r"\s*[,;:—–]\s*|\s+-\s+")
-_COVER = [
-    # "I'll tell them I'm taking a sabbatical", "tell Mamma we're on holiday", "just say I'm on leave"
-    re.compile(
-        r"\b(?:tell|telling|told)\s+(?P<who>them|him|her|everyone|everybody|people|others|the\s+\w+(?:\s+\w+)?|"
-        # a name, not a word of the sentence ("I'll tell after the visa", "tell anyone", "told you")
-        r"(?!(?:after|afterwards|later|once|when|before|until|till|about|if|so|and|but|or|you|me|us|it|this|that|"
-        r"anyone|anybody|nobody|no|yet|again|everything|anything|nothing|the truth|off)\b)"
-        r"[A-ZÀ-Þ][\w'’-]*(?:\s+and\s+[A-ZÀ-Þ][\w'’-]*)?)(?:\s+(?:at|in|on|from)\s+(?:the\s+)?\w+)?"
-        r"\s+(?:that\s+)?(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"\b(?:just|let{_APOS}s|let us|please|can|could|we{_APOS}ll|I{_APOS}ll|we will|I will|should|"
-        rf"to)\s+(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(r"^(?:please\s+)?(?:just\s+)?say\s+(?:that\s+)?(?P<clause>.+)", re.IGNORECASE),
-    re.compile(
-        r"\b(?:the|our|my)\s+(?:official\s+|cover\s+)?(?:story|line|version|excuse)\s+is\s+(?:that\s+)?"
-        r"(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"\bif\s+(?:anyone|anybody|someone|people|they|he|she|[A-ZÀ-Þ][\w'’-]+)\b[^,]{0,40}?\basks?\b"
-        r"[^,]{0,30}?\s*[,:]?\s*(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"\bas far as (?P<who>[\w'’ ]{{1,30}}?) (?:knows?|{_APOS}s concerned|is concerned|are concerned)\s*,?\s*"
-        r"(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(r"\bofficially\s*,\s*(?P<clause>.+)", re.IGNORECASE),
-    re.compile(
-        r"\bfor (?:anyone|anybody|people|others|the team|everyone(?: else)?)(?: who)? ask(?:s|ing)?\s*[:,]\s*"
-        r"(?P<clause>.+)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"^for (?P<who>him|her|them|[A-ZÀ-Þ][\w'’-]+|the team|everyone(?: else)?)\s*,?\s*(?P<clause>.+)", re.IGNORECASE
-    ),
-]
-#: what a cover clause may start with before the story itself ("just say", "we'll say").
-_COVER_LEAD = re.compile(
-    rf"^(?:(?:then|just|simply|please|we{_APOS}ll|I{_APOS}ll|you can|you could|"
-    r"we can|I can)\s+)*(?:say|tell (?:them|him|her|people|everyone))\s+(?:that\s+)?",
-    re.IGNORECASE,
-)
-_CALL_IT = re.compile(r"\bcall it (?P<np>(?:a|an|the)\s+[^,.;!?]+)", re.IGNORECASE)
-#: a cover clause must read as a statement: it starts with a subject.
-_CLAUSE_START = re.compile(
-    rf"^(?:I|I{_APOS}m|I{_APOS}ve|I{_APOS}ll|I{_APOS}d|we|we{_APOS}re|we{_APOS}ve|we{_APOS}ll|he|she|they|it|"
-    rf"it{_APOS}s|there|there{_APOS}s|he{_APOS}s|she{_APOS}s|they{_APOS}re|(?:the|my|our|his|her|their)\s+\w+|"
-    rf"[A-ZÀ-Þ][\w'’-]+\s+(?:is|are|was|has|will|had|needs|got))\b",
-    re.IGNORECASE,
-)
 #: "does Abuela know?" ... "no, and let's keep it that way": the person asked about does not know.
 _ASKS_KNOW = re.compile(
     r"\b(?:does|did|do|has|have|is|are)\s+(?P<who>[\w'’ ]{1,30}?)\s+(?:know|knows|heard|found out|been told|"
@@ -112,24 +56,6 @@ _NOT_NAMES = frozenset(
     """I The A An My Our His Her Their This That These Those It Its We You He She They Monday Tuesday
     Wednesday Thursday Friday Saturday Sunday January February March April May June July August
     September October November December Mr Mrs Ms Dr OK Okay Yes No Hi Hey Thanks Christmas Easter""".split()
-)
-
-
-#: "Really I'm going to the clinic": the truth a cover in the same message stands in for.
-_TRUTH_MARK = re.compile(
-    r"^(?:(?:but|and|so)\s+)?(?:really|actually|in reality|in fact|in truth|"
-    r"(?:the\s+)?truth\s+is|the real (?:reason|story|thing) is|what{_APOS}s really happening is|"
-    r"between us)\b(?:\s+that\b)?[\s,:]*".replace("{_APOS}", _APOS),
-    re.IGNORECASE,
-)
-#: "It's actually the visa appointment": a truth marker a little way in (marks, strips nothing).
-_TRUTH_WORD = re.compile(r"^\W*(?:[\w'’]+\s+){0,2}(?:actually|really|in fact|in reality)\b", re.IGNORECASE)
-#: "don't tell Tom that ...", "never told anyone I'm ...": a negated telling is a cue, never a cover.
-_NEGATED_TELL = re.compile(
-    rf"\b(?:don{_APOS}?t|do not|never|not|didn{_APOS}?t|won{_APOS}?t|mustn{_APOS}?t|"
-    rf"shouldn{_APOS}?t|haven{_APOS}?t|hasn{_APOS}?t|no need to|better not)\s+"
-    r"(?:(?:ever|even|yet|go|just)\s+)*(?:tell|telling|told|say|saying)\b",
-    re.IGNORECASE,
 )
 
 
@@ -221,7 +147,7 @@ class RulesExtractor(ReadsPolicy):
         """The one person the conversation just named (this sentence's turn, then two back)."""
         texts = [before] + [session.turns[i].text for i in range(t - 1, max(-1, t - 3), -1)]
         for text in texts:
-            found = [n for n in _NAME.findall(text) if n not in _NOT_NAMES and n != self.owner]
+            found: list[str] = [n for n in _NAME.findall(text) if n not in _NOT_NAMES and n != self.owner]
             found += [self.names.name_of(c) for c in self.names.find(text) if c in self.policy.contacts]
             people = list(dict.fromkeys(found))
             if len(people) == 1:
@@ -251,22 +177,8 @@ class RulesExtractor(ReadsPolicy):
         return self.splitter.split(raw, owner)
 
     def _cover(self, text: str, speaker_words: set[str]) -> tuple[str, list[str]] | None:
-        """(the story, its listeners) when the sentence tells others a story."""
-        negated = [(n.start(), n.end()) for n in _NEGATED_TELL.finditer(text)]
-        for pattern in _COVER:
-            m = pattern.search(text)
-            if not m:
-                continue
-            if any(a <= m.start() < b or m.start() <= a < m.start() + 8 for a, b in negated):
-                continue  # "don't tell anyone I'm ...": a cue over the truth, not a story to tell
-            clause = _COVER_LEAD.sub("", m.group("clause").strip()).strip()
-            if _CLAUSE_START.match(clause) and worth(clause, speaker_words):
-                who = m.groupdict().get("who") or ""
-                return clause, self.names.find(who)
-        m2 = _CALL_IT.search(text)
-        if m2:
-            return f"it is {m2.group('np').strip()}", []
-        return None
+        """(the story, its listeners) when the sentence tells others a story (epmem/ingest/covers.py)."""
+        return find_cover(text, speaker_words, self.names)
 
     # ------------------------------------------------------------------ sessions
 

@@ -1,4 +1,5 @@
-"""LLM access: one interface (base.py), the OpenAI-compatible backend, and the prompts.
+"""LLM access: one interface (base.py), the OpenAI-compatible backend, the prompts (prompts.py,
+the values they carry in prompt_fields.py) and the structured answers (outputs.py).
 
 ``OpenAILLM`` / ``OpenAIConfig`` are loaded lazily: importing the openai package costs about
 half a second, which code that only needs ``PromptMessage`` or ``LLMError`` (the rules backend, the
@@ -10,16 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from epmem.llm.base import LLM, Called, CallUsage, LLMError, LLMUsage, PromptMessage, Role, T
-from epmem.llm.prompts import (
-    PROMPTS,
-    ChosenFacts,
-    ExtractedFact,
-    ExtractionResult,
-    PromptTemplate,
-    get_template,
-    neutralize,
-    render,
-)
+from epmem.llm.outputs import ChosenFacts, ExtractedFact, ExtractionResult
+from epmem.llm.prompt_fields import neutralize
+from epmem.llm.prompts import PROMPTS, PromptTemplate, get_template, render
 
 if TYPE_CHECKING:
     from epmem.llm.openai_backend import OpenAIConfig, OpenAILLM

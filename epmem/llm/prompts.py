@@ -20,7 +20,7 @@ The system messages are static (no fields): all variable content travels in the 
 which also lets providers cache the system prefix.
 
 Values may be passed preformatted (``str``) or as structured items; each template's formatters
-accept objects with attributes or mappings with keys (see the ``_fmt_*`` helpers).
+accept objects with attributes or mappings with keys (see the ``fmt_*`` helpers).
 """
 
 from __future__ import annotations
@@ -30,242 +30,23 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from string import Template
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
 
 from epmem.llm.base import PromptMessage
-
-# --------------------------------------------------------------------------------------------
-# output models
-# --------------------------------------------------------------------------------------------
-
-
-class ExtractedFact(BaseModel):
-    """One event-level fact as the extraction model proposes it (before any owner review)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    text: str = Field(min_length=1, max_length=1000, description="third-person, event-level statement")
-    category: str = Field(min_length=1, max_length=64, description="one of the policy categories")
-    level: int = Field(ge=0, le=4, description="privacy level 0 (nobody) .. 4 (public)")
-    domain: Literal["work", "life"] | None = None
-    event_id: str = Field(min_length=1, max_length=80, description="an existing event id or a new short slug")
-    version: Literal["truth", "cover"] = "truth"
-    covers: int | None = Field(default=None, description="for a cover: index of its truth fact in this list")
-    source_turns: list[int] = Field(default_factory=list)
-    whitelist: list[str] = Field(default_factory=list, description="contact ids that may know despite the level")
-    blacklist: list[str] = Field(default_factory=list, description="contact ids that must never know")
-
-    @field_validator("text", "category", "event_id", mode="before")
-    @classmethod
-    def _strip(cls, v: Any) -> Any:
-        return v.strip() if isinstance(v, str) else v
-
-    @field_validator("level", mode="before")
-    @classmethod
-    def _level(cls, v: Any) -> Any:
-        # models like to write "L2" or "2"
-        if isinstance(v, str):
-            m = re.fullmatch(r"\s*[lL]?\s*([0-4])\s*", v)
-            if m:
-                return int(m.group(1))
-        return v
-
-    @field_validator("domain", mode="before")
-    @classmethod
-    def _domain(cls, v: Any) -> Any:
-        if v is None:
-            return None
-        if isinstance(v, str):
-            s = v.strip().lower()
-            return None if s in ("", "null", "none", "any", "n/a") else s
-        return v
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version(cls, v: Any) -> Any:
-        return v.strip().lower() if isinstance(v, str) else v
-
-    @field_validator("whitelist", "blacklist", mode="before")
-    @classmethod
-    def _ids(cls, v: Any) -> Any:
-        if v is None:
-            return []
-        if isinstance(v, list):
-            return [str(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in v]
-        return v
-
-    @field_validator("source_turns", mode="before")
-    @classmethod
-    def _turns(cls, v: Any) -> Any:
-        return [] if v is None else v
-
-    @field_validator("source_turns")
-    @classmethod
-    def _turns_non_negative(cls, v: list[int]) -> list[int]:
-        if any(t < 0 for t in v):
-            raise ValueError("source_turns must be >= 0")
-        return v
-
-
-class ExtractionResult(BaseModel):
-    """The whole answer of ``extract_annotate``.
-
-    Cover facts must name their truth fact: ``covers`` is the index of a ``truth`` fact in
-    ``facts`` (not itself); anything else fails validation, so the caller keeps the session's
-    facts pending (fail closed) rather than store a cover that is not tied to its secret. A
-    cover takes its truth's ``event_id``; a truth's ``covers`` is cleared.
-    """
-
-    model_config = ConfigDict(extra="ignore")
-
-    facts: list[ExtractedFact] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _link_covers(self) -> ExtractionResult:
-        for i, fact in enumerate(self.facts):
-            if fact.version == "truth":
-                fact.covers = None
-                continue
-            j = fact.covers
-            if j is None or not 0 <= j < len(self.facts) or j == i:
-                raise ValueError(f"facts[{i}] is a cover without a valid 'covers' index")
-            truth = self.facts[j]
-            if truth.version != "truth":
-                raise ValueError(f"facts[{i}].covers points at a fact that is not a truth")
-            fact.event_id = truth.event_id
-        return self
-
-
-# --------------------------------------------------------------------------------------------
-# delimiters
-# --------------------------------------------------------------------------------------------
-
-_OPEN_RUN = re.compile(r"[<\uFF1C\uFE64\u2039\u00AB]{3,}")
-_CLOSE_RUN = re.compile(r"[>\uFF1E\uFE65\u203A\u00BB]{3,}")
-
-
-def neutralize(text: str) -> str:
-    """Make ``text`` unable to open or close a ``<<< ... >>>`` block.
-
-    Any run of three or more angle brackets (ASCII, full-width, small, or guillemet look-alikes)
-    becomes the same number of single guillemets, which the templates never use as delimiters.
-    """
-    text = _OPEN_RUN.sub(lambda m: "\u2039" * len(m.group(0)), text)
-    return _CLOSE_RUN.sub(lambda m: "\u203a" * len(m.group(0)), text)
-
-
-# --------------------------------------------------------------------------------------------
-# field formatters (accept str, or iterables of objects / mappings)
-# --------------------------------------------------------------------------------------------
-
-
-def _get(item: Any, *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        if isinstance(item, Mapping):
-            if key in item and item[key] is not None:
-                return item[key]
-        else:
-            value = getattr(item, key, None)
-            if value is not None:
-                return value
-    return default
-
-
-def _one_line(value: Any) -> str:
-    return " ".join(str(value).split())
-
-
-def _fmt_text(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-def _fmt_line(value: Any) -> str:
-    return _one_line(value) if value is not None else ""
-
-
-def _fmt_categories(value: Any) -> str:
-    """Policy categories: ``- name: level L2, domain work - description``.
-
-    Items: objects/mappings with name, level, domain, description; or a mapping
-    ``{name: item}`` where item has level/domain/description (or is just the level).
-    """
-    if isinstance(value, str):
-        return value or "(none)"
-    pairs = list(value.items()) if isinstance(value, Mapping) else [(None, v) for v in value]
-    lines = []
-    for key, item in pairs:
-        if isinstance(item, int):
-            name, level, domain, desc = key, item, None, ""
-        else:
-            name = _get(item, "name", default=key)
-            level = _get(item, "level", default="?")
-            domain = _get(item, "domain")
-            desc = _get(item, "description", default="")
-        level = getattr(level, "value", level)  # IntEnum-like levels
-        domain = getattr(domain, "value", domain) or "any"
-        line = f"- {_one_line(name)}: level L{level}, domain {_one_line(domain)}"
-        if desc:
-            line += f" - {_one_line(desc)}"
-        lines.append(line)
-    return "\n".join(lines) or "(none)"
-
-
-def _fmt_events(value: Any) -> str:
-    """Known events: ``- <id>: <short text>``; items with id/event_id and text/summary."""
-    if isinstance(value, str):
-        return value or "(none)"
-    lines = []
-    items = value.items() if isinstance(value, Mapping) else ((None, v) for v in value)
-    for key, item in items:
-        if isinstance(item, str):
-            event_id, text = key, item
-        else:
-            event_id = _get(item, "id", "event_id", default=key)
-            text = _get(item, "text", "summary", "title", default="")
-        lines.append(f"- {_one_line(event_id)}: {_one_line(text)}")
-    return "\n".join(lines) or "(none)"
-
-
-def _fmt_contacts(value: Any) -> str:
-    """Contacts: ``- <id> | <name> | <relationship>``."""
-    if isinstance(value, str):
-        return value or "(none)"
-    lines = []
-    for item in value:
-        cid = _get(item, "id", "contact_id", default="?")
-        name = _get(item, "name", "display_name", default="")
-        rel = _get(item, "relationship", "relation", default="")
-        lines.append(f"- {_one_line(cid)} | {_one_line(name)} | {_one_line(rel)}")
-    return "\n".join(lines) or "(none)"
-
-
-def _fmt_turns(value: Any) -> str:
-    """Turns: ``[<index>] <speaker>: <text>``; index from the item or its position."""
-    if isinstance(value, str):
-        return value
-    lines = []
-    for pos, item in enumerate(value):
-        if isinstance(item, (tuple, list)) and len(item) == 2:
-            index, speaker, text = pos, item[0], item[1]
-        else:
-            index = _get(item, "index", "turn", default=pos)
-            speaker = _get(item, "speaker", "sender", "author", "role", default="?")
-            text = _get(item, "text", "content", default="")
-        lines.append(f"[{index}] {_one_line(speaker)}: {text}")
-    return "\n".join(lines)
-
-
-def _fmt_facts(value: Any) -> str:
-    """Projected facts as a numbered list (``1. ...``); ``(none)`` when empty."""
-    if isinstance(value, str):
-        return value or "(none)"
-    lines = []
-    for n, item in enumerate(value, 1):
-        text = item if isinstance(item, str) else _get(item, "text", default="")
-        lines.append(f"{n}. {_one_line(text)}")
-    return "\n".join(lines) or "(none)"
+from epmem.llm.outputs import ChosenFacts, ExtractionResult
+from epmem.llm.prompt_fields import (
+    fmt_candidates,
+    fmt_categories,
+    fmt_contacts,
+    fmt_events,
+    fmt_facts,
+    fmt_line,
+    fmt_text,
+    fmt_turns,
+    neutralize,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,7 +83,7 @@ class PromptTemplate:
         extra = fields.keys() - expected
         if missing or extra:
             raise ValueError(f"prompt {self.key}: missing fields {sorted(missing)}, unexpected fields {sorted(extra)}")
-        values = {name: neutralize(self.formatters.get(name, _fmt_text)(fields[name])) for name in sorted(expected)}
+        values = {name: neutralize(self.formatters.get(name, fmt_text)(fields[name])) for name in sorted(expected)}
         tag = hashlib.sha256("\x00".join(f"{k}={v}" for k, v in values.items()).encode()).hexdigest()[:8]
         system = Template(self.system).substitute(values, tag=tag)
         user = Template(self.user).substitute(values, tag=tag)
@@ -378,11 +159,11 @@ $transcript
 
 Extract and annotate the facts of this conversation as JSON.""",
     formatters={
-        "owner_name": _fmt_line,
-        "categories": _fmt_categories,
-        "events": _fmt_events,
-        "contacts": _fmt_contacts,
-        "transcript": _fmt_turns,
+        "owner_name": fmt_line,
+        "categories": fmt_categories,
+        "events": fmt_events,
+        "contacts": fmt_contacts,
+        "transcript": fmt_turns,
     },
     output_schema=ExtractionResult,
 )
@@ -429,33 +210,16 @@ $question
 
 Write the reply to this message.""",
     formatters={
-        "owner_name": _fmt_line,
-        "persona": _fmt_line,
-        "style": _fmt_line,
-        "recipient_name": _fmt_line,
-        "relationship": _fmt_line,
-        "recent_turns": lambda v: _fmt_turns(v) or "(none)",
-        "facts": _fmt_facts,
-        "question": _fmt_text,
+        "owner_name": fmt_line,
+        "persona": fmt_line,
+        "style": fmt_line,
+        "recipient_name": fmt_line,
+        "relationship": fmt_line,
+        "recent_turns": lambda v: fmt_turns(v) or "(none)",
+        "facts": fmt_facts,
+        "question": fmt_text,
     },
 )
-
-
-class ChosenFacts(BaseModel):
-    """The whole answer of ``choose``: the ids (``F1``...) of the offered facts that answer the
-    message, best first; empty when none does. Strict: nothing else, no other types; the caller
-    checks the ids against what was offered (epmem/reply/model_choice.py)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    facts: list[str]
-
-
-def _fmt_candidates(value: Any) -> str:
-    """Offered facts as ``F1. text`` lines; items are (id, text) pairs."""
-    if isinstance(value, str):
-        return value or "(none)"
-    return "\n".join(f"{_one_line(fid)}. {_one_line(text)}" for fid, text in value) or "(none)"
 
 
 CHOOSE_V1 = PromptTemplate(
@@ -495,11 +259,11 @@ $question
 
 Choose at most $most facts that answer this message, as JSON.""",
     formatters={
-        "owner_name": _fmt_line,
-        "recent_turns": lambda v: _fmt_turns(v) or "(none)",
-        "candidates": _fmt_candidates,
-        "question": _fmt_text,
-        "most": _fmt_line,
+        "owner_name": fmt_line,
+        "recent_turns": lambda v: fmt_turns(v) or "(none)",
+        "candidates": fmt_candidates,
+        "question": fmt_text,
+        "most": fmt_line,
     },
     output_schema=ChosenFacts,
 )

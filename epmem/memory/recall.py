@@ -18,6 +18,7 @@ import numpy as np
 from epmem.embedding.base import Embedder
 from epmem.embedding.once import embed
 from epmem.embedding.sparse import Bm25Encoder
+from epmem.language.english import is_catch_up
 from epmem.memory.facts import Fact
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
@@ -25,28 +26,13 @@ FACTS = "facts"
 #: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
 _HIT_FIELDS = ("event_id", "category", "session_id")
 
-#: questions that ask for news in general rather than about a topic, and requests for
-#: everything ("Tell me everything you know about Sam", "all you know about her"): no topic.
-_CATCH_UP = re.compile(
-    r"\b(up to|been up to|what'?s new|what is new|any news|anything new|what'?s going on|what is going on"
-    r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest"
-    r"|everything|all (?:that )?you (?:know|can tell|can share)|all about)\b",
-    re.IGNORECASE,
-)
-
-
-def is_catch_up(question: str) -> bool:
-    """'What is Lin up to these days?' is about everything, not about a topic: no fact will be
-    similar to it, so recall ranks all events instead of thresholding them."""
-    return _CATCH_UP.search(question) is not None
-
 
 @dataclass(frozen=True, slots=True)
 class RecallConfig:
     #: how many facts the store returns before grouping into events.
     candidates: int = 48
     #: a fact whose relevance is below this is not about the question. The relevance step
-    #: (epmem/reply/relevance.py) says a fact this far only when the cross-encoder is sure it
+    #: (epmem/reply/relevance/) says a fact this far only when the cross-encoder is sure it
     #: answers (its ``rescue_recall``, the same threshold: keep them together); the rest of
     #: what recall finds must reach its ``min_recall``.
     min_relevance: float = 0.2

@@ -183,7 +183,8 @@ class Retriever:
         return mask_names(question, self.conversations.speaker_names)
 
     def embed(self, question: str) -> Vector:
-        return self.embed_many([question])[0]
+        vector: Vector = self.embed_many([question])[0]
+        return vector
 
     def embed_many(self, questions: list[str]) -> npt.NDArray[np.float32]:
         return self.embedder.embed([self.query_text(q) for q in questions])

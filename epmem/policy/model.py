@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from epmem.errors import EpmemError
 from epmem.identity import LOCAL, SCHEMES
-from epmem.language import Language
+from epmem.language import Shipped
 
 Domain = Literal["work", "life"]
 InfoLevel = Annotated[int, Field(ge=0, le=4, description="0 = nobody by default, 4 = public")]
@@ -53,8 +53,8 @@ class Owner(_Strict):
     identities: list[str] = Field(default_factory=lambda: [LOCAL.identity(OWNER_ID)])
     persona: str = ""
     #: the language of what the delegate tells the owner (consultations), and of replies to a
-    #: message with no letters to tell its language by (epmem/language.py); English if unset.
-    language: Language | None = None
+    #: message with no letters to tell its language by (epmem/language/); English if unset.
+    language: Shipped | None = None
 
     _identities = field_validator("identities")(_check_identities)
 
@@ -67,7 +67,7 @@ class Contact(_Strict):
     domain: Domain | None = None
     identities: list[str] = Field(default_factory=list)
     #: the language to answer this contact in when a message does not tell (a sticker, "?").
-    language: Language | None = None
+    language: Shipped | None = None
 
     _identities = field_validator("identities")(_check_identities)
 

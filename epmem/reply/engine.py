@@ -2,7 +2,7 @@
 
 This is the only place where memory meets a reply, and the order is fixed: nothing reaches the
 responder until the calculus has allowed it for every reader. Of the facts that may be said,
-the relevance step keeps those that answer the question (epmem/reply/relevance.py; with a
+the relevance step keeps those that answer the question (epmem/reply/relevance/; with a
 model configured, the model chooses among them instead, epmem/reply/model_choice.py), and what
 one reply tells together must pass the composite rule for every reader
 (epmem/reply/composite.py). The responder gets a :class:`ReplyContext` built from those facts
@@ -25,7 +25,8 @@ from epmem.reply.cumulative import Knowledge, gather
 from epmem.reply.guard import Denied
 from epmem.reply.model_choice import ModelChooser
 from epmem.memory.facts import Fact
-from epmem.memory.recall import FactMemory, RecalledEvent, is_catch_up
+from epmem.language.english import is_catch_up
+from epmem.memory.recall import FactMemory, RecalledEvent
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy

@@ -1,6 +1,6 @@
 """With a model configured, the model chooses which of the allowed facts answer the question.
 
-The rules relevance step (epmem/reply/relevance.py) always runs first; the model then gets one
+The rules relevance step (epmem/reply/relevance/) always runs first; the model then gets one
 call (prompt ``choose``) that shows it the storyline's facts only, the facts every reader may
 know (epmem/reply/projection.py: a truth or, in its place, an allowed cover), the best
 ``offered`` of them: the rules step's choice first, in its order, then the others by the rules
@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 import structlog
 
 from epmem.llm.base import LLM, CallUsage, LLMError
-from epmem.llm.prompts import ChosenFacts, get_template
+from epmem.llm.outputs import ChosenFacts
+from epmem.llm.prompts import get_template
 from epmem.reply.desensitize import Desensitizer, mask_facts
 from epmem.reply.projection import FactDecision, Projection
 from epmem.reply.relevance import Choice

@@ -5,7 +5,7 @@ may know, else nothing. Covers pass the calculus like any fact: the people in on
 story are not automatically in on every cover told to others.
 
 The storyline is what *may* be said; which of it answers the question is chosen afterwards
-(epmem/reply/relevance.py), among these facts only, and what is told together must then pass
+(epmem/reply/relevance/), among these facts only, and what is told together must then pass
 the composite rule (epmem/reply/composite.py).
 """
 

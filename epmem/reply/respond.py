@@ -36,7 +36,7 @@ class ReplyContext:
     question: str
     facts: tuple[str, ...]
     recent_turns: tuple[str, ...] = field(default=())
-    #: the language of the message answered (epmem/language.py): the rules composer's frame and
+    #: the language of the message answered (epmem/language/): the rules composer's frame and
     #: the deflection are said in it, and a model's reply must be in it.
     language: Language = "en"
 

@@ -21,7 +21,7 @@ telling comes first, so an echoed prompt is ``markers`` rather than ``too_long``
 ``too_long``    longer than the configured bound (a reply is a few sentences, not a page);
 ``language``    confidently in another language than the message it answers: a message in
                 Chinese answered without Chinese (or an English one in Chinese), by script
-                (epmem/language.py: Chinese is one "word" per phrase, too few for the model
+                (epmem/language/: Chinese is one "word" per phrase, too few for the model
                 below); otherwise by py3langid, when both texts are long enough to tell.
 """
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from epmem.language import detect, han_count
+from epmem.language import DEFAULT, detect, han_count
 
 REASONS = ("empty", "markers", "prompt", "json", "repetition", "truncated", "too_long", "language")
 
@@ -161,8 +161,8 @@ def warm_up() -> None:
 def other_language(reply: str, message: str, cfg: SanityConfig = SanityConfig()) -> bool:
     """True only when the reply is confidently in a language the message is confidently not in."""
     asked = detect(message)
-    if asked == "zh":  # a Chinese message is answered in Chinese (facts may quote English words)
-        return detect(reply) != "zh" and bool(_words(reply))
+    if asked not in (None, DEFAULT):  # a Chinese message is answered in Chinese (facts may quote English words)
+        return detect(reply) != asked and bool(_words(reply))
     if asked == "en" and han_count(reply) and detect(reply) == "zh" and len(_words(message)) >= cfg.language_min_words:
         return True
     plain_reply, plain_message = _plain(reply), _plain(message)

@@ -7,8 +7,9 @@ import asyncio
 import pytest
 
 from benchmarks.tools.tune_relevance import CachedReranker, ceiling, collect, score
+from epmem.language import ENGLISH
 from epmem.embedding import cross_encoder, late_interaction
-from epmem.reply.relevance import Relevance, RelevanceConfig
+from epmem.reply.relevance import Relevance
 from testkit.runtime import OWN_SCENARIOS
 
 pytestmark = pytest.mark.skipif(
@@ -26,7 +27,9 @@ def test_the_ceiling_is_the_best_point_of_its_grid() -> None:
     figures = {}
     for floor in grid["floor"]:
         for veto in grid["veto"]:
-            figures[(floor, veto)] = score(cases, Relevance(RelevanceConfig(floor=floor, veto=veto), reranker, matcher))
+            figures[(floor, veto)] = score(
+                cases, Relevance(ENGLISH.relevance.replace(floor=floor, veto=veto), reranker, matcher)
+            )
     assert got["points"] == 4
     best = max((c for p, c in figures.values() if p >= 0.8), default=None)
     reported = got["at_precision_0.8"]

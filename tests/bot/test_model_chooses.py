@@ -21,9 +21,9 @@ import pytest
 from bot.cli.ops import Checks, _llm
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
+from epmem.language import ENGLISH
 from epmem.policy.calculus import STRANGER, Composite, Rulebook, judge
 from epmem.policy.model import STRANGER_ID
-from epmem.reply import RelevanceConfig
 from epmem.scenario import Scenario, load_scenario
 from testkit.fake_openai import FakeOpenAI, FakeReply, message_text
 from testkit.runtime import ask, example, model_settings, open_scenario
@@ -135,7 +135,9 @@ async def test_a_slow_choice_falls_back_within_the_budget(house: Runtime, fake: 
 async def test_more_facts_than_a_reply_tells_falls_back(tmp_path: Path, fake: FakeOpenAI) -> None:
     settings = model_settings(tmp_path / "data", fake.base_url, timeout_s=5.0, budget_s=BUDGET_S, chooses=True)
     scenario = load_scenario(example("house_and_bonus.yaml"))
-    runtime = await Runtime.open(settings, policy=scenario.effective_policy(), relevance=RelevanceConfig(max_facts=2))
+    runtime = await Runtime.open(
+        settings, policy=scenario.effective_policy(), relevance=ENGLISH.relevance.replace(max_facts=2)
+    )
     try:
         await load_scenario_memory(runtime, scenario)
         fake.set_chooser("all")

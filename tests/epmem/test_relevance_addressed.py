@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from epmem.language import ENGLISH
 from epmem.embedding.cross_encoder import available, shared_cross_encoder
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, RelevanceConfig, addressed_to, owner_called
+from epmem.reply.relevance import Relevance, addressed_to, owner_called
 
 
 def test_the_owner_addressed_as_you_is_named() -> None:
@@ -41,7 +42,7 @@ def test_the_cross_encoder_hears_you_as_the_owner() -> None:
     )
     events = [RecalledEvent("e1", 0.64, (Recalled(fact, 0.64),))]
     projection = Projection((FactDecision(fact, 0.64, True, (), used=True),))
-    relevance = Relevance(RelevanceConfig(), shared_cross_encoder())
+    relevance = Relevance(ENGLISH.relevance, shared_cross_encoder())
     named = relevance.choose("Are you two getting a pet?", events, projection, owner="Alex Novak")
     assert named.chosen == ("f1",), named.left_out
     unnamed = relevance.choose("Are you two getting a pet?", events, projection)

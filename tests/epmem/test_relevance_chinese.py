@@ -5,14 +5,14 @@ stand-in for the cross-encoder (benchmarks/scenarios/zh-own/zh_own_01.yaml, gold
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 from pathlib import Path
 
 import pytest
 
 from benchmarks.tools.tune_relevance import Case, collect
-from epmem.reply.relevance import CHINESE, Relevance, RelevanceConfig
+from epmem.language import CHINESE, ENGLISH
+from epmem.reply.relevance import Relevance
 
 SCENARIO = Path(__file__).resolve().parents[2] / "benchmarks" / "scenarios" / "zh-own" / "zh_own_01.yaml"
 APPETITE = "陈静最近胃口怎么样？上次聚餐看她什么都没吃"  # answered by her stomach (cover) or pregnancy
@@ -24,8 +24,8 @@ def cases() -> list[Case]:
     return asyncio.run(collect([SCENARIO]))
 
 
-def chosen(case: Case, stand_out: float = CHINESE.stand_out) -> set[str]:
-    relevance = Relevance(chinese=dataclasses.replace(CHINESE, stand_out=stand_out))
+def chosen(case: Case, stand_out: float = CHINESE.relevance.stand_out) -> set[str]:
+    relevance = Relevance(languages={"zh": CHINESE.relevance.replace(stand_out=stand_out)})
     return set(relevance.choose(case.question, case.events, case.storyline, case.owner).chosen)
 
 
@@ -51,4 +51,4 @@ def test_no_event_standing_out_is_still_a_deflection(cases: list[Case]) -> None:
 
 
 def test_english_questions_do_not_stand_out() -> None:
-    assert RelevanceConfig().stand_out == math.inf and math.isfinite(CHINESE.stand_out)
+    assert ENGLISH.relevance.stand_out == math.inf and math.isfinite(CHINESE.relevance.stand_out)

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from epmem.language import ENGLISH
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, RelevanceConfig, question_parts
+from epmem.reply.relevance import Relevance, question_parts
 
 from tests.epmem.test_relevance_veto import storyline
 
@@ -51,12 +52,12 @@ def test_the_second_half_of_a_two_part_question_is_answered_too() -> None:
         ("f2", "e2", "Nadia's base salary from September will be 118,000.", 0.53),
     )
     model = PerPart({("flat", "flat"): 6.0, ("pay", "salary"): 5.0})
-    choice = Relevance(RelevanceConfig(), model).choose(
+    choice = Relevance(ENGLISH.relevance, model).choose(
         "Did she and Owen sign for the flat, and what is the new pay like?", events, proj
     )
     assert set(choice.chosen) == {"f1", "f2"}
     assert "what is the new pay like?" in model.questions
-    whole = Relevance(RelevanceConfig(max_parts=1), PerPart({("flat", "flat"): 6.0}))
+    whole = Relevance(ENGLISH.relevance.replace(max_parts=1), PerPart({("flat", "flat"): 6.0}))
     assert whole.choose("Did she and Owen sign for the flat, and what is the new pay like?", events, proj).chosen == (
         "f1",
     )
@@ -68,10 +69,10 @@ def test_an_event_far_below_the_best_is_left_out_and_the_audit_says_why() -> Non
         ("f2", "e2", "Marcus is having a knee operation on 22 May.", 0.64),
     )
     model = PerPart({("Fridays", "Fridays"): 6.9, ("Fridays", "knee"): -3.8})
-    choice = Relevance(RelevanceConfig(), model).choose("Is Marcus working on Fridays this term?", events, proj)
+    choice = Relevance(ENGLISH.relevance, model).choose("Is Marcus working on Fridays this term?", events, proj)
     assert choice.chosen == ("f1",)
     assert "below the best event" in choice.left_out["f2"]
-    off = Relevance(RelevanceConfig(logit_margin=99.0), model)
+    off = Relevance(ENGLISH.relevance.replace(logit_margin=99.0), model)
     assert set(off.choose("Is Marcus working on Fridays this term?", events, proj).chosen) == {"f1", "f2"}
 
 
@@ -90,11 +91,11 @@ def test_the_best_answer_to_a_part_of_its_own_is_not_measured_against_the_other_
         }
     )
     question = "Is Marcus working on Fridays this term, and what is he preparing for September?"
-    choice = Relevance(RelevanceConfig(), model).choose(question, events, proj)
+    choice = Relevance(ENGLISH.relevance, model).choose(question, events, proj)
     assert choice.chosen == ("f1", "f2")  # 3.6 is far below 6.9, but it is the second part's best
     assert "below the best event" in choice.left_out["f3"]
     # asked alone, the first part still leaves the chemistry rewrite out
-    alone = Relevance(RelevanceConfig(), model).choose("Is Marcus working on Fridays this term?", events, proj)
+    alone = Relevance(ENGLISH.relevance, model).choose("Is Marcus working on Fridays this term?", events, proj)
     assert alone.chosen == ("f1",)
 
 
@@ -137,5 +138,5 @@ def test_a_truth_answers_what_its_cover_answers_once_the_reader_may_know_it() ->
     # the reader may know the truth (the owner allowed it): the projection tells it, not the cover
     proj = Projection((FactDecision(truth, 0.3, True, (), used=True), FactDecision(other, 0.54, True, (), used=True)))
     model = PerPart({("saving", "kitchen"): 3.5, ("saving", "car"): -1.2, ("saving", "HMRC"): -6.0})
-    choice = Relevance(RelevanceConfig(), model).choose("Is she saving up for something?", events, proj)
+    choice = Relevance(ENGLISH.relevance, model).choose("Is she saving up for something?", events, proj)
     assert choice.chosen == ("t",)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from epmem.reply.relevance import Relevance, RelevanceConfig, asks_yes_or_no
+from epmem.language import ENGLISH
+from epmem.reply.relevance import Relevance, asks_yes_or_no
 from epmem.reply.rumour import claim_words, is_rumour, speaks_to
 from tests.epmem.test_relevance_veto import Scripted, storyline
 
@@ -48,7 +49,7 @@ def test_a_false_rumour_gets_the_deflection_and_the_audit_says_why() -> None:
         ("f1", "e1", "Marcus is having a minor keyhole knee operation on 22 May.", 0.8),
         ("f2", "e2", "Marcus had a week off sick in March.", 0.6),
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"knee": 3.0, "sick": 1.0}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"knee": 3.0, "sick": 1.0}))
     question = "Is it true Marcus is having heart surgery over the summer? Someone said he saw a cardiologist."
     choice = relevance.choose(question, events, proj)
     assert choice.chosen == ()
@@ -62,6 +63,6 @@ def test_a_true_rumour_is_answered_by_the_event_that_says_so() -> None:
         ("f1", "e1", "Dale and Barb agreed to lease the north 80 acres to Prairie Sun for a solar farm.", 0.7),
         ("f2", "e2", "Dale is replacing the grain dryer on the south quarter.", 0.65),
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"solar": 4.0, "dryer": 3.5}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"solar": 4.0, "dryer": 3.5}))
     choice = relevance.choose("Is it true you're putting solar panels on the north 80?", events, proj, owner="Dale")
     assert choice.chosen == ("f1",) and "f2" in choice.left_out

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from epmem.language import ENGLISH
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, RelevanceConfig
+from epmem.reply.relevance import Relevance
 
 
 class Scripted:
@@ -47,7 +48,7 @@ def test_a_fact_the_cross_encoder_says_does_not_answer_is_left_out_and_named() -
     events, proj = storyline(
         ("f1", "e1", "The school sports day moved to 5 June.", 0.75), ("f2", "e2", "Book club meets on the 12th.", 0.45)
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"sports": -9.8, "Book": -10.4}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"sports": -9.8, "Book": -10.4}))
     choice = relevance.choose("Is the school amalgamating with the boys' school?", events, proj)
     assert choice.kind == "yesno" and choice.chosen == ()
     assert set(choice.left_out) == {"f1", "f2"} and "does not answer" in choice.left_out["f1"]
@@ -59,14 +60,14 @@ def test_a_fact_that_answers_is_kept_and_a_weaker_event_is_not() -> None:
         ("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97),
         ("f2", "e2", "The sanma delivery is on the 20th.", 0.45),
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"lunch": 6.7, "sanma": -2.0}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"lunch": 6.7, "sanma": -2.0}))
     choice = relevance.choose("Are you open for lunch on Saturday?", events, proj)
     assert choice.chosen == ("f1",) and not choice.left_out
 
 
 def test_below_the_floor_nothing_is_said_and_the_audit_says_why() -> None:
     events, proj = storyline(("f1", "e1", "Nora joined a sailing club.", 0.45))
-    choice = Relevance(RelevanceConfig(), Scripted({"sailing": -0.4})).choose(
+    choice = Relevance(ENGLISH.relevance, Scripted({"sailing": -0.4})).choose(
         "Did Nora get a promotion at work?", events, proj
     )
     assert choice.chosen == () and "floor" in choice.left_out["f1"]
@@ -78,7 +79,7 @@ def test_a_state_question_keeps_what_is_near_and_drops_what_the_model_is_sure_is
         ("f2", "e2", "Sean's tomatoes are finally red.", 0.52),
         ("f3", "e3", "Sean's mother's knee operation is on April 2.", 0.70),
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"Home Depot": -1.3, "tomatoes": -11.2, "knee": -11.0}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"Home Depot": -1.3, "tomatoes": -11.2, "knee": -11.0}))
     choice = relevance.choose("How's Sean getting on?", events, proj)
     assert choice.kind == "state"
     # f3: the model says no, but its recall is strong; f2: weak recall and a sure no
@@ -87,7 +88,7 @@ def test_a_state_question_keeps_what_is_near_and_drops_what_the_model_is_sure_is
 
 def test_without_a_cross_encoder_nothing_is_vetoed() -> None:
     events, proj = storyline(("f1", "e1", "Kenji is closing the lunch service on Saturday.", 0.97))
-    choice = Relevance(RelevanceConfig(), None).choose("Are you open for lunch on Saturday?", events, proj)
+    choice = Relevance(ENGLISH.relevance, None).choose("Are you open for lunch on Saturday?", events, proj)
     assert choice.chosen == ("f1",) and choice.reranked == 0 and not choice.left_out
 
 
@@ -95,7 +96,7 @@ def test_the_cross_encoder_reads_at_most_rerank_limit_facts() -> None:
     rows = [(f"f{i}", f"e{i}", f"Fact number {i} about lunch.", 0.9 - i * 0.01) for i in range(12)]
     events, proj = storyline(*rows)
     model = Scripted({})
-    Relevance(RelevanceConfig(rerank_limit=5), model).choose("Is lunch on?", events, proj)
+    Relevance(ENGLISH.relevance.replace(rerank_limit=5), model).choose("Is lunch on?", events, proj)
     assert len(model.read) == 5
 
 
@@ -105,9 +106,9 @@ def test_a_fact_the_cross_encoder_says_answers_passes_a_low_recall_floor() -> No
         ("f1", "e1", "Hana is off on 17-18 April for a family memorial service in Kyoto.", 0.45),
         ("f2", "e2", "Hana passed her kyudo 2nd dan grading.", 0.41),
     )
-    relevance = Relevance(RelevanceConfig(), Scripted({"memorial": 0.7, "kyudo": -11.0}))
+    relevance = Relevance(ENGLISH.relevance, Scripted({"memorial": 0.7, "kyudo": -11.0}))
     choice = relevance.choose("Where will you be on 17-18 April?", events, proj)
-    assert choice.scores["f1"] < RelevanceConfig().floor and choice.chosen == ("f1",)
+    assert choice.scores["f1"] < ENGLISH.relevance.floor and choice.chosen == ("f1",)
     assert "f2" in choice.left_out
 
 
@@ -119,13 +120,13 @@ def test_a_fact_far_from_the_question_is_said_only_when_the_cross_encoder_is_sur
         ("f2", "e2", "Elif's cousin is visiting in May.", 0.30),
         ("f3", "e3", "Elif repainted the kitchen.", 0.10),
     )
-    config = RelevanceConfig(rescue_recall=0.2, rescue_logit=2.0)
+    config = ENGLISH.relevance.replace(rescue_recall=0.2, rescue_logit=2.0)
     model = Scripted({"IVF": 4.5, "cousin": 1.0, "kitchen": 9.0})
     choice = Relevance(config, model).choose("Why is Elif off on 22-23 May?", events, proj)
     assert choice.chosen == ("f1",)
     assert "recall 0.30" in choice.left_out["f2"] and "not sure" in choice.left_out["f2"]
     assert "f3" not in choice.left_out and not any("kitchen" in t for t in model.read)  # below rescue_recall
-    off = Relevance(RelevanceConfig(rescue_recall=0.4), Scripted({"IVF": 4.5})).choose(
+    off = Relevance(ENGLISH.relevance.replace(rescue_recall=0.4), Scripted({"IVF": 4.5})).choose(
         "Why is Elif off on 22-23 May?", events, proj
     )
     assert off.chosen == ()
@@ -139,7 +140,7 @@ def test_a_state_question_tells_the_rest_of_an_event_it_tells() -> None:
         ("f3", "e2", "Mateus bought a new bike.", 0.45),
     )
     model = Scripted({})
-    whole = Relevance(RelevanceConfig(complete_events=True), model).choose("Is Mateus okay?", events, proj)
+    whole = Relevance(ENGLISH.relevance.replace(complete_events=True), model).choose("Is Mateus okay?", events, proj)
     assert whole.kind == "state" and set(whole.chosen) == {"f1", "f2"}
-    part = Relevance(RelevanceConfig(complete_events=False), model).choose("Is Mateus okay?", events, proj)
+    part = Relevance(ENGLISH.relevance.replace(complete_events=False), model).choose("Is Mateus okay?", events, proj)
     assert part.chosen == ("f1",)

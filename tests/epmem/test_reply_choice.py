@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from bot.config import Settings
 from bot.runtime import Runtime, load_scenario_memory
+from epmem.language import ENGLISH
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import Composite, Gate, Recipient
 from epmem.reply.composite import limit_to_composite
-from epmem.reply.relevance import RelevanceConfig, question_kind
+from epmem.reply.relevance import question_kind
 from epmem.scenario import load_scenario
 from testkit.runtime import ask, example, scenario_runtime
 
@@ -39,7 +40,7 @@ async def body_of(runtime: Runtime, audit_id: str | None) -> dict:  # type: igno
 async def house_tells_all(tmp_path: Path) -> AsyncIterator[Runtime]:
     """A relevance step that keeps every fact of a catch-up: only the composite rule limits."""
     scenario = load_scenario(example("house_and_bonus.yaml"))
-    everything = RelevanceConfig(open_relative_cut=0.0, open_min_recall=-1.0, max_facts=10)
+    everything = ENGLISH.relevance.replace(open_relative_cut=0.0, open_min_recall=-1.0, max_facts=10)
     runtime = await Runtime.open(
         Settings(data_dir=tmp_path / "all"), policy=scenario.effective_policy(), relevance=everything
     )

@@ -23,6 +23,7 @@ from epmem.audit.log import COLUMNS, AuditLog, AuditRecord
 from epmem.audit.register import FactRegister
 from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.verify import ChainStatus, ChainWatcher
+from epmem.errors import EpmemError
 from epmem.policy.calculus import Rulebook
 from epmem.policy.model import Policy
 from epmem.memory.links import EventLinks
@@ -36,7 +37,7 @@ OPTIONS_TTL_S = 60.0
 _VERDICT = re.compile(r"^(allow|deny): rule (\d), (.+?)(?: \((.+)\))?$")
 
 
-class BadQuery(ValueError):
+class BadQuery(EpmemError, ValueError):
     """A filter the page cannot read; the message names the parameter."""
 
 

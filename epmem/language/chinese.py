@@ -1,11 +1,16 @@
-"""Relevance for a question asked in Chinese: the kind of question, and which facts answer it.
+"""Chinese (Simplified): how a message is told to be Chinese, the kind of a Chinese question,
+and which facts answer it.
+
+Detection is by script: a message with Chinese characters is Chinese when they outnumber its
+Latin words ("你的offer签了吗" is Chinese, "Did you see 子涵's post?" is English), and it has no
+more kana or hangul than Chinese characters.
 
 The relevance step's English parts cannot read Chinese: the question-kind patterns look for
 "how's", "when", "is ..."; the cross-encoder (ms-marco MiniLM) and the late-interaction model
 were trained on English, and on Chinese text their scores say nothing (every fact of a Chinese
 storyline scored alike, so every allowed fact was recited: precision 0.25 on the shared zh set).
-For a question in Chinese (epmem/language.py) the relevance step therefore runs with
-:func:`chinese_kind` and, in the cross-encoder's place, :class:`SharedWords`: which of the
+For a question in Chinese the relevance step therefore runs with :func:`chinese_kind`, the
+settings of relevance-zh.yaml and, in the cross-encoder's place, :class:`SharedWords`: which of the
 question's informative words (Chinese character bigrams, Latin words) a fact shares. A fact
 sharing none does not answer the question (its score is below the veto); a fact sharing some
 answers it the better the more it shares; a question with no informative words at all ("最近咋样?")
@@ -19,13 +24,30 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 import numpy as np
 
-Kind = Literal["open", "state", "yesno", "when", "where", "who", "what"]
+from epmem.language.english import LATIN_WORD, OTHER_CJK, addressed_to, question_parts
+from epmem.language.settings import load_settings
+from epmem.language.spec import LanguageSpec, QuestionKind
 
-_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
+#: CJK unified ideographs (with extension A and the compatibility block).
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def han_count(text: str) -> int:
+    return len(_HAN.findall(text))
+
+
+def is_chinese(text: str) -> bool:
+    """Chinese characters outnumber the Latin words (and no more kana or hangul than them)."""
+    han = han_count(text)
+    if not han or len(OTHER_CJK.findall(text)) > han:
+        return False
+    return han >= len(LATIN_WORD.findall(text))
+
+
+_KINDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
     (
         "open",
         re.compile(
@@ -101,8 +123,8 @@ _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]*[A-Za-z0-9+#]|[A-Za-z]{2,}")
 _LATIN_STOP = frozenset({"ok", "okay", "hi", "hey", "hh", "lol"})
 
 
-def chinese_kind(question: str) -> Kind:
-    """A Chinese question's kind, as relevance.question_kind names the English ones."""
+def chinese_kind(question: str) -> QuestionKind:
+    """A Chinese question's kind, as english_kind names the English ones."""
     for kind, pattern in _KINDS:
         if pattern.search(question):
             return kind
@@ -194,3 +216,37 @@ class SharedWords:
         return np.array(
             [self.none if w < self.least else self.one + self.step * (w - 1) for w in weight], dtype=np.float32
         )
+
+
+#: what the delegate says in Chinese. ``{owner}`` is the owner's name.
+PHRASES: dict[str, str] = {
+    "deflection": "不好意思，这个我没法回答。我会转告{owner}你问过。",
+    "share": "据我所知，{body}",
+    "greeting": "你好！我是{owner}的助理。有什么想问的尽管问，能说的我都会告诉你。",
+    "thanks": "不客气！",
+    "farewell": "再见！",
+    "non_text": "抱歉，我只能看文字消息。",
+    "too_long": "这条消息太长了，我看不过来。能说得简短一点吗？",
+    "rate_limited": "消息发得太快了，我回不过来。请等一分钟再发。",
+}
+
+
+def shared_words(owner: str) -> SharedWords:
+    """The cross-encoder's stand-in for one reply: the owner's names say nothing."""
+    return SharedWords(ignore=name_forms(owner))
+
+
+#: Latin words inside a Chinese question are read as English reads them ("you" named as the
+#: owner); a Chinese question is one part (relevance-zh.yaml's max_parts).
+CHINESE = LanguageSpec(
+    code="zh",
+    name="Chinese",
+    claims=is_chinese,
+    kind=chinese_kind,
+    addressed_to=addressed_to,
+    parts=question_parts,
+    relevance=load_settings("zh"),
+    phrases=PHRASES,
+    stand_in=shared_words,
+    priority=10,
+)

@@ -1,0 +1,162 @@
+"""English: the default language, and the reading every Latin-script word gets.
+
+A message with a Latin word and no kana or hangul is English (the one Latin language spoken;
+Chinese, of higher priority, claims a message whose Chinese characters outnumber its Latin
+words first). Question kinds come from the patterns below; the cross-encoder reads the
+question with the owner named where the asker says "you" (:func:`addressed_to`), part by part
+(:func:`question_parts`). Its relevance settings: relevance-en.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+
+from epmem.language.settings import load_settings
+from epmem.language.spec import LanguageSpec, QuestionKind
+
+#: Japanese kana and Korean hangul: not Chinese, not English, even beside either.
+OTHER_CJK = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
+LATIN_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ]+(?:['’][A-Za-z]+)?")
+
+#: questions that ask for news in general rather than about a topic, and requests for
+#: everything ("Tell me everything you know about Sam", "all you know about her"): no topic.
+_CATCH_UP = re.compile(
+    r"\b(up to|been up to|what'?s new|what is new|any news|anything new|what'?s going on|what is going on"
+    r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest"
+    r"|everything|all (?:that )?you (?:know|can tell|can share)|all about)\b",
+    re.IGNORECASE,
+)
+
+
+def is_catch_up(question: str) -> bool:
+    """'What is Lin up to these days?' is about everything, not about a topic: no fact will be
+    similar to it, so recall ranks all events instead of thresholding them."""
+    return _CATCH_UP.search(question) is not None
+
+
+#: how someone or something is: "How's Tyler's job going?", "Is Aoife okay?" (not "how much").
+_STATE = re.compile(
+    r"\bhow(?:'s|\u2019s| is| are| was| were| has| have| did| do|'re)\b"
+    r"(?!\s+(?:much|many|long|old|far|often|soon|big)\b)"
+    r"|\b(?:ok|okay|alright|all right|holding up|getting on)\b",
+    re.I,
+)
+
+#: a question that opens with a verb asks yes or no ("Is she ...?", "Madam, will you ...?").
+_YES_NO = re.compile(
+    r"^\s*(?:\w+,\s*)?(is|are|was|were|do|does|did|has|have|had|will|would|can|could|"
+    r"should|shall|may|might|must|isn't|aren't|didn't|doesn't|hasn't|won't)\b",
+    re.I,
+)
+
+_KIND_WORDS: tuple[tuple[QuestionKind, re.Pattern[str]], ...] = (
+    ("when", re.compile(r"\b(when|what time|what date|which day|how long|how soon|until when)\b", re.I)),
+    ("where", re.compile(r"\b(where|which (?:city|country|place|town))\b", re.I)),
+    ("who", re.compile(r"\b(who|whom|whose|with whom)\b", re.I)),
+    ("yesno", _YES_NO),
+)
+
+
+def asks_yes_or_no(sentence: str) -> bool:
+    """Whether ``sentence`` opens like a yes/no question."""
+    return _YES_NO.search(sentence) is not None
+
+
+def english_kind(question: str) -> QuestionKind:
+    """Open (catch-up) first, then how someone is, then the first wh- word, then a yes/no
+    opening, else "what"."""
+    if is_catch_up(question):
+        return "open"
+    if _STATE.search(question):
+        return "state"
+    for kind, pattern in _KIND_WORDS:
+        if pattern.search(question):
+            return kind
+    return "what"
+
+
+#: the asker speaks to the owner ("Are you cutting down your hours?"); the memory speaks of
+#: the owner by name ("Leila is going down to 4 days a week"). Longest forms first.
+_SECOND_PERSON: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), replacement)
+    for pattern, replacement in (
+        (r"\byou(?:'re|’re)\b", "{name} is"),
+        (r"\byou(?:'ve|’ve)\b", "{name} has"),
+        (r"\byou(?:'ll|’ll)\b", "{name} will"),
+        (r"\byou(?:'d|’d)\b", "{name} would"),
+        (r"\byour(?:self|selves)\b", "{name}"),
+        (r"\byours?\b", "{name}'s"),
+        (r"\byou(?:\s+(?:two|both|guys|all))?\b", "{name}"),
+    )
+)
+
+
+def addressed_to(question: str, name: str) -> str:
+    """``question`` with the owner, addressed as "you", named instead: what the cross-encoder
+    reads, since it judges "Are you getting a pet?" against "Alex is picking up a cat" as
+    unrelated (-7.5) and "Are Alex getting a pet?" as an answer (+1.8)."""
+    if not name:
+        return question
+    for pattern, replacement in _SECOND_PERSON:
+        question = pattern.sub(replacement.format(name=name), question)
+    return question
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!\u3002\uff1f\uff01])\s*")
+_CLAUSE = re.compile(
+    r",?\s+(?:and|or|but|plus)\s+(?=(?:what|when|where|who|whom|whose|which|how|why|whether|if|is|"
+    r"are|was|were|do|does|did|has|have|had|will|would|can|could|should|any)\b)",
+    re.I,
+)
+
+
+def question_parts(question: str, limit: int = 6) -> list[str]:
+    """The whole question, then its sentences and the clauses that ask something of their own,
+    at most ``limit`` in all: the cross-encoder judges one need at a time, and scores a fact
+    that answers the second half of "Did they sign for the flat, and what is the new pay like?"
+    as unrelated to the whole."""
+    parts = [question.strip()]
+    for sentence in _SENTENCE_END.split(question.strip()):
+        clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
+        parts.extend(clauses if len(clauses) > 1 else [sentence.strip()])
+    return list(dict.fromkeys(p for p in parts if p))[: max(1, limit)]
+
+
+def is_english(text: str) -> bool:
+    """A Latin word, and no kana or hangul."""
+    return LATIN_WORD.search(text) is not None and not OTHER_CJK.search(text)
+
+
+#: what the delegate says in English, by key (``{owner}``: the owner's name); chinese.PHRASES holds
+#: the same keys. One catalogue for every reply and note: a new note is a new key in each
+#: language's table (the consultation notes' tables fold in the same way), said with ``say``.
+PHRASES: dict[str, str] = {
+    "deflection": "Sorry, I can't help with that. I'll let {owner} know you asked.",
+    "share": "Here's what I can share: {body}",
+    # small talk (epmem/reply/smalltalk.py): said back in kind, never about anything
+    "greeting": "Hi! I'm {owner}'s delegate. Ask me anything, and I'll tell you what I can.",
+    "thanks": "You're welcome!",
+    "farewell": "Bye for now!",
+    "non_text": "I can only read text messages, sorry.",
+    "too_long": "That message is too long for me to read. Could you keep it shorter?",
+    "rate_limited": "You're sending messages faster than I can answer. Please wait a minute.",
+}
+
+#: English words of the delegate's own frames: none may appear in a reply to a message in
+#: another language (the facts themselves may hold English words: "NeurIPS", "offer").
+FRAME = re.compile(
+    r"Here's what I can share|Sorry, I can't help|I'll let .{1,60} know you asked|can only read text"
+    r"|too long for me|faster than I can answer|I'm .{1,60}'s delegate|You're welcome|Bye for now",
+    re.I,
+)
+
+ENGLISH = LanguageSpec(
+    code="en",
+    name="English",
+    claims=is_english,
+    kind=english_kind,
+    addressed_to=addressed_to,
+    parts=question_parts,
+    relevance=load_settings("en"),
+    phrases=PHRASES,
+)

@@ -1,0 +1,169 @@
+"""One question as the relevance step reads it: its kind, its parts, the facts it may tell and
+their scores, and the models (or stand-ins) that read question and fact together.
+
+Everything here reads only the storyline (the facts the asker may know) and a cover's truth,
+as recall does: nothing a chooser decides can depend on a fact the asker may not know.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
+from epmem.memory.recall import Recalled, RecalledEvent
+from epmem.reply.projection import FactDecision, Projection
+
+OPEN_KINDS: tuple[QuestionKind, ...] = ("open", "state")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the choosers work from (epmem/reply/relevance/choosers.py)."""
+
+    question: str
+    kind: QuestionKind
+    config: RelevanceConfig
+    #: the question, owner named, whole and part by part (what the cross-encoder reads).
+    parts: list[str]
+    recalled: dict[str, Recalled]
+    pairs: dict[str, tuple[str, ...]]
+    #: each fact's recall score, a cover's the better of its own and its truth's, with the
+    #: late-interaction model's MaxSim added on the kinds it weighs in on.
+    own: dict[str, float]
+    #: the embedder's alone: a strong one overrides the open veto.
+    embedded: dict[str, float]
+    #: the late-interaction model's MaxSim of each fact it read.
+    sims: dict[str, float]
+    #: the least recall score the kind answers with.
+    least: float
+    #: the facts worth weighing, best by recall first.
+    pool: list[FactDecision]
+    #: the cross-encoder, or the language's stand-in for it (None: recall alone).
+    reranker: Reranker | None
+
+    def logits(self, facts: list[FactDecision]) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
+        """The cross-encoder's logit for the best ``rerank_limit`` of ``facts`` (a cover's is the
+        better of its own and its truth's: it is read with its truth, as for recall), and per
+        part of the question."""
+        if self.reranker is None or self.config.rerank_limit == 0 or not facts:
+            return {}, 0, {}
+        return read_with_truth(self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled)
+
+
+def read(
+    spec: LanguageSpec,
+    config: RelevanceConfig,
+    question: str,
+    events: Sequence[RecalledEvent],
+    projection: Projection,
+    owner: str,
+    models: tuple[Reranker | None, Reranker | None],
+) -> Reading:
+    """``question`` read in ``spec``'s language with ``config``; ``models``: the reranker (or
+    the language's stand-in) and the late-interaction matcher, each None when off."""
+    reranker, matcher = models
+    c = config
+    kind = spec.kind(question)
+    asked = spec.addressed_to(question, owner_called(owner, [d.fact.text for d in projection.used]))
+    recalled = {r.fact.id: r for ev in events for r in ev.facts}
+    pairs = counterparts(recalled)
+    own = {d.fact.id: inherited(d, recalled, pairs) for d in projection.used}
+    parts = spec.parts(asked, c.max_parts)
+    embedded = dict(own)
+    sims: dict[str, float] = {}
+    if kind in c.match_kinds:
+        sims = _maxsims(matcher, c, asked, projection.used, own, recalled)
+        own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
+    least = {"open": c.open_min_recall, "state": c.state_min_recall}.get(kind, c.min_recall)
+    pool = sorted(
+        (d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)), key=lambda d: -own[d.fact.id]
+    )
+    return Reading(question, kind, c, parts, recalled, pairs, own, embedded, sims, least, pool, reranker)
+
+
+def _maxsims(
+    matcher: Reranker | None,
+    c: RelevanceConfig,
+    question: str,
+    used: Sequence[FactDecision],
+    own: dict[str, float],
+    recalled: dict[str, Recalled],
+) -> dict[str, float]:
+    """The late-interaction model's MaxSim for the best ``match_limit`` facts that recall
+    found (a cover's is the better of its own and its truth's, as for recall)."""
+    if matcher is None or c.match_limit == 0:
+        return {}
+    # privacy: only facts the asker may know (and a cover's truth, as for recall) are read
+    facts = sorted((d for d in used if own[d.fact.id] >= c.rescue_recall), key=lambda d: -own[d.fact.id])
+    facts = facts[: c.match_limit]
+    if not facts:
+        return {}
+    return read_with_truth(matcher, [question], facts, recalled)[0]
+
+
+def owner_called(owner: str, texts: Sequence[str]) -> str:
+    """How the facts name the owner: whichever of the full name and its words they use most
+    ("Leila" for Dr. Leila Haddad, "Ha" for Nguyễn Thu Hà, "Chen Jing" as written); else the
+    first word."""
+    folded = [_fold(t) for t in texts]
+    best, count = "", 0
+    for form in dict.fromkeys([owner, *owner.split()]):
+        key = _fold(form.strip("."))
+        if len(key) < 2:
+            continue
+        n = sum(len(re.findall(rf"\b{re.escape(key)}\b", t)) for t in folded)
+        if n > count:
+            best, count = form.strip("."), n
+    return best or (owner.split() or [""])[0]
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold()
+
+
+def counterparts(recalled: dict[str, Recalled]) -> dict[str, tuple[str, ...]]:
+    """A cover and the truth it stands for are one event told two ways: each answers whatever
+    the other answers (the cover for those who may not know the truth; the truth, once the owner
+    allows it, for the question its cover used to answer)."""
+    pairs: dict[str, list[str]] = {}
+    for r in recalled.values():
+        if r.fact.version == "cover" and r.fact.covers and r.fact.covers in recalled:
+            pairs.setdefault(r.fact.id, []).append(r.fact.covers)
+            pairs.setdefault(r.fact.covers, []).append(r.fact.id)
+    return {k: tuple(v) for k, v in pairs.items()}
+
+
+def read_with_truth(
+    model: Reranker, questions: Sequence[str], facts: Sequence[FactDecision], recalled: dict[str, Recalled]
+) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
+    """``model``'s score of each fact in ``facts``, how many texts it read, and the score per
+    question part: the best over the question's parts, and over the fact and its counterpart (a
+    cover read with its truth, a truth with its cover; recall treats them the same way)."""
+    pairs = counterparts(recalled)
+    texts = {d.fact.id: d.fact.text for d in facts}
+    # a fact and its counterpart are one event told two ways (counted once where words are counted)
+    event_of = {d.fact.id: d.fact.event_id for d in facts}
+    for d in facts:
+        for other in pairs.get(d.fact.id, ()):
+            texts[other] = recalled[other].fact.text
+            event_of.setdefault(other, d.fact.event_id)
+    ids = list(texts)
+    per: dict[str, list[float]] = {i: [] for i in ids}
+    for question in questions:
+        for i, x in zip(ids, model.score(question, [texts[i] for i in ids], events=[event_of[i] for i in ids])):
+            per[i].append(float(x))
+    by_part = {
+        d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))
+        for d in facts
+    }
+    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, len(ids), by_part
+
+
+def inherited(d: FactDecision, recalled: dict[str, Recalled], pairs: dict[str, tuple[str, ...]]) -> float:
+    """A fact's recall score: the better of its own and its counterpart's (cover or truth)."""
+    own = recalled[d.fact.id].score if d.fact.id in recalled else d.score
+    return max([own, *(recalled[o].score for o in pairs.get(d.fact.id, ()))])
