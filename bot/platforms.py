@@ -16,6 +16,7 @@ from pydantic import AliasChoices, Field, PrivateAttr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.base import Handler, PlatformState
+from connectors.courier import Timer
 from connectors.registry import PLATFORMS, ConnectorContext, Platform, PlatformError, env_problems
 
 from bot.config import ConfigError
@@ -52,9 +53,14 @@ class PlatformSettings(BaseSettings):
         :class:`PlatformError` for one that is half configured."""
         return [p for p in PLATFORMS if p.name in self._each and p.configured(self._each[p.name])]
 
-    def context(self, handler: Handler, state: PlatformState, owner: str | None, max_text_len: int) -> ConnectorContext:
-        """A connector's context with these settings' pacing and send timeout."""
-        return ConnectorContext(handler, state, owner, max_text_len, self.send_pacing, self.send_timeout)
+    def context(
+        self, handler: Handler, state: PlatformState, owner: str | None, max_text_len: int, timer: Timer | None = None
+    ) -> ConnectorContext:
+        """A connector's context with these settings' pacing and send timeout (and ``timer``,
+        the connectors' clock: the real one unless a test passes its own)."""
+        return ConnectorContext(
+            handler, state, owner, max_text_len, self.send_pacing, self.send_timeout, timer or Timer()
+        )
 
     def secrets(self) -> list[str]:
         """Every secret set for any platform, for redacting start errors."""

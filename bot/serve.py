@@ -32,6 +32,7 @@ import structlog
 
 from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
 from connectors.console import OWNER_CHAT, ConsoleConnector
+from connectors.courier import Timer
 from connectors.registry import PLATFORMS
 from epmem.errors import EpmemError
 from epmem.identity import LOCAL
@@ -63,7 +64,9 @@ class Service:
         *,
         console_identity: str = LOCAL.identity(OWNER_ID),
         console_stdin: TextIO | None = None,
+        timer: Timer | None = None,
     ) -> None:
+        """``timer``: the platform connectors' clock and sleep (tests pass a fake one)."""
         self.runtime = runtime
         settings = runtime.settings
         self.connectors: list[Connector] = []
@@ -72,7 +75,7 @@ class Service:
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
         for platform in platforms.configured():
             owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
-            context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars)
+            context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars, timer)
             self._add(
                 platform.connect(platforms.of(platform.name), context),
                 platform.owner_chat(owner) if owner is not None else None,

@@ -22,14 +22,14 @@ mypy checks every registration, and a test registers a platform of its own with 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
 from pydantic import AliasChoices, SecretStr, ValidationError
 from pydantic_settings import BaseSettings
 
 from connectors.base import Connector, Handler, PlatformState
-from connectors.courier import Rate
+from connectors.courier import Rate, Timer
 from epmem.errors import EpmemError
 from epmem.identity import SCHEMES, IdentityScheme, IdentitySchemes
 
@@ -48,6 +48,7 @@ class ConnectorContext:
     ``owner`` is the owner's identity on this platform, from the policy (None: the owner has
     none there, so owner notes go through another platform); ``send_pacing`` scales the
     platform's documented rates (1 = as documented, 0 = none) and ``send_timeout_s`` bounds a send.
+    ``timer`` is the clock and the sleep of every wait the connector makes (tests pass a fake one).
     """
 
     handler: Handler
@@ -56,6 +57,7 @@ class ConnectorContext:
     max_text_len: int
     send_pacing: float = 1.0
     send_timeout_s: float = 10.0
+    timer: Timer = field(default_factory=Timer)
 
 
 def _no_problems(settings: Any, owner: str | None) -> list[str]:

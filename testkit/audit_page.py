@@ -1,4 +1,5 @@
-"""A data folder with a realistic audit, and `epmem audit serve` on it as a real subprocess.
+"""A data folder with a realistic audit, and `epmem audit serve` on it as a real subprocess
+(or the same page served in-process on a test's clock, :class:`PageThread`).
 
 The audit comes from the real runtime over the house example: direct and group questions on
 Telegram, Slack and the console, a deflection, a held reply, an attempted command, an owner
@@ -8,15 +9,24 @@ records so the timeline has pages.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import uvicorn
+
 from connectors.base import Action
+from epmem.audit.web import PageConfig, create_app
 from epmem.memory.facts import Fact
+from epmem.policy import Policy, load_policy
 from testkit.house import HOUSE_Q, house_runtime, write_policy
 from testkit.runtime import REPO, ask
 
@@ -136,3 +146,34 @@ class PageProcess:
         self.proc.send_signal(sig)
         out, err = self.proc.communicate(timeout=30)
         return self.proc.returncode, out, err
+
+
+class PageThread:
+    """The audit page served in-process on 127.0.0.1 (uvicorn in a thread of its own), with the
+    sessions on the test's ``clock``: a session runs out when the test moves the clock past
+    ``ttl_s``, not after a wait. Only the serving differs from `epmem audit serve`: the app is
+    the same :func:`create_app` over the same databases and policy file."""
+
+    def __init__(self, data: AuditData, clock: Callable[[], float], ttl_s: float) -> None:
+        async def policy() -> Policy:
+            return await asyncio.to_thread(load_policy, data.policy)
+
+        config = PageConfig(
+            data.data / "audit.sqlite", data.data / "state.sqlite", policy, TOKEN, session_ttl_s=ttl_s, clock=clock
+        )
+        self.server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/"
+        self.thread = threading.Thread(target=lambda: asyncio.run(self.server.serve(sockets=[self.sock])), daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:  # polls the thread's start, with a deadline
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("audit page did not start")
+            self.thread.join(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()

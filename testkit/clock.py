@@ -2,7 +2,8 @@
 
 :class:`FakeTimer` gives :class:`connectors.courier.Timer` a virtual monotonic time: ``sleep``
 advances it at once (and yields to the loop), so a minute of pacing or a ``Retry-After`` runs
-in microseconds while every wait is still recorded and checkable.
+in microseconds while every wait is still recorded and checkable. ``now`` is also the audit
+page's session clock (:class:`epmem.audit.web.PageConfig`): ``advance`` ends a session at once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,32 @@ class FakeTimer:
         self.time += max(0.0, seconds)
         await asyncio.sleep(0)
 
+    def advance(self, seconds: float) -> None:
+        """Time passes with nobody waiting (an audit page session running out)."""
+        self.time += seconds
+
     @property
     def timer(self) -> Timer:
         return Timer(now=self.now, sleep=self.sleep)
+
+
+@dataclass
+class GatedTimer(FakeTimer):
+    """Virtual time, except that a wait of exactly ``gated_s`` (the Slack delegate's chance for
+    the owner to answer first) blocks until ``open()``; ``waiting`` counts the waits that came."""
+
+    gated_s: float = 30.0
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: int = 0
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds == self.gated_s:
+            self.waiting += 1
+            await self.gate.wait()
+        await super().sleep(seconds)
+
+    def open(self) -> None:
+        self.gate.set()
+
+    def shut(self) -> None:
+        self.gate.clear()

@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from testkit.late import LateAnswers
 from testkit.slack_requests import (
     BOT_ID,
     BOT_USER,
@@ -82,9 +83,9 @@ class FakeSlackApi:
     fail: dict[str, str] = field(default_factory=dict)
     #: method -> failures still to answer, one per call: (HTTP status, error, Retry-After or None).
     failures: dict[str, list[tuple[int, str, int | None]]] = field(default_factory=dict)
-    #: method -> delays still to make, one per call: the call takes effect at once (a message
-    #: is posted) and is answered only after that many seconds (a client timeout).
-    slow_answers: dict[str, list[float]] = field(default_factory=dict)
+    #: calls taking effect at once (a message is posted) but answered only when the test
+    #: releases them (after the client's timeout): :meth:`hold`.
+    late: LateAnswers = field(default_factory=LateAnswers)
     #: user tokens the fake accepts (token -> the user it acts as); any other token is the bot's.
     user_tokens: dict[str, str] = field(default_factory=dict)
     #: channel -> messages (``ts``, ``user``, ``text``, ``thread_ts``), served by
@@ -127,6 +128,7 @@ class FakeSlackApi:
         self.port = int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
+        self.late.release()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
@@ -194,9 +196,7 @@ class FakeSlackApi:
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
         body: dict[str, Any] = handler(params, token)
-        delays = self.slow_answers.get(method)
-        if delays:
-            await asyncio.sleep(delays.pop(0))
+        await self.late.wait_to_answer(method)
         return web.json_response({"ok": True, **body})
 
     def fail_next(
@@ -205,10 +205,10 @@ class FakeSlackApi:
         """The next ``times`` calls of ``method`` fail; later calls work again."""
         self.failures.setdefault(method, []).extend([(status, error, retry_after)] * times)
 
-    def slow(self, method: str = "chat.postMessage", *, seconds: float = 1.0, times: int = 1) -> None:
-        """The next ``times`` calls of ``method`` take effect at once but are answered only
-        after ``seconds``: a client with a shorter timeout cannot know they went through."""
-        self.slow_answers.setdefault(method, []).extend([seconds] * times)
+    def hold(self, method: str = "chat.postMessage", *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` take effect at once but are answered only at
+        ``late.release()``: a client whose timeout ran out cannot know they went through."""
+        self.late.hold(method, times)
 
     def rate_limit(self, method: str = "chat.postMessage", *, retry_after: int = 1, times: int = 1) -> None:
         """HTTP 429 ``ratelimited`` with ``Retry-After`` for the next ``times`` calls."""

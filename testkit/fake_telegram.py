@@ -28,6 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
+from testkit.late import LateAnswers
 from testkit.telegram_updates import JSONDict, TelegramUpdates
 
 
@@ -124,9 +125,9 @@ class FakeTelegram(TelegramUpdates):
         #: method -> failures still to answer, one per call, before it works again
         #: (error_code, description, retry_after or None).
         self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
-        #: method -> delays still to make, one per call: the call is carried out at once (a
-        #: message is sent) and answered only after that many seconds (a client timeout).
-        self.slow_answers: dict[str, list[float]] = {}
+        #: calls carried out at once (a message is sent) but answered only when the test
+        #: releases them (after the client's timeout): :meth:`hold`.
+        self.late = LateAnswers()
         #: what stamps ``call_times`` (a test's fake clock, to see pacing in virtual time).
         self.clock: Callable[[], float] = time.monotonic
         #: (method, clock()) of every call, in order.
@@ -196,6 +197,7 @@ class FakeTelegram(TelegramUpdates):
         """Release the port; wakes pending long polls first so they end promptly."""
         self._closing = True
         self._new_update.set()
+        self.late.release()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -240,9 +242,7 @@ class FakeTelegram(TelegramUpdates):
             )
         async with self._changed:
             self._changed.notify_all()
-        delays = self.slow_answers.get(method)
-        if delays:
-            await asyncio.sleep(delays.pop(0))
+        await self.late.wait_to_answer(method)
         return web.json_response({"ok": True, "result": result})
 
     @staticmethod
@@ -281,10 +281,10 @@ class FakeTelegram(TelegramUpdates):
         ``retry_after`` is flood control); later calls work again."""
         self.failures.setdefault(method, []).extend([(code, description, retry_after)] * times)
 
-    def slow(self, method: str = "sendMessage", *, seconds: float = 1.0, times: int = 1) -> None:
-        """The next ``times`` calls of ``method`` take effect at once but are answered only
-        after ``seconds``: a client with a shorter timeout cannot know they went through."""
-        self.slow_answers.setdefault(method, []).extend([seconds] * times)
+    def hold(self, method: str = "sendMessage", *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` take effect at once but are answered only at
+        ``late.release()``: a client whose timeout ran out cannot know they went through."""
+        self.late.hold(method, times)
 
     def flood(self, method: str = "sendMessage", *, retry_after: int = 1, times: int = 1) -> None:
         """Flood control: ``Too Many Requests: retry after N`` for the next ``times`` calls."""

@@ -107,6 +107,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.slow  # about 20 s on two idle cores; `-m "not slow"` leaves it out locally
+@pytest.mark.timeout(600)  # builds and installs a wheel: more than 120 s on busy cores
 def test_quick_start_from_the_wheel_in_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)

@@ -80,6 +80,7 @@ def config(s: SlackSettings, ctx: ConnectorContext) -> SlackConfig:
         delegate_delay_s=s.delegate_delay_s,
         send_timeout_s=ctx.send_timeout_s,
         pacing=scaled(SlackPacing(), ctx.send_pacing),
+        timer=ctx.timer,
     )
 
 

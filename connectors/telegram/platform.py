@@ -65,6 +65,7 @@ def config(s: TelegramSettings, ctx: ConnectorContext) -> TelegramConfig:
         poll_timeout=s.poll_timeout,
         send_timeout_s=ctx.send_timeout_s,
         pacing=scaled(TelegramPacing(), ctx.send_pacing),
+        timer=ctx.timer,
     )
 
 

@@ -8,18 +8,19 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
 from epmem.audit import AuditLog
 from epmem.audit.web import PageConfig, PageRefused, choose_token, create_app
 from epmem.audit.web.app import COOKIE
 from epmem.policy import Policy
+from testkit.clock import FakeTimer
 from testkit.audit_page import BULK, CANARY, SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit, page_env
 from testkit.runtime import REPO
 
@@ -245,7 +246,7 @@ def test_it_stops_cleanly_on_sigint_and_sigterm_and_refuses_an_open_host(audit_d
     assert Path(audit_data.data / "audit.sqlite").exists()
 
 
-def _sign_in(client: httpx.Client) -> str:
+def _sign_in(client: httpx.Client | TestClient) -> str:
     ok = client.post("/login", data={"token": TOKEN, "next": "/"})
     assert ok.status_code == 303, ok.text
     return ok.cookies[COOKIE]
@@ -270,21 +271,33 @@ def test_each_sign_in_is_a_random_session_that_logout_ends(page: PageProcess) ->
 
 
 def test_a_session_expires(audit_data: AuditData) -> None:
-    short = PageProcess(audit_data, "--session-hours", "0.0005")  # 1.8 s
+    """`--session-hours` sets the session's length (the real command's cookie says so); the
+    session ends at that length on the page's clock, moved by the test instead of waited for."""
+    short = PageProcess(audit_data, "--session-hours", "0.5")
     try:
         with httpx.Client(base_url=short.url) as client:
-            sid = _sign_in(client)
-            assert client.get("/").status_code == 200
-            time.sleep(2.2)
-            late = httpx.get(short.url, cookies={COOKIE: sid})
-            assert late.status_code == 401 and "session expired" in late.text and "bulk question" not in late.text
+            assert "max-age=1800" in client.post("/login", data={"token": TOKEN}).headers["set-cookie"].lower()
     finally:
         short.stop()
+    clock = FakeTimer()
+    config = PageConfig(
+        audit_data.data / "audit.sqlite",
+        audit_data.data / "state.sqlite",
+        _no_policy,
+        TOKEN,
+        session_ttl_s=1800.0,
+        clock=clock.now,
+    )
+    with TestClient(create_app(config), base_url="http://127.0.0.1", follow_redirects=False) as client:
+        _sign_in(client)
+        clock.advance(1799.0)
+        assert client.get("/").status_code == 200  # a second before the end it still works
+        clock.advance(1.0)
+        late = client.get("/")
+        assert late.status_code == 401 and "session expired" in late.text and "bulk question" not in late.text
 
 
 def test_beyond_loopback_cookies_are_secure_and_short_tokens_refused(audit_data: AuditData) -> None:
-    from starlette.testclient import TestClient
-
     long_token = "x" * 32
     config = PageConfig(
         audit_data.data / "audit.sqlite", audit_data.data / "state.sqlite", _no_policy, long_token, secure_cookie=True

@@ -15,6 +15,7 @@ import pytest
 from bot.config import EXAMPLE_POLICY
 from bot.examples import SCHEMA, example_file
 from epmem.audit import AuditLog
+from testkit.cli import run_cli
 from testkit.runtime import REPO, example
 
 EPMEM = [sys.executable, "-m", "bot.cli"]
@@ -37,8 +38,14 @@ exceptions:
 
 
 def epmem(
-    *args: str, data: Path, stdin: str | None = None, env: dict[str, str] | None = None
+    *args: str, data: Path, stdin: str | None = None, env: dict[str, str] | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """``epmem ARGS`` on the data folder ``data``: in this process (:func:`testkit.cli.run_cli`),
+    or as a real subprocess with ``process=True`` where the process itself is tested."""
+    if not process:
+        return run_cli(
+            list(args), {"EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING", **(env or {})}, stdin or ""
+        )
     full_env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING", **(env or {})}
     return subprocess.run(
         [*EPMEM, *args],
@@ -194,6 +201,7 @@ def test_second_process_on_the_same_data_folder_is_refused(tmp_path: Path) -> No
         holder.wait()
 
 
+@pytest.mark.timeout(600)  # a whole benchmark set with real models: ~45 s on two busy cores
 @pytest.mark.parametrize("scenario_dir", ["examples", "own"])
 def test_bench_scenarios_meets_the_acceptance_figures(tmp_path: Path, scenario_dir: str) -> None:
     path = (

@@ -1,11 +1,12 @@
-"""`epmem ingest` and `epmem reindex` as a user runs them: real subprocesses, real data folder."""
+"""`epmem ingest` and `epmem reindex` as a user runs them (the command in-process through
+typer's runner, :mod:`testkit.cli`), on a real data folder."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from testkit.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "ingest"
@@ -13,15 +14,12 @@ FIXTURES = REPO / "tests" / "fixtures" / "ingest"
 
 def epmem(*args: str, data: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {
-        **os.environ,
         "EPMEM_DATA_DIR": str(data),
         "EPMEM_POLICY": str(FIXTURES / "policy.yaml"),
         "EPMEM_LOG_LEVEL": "WARNING",
         **(env or {}),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args], capture_output=True, text=True, env=full_env, cwd=REPO, timeout=180
-    )
+    return run_cli(list(args), full_env)
 
 
 def test_ingest_is_idempotent_and_a_bad_export_changes_nothing(tmp_path: Path) -> None:

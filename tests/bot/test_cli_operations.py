@@ -87,6 +87,7 @@ def test_an_unreachable_qdrant(tmp_path: Path, dead_port: int, args: tuple[str, 
         data=tmp_path / "d",
         stdin="hi\n",
         env={"EPMEM_QDRANT_URL": url, "EPMEM_QDRANT_API_KEY": "qdrant-key-never-shown"},
+        process=True,  # qdrant-client's version check runs in a thread that outlives the command
     )
     line = one_line(result, "cannot reach the Qdrant server")
     assert url in line and "qdrant-key-never-shown" not in result.stderr + result.stdout

@@ -15,9 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks.telegram_export import policy_yaml, write_full_export
 from epmem.ingest import ImportRun, open_export
 from testkit.house import house_runtime
+
+#: real imports in subprocesses, one stopped and resumed: more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
 
 REPO = Path(__file__).resolve().parents[2]
 

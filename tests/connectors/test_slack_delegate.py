@@ -8,9 +8,8 @@ token. The delegate waits ``delegate_delay_s`` before answering; the test holds 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from connectors.base import Inbound, Outbound
 from connectors.slack import SlackConfig, SlackConnector, SlackStartError
-from testkit.clock import FakeTimer
+from testkit.clock import FakeTimer, GatedTimer
 from testkit.fake_slack import (
     BOT_USER,
     TEAM,
@@ -38,23 +37,6 @@ USER_TOKEN = "xoxp-owner"
 DELAY = 30.0
 LEO_DM = "DOWNLEO"  # the owner's DM with Leo (not the bot's)
 ASKED = "1700000100.000100"
-
-
-@dataclass
-class GatedTimer(FakeTimer):
-    """Virtual time; a wait of exactly ``DELAY`` (the delegate's) blocks until ``open()``."""
-
-    gate: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting: int = 0
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds == DELAY:
-            self.waiting += 1
-            await self.gate.wait()
-        await super().sleep(seconds)
-
-    def open(self) -> None:
-        self.gate.set()
 
 
 def as_owner(inbound: Inbound) -> Outbound:
@@ -104,7 +86,7 @@ def config(api: FakeSlackApi, clock: FakeTimer, **overrides: Any) -> SlackConfig
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     api = FakeSlackApi(members={"C1": ["U1", "U2", OWNER]}, user_tokens={USER_TOKEN: OWNER}, page_size=50)
     await api.start()
-    clock = GatedTimer()
+    clock = GatedTimer(gated_s=DELAY)
     async with connector_state(tmp_path) as st:
         handler = RecordingHandler(reply=as_owner)
         connector = SlackConnector(config(api, clock), handler, state=st.state)

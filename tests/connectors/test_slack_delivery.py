@@ -145,13 +145,15 @@ async def test_a_post_that_times_out_is_not_posted_twice(tmp_path: Path) -> None
             connector = SlackConnector(config(api, clock, send_timeout_s=1), handler, state=st.state)
             await connector.start()
             try:
-                api.slow("chat.postMessage", seconds=1.6)
+                api.hold("chat.postMessage")
                 await SlackSender(SECRET, lambda: connector.port).event(
                     event_envelope(im_message("U1", "hello", channel="DU1"), event_id="Ev-t1")
                 )
                 await until(lambda: bool(st.owner_notes), timeout=10)
+                await connector.drain()  # the listener is done: the courier gave up, no retry came first
+                api.late.release()
+                await api.late.answered_late()  # the late answer comes; nothing is posted again
                 await connector.drain()
-                await asyncio.sleep(0.8)  # past the late answer: a retry would have shown up by now
             finally:
                 await connector.stop()
             assert [p["text"] for p in api.posts("DU1")] == ["answer to hello"]

@@ -198,11 +198,12 @@ async def test_a_send_that_times_out_is_not_retried_and_kept_as_maybe_delivered(
     tg = fake_telegram
     handler = AuditedEcho(st, disclose=True)
     async with connected(config(tg, clock, send_timeout_s=0.3), handler, st):
-        tg.slow("sendMessage", seconds=1.0)
+        tg.hold("sendMessage")
         tg.private_text(ALICE, "hello")
-        [undelivered] = await records(st, "undelivered")
+        [undelivered] = await records(st, "undelivered")  # the courier gave up: no retry came first
         await until(lambda: bool(st.owner_notes))
-        await asyncio.sleep(0.8)  # the late answer comes; nothing is sent again
+        tg.late.release()
+        await tg.late.answered_late()  # the late answer comes; nothing is sent again
     assert [s["chat_id"] for s in tg.sent] == [42] and len(sends(tg)) == 1  # posted once, never again
     [kept] = await st.deliveries.pending()
     assert kept.unknown and (kept.error, kept.attempts) == ("TimedOut", 1)

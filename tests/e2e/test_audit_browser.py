@@ -12,14 +12,14 @@ import asyncio
 import io
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testkit.audit_page import SCRIPT_Q, TOKEN, AuditData, PageProcess, build_audit
+from testkit.audit_page import SCRIPT_Q, TOKEN, AuditData, PageProcess, PageThread, build_audit
+from testkit.clock import FakeTimer
 from testkit.house import HOUSE_Q
 
 SCREENSHOT_DIR = os.environ.get("EPMEM_SCREENSHOT_DIR")
@@ -141,13 +141,16 @@ def test_timeline_decision_and_who_knows_in_chromium(
 
 
 def test_sign_in_sign_out_and_expiry_in_chromium(page: tuple[PageProcess, AuditData], browser: Any) -> None:
-    """Issue 21: a random session per sign-in, a way to sign out, and an end to every session."""
+    """Issue 21: a random session per sign-in, a way to sign out, and an end to every session.
+    The page is served in-process on a clock the test moves: the session ends on the server
+    while the browser still holds its cookie, so the form comes back from the server's check."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     _, data = page
-    short = PageProcess(data, "--session-hours", "0.001")  # 3.6 s
+    clock = FakeTimer()
+    short = PageThread(data, clock.now, ttl_s=3600.0)
     try:
         wait = WebDriverWait(browser, 20)
 
@@ -170,9 +173,10 @@ def test_sign_in_sign_out_and_expiry_in_chromium(page: tuple[PageProcess, AuditD
 
         second = sign_in()
         assert second != first  # a new random session, not a hash of the token
-        time.sleep(4.0)
+        clock.advance(3600.0)
         browser.get(short.url)
-        wait.until(ec.presence_of_element_located((By.ID, "token")))
+        note = wait.until(ec.presence_of_element_located((By.ID, "note")))
+        assert "session expired" in note.text and browser.find_elements(By.ID, "token")
         assert not browser.find_elements(By.ID, "timeline")  # expired: signed out
     finally:
         short.stop()

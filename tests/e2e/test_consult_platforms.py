@@ -39,6 +39,9 @@ from testkit.fake_slack import wait_for as poll
 from testkit.fake_telegram import FakeTelegram
 from testkit.house import grace_chat_export, OWNER_SLACK, OWNER_TG, SLACK, TEAM, TG, house_runtime, reopen, write_policy
 
+#: its fixtures build data folders through imports (real models): more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "consult-signing-secret"
 QUESTION = "How is Maya's marathon training going?"

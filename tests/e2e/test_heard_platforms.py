@@ -44,6 +44,9 @@ from testkit.fake_telegram import FakeTelegram
 from testkit.house import OWNER_SLACK, OWNER_TG, SLACK, TEAM, grace_chat_export, house_runtime, write_policy
 from tests.e2e.test_consult_platforms import SECRET, Note, SlackDriver, TelegramDriver, ask
 
+#: its fixtures build data folders through imports (real models): more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
+
 REPO = Path(__file__).resolve().parents[2]
 START = datetime(2026, 4, 20, 19, 5, tzinfo=UTC)
 CHAT = [  # (from Grace?, text): Maya's private chat with her sister

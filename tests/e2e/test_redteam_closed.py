@@ -12,17 +12,17 @@ missed (a zero-width character, look-alike letters, 🤫) told a stranger.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from testkit.runtime import REPO
+from testkit.cli import run_cli
+
+#: its fixtures build data folders through imports (real models): more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "redteam"
-EPMEM = [sys.executable, "-m", "bot.cli"]
 
 #: (asker, question, words that would tell a fact the asker may not know)
 ASKED = [
@@ -39,8 +39,7 @@ ASKED = [
 
 
 def epmem(*args: str, data: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING"}
-    return subprocess.run([*EPMEM, *args], input=stdin, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    return run_cli(list(args), {"EPMEM_DATA_DIR": str(data), "EPMEM_LOG_LEVEL": "WARNING"}, stdin)
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,9 @@ from bot.serve import Service
 from testkit.fake_telegram import FakeTelegram
 from testkit.house import grace_chat_export, OWNER_TG, TG, house_runtime, write_policy
 
+#: its fixtures build data folders through imports (real models): more than the suite's 120 s on busy cores
+pytestmark = pytest.mark.timeout(600)
+
 REPO = Path(__file__).resolve().parents[2]
 OWNER = FakeTelegram.user(OWNER_TG, "Maya")
 LEO = FakeTelegram.user(TG["leo"], "Leo")

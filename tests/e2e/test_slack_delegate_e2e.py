@@ -1,14 +1,15 @@
 """Slack delegate mode with the real agent: ``epmem run`` holding the owner's user token.
 
 The service is started from the environment as ``epmem run`` would be, with ``SLACK_USER_TOKEN``
-(the owner Maya's ``xoxp-`` token) and a short ``EPMEM_SLACK_DELEGATE_DELAY_S``. Events from the
+(the owner Maya's ``xoxp-`` token) and ``EPMEM_SLACK_DELEGATE_DELAY_S``. Events from the
 owner's own DMs name Maya as the authorized party; replies to them are posted with her token,
-under the same policy, approval mode and audit as the bot's own replies.
+under the same policy, approval mode and audit as the bot's own replies. The service runs on the
+test's clock (:class:`~testkit.clock.GatedTimer`): the delegate's wait passes at once, or stays
+open until the test says, so "Maya answered first" is ordered by events, not by sleeping.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ import pytest_asyncio
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import Service
-from connectors.slack import SlackConnector
+from connectors.slack import ChatRef, SlackConnector
+from testkit.clock import GatedTimer
 from testkit.fake_slack import (
     BOT_USER,
     FakeSlackApi,
@@ -33,7 +35,7 @@ from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TRUTH, house_runtime
 
 SECRET = "delegate-e2e-secret"
 USER_TOKEN = "xoxp-maya"
-DELAY_S = 0.4
+DELAY_S = 30.0  # virtual seconds on the test's clock
 LEO, RAJ = SLACK["leo"], SLACK["raj"]
 
 
@@ -48,6 +50,7 @@ class Bot:
     runtime: Runtime
     connector: SlackConnector
     sender: SlackSender
+    timer: GatedTimer
     n: int = 0
 
     async def dm_owner(self, user: str, text: str, ts: str) -> None:
@@ -94,13 +97,16 @@ async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     }.items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
-    service = Service(runtime, PlatformSettings())
+    timer = GatedTimer(gated_s=DELAY_S)
+    timer.open()  # Maya's chance to answer first passes at once, unless a test shuts the gate
+    service = Service(runtime, PlatformSettings(), timer=timer.timer)
     try:
         await service.start()
         [connector] = service.connectors
         assert isinstance(connector, SlackConnector)
-        yield Bot(api, runtime, connector, SlackSender(SECRET, lambda: connector.port))
+        yield Bot(api, runtime, connector, SlackSender(SECRET, lambda: connector.port), timer)
     finally:
+        timer.open()
         await service.stop()
         await runtime.close()
         await api.stop()
@@ -111,6 +117,7 @@ async def test_a_colleagues_dm_to_the_owner_is_answered_as_the_owner(bot: Bot) -
     await wait_for(lambda: bool(bot.as_owner(owners_dm(LEO))), timeout=10)
     [reply] = bot.as_owner(owners_dm(LEO))
     assert TRUTH in reply  # Leo may know; the answer goes out from Maya's own account
+    assert bot.timer.sleeps.count(DELAY_S) == 1  # after Maya's chance to answer, as configured
     await bot.connector.drain()
     [record] = await bot.runtime.audit.records(kind="reply")
     assert record.body["delegation"] == "dm" and record.body["chat"] == f"as-owner:{owners_dm(LEO)}"
@@ -158,7 +165,9 @@ async def test_a_contact_set_to_silent_gets_nothing(bot: Bot) -> None:
 
 
 async def test_the_owner_typing_first_stops_the_delegate(bot: Bot) -> None:
+    bot.timer.shut()
     await bot.dm_owner(LEO, HOUSE_Q, "1700000104.000100")
+    await wait_for(lambda: bot.timer.waiting == 1)  # Leo's message waits out Maya's chance
     # Maya answers herself within the delay; her message event reaches the app
     envelope = event_envelope(
         im_message(OWNER_SLACK, "Going well, tell you Friday!", channel=owners_dm(LEO), ts="1700000105.000100"),
@@ -166,7 +175,9 @@ async def test_the_owner_typing_first_stops_the_delegate(bot: Bot) -> None:
         authorized=OWNER_SLACK,
     )
     assert (await bot.sender.event(envelope))[0] == 200
-    await asyncio.sleep(DELAY_S)
+    leo = ChatRef(owners_dm(LEO), None, as_owner=True)
+    await wait_for(lambda: bot.connector.watch.answered(leo, "1700000104.000100", anywhere=True))
+    bot.timer.open()  # the delay is over
     await bot.connector.drain()
     assert bot.as_owner(owners_dm(LEO)) == []
     [quiet] = await bot.runtime.audit.records(kind="non_text")
@@ -177,13 +188,13 @@ async def test_the_owner_typing_first_stops_the_delegate(bot: Bot) -> None:
 async def test_mentions_of_the_owner_are_answered_only_once_turned_on(bot: Bot) -> None:
     mention = channel_message(RAJ, f"<@{OWNER_SLACK}> {HOUSE_Q}", ts="1700000106.000100")
     assert (await bot.sender.event(event_envelope(mention, event_id="Ev-m1", authorized=OWNER_SLACK)))[0] == 200
-    await asyncio.sleep(DELAY_S)
     await bot.connector.drain()
     assert bot.as_owner("C1") == []
     assert "answered" in await bot.owner_command("delegate mentions on")
     again = channel_message(RAJ, f"<@{OWNER_SLACK}> {HOUSE_Q}", ts="1700000107.000100")
     assert (await bot.sender.event(event_envelope(again, event_id="Ev-m2", authorized=OWNER_SLACK)))[0] == 200
     await wait_for(lambda: bool(bot.as_owner("C1")), timeout=10)
+    await bot.connector.drain()  # the first mention's listener, long started, is done too
     [post] = [c.params for c in bot.api.calls_to("chat.postMessage") if c.token == USER_TOKEN]
     assert post["thread_ts"] == "1700000107.000100"
     [record] = await bot.runtime.audit.records(kind="reply")

@@ -1,0 +1,51 @@
+"""The `epmem` command run in this process (typer's :class:`~typer.testing.CliRunner`), for
+tests of what a command says and does, where a fresh interpreter is not what is tested.
+
+It answers like ``subprocess.run`` (a :class:`subprocess.CompletedProcess` with the exit status,
+stdout and stderr), from the repository root, with the given environment on top of this one.
+Each run starts with logging as a fresh process has it (``epmem`` configures it once per
+process, onto this run's stderr) and leaves the test process's logging as it found it; a
+warning is printed to that stderr as a new process prints it, not raised (the suite makes
+warnings errors: that is for the code under test in-process, not for a command's output). An
+exception the command did not turn into an exit status is raised, not hidden in an exit code:
+a real process would have printed a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+import warnings
+from collections.abc import Iterator, Mapping
+
+import structlog
+from typer.testing import CliRunner
+
+from bot import log_setup
+from bot.cli import app
+from testkit.runtime import REPO
+
+
+@contextlib.contextmanager
+def _fresh_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    config = structlog.get_config()
+    log_setup._configured = False  # as in a new process: the command configures it
+    try:
+        yield
+    finally:
+        log_setup._configured = False
+        structlog.configure(**config)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def run_cli(args: list[str], env: Mapping[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    with _fresh_logging(), contextlib.chdir(REPO), warnings.catch_warnings():
+        warnings.simplefilter("default")
+        result = CliRunner().invoke(app, args, input=stdin, env=dict(env), catch_exceptions=True)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["epmem", *args], result.exit_code, result.stdout, result.stderr)
