@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
 import warnings
 from collections.abc import Iterator, Mapping
@@ -23,7 +24,7 @@ import structlog
 from typer.testing import CliRunner
 
 from bot import log_setup
-from bot.cli import app
+from bot.cli import app, common
 from testkit.runtime import REPO
 
 
@@ -42,8 +43,25 @@ def _fresh_logging() -> Iterator[None]:
         root.setLevel(level)
 
 
+@contextlib.contextmanager
+def _fresh_consoles(env: Mapping[str, str]) -> Iterator[None]:
+    """The command's rich consoles as a new process makes them: a Console reads ``COLUMNS`` when
+    it is made, and this process made them once, under whatever an earlier test's environment
+    said (a table then wraps at another width than the one this run asks for)."""
+    consoles = (common.out, common.err)
+    widths = [c._width for c in consoles]
+    columns = env.get("COLUMNS", os.environ.get("COLUMNS", ""))
+    try:
+        for c in consoles:
+            c._width = int(columns) if columns.isdigit() else None
+        yield
+    finally:
+        for c, width in zip(consoles, widths):
+            c._width = width
+
+
 def run_cli(args: list[str], env: Mapping[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    with _fresh_logging(), contextlib.chdir(REPO), warnings.catch_warnings():
+    with _fresh_logging(), _fresh_consoles(env), contextlib.chdir(REPO), warnings.catch_warnings():
         warnings.simplefilter("default")
         result = CliRunner().invoke(app, args, input=stdin, env=dict(env), catch_exceptions=True)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
