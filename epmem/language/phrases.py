@@ -12,10 +12,9 @@ are said as stored.
 from __future__ import annotations
 
 from pathlib import Path
+from string import Formatter
 
-import yaml
-
-from epmem.language.settings import FOLDER, SettingsError
+from epmem.language.settings import FOLDER, SettingsError, read_yaml
 
 
 def phrases_path(code: str, folder: Path = FOLDER) -> Path:
@@ -26,26 +25,14 @@ def load_phrases(code: str, folder: Path = FOLDER) -> dict[str, str]:
     """The catalogue of ``code``, checked: a mapping of keys to text (a broken file is an
     error naming the file and the key, at start, not a reply that fails later)."""
     path = phrases_path(code, folder)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SettingsError(f"{path}: phrase catalogue missing") from None
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"{path}: not YAML ({' '.join(str(exc).split())})") from None
+    data = read_yaml(path, "phrase catalogue")
     if not isinstance(data, dict) or not data:
         raise SettingsError(f"{path}: expected a mapping of phrase keys to text")
     for key, text in data.items():
         if not isinstance(key, str) or not isinstance(text, str):
             raise SettingsError(f"{path}: phrase {key!r}: expected text, got {type(text).__name__}")
         try:
-            text.format_map(_Any())
-        except (ValueError, IndexError) as exc:
+            list(Formatter().parse(text))
+        except ValueError as exc:
             raise SettingsError(f"{path}: phrase {key!r}: not a format template ({exc})") from None
     return data
-
-
-class _Any(dict[str, str]):
-    """Any placeholder name is accepted when a template is checked (only its shape is)."""
-
-    def __missing__(self, key: str) -> str:
-        return ""

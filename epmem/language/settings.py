@@ -114,15 +114,20 @@ def load_settings(code: str, folder: Path = FOLDER) -> RelevanceConfig:
         raise SettingsError(f"{settings_path(code, folder)}: {_first(exc, 'settings')}") from None
 
 
+def read_yaml(path: Path, what: str) -> object:
+    """A language data file's YAML; a missing file or broken YAML is one line naming the file."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SettingsError(f"{path}: {what} missing") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"{path}: not YAML ({' '.join(str(exc).split())})") from None
+
+
 def _values(path: Path, folder: Path, seen: Sequence[Path]) -> dict[str, object]:
     if path in seen:
         raise SettingsError(f"{path}: extends itself (through {', '.join(p.name for p in seen)})")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SettingsError(f"{path}: relevance settings file missing") from None
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"{path}: not YAML ({' '.join(str(exc).split())})") from None
+    raw = read_yaml(path, "relevance settings file")
     try:
         read = SettingsFile.model_validate(raw)
     except ValidationError as exc:
