@@ -113,6 +113,18 @@ class FakeSlackApi:
         """What the connector's ``api_url`` should be (trailing slash: slack-sdk appends)."""
         return f"{self.base_url}/api/"
 
+    def service_env(self, token: str, secret: str, **extra: str) -> dict[str, str]:
+        """The environment that points the bot's Slack connector at this server, its events
+        endpoint on a free loopback port (as FakeTelegram.service_env), plus ``extra``."""
+        return {
+            "SLACK_BOT_TOKEN": token,
+            "SLACK_SIGNING_SECRET": secret,
+            "EPMEM_SLACK_API_URL": self.api_url,
+            "EPMEM_SLACK_PORT": "0",
+            "EPMEM_SLACK_HOST": "127.0.0.1",
+            **extra,
+        }
+
     def response_url(self, name: str = "1") -> str:
         return f"{self.base_url}/respond/{name}"
 

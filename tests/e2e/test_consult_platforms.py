@@ -323,13 +323,7 @@ async def driver(
         return
     api = FakeSlackApi(members={})
     await api.start()
-    for name, value in {
-        "SLACK_BOT_TOKEN": "xoxb-consult",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "EPMEM_SLACK_API_URL": api.api_url,
-        "EPMEM_SLACK_PORT": "0",
-        "EPMEM_SLACK_HOST": "127.0.0.1",
-    }.items():
+    for name, value in api.service_env("xoxb-consult", SECRET).items():
         monkeypatch.setenv(name, value)
     d = SlackDriver(api, folders.policy)
     try:

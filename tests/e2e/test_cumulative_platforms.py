@@ -116,13 +116,7 @@ async def test_telegram_priya_hears_knee_surgery_and_the_launch(telegram: Callab
 async def slack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Callable[[Opener], Any]]:
     api = FakeSlackApi(members={})
     await api.start()
-    for name, value in {
-        "SLACK_BOT_TOKEN": "xoxb-e2e",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "EPMEM_SLACK_API_URL": api.api_url,
-        "EPMEM_SLACK_PORT": "0",
-        "EPMEM_SLACK_HOST": "127.0.0.1",
-    }.items():
+    for name, value in api.service_env("xoxb-e2e", SECRET).items():
         monkeypatch.setenv(name, value)
     started: list[tuple[Service, Runtime]] = []
 

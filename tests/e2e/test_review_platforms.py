@@ -114,13 +114,7 @@ async def slack(
 ) -> AsyncIterator[tuple[FakeSlackApi, SlackSender, Runtime]]:
     api = FakeSlackApi(members={})
     await api.start()
-    for name, value in {
-        "SLACK_BOT_TOKEN": "xoxb-review",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "EPMEM_SLACK_API_URL": api.api_url,
-        "EPMEM_SLACK_PORT": "0",
-        "EPMEM_SLACK_HOST": "127.0.0.1",
-    }.items():
+    for name, value in api.service_env("xoxb-review", SECRET).items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     await runtime.memory.add([pending(*p) for p in PENDING])

@@ -54,13 +54,7 @@ class Bot:
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
     api = FakeSlackApi(members={"C1": [LEO, RAJ, BOT_USER], "C2": [LEO, SLACK["grace"], BOT_USER]})
     await api.start()
-    for name, value in {
-        "SLACK_BOT_TOKEN": "xoxb-e2e",
-        "SLACK_SIGNING_SECRET": SECRET,
-        "EPMEM_SLACK_API_URL": api.api_url,
-        "EPMEM_SLACK_PORT": "0",
-        "EPMEM_SLACK_HOST": "127.0.0.1",
-    }.items():
+    for name, value in api.service_env("xoxb-e2e", SECRET).items():
         monkeypatch.setenv(name, value)
     runtime = await house_runtime(tmp_path / "data")
     service = Service(runtime, PlatformSettings())
