@@ -9,6 +9,7 @@ writes everything again with the new embedder. The payloads carry everything nee
 from __future__ import annotations
 
 from epmem.memory import (
+    ACROSS,
     FACTS,
     SESSIONS,
     TURNS,
@@ -44,7 +45,7 @@ async def reindex_all(settings: Settings) -> dict[str, int]:
         fact_models = [
             Fact.model_validate({k: v for k, v in h.payload.items() if k in Fact.model_fields}) for h in facts
         ]
-        for name in (TURNS, SESSIONS, FACTS):
+        for name in (TURNS, SESSIONS, FACTS, ACROSS):
             await store.drop_collection(name)
         conversations = await Conversations(store, embedder).open()
         await conversations.add(rebuilt)

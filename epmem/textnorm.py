@@ -12,25 +12,12 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
 from epmem.embedding.bilingual import CJK, has_cjk
+from epmem.english_words import STOPWORDS as STOPWORDS  # the function words, where they always were
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Za-z0-9À-ÿ])")
 #: abbreviations that end with a period but do not end a sentence.
 _ABBREV = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|No)\.$", re.IGNORECASE)
-
-#: function words: they make n-grams that any two English sentences share.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves s t d ll m re ve don won isn aren
-    wasn weren hasn haven hadn doesn didn shouldn couldn wouldn mustn may might must shall also
-    yes ok okay oh ha hey hi hello thanks thank please well really still even get got going go let
-    one two""".split()
-)
 
 
 # --------------------------------------------------------------------------- normalising

