@@ -22,13 +22,19 @@ cd "$(dirname "$0")/../.."
 sets="../shared/bench/examples ../shared/bench/cumulative ../shared/bench/storylines-v1 ../shared/bench/storylines-v2
 ../shared/bench/zh benchmarks/scenarios/own benchmarks/scenarios/storylines benchmarks/scenarios/dev-extra
 benchmarks/scenarios/confided benchmarks/scenarios/vignettes benchmarks/scenarios/storylines-heldout
-benchmarks/scenarios/zh-own benchmarks/scenarios/zh-extra benchmarks/scenarios/zh-heldout"
+benchmarks/scenarios/zh-own benchmarks/scenarios/zh-extra benchmarks/scenarios/zh-heldout
+benchmarks/scenarios/multilingual"
+# MODES: which of gold, pipeline and consult to run (default all three)
+modes=${MODES:-gold pipeline consult}
 for s in $sets; do
   n=$(basename "$s")
   for m in gold pipeline; do
+    case " $modes " in *" $m "*) ;; *) continue ;; esac
     .venv/bin/epmem bench scenarios "$s" --mode $m --json "$out/$n-$m.json" --replies "$out/$n-$m.jsonl" > "$out/$n-$m.log" 2>&1
   done
-  .venv/bin/epmem bench scenarios "$s" --mode pipeline --consult --json "$out/$n-consult.json" \
-    --replies "$out/$n-consult.jsonl" > "$out/$n-consult.log" 2>&1
+  case " $modes " in *" consult "*)
+    .venv/bin/epmem bench scenarios "$s" --mode pipeline --consult --json "$out/$n-consult.json" \
+      --replies "$out/$n-consult.jsonl" > "$out/$n-consult.log" 2>&1 ;;
+  esac
   echo "$n done $(date +%T)"
 done
