@@ -204,6 +204,9 @@ def bench_memory(
     turns_per_session: int = typer.Option(10, "--turns-per-session"),
     facts: int = typer.Option(50_000, "--facts"),
     questions: int = typer.Option(200, "--questions"),
+    embedder: str = typer.Option(
+        "minilm", "--embedder", help="minilm (the figures in benchmarks/results) or bilingual (the default)"
+    ),
 ) -> None:
     """Ingest throughput, recall and whole-reply latency p50/p95 and peak RSS at years-of-chat size."""
     from benchmarks.memory_bench import run_memory_bench
@@ -215,7 +218,7 @@ def bench_memory(
     write_json(
         run(
             run_memory_bench(
-                make_embedder("minilm"),
+                make_embedder(embedder),
                 sessions,
                 turns_per_session,
                 facts,

@@ -167,6 +167,13 @@ TEMPLATES = [
     "I need a break from {topic} for a while.",
     "{name} wants to join {topic} {day}.",
 ]
+#: questions in another language than English (the multilingual reading: a second search and the
+#: multilingual model in place of the cross-encoder, epmem/reply/relevance/multilingual.py).
+OTHER_QUESTIONS = [
+    "¿Qué tal va todo con {name}? ¿Hay novedades de esta semana?",
+    "Como foi a semana de {name}? Alguma novidade?",
+    "Czy {name} ma jakieś nowe plany na weekend?",
+]
 QUESTIONS = [
     "How did {topic} go?",
     "What happened with {topic} {day}?",
@@ -356,9 +363,11 @@ async def _reply_latency(
     reranker: Reranker | None,
     reader: str = "jamie",
     matcher: Reranker | None = None,
+    other: list[str] | None = None,
 ) -> dict[str, Any]:
     """engine.answer per question, with and without the cross-encoder and the late-interaction
-    model (same questions, same store)."""
+    model (same questions, same store); ``other``: questions in another language than English,
+    with the models (what the multilingual reading adds)."""
     db = await open_database(state, [OVERLAY])
     overlay = Overlay(db)
     try:
@@ -388,6 +397,15 @@ async def _reply_latency(
                 step.append(answer.choice.ms if answer.choice is not None else 0.0)
                 said += not answer.deflected
             out[label] = {"reply_ms": _ms(lat), "relevance_step_ms": _ms(step), "answered": said}
+            if other and model is not None:
+                for q in other[:3]:
+                    await engine.answer(q, [recipient], recipient)
+                lat = []
+                for q in other[3:]:
+                    t1 = time.perf_counter()
+                    await engine.answer(q, [recipient], recipient)
+                    lat.append((time.perf_counter() - t1) * 1000)
+                out["other_language"] = {"reply_ms": _ms(lat)}
         if reranker is not None:
             out["added_p50_ms"] = round(
                 out["with_reranker"]["reply_ms"]["p50"] - out["without_reranker"]["reply_ms"]["p50"], 2
@@ -445,12 +463,15 @@ async def run_memory_bench(
                 "facts": await store.count(FACTS),
             }
             retriever = Retriever(store, embedder, conv)
+            t0 = time.perf_counter()  # an embedder that reads across languages fills its collection here
             memory = await FactMemory(store, embedder, SubjectNormalizer(["Sam Rivera"]), sessions=retriever).open()
+            out["open_s"] = round(time.perf_counter() - t0, 2)
             qs = list(dict.fromkeys(_sentence(rng, QUESTIONS) for _ in range(questions * 3)))[:questions]
             out.update(await _recall_latency(memory, retriever, qs))
             if policy is not None:
+                other = list(dict.fromkeys(_sentence(rng, OTHER_QUESTIONS) for _ in range(questions)))[: questions // 2]
                 out["reply"] = await _reply_latency(
-                    memory, policy, Path(tmp) / "state.sqlite", qs, reranker, matcher=matcher
+                    memory, policy, Path(tmp) / "state.sqlite", qs, reranker, matcher=matcher, other=other
                 )
         finally:
             await store.close()
