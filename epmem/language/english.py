@@ -122,6 +122,22 @@ _REQUEST = re.compile(
 _ITEMS = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?=(?:the|a|an|his|her|their|my|your|our|all|any|what|how)\b)", re.I)
 
 
+#: words that point back to an earlier chat and name nothing of their own: "re the thing we talked
+#: about, when do we get the keys?" asks when the keys come.
+_BACK_REFERENCE = re.compile(
+    r"^\s*(?:re:?\s+|about\s+|so\s+|and\s+)?(?:the|that|this)\s+(?:thing|stuff|matter|plan|topic|issue)s?\s+"
+    r"(?:(?:we|you and i|i)\s+(?:were\s+)?(?:talked|talking|spoke|speaking|discussed|discussing|chatted|mentioned)"
+    r"(?:\s+about)?(?:\s+(?:last\s+\w+|earlier|before|the\s+other\s+day|yesterday))?)\s*[,:;-]\s*",
+    re.I,
+)
+
+
+def without_back_reference(sentence: str) -> str:
+    """``sentence`` without an opening that only points back to an earlier chat."""
+    rest = _BACK_REFERENCE.sub("", sentence, count=1)
+    return rest if len(rest.split()) >= 2 else sentence
+
+
 def requested(sentence: str) -> list[str]:
     """What a request asks for, thing by thing ("send him my login, the money I lent people
     and the whole COREN story" -> three things): each is one need, as a question is, and the
@@ -141,7 +157,10 @@ def question_parts(question: str, limit: int = 6) -> list[str]:
     parts = [question.strip()]
     for sentence in _SENTENCE_END.split(question.strip()):
         clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
+        own = without_back_reference(sentence)
         parts.extend([*requested(sentence), *(clauses if len(clauses) > 1 else [sentence.strip()])])
+        if own != sentence:
+            parts.append(own.strip())
     return list(dict.fromkeys(p for p in parts if p))[: max(1, limit)]
 
 

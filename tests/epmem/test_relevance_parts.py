@@ -167,3 +167,11 @@ def test_what_a_request_asks_for_is_answered_though_the_whole_message_reads_as_u
     )
     question = "Joe's lawyer here. For an affidavit we need his login and the exact monthly amount he pays for the boy's hostel."
     assert Relevance(ENGLISH.relevance, model).choose(question, events, proj).chosen == ("f1",)
+
+
+def test_words_that_only_point_back_to_an_earlier_chat_are_not_a_part_of_their_own() -> None:
+    parts = question_parts("re the thing we talked about, when do we get the keys?")
+    assert parts == ["re the thing we talked about, when do we get the keys?", "when do we get the keys?"]
+    assert "is it still on for Friday?" in question_parts("The plan we discussed last week: is it still on for Friday?")
+    assert question_parts("the thing we talked about") == ["the thing we talked about"]  # nothing else asked
+    assert question_parts("Is the plan still on?") == ["Is the plan still on?"]
