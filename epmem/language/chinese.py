@@ -223,6 +223,16 @@ class SharedWords:
 PHRASES: dict[str, str] = load_phrases("zh")
 
 
+_REFERS_BACK = re.compile(
+    r"(?:我们|咱们|上次|之前|那天)(?:说|聊|谈|讨论)(?:过|到|起)?的(?:那件事|那个|事情|事儿|计划)?"
+)
+
+
+def refers_back(question: str) -> bool:
+    """Whether ``question`` points back to an earlier chat with the asker ("我们上次聊的那件事")."""
+    return _REFERS_BACK.search(question) is not None
+
+
 def shared_words(owner: str) -> SharedWords:
     """The cross-encoder's stand-in for one reply: the owner's names say nothing."""
     return SharedWords(ignore=name_forms(owner))
@@ -241,4 +251,5 @@ CHINESE = LanguageSpec(
     phrases=PHRASES,
     stand_in=shared_words,
     priority=10,
+    refers_back=refers_back,
 )

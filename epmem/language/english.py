@@ -132,6 +132,22 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+_REFERS_BACK = re.compile(
+    r"\b(?:the|that|this)\s+(?:thing|stuff|matter|plan|topic|issue)s?\s+(?:we|you and i|i)\s+(?:were\s+)?"
+    r"(?:talked|talking|spoke|speaking|discussed|discussing|chatted|mentioned)\b"
+    r"|\bwhat\s+we\s+(?:talked|spoke|discussed|chatted)\b"
+    r"|\b(?:as|like)\s+(?:we|i)\s+(?:said|discussed|agreed)\b"
+    r"|\byou\s+(?:told|mentioned\s+to)\s+me\s+(?:about\s+)?(?:before|earlier|last)\b",
+    re.I,
+)
+
+
+def refers_back(question: str) -> bool:
+    """Whether ``question`` points back to an earlier chat with the asker ("re the thing we talked
+    about", "any news on what we discussed?", "like I said")."""
+    return _REFERS_BACK.search(question) is not None
+
+
 def without_back_reference(sentence: str) -> str:
     """``sentence`` without an opening that only points back to an earlier chat."""
     rest = _BACK_REFERENCE.sub("", sentence, count=1)
@@ -191,4 +207,5 @@ ENGLISH = LanguageSpec(
     parts=question_parts,
     relevance=load_settings("en"),
     phrases=PHRASES,
+    refers_back=refers_back,
 )

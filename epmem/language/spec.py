@@ -58,6 +58,9 @@ class LanguageSpec:
     #: the owner's name (Chinese: the words a fact shares with the question). None: the model.
     stand_in: Callable[[str], Reranker] | None = None
     priority: int = 0
+    #: whether a question points back to an earlier chat with the asker ("the thing we talked
+    #: about"): recall then reads what the asker heard or said (epmem/memory/recall.py).
+    refers_back: Callable[[str], bool] = lambda question: False
 
 
 _REGISTRY: dict[str, LanguageSpec] = {}

@@ -295,23 +295,42 @@ class FactMemory:
         least = self.config.min_relevance + lift * (1 - self.config.min_relevance)
         return [h for h in hits if h.score >= least]
 
-    async def recall(self, question: str) -> list[RecalledEvent]:
+    async def _theirs(self, query: Vectors, asker: str) -> list[Hit]:
+        """The facts ``asker`` heard said or said themselves, nearest to ``query`` first."""
+        rows = [
+            await self.store.query_dense(FACTS, query, self.config.candidates, {field: [asker]}, _HIT_FIELDS)
+            for field in ("heard_by", "stated_by")
+        ]
+        return _best_of(*rows)
+
+    async def recall(self, question: str, asker: str | None = None) -> list[RecalledEvent]:
         """Events whose facts are about the question, best first, each with all its facts
         (so a cover is at hand when its truth is what the question matched).
 
         A fact's relevance is its similarity to the question plus the question's similarity to
         the fact's category: "did she get any money from work?" shares no word with "she
         received a retention bonus", but it is plainly a finances question.
+
+        ``asker``: the question points back to an earlier chat with this contact ("re the thing
+        we talked about, when do we get the keys?"). The thing is one of those they heard said or
+        said themselves, so only those are recalled, the nearest named for sure (its score lifted
+        to 1) and the others at their distance below it; the relevance step then weighs them as
+        any other. When they heard and said nothing stored, the words alone are read.
         """
         asked = readings(self.embedder, self.normalize(question))
         query = asked[0]
-        hits = await self._query_each(asked)
-        if self._across is not None and self._reads_across(question):
-            hits = _best_of(hits, await self._query_across(question))
+        earlier = await self._theirs(query, asker) if asker else []
+        if earlier:
+            lift = 1.0 - earlier[0].score
+            hits = [Hit(h.key, h.payload, h.score + lift) for h in earlier]
+        else:
+            hits = await self._query_each(asked)
+            if self._across is not None and self._reads_across(question):
+                hits = _best_of(hits, await self._query_across(question))
         by_category = {k: max(v) for k, v in _columns([self._category_scores(q) for q in asked]).items()}
-        weight = self.config.category_weight
+        weight = 0.0 if earlier else self.config.category_weight
         scores = {h.key: h.score + weight * by_category.get(str(h.payload.get("category")), 0.0) for h in hits}
-        floor = float("-inf") if is_catch_up(question) else self.config.min_relevance
+        floor = float("-inf") if is_catch_up(question) or earlier else self.config.min_relevance
         prior: dict[str, float] = {}
         wanted = self.sessions is not None and self.config.session_weight > 0
         if wanted and self.sessions is not None and any(v >= floor for v in scores.values()):

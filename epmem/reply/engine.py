@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from epmem.language import Language, choose, say
+from epmem.language import Language, choose, of, say
 from epmem.policy.calculus import Recipient, Rulebook, audience_allows
 from epmem.reply.compose import ReplyWriter, Written
 from epmem.reply.composite import HeldBack, limit_to_composite
@@ -183,7 +183,8 @@ class PrivacyEngine(ReadsPolicy):
             reply = say(talk, lang, owner=self.policy.owner.name)
             elapsed = (time.perf_counter() - started) * 1000
             return Answer(reply, False, Projection(()), self.responder.name, elapsed, notes=(f"small_talk:{talk}",))
-        events = await self.memory.recall(question)
+        asker = recipient.id if of(question).refers_back(question) else None
+        events = await self.memory.recall(question, asker)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
         rulebook = await self.rulebook(now)
