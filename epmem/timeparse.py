@@ -36,6 +36,19 @@ _MONTH_YEAR = re.compile(rf"\b({_MON}),? (\d{{4}})\b")
 _YEAR = re.compile(r"\b(?:in|of|during) (\d{4})\b")
 
 
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? ({_MON})\b")
+_MONTH_DAY = re.compile(rf"\b({_MON}) (\d{{1,2}})(?:st|nd|rd|th)?\b")
+
+
+def named_days(text: str) -> set[tuple[int, int]]:
+    """The calendar days ``text`` names by day and month ("15 June", "June 15th", "the 3rd of
+    May"), as (month, day); a year, if any, is not read: a chat says "on 15 June" of this year."""
+    s = text.casefold()
+    days = {(_MONTHS[m.group(2)], int(m.group(1))) for m in _DAY_MONTH.finditer(s)}
+    days |= {(_MONTHS[m.group(1)], int(m.group(2))) for m in _MONTH_DAY.finditer(s)}
+    return {(month, day) for month, day in days if 1 <= day <= 31}
+
+
 def _day(year: int, month: int, day: int) -> tuple[datetime, datetime] | None:
     try:
         start = datetime(year, month, day, tzinfo=UTC)

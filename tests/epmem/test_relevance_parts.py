@@ -175,3 +175,24 @@ def test_words_that_only_point_back_to_an_earlier_chat_are_not_a_part_of_their_o
     assert "is it still on for Friday?" in question_parts("The plan we discussed last week: is it still on for Friday?")
     assert question_parts("the thing we talked about") == ["the thing we talked about"]  # nothing else asked
     assert question_parts("Is the plan still on?") == ["Is the plan still on?"]
+
+
+def test_a_question_naming_a_day_is_answered_by_what_happens_that_day() -> None:
+    from epmem.timeparse import named_days
+
+    assert named_days("what is happening in the canteen on 15 June?") == {(6, 15)}
+    assert named_days("June 15th, and the 3rd of May") == {(6, 15), (5, 3)}
+    assert named_days("on Friday") == set() and named_days("in May 2024") == set()
+    events, proj = storyline(
+        ("f1", "e1", "The union is holding its general meeting of members on 15 June.", 0.45),
+        ("f2", "e2", "Krzysiek caught a 9 kg carp at Lake Kiekrz.", 0.47),
+    )
+    # the cross-encoder reads the request around the date and rates both facts below its answer line
+    model = PerPart({("canteen", "union"): -3.5, ("canteen", "carp"): -3.0})
+    question = "Panie Krzysztofie, what exactly is happening in the canteen on 15 June?"
+    assert Relevance(ENGLISH.relevance, model).choose(question, events, proj).chosen == ("f1",)
+    # without the day, neither answers
+    assert (
+        Relevance(ENGLISH.relevance, model).choose("what exactly is happening in the canteen?", events, proj).chosen
+        == ()
+    )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
+from epmem.timeparse import named_days
 
 OPEN_KINDS: tuple[QuestionKind, ...] = ("open", "state")
 
@@ -51,7 +52,10 @@ class Reading:
         part of the question."""
         if self.reranker is None or self.config.rerank_limit == 0 or not facts:
             return {}, 0, {}
-        return read_with_truth(self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled)
+        logit, read, by_part = read_with_truth(
+            self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled
+        )
+        return _same_day(self.question, facts, logit, self.recalled, self.config.rescue_logit), read, by_part
 
 
 def read(
@@ -103,6 +107,26 @@ def _maxsims(
     if not facts:
         return {}
     return read_with_truth(matcher, [question], facts, recalled)[0]
+
+
+def _same_day(
+    question: str, facts: Sequence[FactDecision], logit: dict[str, float], recalled: dict[str, Recalled], sure: float
+) -> dict[str, float]:
+    """A question that names a calendar day ("what exactly is happening in the canteen on 15 June?")
+    is answered by what happens that day: a fact read here that names the same day (or whose cover
+    or truth does) is as sure an answer as the cross-encoder's surest (``sure``, its rescue logit),
+    whatever else the question's words say. The cross-encoder reads the request around the date
+    and rates "The union is holding its general meeting on 15 June" at -3.5."""
+    asked = named_days(question)
+    if not asked:
+        return logit
+    pairs = counterparts(recalled)
+    out = dict(logit)
+    for d in facts:
+        texts = [d.fact.text, *(recalled[o].fact.text for o in pairs.get(d.fact.id, ()) if o in recalled)]
+        if d.fact.id in out and any(named_days(t) & asked for t in texts):
+            out[d.fact.id] = max(out[d.fact.id], sure)
+    return out
 
 
 def owner_called(owner: str, texts: Sequence[str]) -> str:
