@@ -71,3 +71,20 @@ def test_the_reader_puts_the_medians_where_the_cross_encoder_has_them() -> None:
     assert UNRELATED_LOGIT + slope * (ANSWERS_SIMILARITY - UNRELATED_SIMILARITY) == pytest.approx(ANSWERS_LOGIT)
     scores = reader.score("¿cuándo es la boda de Fer?", [ROSA[0][2], ROSA[2][2]])
     assert scores[0] > scores[1]
+
+
+def test_a_language_the_model_reads_less_closely_is_measured_against_its_own_unrelated_facts() -> None:
+    reader = multilingual_reader()
+    assert reader is not None
+    facts = [
+        "The union committee will hold a strike referendum on 15 June.",
+        "Krzysiek caught a 9 kg carp at Lake Kiekrz.",
+        "Krzysiek's daughter Zosia has her First Communion on 17 May at St Martin's.",
+        "Oksana's work permit renewal has been stuck at the voivodeship office for four months.",
+    ]
+    question = "czego żądamy od kierownictwa i czy głosowanie w sprawie strajku jest nadal aktualne?"
+    logits = reader.score(question, facts)
+    # the answer scores only 0.25 in Polish; against the English median of unrelated facts (0.164) it
+    # would read as barely related (below the veto), against this question's own (0.01) it answers
+    assert logits[0] > 0 > max(logits[1:])
+    assert reader.score(question, facts[:2])[0] < 0  # two facts say nothing of where unrelated lies
