@@ -68,10 +68,10 @@ def test_a_written_file_loads_back_to_the_same_settings(tmp_path: Path) -> None:
     assert load_settings("en", tmp_path) == tuned
     assert read_provenance("en", tmp_path)["commit"] == "abc1234"
     assert "  # nothing below this relevance is said" in settings_path("en", tmp_path).read_text(encoding="utf-8")
-    # a language extending another writes only what differs from it (Chinese: seven values) ...
+    # a language extending another writes only what differs from it (Chinese: ten values) ...
     write_settings(settings_path("zh", tmp_path), CHINESE.relevance, PROVENANCE, ("en", ENGLISH.relevance))
     written = settings_path("zh", tmp_path).read_text(encoding="utf-8")
-    assert written.count("\n  # ") == 7 and "extends: en" in written
+    assert written.count("\n  # ") == 10 and "extends: en" in written
     # ... and a value retuned for the language it extends is retuned for it too
     assert load_settings("zh", tmp_path) == CHINESE.relevance.replace(floor=0.65, veto=-4.0)
 
