@@ -39,7 +39,7 @@ from epmem.memory.retrieval import Retriever
 from epmem.memory.sessions import Message, build_sessions
 from epmem.store.base import PointIn
 from epmem.store.edge import EdgeStore
-from epmem.policy.calculus import Rulebook
+from epmem.policy.calculus import Recipient, Rulebook
 from epmem.policy.model import Policy
 from epmem.policy.overlay import MIGRATIONS as OVERLAY, Overlay
 from epmem.sqlite import open_database
@@ -355,6 +355,25 @@ def _ms(values: list[float]) -> dict[str, float]:
     return {"n": len(values), "p50": round(_percentile(values, 50), 2), "p95": round(_percentile(values, 95), 2)}
 
 
+async def _timed(
+    engine: PrivacyEngine, recipient: Recipient, questions: list[str], warm: int
+) -> tuple[list[float], list[float], int]:
+    """Each question after the first ``warm`` (asked untimed) answered and timed: the reply's
+    milliseconds, the relevance step's, and how many were answered."""
+    for q in questions[:warm]:
+        await engine.answer(q, [recipient], recipient)
+    lat: list[float] = []
+    step: list[float] = []
+    said = 0
+    for q in questions[warm:]:
+        t1 = time.perf_counter()
+        answer = await engine.answer(q, [recipient], recipient)
+        lat.append((time.perf_counter() - t1) * 1000)
+        step.append(answer.choice.ms if answer.choice is not None else 0.0)
+        said += not answer.deflected
+    return lat, step, said
+
+
 async def _reply_latency(
     memory: FactMemory,
     policy: Policy,
@@ -385,26 +404,10 @@ async def _reply_latency(
                 RulesResponder(),
                 Relevance(None, model, matcher if model is not None else None),
             )
-            for q in questions[:10]:
-                await engine.answer(q, [recipient], recipient)
-            lat: list[float] = []
-            step: list[float] = []
-            said = 0
-            for q in questions[10:]:
-                t1 = time.perf_counter()
-                answer = await engine.answer(q, [recipient], recipient)
-                lat.append((time.perf_counter() - t1) * 1000)
-                step.append(answer.choice.ms if answer.choice is not None else 0.0)
-                said += not answer.deflected
+            lat, step, said = await _timed(engine, recipient, questions, warm=10)
             out[label] = {"reply_ms": _ms(lat), "relevance_step_ms": _ms(step), "answered": said}
             if other and model is not None:
-                for q in other[:3]:
-                    await engine.answer(q, [recipient], recipient)
-                lat = []
-                for q in other[3:]:
-                    t1 = time.perf_counter()
-                    await engine.answer(q, [recipient], recipient)
-                    lat.append((time.perf_counter() - t1) * 1000)
+                lat, _, _ = await _timed(engine, recipient, other, warm=3)
                 out["other_language"] = {"reply_ms": _ms(lat)}
         if reranker is not None:
             out["added_p50_ms"] = round(

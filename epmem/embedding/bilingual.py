@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import lru_cache
 
 import numpy as np
 
@@ -90,18 +91,11 @@ class UseEmbedder:
         return normed
 
 
-_shared_use: UseEmbedder | None = None
-_shared_lock = threading.Lock()
-
-
+@lru_cache(maxsize=1)
 def shared_use() -> UseEmbedder:
     """One USE instance per process: the embedder and the relevance step's multilingual reader
     (epmem/reply/relevance/multilingual.py) read with the same weights, loaded once."""
-    global _shared_use
-    with _shared_lock:
-        if _shared_use is None:
-            _shared_use = UseEmbedder()
-        return _shared_use
+    return UseEmbedder()
 
 
 class BilingualEmbedder:

@@ -122,19 +122,22 @@ _REQUEST = re.compile(
 _ITEMS = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?=(?:the|a|an|his|her|their|my|your|our|all|any|what|how)\b)", re.I)
 
 
+#: "the thing we talked about", "that plan I mentioned": an earlier chat, named by nothing else.
+_THING_WE_TALKED = (
+    r"(?:the|that|this)\s+(?:thing|stuff|matter|plan|topic|issue)s?\s+(?:we|you and i|i)\s+(?:were\s+)?"
+    r"(?:talked|talking|spoke|speaking|discussed|discussing|chatted|mentioned)"
+)
 #: words that point back to an earlier chat and name nothing of their own: "re the thing we talked
 #: about, when do we get the keys?" asks when the keys come.
 _BACK_REFERENCE = re.compile(
-    r"^\s*(?:re:?\s+|about\s+|so\s+|and\s+)?(?:the|that|this)\s+(?:thing|stuff|matter|plan|topic|issue)s?\s+"
-    r"(?:(?:we|you and i|i)\s+(?:were\s+)?(?:talked|talking|spoke|speaking|discussed|discussing|chatted|mentioned)"
-    r"(?:\s+about)?(?:\s+(?:last\s+\w+|earlier|before|the\s+other\s+day|yesterday))?)\s*[,:;-]\s*",
+    rf"^\s*(?:re:?\s+|about\s+|so\s+|and\s+)?{_THING_WE_TALKED}"
+    r"(?:\s+about)?(?:\s+(?:last\s+\w+|earlier|before|the\s+other\s+day|yesterday))?\s*[,:;-]\s*",
     re.I,
 )
 
 
 _REFERS_BACK = re.compile(
-    r"\b(?:the|that|this)\s+(?:thing|stuff|matter|plan|topic|issue)s?\s+(?:we|you and i|i)\s+(?:were\s+)?"
-    r"(?:talked|talking|spoke|speaking|discussed|discussing|chatted|mentioned)\b"
+    rf"\b{_THING_WE_TALKED}\b"
     r"|\bwhat\s+we\s+(?:talked|spoke|discussed|chatted)\b"
     r"|\b(?:as|like)\s+(?:we|i)\s+(?:said|discussed|agreed)\b"
     r"|\byou\s+(?:told|mentioned\s+to)\s+me\s+(?:about\s+)?(?:before|earlier|last)\b",

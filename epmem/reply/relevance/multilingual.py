@@ -22,8 +22,8 @@ for that question (:meth:`MultilingualReader._unrelated`).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -80,19 +80,11 @@ class MultilingualReader:
         return min(UNRELATED_SIMILARITY, float(np.median(similarity)))
 
 
-_reader: MultilingualReader | None = None
-_unavailable = False
-_lock = threading.Lock()
-
-
+@lru_cache(maxsize=1)
 def multilingual_reader() -> MultilingualReader | None:
     """The shared reader, or None where the multilingual model is not installed (the relevance
     step then weighs recall's scores alone, as with no cross-encoder)."""
-    global _reader, _unavailable
-    with _lock:
-        if _reader is None and not _unavailable:
-            try:
-                _reader = MultilingualReader(shared_use())
-            except EmbedderUnavailable:
-                _unavailable = True
-        return _reader
+    try:
+        return MultilingualReader(shared_use())
+    except EmbedderUnavailable:
+        return None

@@ -55,7 +55,7 @@ class Reading:
         logit, read, by_part = read_with_truth(
             self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled
         )
-        return _same_day(self.question, facts, logit, self.recalled, self.config.rescue_logit), read, by_part
+        return _same_day(self, facts, logit), read, by_part
 
 
 def read(
@@ -109,23 +109,20 @@ def _maxsims(
     return read_with_truth(matcher, [question], facts, recalled)[0]
 
 
-def _same_day(
-    question: str, facts: Sequence[FactDecision], logit: dict[str, float], recalled: dict[str, Recalled], sure: float
-) -> dict[str, float]:
+def _same_day(r: Reading, facts: Sequence[FactDecision], logit: dict[str, float]) -> dict[str, float]:
     """A question that names a calendar day ("what exactly is happening in the canteen on 15 June?")
     is answered by what happens that day: a fact read here that names the same day (or whose cover
-    or truth does) is as sure an answer as the cross-encoder's surest (``sure``, its rescue logit),
+    or truth does) is as sure an answer as the cross-encoder's surest (its ``rescue_logit``),
     whatever else the question's words say. The cross-encoder reads the request around the date
     and rates "The union is holding its general meeting on 15 June" at -3.5."""
-    asked = named_days(question)
+    asked = named_days(r.question)
     if not asked:
         return logit
-    pairs = counterparts(recalled)
     out = dict(logit)
     for d in facts:
-        texts = [d.fact.text, *(recalled[o].fact.text for o in pairs.get(d.fact.id, ()) if o in recalled)]
+        texts = [d.fact.text, *(r.recalled[o].fact.text for o in r.pairs.get(d.fact.id, ()) if o in r.recalled)]
         if d.fact.id in out and any(named_days(t) & asked for t in texts):
-            out[d.fact.id] = max(out[d.fact.id], sure)
+            out[d.fact.id] = max(out[d.fact.id], r.config.rescue_logit)
     return out
 
 
