@@ -84,14 +84,23 @@ def present(session: Session) -> list[str]:
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
 
 
-def listeners(session: Session) -> list[str]:
+def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
     """Who heard it said (heard it from you, docs/DESIGN.md sec. 3): the readers a live
     platform named when it was said (``Session.present``); else the conversation's other party:
     in a direct chat, the person it was with; in a group, the one the owner was talking with
     (the sub-session's counterpart: the message answered, the person named, else the one who
-    spoke just before). An export names no members, and a bystander in a busy group may not
-    have read a remark meant for someone else: where unsure, fewer people heard it."""
-    people = session.present or session.participants
+    spoke just before), and the members who wrote in the same conversation after every message
+    it came from (``Turn.answered_by``: they were reading then). An export names no members,
+    and a silent member of a busy group may not have read a remark meant for someone else:
+    where unsure, fewer people heard it."""
+    if session.present:
+        people = list(session.present)
+    else:
+        people = list(session.participants)
+        said = [session.turns[t] for t in turns if 0 <= t < len(session.turns)]
+        if session.chat_kind == "group" and said:
+            common = set(said[0].answered_by).intersection(*(t.answered_by for t in said[1:]))
+            people += [p for p in said[0].answered_by if p in common]
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
 
 
@@ -268,7 +277,7 @@ class Finalizer(ReadsPolicy):
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)
         )
-        heard_by = self._heard_by(session, shut, blacklist)
+        heard_by = self._heard_by(session, d.source_turns, shut, blacklist)
         closed = not self.open_by_category
         if closed:
             shared = bool(d.source_turns) and batch.per_turn[d.source_turns[0]] > 1
@@ -299,13 +308,13 @@ class Finalizer(ReadsPolicy):
             heard_in=heard_label(session) if heard_by else None,
         )
 
-    def _heard_by(self, session: Session, shut: bool, blacklist: Sequence[str]) -> list[str]:
+    def _heard_by(self, session: Session, turns: Sequence[int], shut: bool, blacklist: Sequence[str]) -> list[str]:
         """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts
         out; nobody for a never-share fact, a cover story or a secret such as a door code (``shut``)."""
         if shut:
             return []
         denied = {m for b in blacklist for m in self.policy.groups.get(b, [b])}
-        return [p for p in listeners(session) if p in self.policy.contacts and p not in denied]
+        return [p for p in listeners(session, turns) if p in self.policy.contacts and p not in denied]
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the

@@ -67,6 +67,10 @@ class Turn:
     msg_id: str = ""
     reply_to: str | None = None
     edited: bool = False
+    #: in an exported group chat, the members who wrote in the same conversation after this
+    #: message (heard it from you: they were reading the chat when it was said; someone who
+    #: never wrote after it may have left or muted it, so they do not count). Empty otherwise.
+    answered_by: list[str] = field(default_factory=list)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,7 @@ class Turn:
             "msg_id": self.msg_id,
             "reply_to": self.reply_to,
             "edited": self.edited,
+            "answered_by": self.answered_by,
         }
 
 
@@ -199,6 +204,18 @@ def _group_threads(messages: Sequence[Message]) -> dict[str, list[Message]]:
     return threads
 
 
+def _written_after(chunk: Sequence[Message]) -> dict[str, list[str]]:
+    """For each message of one group conversation (time order), the members other than the owner
+    who wrote in it afterwards: the people an export shows were reading it then."""
+    out: dict[str, list[str]] = {}
+    seen: list[str] = []
+    for m in reversed(chunk):
+        out[m.msg_id] = list(seen)
+        if m.speaker != OWNER_ID and m.speaker not in seen:
+            seen.append(m.speaker)
+    return out
+
+
 def _order(msg_id: str) -> tuple[int, str]:
     return (int(msg_id), "") if msg_id.isdigit() else (0, msg_id)
 
@@ -215,6 +232,7 @@ def _session(
     members: list[str],
     origin: str | None,
     present: list[str],
+    later: dict[str, list[str]] | None = None,
 ) -> Session:
     first = msgs[0]
     s = Session(
@@ -241,6 +259,7 @@ def _session(
             msg_id=m.msg_id,
             reply_to=m.reply_to,
             edited=m.edited,
+            answered_by=list((later or {}).get(m.msg_id, [])),
         )
         for i, m in enumerate(msgs)
     ]
@@ -303,8 +322,9 @@ class SessionStream:
         if chunk[0].chat_kind == "direct":
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
             return [_session(base, chunk, people, members, None, present)]
+        later = _written_after(chunk)
         return [
-            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present)
+            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, later)
             for counterpart, thread in sorted(_group_threads(chunk).items())
         ]
 
