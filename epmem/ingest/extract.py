@@ -270,9 +270,12 @@ class Finalizer(ReadsPolicy):
             batch.notes.append(f"{fid}: retells cover {story.id}: only the people told it may hear it")
         # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
         # not known yet, so nobody hears it back until the model (or the owner) has read it
+        # a cover the owner told these people as news (``retold``) is what they heard: telling
+        # it back says nothing new; a story described or instructed ("if anyone asks, say...")
+        # was heard by people who know the truth behind it
         shut = (
             never
-            or version == "cover"
+            or (version == "cover" and i not in batch.retold)
             or batch.state == "pending"
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)

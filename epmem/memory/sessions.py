@@ -206,13 +206,16 @@ def _group_threads(messages: Sequence[Message]) -> dict[str, list[Message]]:
 
 def _written_after(chunk: Sequence[Message]) -> dict[str, list[str]]:
     """For each message of one group conversation (time order), the members other than the owner
-    who wrote in it afterwards: the people an export shows were reading it then."""
+    who wrote in it afterwards, in the order they first did: the people an export shows were
+    reading it then."""
     out: dict[str, list[str]] = {}
-    seen: list[str] = []
+    later: list[str] = []  # who wrote after the current message, the latest first-writer last
     for m in reversed(chunk):
-        out[m.msg_id] = list(seen)
-        if m.speaker != OWNER_ID and m.speaker not in seen:
-            seen.append(m.speaker)
+        out[m.msg_id] = list(reversed(later))
+        if m.speaker != OWNER_ID:
+            if m.speaker in later:
+                later.remove(m.speaker)
+            later.append(m.speaker)
     return out
 
 

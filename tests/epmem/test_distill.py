@@ -459,6 +459,10 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
         [msg(1, "ana", t0), msg(2, "owner", t0 + timedelta(minutes=1)), msg(3, "ben", t0 + timedelta(minutes=2))]
     )
     assert sorted(tuple(listeners(s)) for s in exported) == [("ana",), ("ben",)]
+    # the owner's message (in Ana's thread): Ben wrote after it in the same conversation
+    (with_ana,) = [s for s in exported if s.participants == ["owner", "ana"]]
+    said = [t.index for t in with_ana.turns if t.speaker == "owner"]
+    assert listeners(with_ana, said) == ["ana", "ben"]
     live = build_sessions(
         [
             msg(1, "ana", t0, readers=("ana", "ben", "cleo")),
@@ -467,6 +471,77 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
         ]
     )
     assert live and all(listeners(s) == ["ana", "ben"] for s in live)
+
+
+def test_in_an_exported_group_whoever_wrote_after_a_message_heard_it() -> None:
+    """An export names no readers, but a member who wrote in the same conversation after the
+    owner's message was reading the chat then: they heard it. A member who only wrote before it,
+    or only after a silence long enough to start another conversation, did not show that; nor
+    did one who never wrote. A fact from two messages is heard by who wrote after both."""
+    from datetime import datetime, timedelta, timezone
+
+    from epmem.ingest.extract import listeners
+    from epmem.memory.sessions import SESSION_GAP, Message, build_sessions
+
+    t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+
+    def msg(i: int, who: str, minutes: float, text: str = "") -> Message:
+        when = t0 + timedelta(minutes=minutes)
+        return Message("telegram", "g", "group", str(i), who, who, text or f"message {i}", when)
+
+    late = SESSION_GAP.total_seconds() / 60 + 10
+    sessions = build_sessions(
+        [
+            msg(1, "cleo", 0),
+            msg(2, "ana", 1, "Are you going to the reunion?"),
+            msg(3, "owner", 2, "Ana: yes, and I'm bringing the slides."),
+            msg(4, "ben", 3),
+            msg(5, "owner", 4, "Ana: and the photos."),
+            msg(6, "dev", 5),
+            msg(7, "eve", late),
+        ]
+    )
+    (with_ana,) = [s for s in sessions if s.participants == ["owner", "ana"]]
+    first, second = [t.index for t in with_ana.turns if t.speaker == "owner"]
+    assert listeners(with_ana, [first]) == ["ana", "ben", "dev"]
+    assert listeners(with_ana, [second]) == ["ana", "dev"]
+    assert listeners(with_ana, [first, second]) == ["ana", "dev"]
+    assert listeners(with_ana) == ["ana"]  # no message named: only the other party
+
+
+async def test_a_cover_told_as_news_is_heard_by_its_listeners_not_its_truth(memory: FactMemory) -> None:
+    """A cover story the owner tells people as news (the story already known from another chat)
+    is what they heard: it may be told back to them. Its truth stays with whoever heard the truth;
+    the instruction that made the story ("if anyone asks...") is heard by nobody."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                ("owner", "The doctor says I need knee surgery in April. Don't tell Tom."),
+                ("kira", "oh no, I won't"),
+                ("owner", "If anyone asks, say I'm going on a hiking trip in April."),
+            ],
+            sid="secret",
+            participants=["owner", "kira"],
+        )
+    )
+    await d.ingest(
+        session(
+            [("tom", "Are you off in April?"), ("owner", "Yes, I'm going on a hiking trip in April.", 0)],
+            sid="told",
+            participants=["owner", "tom"],
+        )
+    )
+    facts = await memory.all()
+    told = next(f for f in facts if f.session_id == "told" and "hiking" in f.text)
+    assert told.version == "cover" and told.heard_by == ["tom"]
+    instruction = next(f for f in facts if f.session_id == "secret" and f.version == "cover")
+    assert instruction.heard_by == []
+    truth = next(f for f in facts if "surgery" in f.text)
+    rulebook = Rulebook(POLICY)
+    tom = rulebook.recipient("tom")
+    assert judge(rulebook.gate(told), tom).allowed
+    assert not judge(rulebook.gate(truth), tom).allowed
 
 
 async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: FactMemory) -> None:
