@@ -89,8 +89,8 @@ def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
     platform named when it was said (``Session.present``); else the conversation's other party:
     in a direct chat, the person it was with; in a group, the one the owner was talking with
     (the sub-session's counterpart: the message answered, the person named, else the one who
-    spoke just before), and the members who wrote in the same conversation after every message
-    it came from (``Turn.answered_by``: they were reading then). An export names no members,
+    spoke just before), and the members the chat shows read every message it came from
+    (``Turn.seen_by``: who replied to it, or wrote both before and after it). An export names no members,
     and a silent member of a busy group may not have read a remark meant for someone else:
     where unsure, fewer people heard it."""
     if session.present:
@@ -99,8 +99,8 @@ def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
         people = list(session.participants)
         said = [session.turns[t] for t in turns if 0 <= t < len(session.turns)]
         if session.chat_kind == "group" and said:
-            common = set(said[0].answered_by).intersection(*(t.answered_by for t in said[1:]))
-            people += [p for p in said[0].answered_by if p in common]
+            common = set(said[0].seen_by).intersection(*(t.seen_by for t in said[1:]))
+            people += [p for p in said[0].seen_by if p in common]
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
 
 

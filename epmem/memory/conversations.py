@@ -241,7 +241,7 @@ def sessions_from_payloads(session_hits: Sequence[Hit], turn_hits: Sequence[Hit]
                 msg_id=str(p.get("msg_id", "")),
                 reply_to=p.get("reply_to"),
                 edited=bool(p.get("edited")),
-                answered_by=list(p.get("answered_by") or []),
+                seen_by=list(p.get("seen_by") or []),
             )
         )
     out = []

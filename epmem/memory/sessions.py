@@ -67,10 +67,10 @@ class Turn:
     msg_id: str = ""
     reply_to: str | None = None
     edited: bool = False
-    #: in an exported group chat, the members who wrote in the same conversation after this
-    #: message (heard it from you: they were reading the chat when it was said; someone who
-    #: never wrote after it may have left or muted it, so they do not count). Empty otherwise.
-    answered_by: list[str] = field(default_factory=list)
+    #: in a group chat, the members the chat shows read this message (heard it from you: an
+    #: export names no readers): who replied to it, and who wrote in the same conversation both
+    #: before and after it. Empty otherwise.
+    seen_by: list[str] = field(default_factory=list)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -83,7 +83,7 @@ class Turn:
             "msg_id": self.msg_id,
             "reply_to": self.reply_to,
             "edited": self.edited,
-            "answered_by": self.answered_by,
+            "seen_by": self.seen_by,
         }
 
 
@@ -204,18 +204,28 @@ def _group_threads(messages: Sequence[Message]) -> dict[str, list[Message]]:
     return threads
 
 
-def _written_after(chunk: Sequence[Message]) -> dict[str, list[str]]:
+def _seen_by(chunk: Sequence[Message]) -> dict[str, list[str]]:
     """For each message of one group conversation (time order), the members other than the owner
-    who wrote in it afterwards, in the order they first did: the people an export shows were
-    reading it then."""
-    out: dict[str, list[str]] = {}
-    later: list[str] = []  # who wrote after the current message, the latest first-writer last
-    for m in reversed(chunk):
-        out[m.msg_id] = list(reversed(later))
+    an export shows read it: who replied to it, and who wrote in the conversation both before and
+    after it, in the order they first wrote. Writing only after may be a late arrival answering
+    an earlier message, and writing only before, someone who has left: neither shows it."""
+    order: dict[str, int] = {}
+    before: list[set[str]] = []
+    for m in chunk:
+        before.append(set(order))
         if m.speaker != OWNER_ID:
-            if m.speaker in later:
-                later.remove(m.speaker)
-            later.append(m.speaker)
+            order.setdefault(m.speaker, len(order))
+    replied: dict[str, set[str]] = {}
+    for m in chunk:
+        if m.reply_to and m.speaker != OWNER_ID:
+            replied.setdefault(m.reply_to, set()).add(m.speaker)
+    out: dict[str, list[str]] = {}
+    after: set[str] = set()
+    for m, earlier in zip(reversed(chunk), reversed(before)):
+        seen = (earlier & after) | replied.get(m.msg_id, set())
+        out[m.msg_id] = sorted(seen - {m.speaker}, key=order.__getitem__)
+        if m.speaker != OWNER_ID:
+            after.add(m.speaker)
     return out
 
 
@@ -235,7 +245,7 @@ def _session(
     members: list[str],
     origin: str | None,
     present: list[str],
-    later: dict[str, list[str]] | None = None,
+    seen: dict[str, list[str]] | None = None,
 ) -> Session:
     first = msgs[0]
     s = Session(
@@ -262,7 +272,7 @@ def _session(
             msg_id=m.msg_id,
             reply_to=m.reply_to,
             edited=m.edited,
-            answered_by=list((later or {}).get(m.msg_id, [])),
+            seen_by=list((seen or {}).get(m.msg_id, [])),
         )
         for i, m in enumerate(msgs)
     ]
@@ -325,9 +335,9 @@ class SessionStream:
         if chunk[0].chat_kind == "direct":
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
             return [_session(base, chunk, people, members, None, present)]
-        later = _written_after(chunk)
+        seen = _seen_by(chunk)
         return [
-            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, later)
+            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, seen)
             for counterpart, thread in sorted(_group_threads(chunk).items())
         ]
 

@@ -459,10 +459,10 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
         [msg(1, "ana", t0), msg(2, "owner", t0 + timedelta(minutes=1)), msg(3, "ben", t0 + timedelta(minutes=2))]
     )
     assert sorted(tuple(listeners(s)) for s in exported) == [("ana",), ("ben",)]
-    # the owner's message (in Ana's thread): Ben wrote after it in the same conversation
+    # the owner's message (in Ana's thread): Ben only wrote after it, which does not show he read it
     (with_ana,) = [s for s in exported if s.participants == ["owner", "ana"]]
     said = [t.index for t in with_ana.turns if t.speaker == "owner"]
-    assert listeners(with_ana, said) == ["ana", "ben"]
+    assert listeners(with_ana, said) == ["ana"]
     live = build_sessions(
         [
             msg(1, "ana", t0, readers=("ana", "ben", "cleo")),
@@ -473,11 +473,12 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
     assert live and all(listeners(s) == ["ana", "ben"] for s in live)
 
 
-def test_in_an_exported_group_whoever_wrote_after_a_message_heard_it() -> None:
-    """An export names no readers, but a member who wrote in the same conversation after the
-    owner's message was reading the chat then: they heard it. A member who only wrote before it,
-    or only after a silence long enough to start another conversation, did not show that; nor
-    did one who never wrote. A fact from two messages is heard by who wrote after both."""
+def test_in_an_exported_group_whoever_the_chat_shows_read_a_message_heard_it() -> None:
+    """An export names no readers, but it shows some: a member who replied to the owner's
+    message, or wrote in the same conversation both before and after it, read it. One who only
+    wrote after it (a late arrival answering an earlier message), only before it (maybe gone),
+    only after a silence long enough to start another conversation, or never, did not show it.
+    A fact from two messages is heard by who read both."""
     from datetime import datetime, timedelta, timezone
 
     from epmem.ingest.extract import listeners
@@ -485,27 +486,30 @@ def test_in_an_exported_group_whoever_wrote_after_a_message_heard_it() -> None:
 
     t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
 
-    def msg(i: int, who: str, minutes: float, text: str = "") -> Message:
+    def msg(i: int, who: str, minutes: float, text: str = "", reply_to: int | None = None) -> Message:
         when = t0 + timedelta(minutes=minutes)
-        return Message("telegram", "g", "group", str(i), who, who, text or f"message {i}", when)
+        to = None if reply_to is None else str(reply_to)
+        return Message("telegram", "g", "group", str(i), who, who, text or f"message {i}", when, reply_to=to)
 
     late = SESSION_GAP.total_seconds() / 60 + 10
     sessions = build_sessions(
         [
             msg(1, "cleo", 0),
-            msg(2, "ana", 1, "Are you going to the reunion?"),
-            msg(3, "owner", 2, "Ana: yes, and I'm bringing the slides."),
-            msg(4, "ben", 3),
-            msg(5, "owner", 4, "Ana: and the photos."),
-            msg(6, "dev", 5),
-            msg(7, "eve", late),
+            msg(2, "ben", 0.5),
+            msg(3, "ana", 1, "Are you going to the reunion?"),
+            msg(4, "owner", 2, "Ana: yes, and I'm bringing the slides.", reply_to=3),
+            msg(5, "ben", 3),
+            msg(6, "fay", 3.5, "Slides! Great.", reply_to=4),
+            msg(7, "owner", 4, "Ana: and the photos.", reply_to=3),
+            msg(8, "dev", 5),
+            msg(9, "eve", late),
         ]
     )
     (with_ana,) = [s for s in sessions if s.participants == ["owner", "ana"]]
     first, second = [t.index for t in with_ana.turns if t.speaker == "owner"]
-    assert listeners(with_ana, [first]) == ["ana", "ben", "dev"]
-    assert listeners(with_ana, [second]) == ["ana", "dev"]
-    assert listeners(with_ana, [first, second]) == ["ana", "dev"]
+    assert listeners(with_ana, [first]) == ["ana", "ben", "fay"]
+    assert listeners(with_ana, [second]) == ["ana"]  # Ben and Fay wrote only before, Dev only after
+    assert listeners(with_ana, [first, second]) == ["ana"]
     assert listeners(with_ana) == ["ana"]  # no message named: only the other party
 
 
