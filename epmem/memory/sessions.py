@@ -337,7 +337,9 @@ class SessionStream:
             return [_session(base, chunk, people, members, None, present)]
         seen = _seen_by(chunk)
         return [
-            _session(f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, seen)
+            _session(
+                f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, seen
+            )
             for counterpart, thread in sorted(_group_threads(chunk).items())
         ]
 

@@ -98,3 +98,23 @@ def test_a_chat_that_never_falls_silent_is_cut_at_topic_changes_with_bounded_ses
     stream = SessionStream(config)
     streamed = [x for m in msgs for x in stream.feed(m)] + stream.flush()
     assert [s.id for s in streamed] == [s.id for s in sessions]
+
+
+def test_who_a_group_export_shows_read_each_message_is_kept_when_stored_and_read_back() -> None:
+    """``Turn.seen_by`` (heard it from you) is in the stored payload, so a session read back from
+    the store (``epmem reindex``) says who read each message as the import did."""
+    from epmem.memory.conversations import sessions_from_payloads
+    from epmem.store.base import Hit
+
+    msgs = [
+        _m(1, "a", "Lunch today?", 0),
+        _m(2, "b", "Did the build pass?", 1),
+        _m(3, "owner", "Yes, around one", 2, reply_to="1"),
+        _m(4, "b", "ok", 3, reply_to="3"),
+        _m(5, "a", "great", 4),
+    ]
+    (with_a,) = [s for s in build_sessions(msgs) if s.participants == ["owner", "a"]]
+    owner_turn = next(t for t in with_a.turns if t.speaker == "owner")
+    assert owner_turn.seen_by == ["a", "b"]  # a wrote before and after it, b replied to it
+    (back,) = sessions_from_payloads([Hit(with_a.id, with_a.payload())], [Hit(t.id, t.payload()) for t in with_a.turns])
+    assert [t.seen_by for t in back.turns] == [t.seen_by for t in with_a.turns]
