@@ -390,7 +390,7 @@ class ConsultationStore:
 
     async def in_batch(self, batch: str) -> list[Consultation]:
         """Every consultation asked in one message to the owner, in any state, first first."""
-        return await self._select("batch = ?", (batch,), "ORDER BY created_at, id")
+        return await self._select("batch = ?", (batch,), "ORDER BY created_at, rowid")
 
     async def waiting_on(self, event_ids: Sequence[str]) -> list[Consultation]:
         """Every open consultation about these events (the askers an answer follows up)."""
