@@ -10,14 +10,14 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.clock import utcnow
-from testkit.consulting import open_house
+from testkit.consulting import Turns, open_house
 from testkit.runtime import ask
 from testkit.sessions import session
 
 QUESTION = "Any news about Maya's knee or her promotion?"
 KEYS = ("tell", "like", "who", "private")
 #: a third closed event, said to Grace: what a later question of hers would consult about.
-STORY = [("owner", "I'm resting my legs for a few weeks, so no runs for now.")]
+STORY: Turns = [("owner", "I'm resting my legs for a few weeks, so no runs for now.")]
 REST_Q = "Why has Maya stopped running?"
 
 
