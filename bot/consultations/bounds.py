@@ -85,6 +85,16 @@ async def kept_private(owner: OwnerServices, fact: Fact, readers: Sequence[Resol
     return None
 
 
+async def same_news(owner: OwnerServices, fact: Fact, shown: Sequence[Fact]) -> bool:
+    """``fact`` is news one of ``shown`` (other events of the same message) already tells, in
+    other words (cosine at least :data:`~epmem.ingest.SAME_NEWS`): one message asks about it once."""
+    events = {f.event_id for f in shown} - {fact.event_id}
+    if not events:
+        return False
+    rows = await owner.memory.similar([fact.text], limit=8)
+    return any(twin.event_id in events and score >= SAME_NEWS for twin, score in (rows[0] if rows else []))
+
+
 async def check(
     owner: OwnerServices,
     store: ConsultationStore,

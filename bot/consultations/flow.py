@@ -39,7 +39,7 @@ from epmem.memory import Fact
 from epmem.policy import Recipient, Resolved, audience_allows
 from epmem.reply import ClosedCandidates
 
-from bot.consultations.bounds import check, record_skip
+from bot.consultations.bounds import check, record_skip, same_news
 from bot.consultations.audience import like, readers, whitelistable
 from bot.consultations.callback import KEYS, tag
 from bot.consultations.followup import follow_up_events
@@ -81,7 +81,7 @@ async def ask_about(
     """One message to the owner about the events of ``fact_ids`` (closed facts that would
     answer, best first), at most ``per_message`` of them: each event that passes what one
     consultation must (a reviewable question, this asker not waiting on it already, the bounds,
-    events not in ``besides``) is its own consultation, its own section of the note and its
+    events not in ``besides``, news no event before it in the message tells already) is its own consultation, its own section of the note and its
     own buttons; together they are one batch, one consultation for the bounds and ``per_reply``.
     The note and buttons, or None when no event asks the owner now (the bounds say no, or
     another asker's consultation of each event asked already: those join it)."""
@@ -90,10 +90,10 @@ async def ask_about(
         return None, ()
     seen = set(besides)
     batch: str | None = None
-    opened = 0
+    opened: list[Fact] = []
     asked: list[tuple[Consultation, Question, Fact]] = []
     for fact_id in fact_ids:
-        if opened >= service.config.per_message:
+        if len(opened) >= service.config.per_message:
             break
         try:
             q = await service.review.question(fact_id)
@@ -103,10 +103,13 @@ async def ask_about(
         if fact is None or fact.event_id in seen:
             continue
         seen.add(fact.event_id)
+        if await same_news(owner, fact, opened):  # the same news stored twice: asked once
+            continue
         c = await _open(owner, inbound, sender, audience, question, q, fact, audit_id, batch)
         if c is None:
             continue
-        batch, opened = c.batch, opened + 1
+        batch = c.batch
+        opened.append(fact)
         if c.asked_owner:
             asked.append((c, q, fact))
     if not asked:

@@ -266,6 +266,11 @@ async def test_the_owner_names_a_consulted_fact_a_cover_story_and_the_asker_hear
     assert [text for text in house.sent.to("leo")] == [f"Here's what I can share: {story.text}"]
     [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
     assert change.body["covers"] == knee.id and change.body["answer"] == "cover"
+    # the story is now what the knee's event tells instead: the knee's consultation in the same
+    # message is answered with it, and its follow-up is the one Leo got
+    settled_knee = await house.store.get(knee_c.id)
+    assert settled_knee is not None and (settled_knee.state, settled_knee.answer) == ("answered", "cover")
+    assert await house.store.pending() == []
     # the truth stays closed: nobody hears it, and nobody hears both
     again = await house.ask("ana", REST_Q)
     assert knee.text not in (again.text or "")
@@ -383,7 +388,8 @@ async def test_a_cover_story_told_in_two_chats_is_one_story_and_stays_in_its_tru
     await house.runtime.memory.add([again])
     copies = [told, again]
     await house.ask("ana", REST_Q)
-    [c] = [x for x in await house.store.pending() if x.facts[0] in (told.id, again.id)]
+    # the same words twice are asked once (the knee, sure to answer too, in its own section)
+    [c] = [x for x in await house.store.pending() if {*x.facts} & {told.id, again.id}]
     said = await house.owner(f"/consult {c.id} cover {knee.id}")
     assert f"now your cover story for {knee.id}" in said, said
     for before in copies:
