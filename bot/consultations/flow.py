@@ -80,9 +80,10 @@ async def ask_about(
 ) -> tuple[str | None, tuple[Action, ...]]:
     """One message to the owner about the events of ``fact_ids`` (closed facts that would
     answer, best first), at most ``per_message`` of them: each event that passes what one
-    consultation must (a reviewable question, this asker not waiting on it already, the bounds,
-    events not in ``besides``, news no event before it in the message tells already) is its own consultation, its own section of the note and its
-    own buttons; together they are one batch, one consultation for the bounds and ``per_reply``.
+    consultation must (a reviewable question, this asker not waiting on it already, the bounds)
+    and is not in ``besides`` nor news an event before it in the message tells already is its
+    own consultation, its own section of the note and its own buttons; together they are one
+    batch, one consultation for the bounds and ``per_reply``.
     The note and buttons, or None when no event asks the owner now (the bounds say no, or
     another asker's consultation of each event asked already: those join it)."""
     service = owner.consultations
