@@ -38,6 +38,8 @@ class Answered:
     #: cover stories the owner wrote (``/story``): a gold story of a truth shown that no
     #: conversation said, so nothing stored carries it.
     stories: int = 0
+    #: the events the messages asked about, each one decision (``asked`` or more).
+    events: int = 0
 
 
 class ConsultOracle:
@@ -93,7 +95,8 @@ class ConsultOracle:
                 stories += await self._write_stories(facts)
         sent = [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
         messages = Counter(message_about(shown) for shown in about.values())
-        return Answered(len(about), sent, messages["useful"], messages["on_question"], stories)
+        events = sum(len(shown) for shown in about.values())
+        return Answered(len(about), sent, messages["useful"], messages["on_question"], stories, events)
 
     async def _write_stories(self, shown: Sequence[Fact]) -> int:
         """The gold cover stories of the truths shown that nothing stored carries, written by the
