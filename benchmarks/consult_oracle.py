@@ -21,20 +21,25 @@ from bot.runtime import Runtime
 
 @dataclass(frozen=True, slots=True)
 class Answered:
-    #: consultations answered (one owner decision each).
+    #: the owner's messages answered: one message may ask about several events of one question
+    #: (``EPMEM_CONSULT_PER_MESSAGE``), each its own consultation and decision, and counts once
+    #: (the consultations' ``batch``), as the bounds count it.
     asked: int
     #: the follow-ups sent: (chat, text, audit id).
     sent: list[tuple[str, str, str]]
-    #: of ``asked``, how many showed the owner what the question's gold is about: a gold fact
-    #: the asker may know (``useful``: "tell" answers them), or one of the question's other gold
-    #: facts (``on_question``: "keep private" is the right answer, nothing is gained). The
-    #: rest showed facts the gold does not name for the question (a fact no gold fact's canary
-    #: is in, or another matter): the owner's tap is spent on what the question did not need.
+    #: of ``asked``, how many messages showed the owner what the question's gold is about: a
+    #: gold fact the asker may know in any of its events (``useful``: "tell" answers them), or,
+    #: none of that, one of the question's other gold facts (``on_question``: "keep private" is
+    #: the right answer, nothing is gained). The rest showed only facts the gold does not name
+    #: for the question (a fact no gold fact's canary is in, or another matter): the owner's
+    #: message is spent on what the question did not need. Each event is still decided alone.
     useful: int = 0
     on_question: int = 0
     #: cover stories the owner wrote (``/story``): a gold story of a truth shown that no
     #: conversation said, so nothing stored carries it.
     stories: int = 0
+    #: the events the messages asked about, each one decision (``asked`` or more).
+    events: int = 0
 
 
 class ConsultOracle:
@@ -70,8 +75,9 @@ class ConsultOracle:
         self.sent.clear()
         audits: list[str] = []
         seen: set[str] = set()
-        asked = stories = 0
-        about: Counter[str] = Counter()
+        stories = 0
+        #: what each message (batch) showed, event by event
+        about: dict[str, list[str]] = {}
         # an answer may lead to the next consultation of the same reply (consultations.ask_next)
         while waiting := [c for c in await owner.consultations.store.pending() if c.id not in seen]:
             for c in waiting:
@@ -79,17 +85,18 @@ class ConsultOracle:
                 facts = [f for fid in c.facts for f in [await owner.memory.get(fid)] if f is not None]
                 if not facts:
                     continue
-                about[shown_about(self.scenario, c.chat_id, facts)] += 1
+                about.setdefault(c.batch, []).append(shown_about(self.scenario, c.chat_id, facts))
                 decision = review_oracle.answer_for(facts[0], self.scenario, facts[1:])
                 truth = review_oracle.truth_of_cover(facts[0], self.scenario, await owner.memory.all())
                 if truth is not None and decision.kind != "private":
                     decision = decision.covering(truth.id)
                 settled = await consultations.answer(owner, c, decision, "oracle", by="bench", platform="console")
                 audits.extend(settled.followups)
-                asked += 1
                 stories += await self._write_stories(facts)
         sent = [(chat, text, audit) for (chat, text), audit in zip(self.sent, audits, strict=True)]
-        return Answered(asked, sent, about["useful"], about["on_question"], stories)
+        messages = Counter(message_about(shown) for shown in about.values())
+        events = sum(len(shown) for shown in about.values())
+        return Answered(len(about), sent, messages["useful"], messages["on_question"], stories, events)
 
     async def _write_stories(self, shown: Sequence[Fact]) -> int:
         """The gold cover stories of the truths shown that nothing stored carries, written by the
@@ -163,3 +170,9 @@ def shown_about(scenario: Scenario, chat_id: str, shown: Sequence[Fact]) -> str:
     if golds & {fid for gold in item.askers.values() for fid in (*gold.may, *gold.must_not)}:
         return "on_question"
     return "off_question"
+
+
+def message_about(shown: Sequence[str]) -> str:
+    """What one message to the owner showed, from what each of its events did (``shown_about``):
+    ``useful`` when any event is, else ``on_question`` when any is, else ``off_question``."""
+    return next((kind for kind in ("useful", "on_question") if kind in shown), "off_question")

@@ -217,6 +217,7 @@ class _AnswerRun:
         tally = self.tally
         settled = await oracle.answer_all()
         tally.consult_asked += settled.asked
+        tally.consult_events += settled.events
         tally.consult_followups += len(settled.sent)
         tally.consult_useful += settled.useful
         tally.consult_on_question += settled.on_question

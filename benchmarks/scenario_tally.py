@@ -53,6 +53,8 @@ class Tally:
     any_fact_leaks: int = 0
     #: --consult: consultations the owner answered, and (question, asker) pairs asked.
     consult_asked: int = 0
+    #: the events those messages asked about (one message may ask about several).
+    consult_events: int = 0
     consult_followups: int = 0
     #: of them, those that showed a gold fact the asker may know, or another of the question's
     #: gold facts (benchmarks/consult_oracle.py ``Answered``).
@@ -185,6 +187,7 @@ class Tally:
         if consult:
             extra["consult"] = {
                 "asked": self.consult_asked,
+                "events": self.consult_events,
                 "questions": self.answer_n,
                 "per_100_questions": round(100 * self.consult_asked / self.answer_n, 2) if self.answer_n else 0.0,
                 "followups": self.consult_followups,

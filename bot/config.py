@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     consult_learn_after: int = Field(default=0, ge=0)
     #: consultations one reply may lead to, one after another (docs/DESIGN.md sec. 6.7).
     consult_per_reply: int = Field(default=1, ge=1)
+    #: events one message to the owner may ask about, each with its own buttons (the best, then
+    #: those the cross-encoder is sure answer the question); one message is one consultation.
+    consult_per_message: int = Field(default=3, ge=1)
     #: the composite rule across replies (epmem/reply/cumulative.py): how far back what a reader
     #: was told counts (days). A year: a matter (a house purchase, a job change, an illness)
     #: runs for months, and people remember what they were told; a short window would let anyone

@@ -68,6 +68,10 @@ class Action:
 
     label: str
     command: str
+    #: the buttons of one thing among several in a message (a note about several events: one
+    #: group per event) share a group, and a connector keeps each group together, apart from
+    #: the others (a row on Telegram, an actions block on Slack); None: no groups.
+    group: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from epmem.audit import ConsultationSkippedRecord
 from epmem.policy import Resolved
 from epmem.reply import Answer, ClosedCandidates
 
-from bot.consultations.flow import ask_owner
+from bot.consultations.flow import ask_about
 from bot.services import OwnerServices
 
 log = structlog.get_logger(__name__)
@@ -99,7 +99,8 @@ async def consult_after_reply(
 ) -> None:
     """The reply with ``audit_id`` has been handed to the connector: which closed facts would have
     answered it (unless ``looked``: the owner's opt-in ``learn_after`` already asked, before the
-    reply), and the consultation for the best of them, the owner's note sent through ``notify``."""
+    reply), and the consultations for the best of them and those sure to answer, in one note to
+    the owner sent through ``notify``."""
     try:
         candidates = looked
         if candidates is None:
@@ -108,7 +109,9 @@ async def consult_after_reply(
             candidates = await owner.engine.closed_candidates(question, readers, sender.recipient, told)
         if not candidates:
             return
-        note, actions = await ask_owner(owner, inbound, sender, audience, question, candidates.best, audit_id)
+        # the best, and those the cross-encoder is sure answer: one message (``per_message``)
+        asking = list(dict.fromkeys([f for f in (candidates.best,) if f is not None] + list(candidates.sure)))
+        note, actions = await ask_about(owner, inbound, sender, audience, question, asking, audit_id)
     except Exception as exc:  # fail closed: no consultation, and the owner can see why in the audit
         log.exception("consult_failed", audit_id=audit_id, error=type(exc).__name__)
         try:

@@ -17,8 +17,10 @@ asks the owner, these bounds are checked (``EPMEM_CONSULT_*``, bot/config.py; RE
   these readers already, stored in another event (the same news from another chat or import:
   the embedder's cosine at least :data:`~epmem.ingest.SAME_NEWS`, as epmem/ingest/twins.py).
 
-A question that joins an open consultation of the same event costs the owner nothing (one note
-for the event): only the open bound holds it. What was not asked is audited
+Each bound counts the owner's messages, not events: one message that asks about several events
+of one question (``ConsultConfig.per_message``, each event its own row and buttons) is one
+consultation, open while any of its events waits. A question that joins an open consultation
+of the same event costs the owner nothing (one note for the event): only the open bound holds it. What was not asked is audited
 (``consultation_skipped``: who, why, the event and its facts' ids, the topic) and the daily
 digest lists it by asker and topic, without the facts' words (bot/digest.py).
 """
@@ -44,18 +46,22 @@ log = structlog.get_logger(__name__)
 DAY = timedelta(days=1)
 
 
-async def refusal(store: ConsultationStore, event_id: str, contact_id: str | None) -> str | None:
+async def refusal(
+    store: ConsultationStore, event_id: str, contact_id: str | None, batch: str | None = None
+) -> str | None:
     """Why a consultation of ``event_id`` for this contact (None: a stranger) may not ask the
-    owner now, or None when it may."""
+    owner now, or None when it may. ``batch``: the message it would join, already counted (a
+    further event of one message costs no bound the first one passed)."""
     cfg, now = store.config, store.clock()
     stranger = contact_id is None
-    if await store.open_count(contact_id) >= (cfg.strangers_max_open if stranger else cfg.max_open_per_asker):
+    if await store.open_count(contact_id, batch) >= (cfg.strangers_max_open if stranger else cfg.max_open_per_asker):
         return "open"
     if await store.has_lead(event_id):
         return None  # joins the note already sent
-    if await store.asked_since(now - DAY, contact_id) >= (cfg.strangers_per_day if stranger else cfg.per_day):
+    day = cfg.strangers_per_day if stranger else cfg.per_day
+    if await store.asked_since(now - DAY, contact_id, besides=batch) >= day:
         return "day"
-    if await store.asked_since(now - DAY, everyone=True) >= cfg.owner_per_day:
+    if await store.asked_since(now - DAY, everyone=True, besides=batch) >= cfg.owner_per_day:
         return "owner-day"
     if await store.expired_since(event_id, now - cfg.reask_after):
         return "expired"
@@ -79,13 +85,28 @@ async def kept_private(owner: OwnerServices, fact: Fact, readers: Sequence[Resol
     return None
 
 
+async def same_news(owner: OwnerServices, fact: Fact, shown: Sequence[Fact]) -> bool:
+    """``fact`` is news one of ``shown`` (other events of the same message) already tells, in
+    other words (cosine at least :data:`~epmem.ingest.SAME_NEWS`): one message asks about it once."""
+    events = {f.event_id for f in shown} - {fact.event_id}
+    if not events:
+        return False
+    rows = await owner.memory.similar([fact.text], limit=8)
+    return any(twin.event_id in events and score >= SAME_NEWS for twin, score in (rows[0] if rows else []))
+
+
 async def check(
-    owner: OwnerServices, store: ConsultationStore, fact: Fact, sender: Resolved, readers: Sequence[Resolved]
+    owner: OwnerServices,
+    store: ConsultationStore,
+    fact: Fact,
+    sender: Resolved,
+    readers: Sequence[Resolved],
+    batch: str | None = None,
 ) -> str | None:
     """Why the owner may not be asked about ``fact`` for this asker now (the bounds, then the
-    same news kept private already), or None."""
+    same news kept private already), or None; ``batch``: the message it would be asked in."""
     contact_id = None if sender.recipient.is_stranger else sender.contact_id
-    reason = await refusal(store, fact.event_id, contact_id)
+    reason = await refusal(store, fact.event_id, contact_id, batch)
     if reason is None and (twin := await kept_private(owner, fact, readers)) is not None:
         reason = f"kept-private:{twin.id}"
     return reason

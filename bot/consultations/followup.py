@@ -36,12 +36,20 @@ async def follow_up_events(
     if service is None:
         return []
     sent: list[tuple[str, bool]] = []
+    #: one reply's consultations in one chat: the first follow-up answers the question for all
+    #: (a cover story moved into the event of another consultation of the same message)
+    answered: dict[tuple[str, str, str], str] = {}
     for c in await service.store.waiting_on(sorted({f.event_id for f in facts} | set(also_events))):
         if not await service.store.settle(c.id, how):
             continue  # another tap settled it meanwhile
+        key = (c.platform, c.chat_id, c.audit_id)
+        if key in answered:
+            await service.store.followed_up(c.id, answered[key])
+            continue
         audit_id = await follow_up(owner, c)
         if audit_id is not None:
             sent.append(audit_id)
+            answered[key] = audit_id[0]
     return sent
 
 

@@ -46,5 +46,6 @@ def build(db: aiosqlite.Connection, settings: Settings, review: ReviewQueue, clo
         groups=settings.consult_groups,
         learn_after=settings.consult_learn_after,
         per_reply=settings.consult_per_reply,
+        per_message=settings.consult_per_message,
     )
     return Consultations(ConsultationStore(db, config, clock), review)

@@ -69,6 +69,16 @@ MIGRATIONS = MigrationSet(
             "consultations: the delegation column dropped (a reply sent as the owner never consults)",
             "ALTER TABLE consultations DROP COLUMN delegation",
         ),
+        Migration(
+            3,
+            "consultations: the batch column, the owner's message that asked (one message may ask about "
+            "several events of one question; a row from before is a message of its own)",
+            """
+        ALTER TABLE consultations ADD COLUMN batch TEXT;
+        UPDATE consultations SET batch = id WHERE batch IS NULL;
+        CREATE INDEX consultations_batch ON consultations(batch)
+        """,
+        ),
     ),
 )
 
@@ -107,6 +117,10 @@ class Consultation:
     decided_at: datetime | None = None
     #: the row's number in this data folder (1, 2, ...): what the owner types, ``/consult 3 tell``.
     number: int = 0
+    #: the owner's message this consultation was asked in (the id of its first consultation):
+    #: one message may ask about several events of one question, each its own row with its own
+    #: buttons, and counts as one consultation for the bounds and ``per_reply``. Empty: its own.
+    batch: str = ""
 
     @property
     def asked_owner(self) -> bool:
@@ -135,12 +149,13 @@ TABLE = Table(
         "lead",
         "answer",
         "followup_audit",
+        "batch",
     ),
 )
 #: what every read selects besides the columns: the row's number (``Consultation.number``).
 NUMBER = "rowid AS number"
 #: the columns stored as text that a field reads decoded (times, JSON lists, the number).
-_DECODED = ("created_at", "expires_at", "decided_at", "facts", "audience")
+_DECODED = ("created_at", "expires_at", "decided_at", "facts", "audience", "batch")
 
 
 def _row(row: Row) -> Consultation:
@@ -154,6 +169,7 @@ def _row(row: Row) -> Consultation:
         facts=tuple(json.loads(row["facts"])),
         audience=tuple(json.loads(row["audience"])),
         number=int(row["number"]) if row.get("number") is not None else 0,
+        batch=row["batch"] or row["id"],
     )
 
 
@@ -183,23 +199,31 @@ class ConsultConfig:
     learn_after: int = 0
     #: consultations one reply may lead to, asked one after another: once the owner has
     #: answered about the event likeliest to answer, the next likeliest that is still closed
-    #: (docs/DESIGN.md sec. 6.7). 1: only the first.
+    #: (docs/DESIGN.md sec. 6.7). 1: only the first. Counted in the owner's messages: one
+    #: message that asks about several events is one.
     per_reply: int = 1
+    #: events one message to the owner may ask about at once, each with its own buttons: the
+    #: likeliest to answer the question, and further ones the cross-encoder is sure answer it.
+    #: 1: one event per message.
+    per_message: int = 3
 
 
 #: a new consultation, in one statement (one transaction): inserted only when the asker does not
-#: wait on the event already and has fewer than the bound open; its lead is the open consultation
-#: of the event that asked the owner, if any. Two opens racing for one key make one row.
+#: wait on the event already and has fewer than the bound open (messages: the rows of one batch
+#: are one, and a row joining its own batch adds none); its lead is the open consultation of the
+#: event that asked the owner, if any. Two opens racing for one key make one row.
+_COLUMNS = [c for c in TABLE.columns if c not in ("decided_at", "answer", "followup_audit", "batch")]
 _OPEN = f"""
-INSERT INTO consultations({", ".join(c for c in TABLE.columns if c not in ("decided_at", "answer", "followup_audit"))})
+INSERT INTO consultations({", ".join([*_COLUMNS, "batch"])})
 SELECT :id, 'open', :created_at, :expires_at, :event_id, :facts, :platform, :chat_id, :chat_kind, :sender,
     :contact, :contact_id, :audience, :question, :audit_id,
     (SELECT id FROM consultations WHERE state = 'open' AND expires_at > :now AND event_id = :event_id
-        AND lead IS NULL ORDER BY created_at, id LIMIT 1)
+        AND lead IS NULL ORDER BY created_at, id LIMIT 1),
+    :batch
 WHERE NOT EXISTS (SELECT 1 FROM consultations WHERE state = 'open' AND expires_at > :now
         AND sender = :sender AND event_id = :event_id)
-    AND (SELECT COUNT(*) FROM consultations WHERE state = 'open' AND expires_at > :now
-        AND sender = :sender) < :most
+    AND (SELECT COUNT(DISTINCT batch) FROM consultations WHERE state = 'open' AND expires_at > :now
+        AND sender = :sender AND batch != :batch) < :most
 RETURNING lead
 """
 
@@ -226,9 +250,12 @@ class ConsultationStore:
         audience: Sequence[str],
         question: str,
         audit_id: str,
+        batch: str | None = None,
     ) -> Consultation | None:
         """A new consultation, or None when the bounds say no (too many open for this asker,
-        or this asker already waits on this event). When the event already has an open
+        or this asker already waits on this event). ``batch``: the owner's message it is asked
+        in, with the consultations opened before it for the same message (None: a message of
+        its own, named by this consultation's id). When the event already has an open
         consultation, the new one joins it (``lead`` set): the owner is not asked twice. The
         check and the insert are one statement, so one transaction (an explicit BEGIN on the
         state connection, shared by every part, would take in whatever another task runs on it
@@ -251,6 +278,7 @@ class ConsultationStore:
             question=question,
             audit_id=audit_id,
         )
+        c = replace(c, batch=batch or c.id)
         args = {
             "id": c.id,
             "created_at": iso(c.created_at),
@@ -268,6 +296,7 @@ class ConsultationStore:
             "audit_id": audit_id,
             "now": iso(now),
             "most": self.config.max_open_per_asker,
+            "batch": c.batch,
         }
         async with self._db.execute(_OPEN, args) as cur:
             row = await cur.fetchone()
@@ -279,22 +308,29 @@ class ConsultationStore:
         sql = TABLE.select(f"state = 'open' AND expires_at > ? AND {where}", "ORDER BY created_at, id", NUMBER)
         return [_row(r) for r in await TABLE.rows(self._db, sql, (iso(now), *args))]
 
-    async def open_count(self, contact_id: str | None) -> int:
-        """Open consultations of a contact (all its identities), or of all strangers (None)."""
+    async def open_count(self, contact_id: str | None, besides: str | None = None) -> int:
+        """Open consultations of a contact (all its identities), or of all strangers (None), in
+        messages: the rows of one batch count once, and those of batch ``besides`` not at all
+        (the message being put together)."""
         who = "contact_id IS NULL" if contact_id is None else "contact_id = ?"
-        return len(await self._open_rows(who, () if contact_id is None else (contact_id,), self.clock()))
+        rows = await self._open_rows(who, () if contact_id is None else (contact_id,), self.clock())
+        return len({c.batch for c in rows if c.batch != besides})
 
-    async def asked_since(self, since: datetime, contact_id: str | None = None, *, everyone: bool = False) -> int:
-        """Consultations that asked the owner since ``since``, in any state: a contact's, all
-        strangers' (None), or ``everyone``'s."""
-        where, args = "lead IS NULL AND created_at >= ?", [iso(since)]
+    async def asked_since(
+        self, since: datetime, contact_id: str | None = None, *, everyone: bool = False, besides: str | None = None
+    ) -> int:
+        """The owner's messages that consulted since ``since``, in any state (one per batch):
+        a contact's, all strangers' (None), or ``everyone``'s; not batch ``besides``."""
+        where, args = "lead IS NULL AND created_at >= ? AND batch IS NOT ?", [iso(since), besides]
         if not everyone:
             where += " AND contact_id IS NULL" if contact_id is None else " AND contact_id = ?"
             args += [] if contact_id is None else [contact_id]
         return await self._count(where, args)
 
     async def _count(self, where: str, args: Sequence[Any]) -> int:
-        async with self._db.execute(f"SELECT COUNT(*) FROM consultations WHERE {where}", tuple(args)) as cur:
+        """How many batches (the owner's messages) the rows ``where`` selects fall in."""
+        sql = f"SELECT COUNT(DISTINCT batch) FROM consultations WHERE {where}"
+        async with self._db.execute(sql, tuple(args)) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 
@@ -348,8 +384,13 @@ class ConsultationStore:
         )
 
     async def for_reply(self, audit_id: str) -> int:
-        """How many consultations the reply with this audit id led to, in any state."""
+        """How many of the owner's messages (batches) the reply with this audit id led to, in
+        any state: a message that asked about several events is one."""
         return await self._count("audit_id = ?", (audit_id,))
+
+    async def in_batch(self, batch: str) -> list[Consultation]:
+        """Every consultation asked in one message to the owner, in any state, first first."""
+        return await self._select("batch = ?", (batch,), "ORDER BY created_at, rowid")
 
     async def waiting_on(self, event_ids: Sequence[str]) -> list[Consultation]:
         """Every open consultation about these events (the askers an answer follows up)."""

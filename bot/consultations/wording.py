@@ -8,7 +8,7 @@ them together. The question and the facts are quoted as written (bot/quoting.py)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from connectors.base import Action
 from epmem.ingest import ReviewQuestion as Question
@@ -56,11 +56,19 @@ def _suggested_words(owner: OwnerServices, q: Question) -> str:
 def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -> str:
     """What the owner reads: who asked what, the facts' words, the suggestion, how to answer
     (in the owner's language; the question and the facts quoted, bot/quoting.py)."""
+    return notes(owner, [(c, q)], sender)
+
+
+def notes(owner: OwnerServices, asked: Sequence[tuple[Consultation, Question]], sender: Resolved) -> str:
+    """One note about one question's events (each consultation of one message, best first):
+    who asked what once, then each event's section, numbered when there are several: its
+    facts' words, the suggestion and how to answer it (its own ``/consult ID``)."""
     lang = owner_language(owner)
 
     def words(key: str, **values: str) -> str:
         return say(f"consult.{key}", lang, **values)
 
+    c = asked[0][0]
     r = sender.recipient
     asker = r.name if not r.is_stranger else words("stranger", sender=c.sender)
     lines = [words("asked", asker=asker, platform=c.platform, question=quote(c.question))]
@@ -68,6 +76,16 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
         others = [o for o in readers(owner, c) if o.identity != c.sender]
         lines.append(words("group", others=names(others, words("others"), words("and"))))
     lines.append(words("without"))
+    for n, (each, q) in enumerate(asked, 1):
+        if len(asked) > 1:
+            lines.append(words("section", n=str(n), count=str(len(asked))))
+        lines += _section(owner, each, q, words)
+    return "\n".join(lines)
+
+
+def _section(owner: OwnerServices, c: Consultation, q: Question, words: Callable[..., str]) -> list[str]:
+    """One event's lines in a note: its facts' words, the suggestion, how to answer."""
+    lines = []
     texts = [q.text, *q.also_text]
     for fid, text, who in zip(c.facts, texts, [q.stated_by, *q.also_stated_by, *([None] * len(texts))]):
         said = words("said", fid=fid, who=name(owner, who), text=quote(text)) if who else None
@@ -79,7 +97,7 @@ def note(owner: OwnerServices, c: Consultation, q: Question, sender: Resolved) -
         lines.append(words("unsaid", words=", ".join(f"\u201c{w}\u201d" for w in claim)))
     lines.append(words("suggest", category=q.suggested.category, who=_suggested_words(owner, q)))
     lines.append(words("how", id=str(c.id), fid=q.fact_id))
-    return "\n".join(lines)
+    return lines
 
 
 def actions(
@@ -107,6 +125,20 @@ def actions(
             out.remove(first)
             out.insert(0, Action(words("before", label=first.label), first.command))
     return tuple(out)
+
+
+def grouped_actions(owner: OwnerServices, each: Sequence[tuple[Action, ...]]) -> tuple[Action, ...]:
+    """The buttons of one note about several events: each event's own (``actions``), labelled
+    with its section's number and kept together as one group (a row, a block); one event's
+    buttons as they are."""
+    if len(each) == 1:
+        return tuple(each[0])
+    lang = owner_language(owner)
+    return tuple(
+        Action(say("consult.label.event", lang, n=str(n), label=a.label), a.command, group=n)
+        for n, buttons in enumerate(each, 1)
+        for a in buttons
+    )
 
 
 def learned_note(

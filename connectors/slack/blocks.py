@@ -24,7 +24,8 @@ _ACTIONS_PER_BLOCK = 25
 
 def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]:
     """Section(s) with the text, as plain text (no markup, no links or mentions made of what a
-    contact wrote: a note quotes their words, issue 38), then actions blocks.
+    contact wrote: a note quotes their words, issue 38), then actions blocks: one per group of
+    actions (:attr:`Action.group`: a note about several events has one per event).
 
     Button ``action_id`` is ``epmem_action_<i>`` and ``value`` the action's command, which comes
     back verbatim in the ``block_actions`` payload. A command too long for a button value is
@@ -35,6 +36,7 @@ def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]
         chunk = text[start : start + _SECTION_TEXT_MAX]
         blocks.append({"type": "section", "text": {"type": "plain_text", "text": chunk, "emoji": False}})
     buttons: list[dict[str, Any]] = []
+    groups: list[int | None] = []
     for i, action in enumerate(actions):
         if not action.command or len(action.command) > _BUTTON_VALUE_MAX:
             log.warning("slack.button_dropped", index=i, command_len=len(action.command))
@@ -50,6 +52,16 @@ def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]
                 "value": action.command,
             }
         )
-    for start in range(0, len(buttons), _ACTIONS_PER_BLOCK):
-        blocks.append({"type": "actions", "elements": buttons[start : start + _ACTIONS_PER_BLOCK]})
+        groups.append(action.group)
+    # one actions block per group of buttons (a note about several events: one per event, the
+    # same row of buttons as on Telegram), each at most _ACTIONS_PER_BLOCK; no groups: blocks
+    # of _ACTIONS_PER_BLOCK
+    run: list[dict[str, Any]] = []
+    for i, button in enumerate(buttons):
+        if run and (len(run) == _ACTIONS_PER_BLOCK or groups[i] != groups[i - 1]):
+            blocks.append({"type": "actions", "elements": run})
+            run = []
+        run.append(button)
+    if run:
+        blocks.append({"type": "actions", "elements": run})
     return blocks

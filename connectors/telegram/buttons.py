@@ -18,6 +18,8 @@ from connectors.base import Action
 
 #: Telegram refuses callback_data longer than this many bytes.
 CALLBACK_DATA_MAX_BYTES = 64
+#: Telegram shows at most this many buttons in one row of an inline keyboard.
+ROW_MAX = 8
 #: prefix of the short keys that stand in for long button commands.
 _KEY_PREFIX = "cb#"
 _STORE_MAX = 4096
@@ -30,10 +32,21 @@ class Buttons:
         self._commands: OrderedDict[str, str] = OrderedDict()
 
     def markup(self, actions: Sequence[Action]) -> InlineKeyboardMarkup | None:
-        """One button per action: a single row for up to three, else one per row."""
+        """One button per action: a single row for up to three, else one per row; actions in
+        groups (a note about several events, :attr:`Action.group`) one row per group, of at
+        most :data:`ROW_MAX` buttons (a longer group goes on in the next row)."""
         if not actions:
             return None
         buttons = [InlineKeyboardButton(a.label, callback_data=self.data(a.command)) for a in actions]
+        if any(a.group is not None for a in actions):
+            rows: list[list[InlineKeyboardButton]] = []
+            for i, (action, button) in enumerate(zip(actions, buttons, strict=True)):
+                same = i > 0 and action.group == actions[i - 1].group and len(rows[-1]) < ROW_MAX
+                if same:
+                    rows[-1].append(button)
+                else:
+                    rows.append([button])
+            return InlineKeyboardMarkup(rows)
         rows = [buttons] if len(buttons) <= 3 else [[button] for button in buttons]
         return InlineKeyboardMarkup(rows)
 

@@ -203,6 +203,9 @@ class ConsultationRecord(ChatRecord):
     facts: list[str] = Field(default_factory=list)
     reply_audit: str | None = None
     joined: str | None = None
+    #: the owner's message that asked (one message may ask about several events of a question,
+    #: each its own consultation); None in records written before messages had several.
+    batch: str | None = None
 
 
 class ConsultationExpiredRecord(ChatRecord):

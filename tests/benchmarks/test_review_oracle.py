@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.consult_oracle import shown_about
+from benchmarks.consult_oracle import message_about, shown_about
 from benchmarks.review_oracle import answer_for, strictest, truth_of_cover
 from epmem.memory.facts import Fact
 from epmem.policy.calculus import STRANGER, Rulebook, judge
@@ -105,3 +105,11 @@ def test_a_consultation_is_useful_on_the_question_or_off_it_by_the_gold_of_that_
     assert shown_about(house, "bench-0-ana", [launch]) == shown_about(house, "bench-0-leo", [chatter]) == "off_question"
     assert shown_about(house, "bench-2-ana", [launch]) == "on_question"
     assert shown_about(house, "bench-2-kim", [launch]) == "useful"
+
+
+def test_a_message_about_several_events_counts_once_useful_when_any_event_is() -> None:
+    """One message to the owner about several events (consult_oracle.Answered): useful when any
+    of its events is, on the question when none is but one is on it, else off it."""
+    assert message_about(["off_question", "useful", "on_question"]) == "useful"
+    assert message_about(["off_question", "on_question"]) == "on_question"
+    assert message_about(["off_question"]) == message_about([]) == "off_question"

@@ -389,6 +389,38 @@ def test_build_blocks_limits() -> None:
     assert len(buttons[-1]["text"]["text"]) == 75
 
 
+#: a note about three events, each with its own four buttons (bot/consultations/wording.py).
+GROUPED = tuple(
+    Action(f"{n}. {label}", f"/consult c{n} {key}", group=n)
+    for n in (1, 2, 3)
+    for label, key in (
+        ("Tell Ana", "tell"),
+        ("Tell people like Ana", "like"),
+        ("Who may know", "who"),
+        ("Keep private", "private"),
+    )
+)
+
+
+async def test_a_note_about_several_events_has_one_actions_block_per_event(rig: Rig) -> None:
+    rig.handler.reply = lambda i: Outbound(text="Ana asked ...", to_owner="Ana asked: [1 of 3] ...", actions=GROUPED)
+    await rig.sender.event(_dm("news?", "Ev-groups", user="U1", channel="D1"))
+    await wait_for(lambda: len(rig.api.posts(f"D{OWNER}")) == 1)
+    blocks = rig.api.posts(f"D{OWNER}")[0]["blocks"]
+    assert [b["type"] for b in blocks] == ["section", "actions", "actions", "actions"]
+    for n, block in enumerate(blocks[1:], 1):
+        assert [b["value"] for b in block["elements"]] == [
+            f"/consult c{n} {k}" for k in ("tell", "like", "who", "private")
+        ]
+    ids = [b["action_id"] for block in blocks[1:] for b in block["elements"]]
+    assert len(set(ids)) == 12
+
+
+def test_build_blocks_splits_a_group_past_the_block_limit() -> None:
+    blocks = build_blocks("t", tuple(Action(f"a{i}", f"/c {i}", group=1 + i // 30) for i in range(60)))
+    assert [len(b["elements"]) for b in blocks if b["type"] == "actions"] == [25, 5, 25, 5]
+
+
 async def test_block_action_click_becomes_command(rig: Rig) -> None:
     status, _ = await rig.sender.block_action("/approve 7", user=OWNER, channel="DOWN")
     assert status == 200

@@ -309,6 +309,23 @@ async def test_actions_become_inline_keyboard_and_presses_come_back(tg: FakeTele
     assert len(tg.answered_callbacks) == 2
 
 
+async def test_a_note_about_several_events_has_one_row_of_buttons_per_event(
+    tg: FakeTelegram, recorder: Recorder
+) -> None:
+    """A consultation about three events of one question: each event's four buttons in a row
+    of their own, each naming its own consultation."""
+    keys = ("tell", "like", "who", "private")
+    grouped = tuple(Action(f"{n}. {k}", f"/consult c{n} {k}", group=n) for n in (1, 2, 3) for k in keys)
+    recorder.respond = lambda inbound: Outbound(text="Nothing new.", actions=grouped, to_owner="Alice asked: [1 of 3]")
+    tg.private_text(ALICE, "any news?")
+    _, note = await tg.wait_for_sent(2)
+    rows = note["reply_markup"]["inline_keyboard"]
+    assert [[b["callback_data"] for b in row] for row in rows] == [
+        [f"/consult c{n} {k}" for k in keys] for n in (1, 2, 3)
+    ]
+    assert rows[1][0]["text"] == "2. tell"
+
+
 async def test_no_message_is_parsed_as_markup_or_shows_a_link_preview(tg: FakeTelegram, recorder: Recorder) -> None:
     """Issue 38: a note quoting a contact's URL or markup draws no preview card and no markup,
     for the owner and for anyone else."""
