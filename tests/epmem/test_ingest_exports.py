@@ -50,6 +50,9 @@ def test_telegram_full_export(policy: Policy) -> None:
     assert set(groups[0].members) == {"owner", "alex", "priya", "unknown:telegram:4000004", "unknown:telegram:5000005"}
     # reply link: the owner's answer to Priya goes to Priya's sub-session
     assert [t.speaker for t in split["priya"].turns] == ["priya", "owner"]
+    # who the export shows read the owner's answer (heard it from you): nobody besides Priya;
+    # Kim wrote only before it, Alex and the deleted account only after it, and nobody replied
+    assert split["priya"].turns[1].seen_by == []
     # mention: the owner's "@kimpark ..." goes to Kim (unknown person, kept, not dropped)
     assert "send me a photo" in split["unknown:telegram:4000004"].turns[-1].text
     # a written first name ("Nice route Alex") goes to Alex, not to whoever spoke last
