@@ -270,12 +270,12 @@ class Finalizer(ReadsPolicy):
             batch.notes.append(f"{fid}: retells cover {story.id}: only the people told it may hear it")
         # awaiting the model's annotation (``state`` forced pending): whether it is a secret is
         # not known yet, so nobody hears it back until the model (or the owner) has read it
-        # a cover the owner told these people as news (``retold``) is what they heard: telling
-        # it back says nothing new; a story described or instructed ("if anyone asks, say...")
-        # was heard by people who know the truth behind it
+        # a cover story is never told back as heard, not even to those the owner told it to as
+        # news: one of them who may know the truth would then hold the story and the truth of
+        # one matter, which the composite rule keeps apart (measured: storylines-v2, Lekha)
         shut = (
             never
-            or (version == "cover" and i not in batch.retold)
+            or version == "cover"
             or batch.state == "pending"
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)

@@ -513,10 +513,11 @@ def test_in_an_exported_group_whoever_the_chat_shows_read_a_message_heard_it() -
     assert listeners(with_ana) == ["ana"]  # no message named: only the other party
 
 
-async def test_a_cover_told_as_news_is_heard_by_its_listeners_not_its_truth(memory: FactMemory) -> None:
-    """A cover story the owner tells people as news (the story already known from another chat)
-    is what they heard: it may be told back to them. Its truth stays with whoever heard the truth;
-    the instruction that made the story ("if anyone asks...") is heard by nobody."""
+async def test_a_cover_told_as_news_is_not_told_back_as_heard(memory: FactMemory) -> None:
+    """A cover story is never told back as heard, even to the people the owner told it to as
+    news: one of them who may know the truth would then hold the story and the truth of one
+    matter, which the composite rule keeps apart. The owner's word opens it (a story is for
+    telling: its audience is offered). The truth stays with whoever heard the truth."""
     d, _ = distiller(memory)
     await d.ingest(
         session(
@@ -538,13 +539,13 @@ async def test_a_cover_told_as_news_is_heard_by_its_listeners_not_its_truth(memo
     )
     facts = await memory.all()
     told = next(f for f in facts if f.session_id == "told" and "hiking" in f.text)
-    assert told.version == "cover" and told.heard_by == ["tom"]
+    assert told.version == "cover" and told.heard_by == [] and "tom" in told.proposed_whitelist
     instruction = next(f for f in facts if f.session_id == "secret" and f.version == "cover")
     assert instruction.heard_by == []
     truth = next(f for f in facts if "surgery" in f.text)
     rulebook = Rulebook(POLICY)
     tom = rulebook.recipient("tom")
-    assert judge(rulebook.gate(told), tom).allowed
+    assert not judge(rulebook.gate(told), tom).allowed
     assert not judge(rulebook.gate(truth), tom).allowed
 
 
