@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     consult_per_reply: int = Field(default=1, ge=1)
     #: events one message to the owner may ask about, each with its own buttons (the best, then
     #: those the cross-encoder is sure answer the question); one message is one consultation.
-    consult_per_message: int = Field(default=3, ge=1)
+    consult_per_message: int = Field(default=1, ge=1)
     #: the composite rule across replies (epmem/reply/cumulative.py): how far back what a reader
     #: was told counts (days). A year: a matter (a house purchase, a job change, an illness)
     #: runs for months, and people remember what they were told; a short window would let anyone

@@ -205,7 +205,7 @@ class ConsultConfig:
     #: events one message to the owner may ask about at once, each with its own buttons: the
     #: likeliest to answer the question, and further ones the cross-encoder is sure answer it.
     #: 1: one event per message.
-    per_message: int = 3
+    per_message: int = 1
 
 
 #: a new consultation, in one statement (one transaction): inserted only when the asker does not

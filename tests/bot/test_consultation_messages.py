@@ -22,7 +22,7 @@ REST_Q = "Why has Maya stopped running?"
 
 
 async def test_two_sure_events_are_one_note_with_a_section_and_buttons_each(tmp_path: Path) -> None:
-    h = await open_house(tmp_path / "data", consult_per_reply=2)
+    h = await open_house(tmp_path / "data", consult_per_reply=2, consult_per_message=3)
     try:
         knee, promotion = await h.fact("ligament"), await h.fact("principal")
         out = await h.ask("grace", QUESTION)
@@ -72,7 +72,7 @@ async def test_two_sure_events_are_one_note_with_a_section_and_buttons_each(tmp_
 async def test_a_message_is_one_against_the_open_and_daily_bounds(tmp_path: Path) -> None:
     """One open and one a day per contact: the message about two events is asked whole; the
     next question waits for it to be answered (``open``), then for the next day (``day``)."""
-    h = await open_house(tmp_path / "data", consult_max_open=1, consult_per_day=1)
+    h = await open_house(tmp_path / "data", consult_max_open=1, consult_per_day=1, consult_per_message=3)
     try:
         await h.runtime.distiller.ingest(session(STORY, sid="s10", participants=["owner", "grace"]))
         out = await h.ask("grace", QUESTION)

@@ -251,14 +251,13 @@ async def test_the_owner_names_a_consulted_fact_a_cover_story_and_the_asker_hear
     knee, story = await house.fact("ligament"), await house.fact("resting")
     assert story.version == "truth" and story.event_id != knee.event_id
     out = await house.ask("leo", REST_Q)
-    # the story first; the knee too, sure to answer "why", in the same note (its own section)
-    [c, knee_c] = await house.store.pending()
-    assert (c.facts[0], knee_c.facts[0], knee_c.batch) == (story.id, knee.id, c.batch), c
+    [c] = await house.store.pending()
+    assert c.facts[0] == story.id, c
     assert out.to_owner is not None and f"/consult {c.id} cover FACT" in out.to_owner
     # a truth that is not there, or the fact itself: a clear error, nothing changes
     assert "no fact 'nope'" in await house.owner(f"/consult {c.id} cover nope")
     assert "not a truth" in await house.owner(f"/consult {c.id} cover {story.id}")
-    assert [x.id for x in await house.store.pending()] == [c.id, knee_c.id]
+    assert [x.id for x in await house.store.pending()] == [c.id]
     said = await house.owner(f"/consult {c.id} cover {knee.id}")
     assert f"now your cover story for {knee.id}" in said and said.endswith("Followed up with leo."), said
     linked = await house.runtime.memory.get(story.id)
@@ -266,22 +265,16 @@ async def test_the_owner_names_a_consulted_fact_a_cover_story_and_the_asker_hear
     assert [text for text in house.sent.to("leo")] == [f"Here's what I can share: {story.text}"]
     [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
     assert change.body["covers"] == knee.id and change.body["answer"] == "cover"
-    # the story is now what the knee's event tells instead: the knee's consultation in the same
-    # message is answered with it, and its follow-up is the one Leo got
-    settled_knee = await house.store.get(knee_c.id)
-    assert settled_knee is not None and (settled_knee.state, settled_knee.answer) == ("answered", "cover")
-    assert await house.store.pending() == []
     # the truth stays closed: nobody hears it, and nobody hears both
     again = await house.ask("ana", REST_Q)
     assert knee.text not in (again.text or "")
 
 
 async def test_the_next_event_that_answers_is_asked_once_the_owner_has_answered(tmp_path: Path) -> None:
-    """``consult_per_reply`` 2 with one event per message (``consult_per_message`` 1): one
-    question, two closed events that answer it, asked one after the other (never two notes at
-    once); the bound holds; one message per reply asks only the first."""
+    """``consult_per_reply`` 2: one question, two closed events that answer it, asked one after
+    the other (never two notes at once); the bound holds; the default asks only the first."""
     question = "Any news about Maya's knee or her promotion?"
-    h = await open_house(tmp_path / "two", consult_per_reply=2, consult_per_message=1)
+    h = await open_house(tmp_path / "two", consult_per_reply=2)
     try:
         first = await h.ask("grace", question)
         assert first.to_owner is not None
@@ -307,7 +300,7 @@ async def test_the_next_event_that_answers_is_asked_once_the_owner_has_answered(
         assert await h.store.pending() == [] and await h.store.for_reply(c1.audit_id) == 2
     finally:
         await h.runtime.close()
-    one = await open_house(tmp_path / "one", consult_per_message=1)
+    one = await open_house(tmp_path / "one")
     try:
         await one.ask("grace", question)
         [c] = await one.store.pending()
@@ -388,8 +381,7 @@ async def test_a_cover_story_told_in_two_chats_is_one_story_and_stays_in_its_tru
     await house.runtime.memory.add([again])
     copies = [told, again]
     await house.ask("ana", REST_Q)
-    # the same words twice are asked once (the knee, sure to answer too, in its own section)
-    [c] = [x for x in await house.store.pending() if {*x.facts} & {told.id, again.id}]
+    [c] = await house.store.pending()
     said = await house.owner(f"/consult {c.id} cover {knee.id}")
     assert f"now your cover story for {knee.id}" in said, said
     for before in copies:
@@ -429,3 +421,43 @@ async def test_the_question_in_a_note_is_one_quoted_line_the_owner_cannot_mistak
     [question] = [line for line in listed.splitlines() if line.startswith("[")]
     assert question.startswith(f"[{c.number}] leo asked \u201c{KNEE_Q} \u23ce  \u23ce I answered without these"), listed
     assert [line for line in listed.splitlines() if "I answered without these" in line] == [question]
+
+
+async def test_a_story_and_its_truth_in_one_message_settle_together_with_one_follow_up(tmp_path: Path) -> None:
+    """``consult_per_message`` 3: the story and the knee, sure to answer "why", are two sections
+    of one note; naming the story the knee's cover settles both and follows Leo up once."""
+    house = await open_house(tmp_path / "data", consult_per_message=3)
+    try:
+        await _story_in_one_message(house)
+    finally:
+        await house.runtime.close()
+
+
+async def _story_in_one_message(house: House) -> None:
+    await house.runtime.distiller.ingest(session(STORY, sid="s10", participants=["owner", "grace"]))
+    knee, story = await house.fact("ligament"), await house.fact("resting")
+    assert story.version == "truth" and story.event_id != knee.event_id
+    out = await house.ask("leo", REST_Q)
+    # the story first; the knee too, sure to answer "why", in the same note (its own section)
+    [c, knee_c] = await house.store.pending()
+    assert (c.facts[0], knee_c.facts[0], knee_c.batch) == (story.id, knee.id, c.batch), c
+    assert out.to_owner is not None and f"/consult {c.id} cover FACT" in out.to_owner
+    # a truth that is not there, or the fact itself: a clear error, nothing changes
+    assert "no fact 'nope'" in await house.owner(f"/consult {c.id} cover nope")
+    assert "not a truth" in await house.owner(f"/consult {c.id} cover {story.id}")
+    assert [x.id for x in await house.store.pending()] == [c.id, knee_c.id]
+    said = await house.owner(f"/consult {c.id} cover {knee.id}")
+    assert f"now your cover story for {knee.id}" in said and said.endswith("Followed up with leo."), said
+    linked = await house.runtime.memory.get(story.id)
+    assert linked is not None and (linked.version, linked.covers, linked.event_id) == ("cover", knee.id, knee.event_id)
+    assert [text for text in house.sent.to("leo")] == [f"Here's what I can share: {story.text}"]
+    [change] = [r for r in await house.records("policy_change") if r.body.get("consultation") == c.id]
+    assert change.body["covers"] == knee.id and change.body["answer"] == "cover"
+    # the story is now what the knee's event tells instead: the knee's consultation in the same
+    # message is answered with it, and its follow-up is the one Leo got
+    settled_knee = await house.store.get(knee_c.id)
+    assert settled_knee is not None and (settled_knee.state, settled_knee.answer) == ("answered", "cover")
+    assert await house.store.pending() == []
+    # the truth stays closed: nobody hears it, and nobody hears both
+    again = await house.ask("ana", REST_Q)
+    assert knee.text not in (again.text or "")
