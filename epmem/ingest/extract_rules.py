@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field, replace
 
 from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
-from epmem.ingest.confirmed import confirmed_question
 from epmem.ingest.covers import TRUTH_MARK as _TRUTH_MARK, TRUTH_WORD as _TRUTH_WORD, find_cover
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.cuesplit import PROMISE as _PROMISE, CueSplitter, filler as _filler
@@ -36,6 +35,7 @@ from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.statements import asks, chat_statements, informative, worth
+from epmem.ingest.topics import holds_secret
 from epmem.ingest.unread import FILLER, Unread
 from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
@@ -52,6 +52,23 @@ _ANSWER_NO = re.compile(
     r"^\W*(?:no+|nope|nah|not yet|god no|hell no|absolutely not|not at all|not a chance)\b", re.IGNORECASE
 )
 _HE_SHE = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
+#: a reply that says yes to the question it answers ("Yes!", "ja, Tobi too", "sure, 8 works").
+_ANSWER_YES = re.compile(
+    r"^\W*(?:yes+|yeah|yep|yup|sure|of course|definitely|absolutely|sounds good|count me in|i'?m in|"
+    r"aye|ja|sí|claro|sim|oui|evet|tak)\b|^\W*(?:好的?|可以|行|没问题|是的|当然)",
+    re.IGNORECASE,
+)
+#: a question that asks for something other than yes or no ("where is the lunch?", "你几点到？").
+_WH_QUESTION = re.compile(
+    r"\b(?:what|where|when|who|whom|whose|which|why|how)\b|什么|哪|几|谁|为什么|怎么|多少", re.IGNORECASE
+)
+#: a token of letters and digits ("4B729", "A3F9"), not a plain count, time or date ("10k",
+#: "9pm", "15th"): a question that confirms one is checking a code, never retold.
+_CODE_TOKEN = re.compile(
+    r"(?<![\w])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])(?![\d]+(?:st|nd|rd|th|am|pm|h|k|km|kg|min)\b)[\w-]{4,}(?![\w])", re.I
+)
+#: the most characters a question and its "yes" are retold with (more is more than one matter).
+_CONFIRMED_CHARS = 240
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÀ-Þ][a-zà-ÿ]+)\b")
 _NOT_NAMES = frozenset(
     """I The A An My Our His Her Their This That These Those It Its We You He She They Monday Tuesday
@@ -275,10 +292,7 @@ class RulesExtractor(ReadsPolicy):
                 last_truth = len(proposals) - 1
             else:
                 lost(said if said is not None else raw, why if said is None else "")
-        asked = reply_index(session, t)
-        both = [x for x in (td, turns.get(t - 1 if asked is None else asked)) if x is not None]
-        quiet = not any(x.cues or x.open_covers or x.bare_cue for x in both)  # read as such, never retold
-        confirmed = confirmed_question(session, t, self.speaker_name) if quiet else None
+        confirmed = self._confirmed(session, t, turns)
         if confirmed is not None:
             q, text = confirmed
             proposals.append(_Proposal(Draft(text, "truth", source_turns=[q, t]), turn.speaker))
@@ -286,6 +300,38 @@ class RulesExtractor(ReadsPolicy):
             last_truth = len(proposals) - 1
         self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
+
+    def _confirmed(self, session: Session, t: int, turns: dict[int, _TurnDrafts]) -> tuple[int, str] | None:
+        """A "yes" to someone else's yes-or-no question: the question alone is no fact ("still on
+        for the 10k at Tempelhof on Sunday?") and the answer alone says little ("yes, 9:00 at
+        the Columbiadamm entrance"); together they are what was agreed. The fact quotes both, as
+        the chat said them, with who said each, so that it makes sense told back on its own to
+        whoever heard it (heard it from you); unless the yes repeats every word the question
+        has ("Yes! For Dad's birthday weekend we drive ..."): its own statement says it all. Not when either message holds a cue or a cover
+        story: those are read as such, never retold. (The question's index, the fact's words),
+        or None."""
+        turn = session.turns[t]
+        if not _ANSWER_YES.match(turn.text):
+            return None
+        q = reply_index(session, t)
+        q = t - 1 if q is None else q
+        if q < 0 or session.turns[q].speaker == turn.speaker:
+            return None
+        if any(x.cues or x.open_covers or x.bare_cue for x in (turns[t], turns.get(q)) if x is not None):
+            return None
+        asked, said = " ".join(session.turns[q].text.split()), " ".join(turn.text.split())
+        if not asked.endswith(("?", "？")) or _WH_QUESTION.search(asked):
+            return None
+        if holds_secret(asked) or _CODE_TOKEN.search(asked):
+            return None  # "le digicode c'est toujours 4B729 ?": a code is never retold
+        if len(asked) + len(said) > _CONFIRMED_CHARS:
+            return None
+        if not has_cjk(asked) and not set(words(asked)) - set(words(said)) - STOPWORDS:
+            return None  # the yes says it all itself ("Yes! For Dad's birthday we drive to ...")
+        asker, speaker = self.speaker_name(session, q), self.speaker_name(session, t)
+        if has_cjk(asked):
+            return q, f"{asker}问：“{asked}” {speaker}答：“{said}”"
+        return q, f"{asker} asked: \u201c{asked}\u201d {speaker}: \u201c{said}\u201d"
 
     def _tie_covers(
         self,

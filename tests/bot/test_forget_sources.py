@@ -48,7 +48,7 @@ async def fact_about(runtime: Runtime, words: str) -> str:
 
 async def test_forget_erases_the_source_turn_and_keeps_the_rest_of_the_session(imported: Runtime) -> None:
     data = imported.settings.data_dir
-    mri = await fact_about(imported, "The MRI is booked")  # its statement, not the question it answers
+    mri = await fact_about(imported, "MRI")
     letter = await fact_about(imported, "referral letter")
     assert files_with(data, b"MRI is booked")  # the grep can see the turn while it is there
     reply = (await imported.agent.handle(ask("owner", f"/forget {mri}"))).text or ""

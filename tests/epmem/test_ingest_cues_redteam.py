@@ -290,17 +290,14 @@ def test_third_person_keeps_the_words(said: str, you: str | None, written: str) 
 
 
 def test_an_offer_to_the_listener_is_no_fact(extractor: RulesExtractor) -> None:
-    """result.json's "Of course, take what you need." became "Priya take what Sam need.". The
-    offer is no fact of its own; the exchange is kept only as said, both sides quoted."""
+    """result.json's "Of course, take what you need." became "Priya take what Sam need."."""
     drafts = extractor.drafts(
         session(
             [("priya", "Can I borrow the projector?"), ("owner", "Of course, take what you need.")],
             participants=["owner", "priya"],
         )
     )
-    assert [d.text for d in drafts] == [
-        "Priya asked: \u201cCan I borrow the projector?\u201d Sam: \u201cOf course, take what you need.\u201d"
-    ]
+    assert drafts == []
 
 
 @pytest.mark.parametrize(
