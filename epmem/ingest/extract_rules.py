@@ -35,7 +35,6 @@ from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
 from epmem.ingest.statements import asks, chat_statements, informative, worth
-from epmem.ingest.topics import holds_secret
 from epmem.ingest.unread import FILLER, Unread
 from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
@@ -61,11 +60,6 @@ _ANSWER_YES = re.compile(
 #: a question that asks for something other than yes or no ("where is the lunch?", "你几点到？").
 _WH_QUESTION = re.compile(
     r"\b(?:what|where|when|who|whom|whose|which|why|how)\b|什么|哪|几|谁|为什么|怎么|多少", re.IGNORECASE
-)
-#: a token of letters and digits ("4B729", "A3F9"), not a plain count, time or date ("10k",
-#: "9pm", "15th"): a question that confirms one is checking a code, never retold.
-_CODE_TOKEN = re.compile(
-    r"(?<![\w])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])(?![\d]+(?:st|nd|rd|th|am|pm|h|k|km|kg|min)\b)[\w-]{4,}(?![\w])", re.I
 )
 #: the most characters a question and its "yes" are retold with (more is more than one matter).
 _CONFIRMED_CHARS = 240
@@ -322,8 +316,6 @@ class RulesExtractor(ReadsPolicy):
         asked, said = " ".join(session.turns[q].text.split()), " ".join(turn.text.split())
         if not asked.endswith(("?", "？")) or _WH_QUESTION.search(asked):
             return None
-        if holds_secret(asked) or _CODE_TOKEN.search(asked):
-            return None  # "le digicode c'est toujours 4B729 ?": a code is never retold
         if len(asked) + len(said) > _CONFIRMED_CHARS:
             return None
         if not has_cjk(asked) and not set(words(asked)) - set(words(said)) - STOPWORDS:
