@@ -300,8 +300,7 @@ class RulesExtractor(ReadsPolicy):
         for the 10k at Tempelhof on Sunday?") and the answer alone says little ("yes, 9:00 at
         the Columbiadamm entrance"); together they are what was agreed. The fact quotes both, as
         the chat said them, with who said each, so that it makes sense told back on its own to
-        whoever heard it (heard it from you); unless the yes repeats every word the question
-        has ("Yes! For Dad's birthday weekend we drive ..."): its own statement says it all. Not when either message holds a cue or a cover
+        whoever heard it (heard it from you). Not when either message holds a cue or a cover
         story: those are read as such, never retold. (The question's index, the fact's words),
         or None."""
         turn = session.turns[t]
@@ -318,8 +317,6 @@ class RulesExtractor(ReadsPolicy):
             return None
         if len(asked) + len(said) > _CONFIRMED_CHARS:
             return None
-        if not has_cjk(asked) and not set(words(asked)) - set(words(said)) - STOPWORDS:
-            return None  # the yes says it all itself ("Yes! For Dad's birthday we drive to ...")
         asker, speaker = self.speaker_name(session, q), self.speaker_name(session, t)
         if has_cjk(asked):
             return q, f"{asker}问：“{asked}” {speaker}答：“{said}”"
