@@ -585,23 +585,3 @@ def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> N
         participants=["owner", "kira"],
     )
     assert [describes_a_telling(chat, [i]) for i in range(3)] == [True, True, False]
-
-
-async def test_what_was_agreed_is_told_back_to_whoever_asked(memory: FactMemory) -> None:
-    """A yes to someone's question is stored as one fact quoting both, closed like any fact,
-    and heard by the person who asked: they may be told it back, nobody else."""
-    d, _ = distiller(memory)
-    await d.ingest(
-        session(
-            [
-                ("owen", "still on for the 10k at Tempelhof on Sunday?"),
-                ("owner", "yes, 9:00 at the Columbiadamm entrance"),
-            ],
-            participants=["owner", "owen"],
-        )
-    )
-    (agreed,) = [f for f in await memory.all() if "Tempelhof" in f.text]
-    assert agreed.closed and agreed.undecided and agreed.heard_by == ["owen"]
-    rulebook = Rulebook(POLICY)
-    told = {c for c in POLICY.contacts if judge(rulebook.gate(agreed), rulebook.recipient(c)).allowed}
-    assert told == {"owen"}

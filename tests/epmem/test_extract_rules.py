@@ -435,30 +435,3 @@ def test_a_secret_with_no_fitting_category_is_not_suggested_as_a_password() -> N
     )
     ann = CategoryClassifier(policy, default_embedder()).classify("Kira has a court date next month.")
     assert not ann.clear and not policy.categories[ann.category].never_share, ann
-
-
-def test_a_yes_to_a_yes_or_no_question_is_one_fact_quoting_both(extractor: RulesExtractor) -> None:
-    """Facts worth retelling: "still on for the 10k at Tempelhof on Sunday?" is no fact, and
-    "yes, 9:00 at the entrance" says little; together they are what was agreed. The fact quotes
-    both in the chat's words, who asked and who said yes. A "what/where/when" question, a "no",
-    a question of the same speaker, and a message with a cue or a cover story make none."""
-    s = session(
-        [
-            ("owen", "still on for the 10k at Tempelhof on Sunday?"),
-            ("owner", "yes, 9:00 at the Columbiadamm entrance"),
-            ("owen", "where is the after-party?"),
-            ("owner", "yes, at Klunkerkranich"),
-            ("owen", "coming to the Ostkreuz flea market?"),
-            ("owner", "no, too tired"),
-            ("owen", "drinks at Prater after?"),
-            ("owner", "yes! but don't tell Tom, he wanted to come"),
-        ],
-        participants=["owner", "owen"],
-    )
-    drafts = extractor.drafts(s)
-    agreed = by_text(drafts, "Tempelhof")
-    assert agreed.text == (
-        "Owen asked: \u201cstill on for the 10k at Tempelhof on Sunday?\u201d Sam: \u201cyes, 9:00 at the Columbiadamm entrance\u201d"
-    )
-    assert agreed.source_turns == [0, 1] and agreed.version == "truth"
-    assert not [d for d in drafts if "after-party" in d.text or "flea market" in d.text or "Prater" in d.text]
