@@ -286,7 +286,7 @@ class RulesExtractor(ReadsPolicy):
                 last_truth = len(proposals) - 1
             else:
                 lost(said if said is not None else raw, why if said is None else "")
-        confirmed = self._confirmed(session, t, turns)
+        confirmed = self._confirmed(session, t)
         if confirmed is not None:
             q, text = confirmed
             proposals.append(_Proposal(Draft(text, "truth", source_turns=[q, t]), turn.speaker))
@@ -295,22 +295,18 @@ class RulesExtractor(ReadsPolicy):
         self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
 
-    def _confirmed(self, session: Session, t: int, turns: dict[int, _TurnDrafts]) -> tuple[int, str] | None:
+    def _confirmed(self, session: Session, t: int) -> tuple[int, str] | None:
         """A "yes" to someone else's yes-or-no question: the question alone is no fact ("still on
         for the 10k at Tempelhof on Sunday?") and the answer alone says little ("yes, 9:00 at
         the Columbiadamm entrance"); together they are what was agreed. The fact quotes both, as
         the chat said them, with who said each, so that it makes sense told back on its own to
-        whoever heard it (heard it from you). Not when either message holds a cue or a cover
-        story: those are read as such, never retold. (The question's index, the fact's words),
-        or None."""
+        whoever heard it (heard it from you). (The question's index, the fact's words), or None."""
         turn = session.turns[t]
         if not _ANSWER_YES.match(turn.text):
             return None
         q = reply_index(session, t)
         q = t - 1 if q is None else q
         if q < 0 or session.turns[q].speaker == turn.speaker:
-            return None
-        if any(x.cues or x.open_covers or x.bare_cue for x in (turns[t], turns.get(q)) if x is not None):
             return None
         asked, said = " ".join(session.turns[q].text.split()), " ".join(turn.text.split())
         if not asked.endswith(("?", "？")) or _WH_QUESTION.search(asked):
