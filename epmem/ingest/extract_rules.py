@@ -51,18 +51,6 @@ _ANSWER_NO = re.compile(
     r"^\W*(?:no+|nope|nah|not yet|god no|hell no|absolutely not|not at all|not a chance)\b", re.IGNORECASE
 )
 _HE_SHE = re.compile(r"^(?:he|she)\b", re.IGNORECASE)
-#: a reply that says yes to the question it answers ("Yes!", "ja, Tobi too", "sure, 8 works").
-_ANSWER_YES = re.compile(
-    r"^\W*(?:yes+|yeah|yep|yup|sure|of course|definitely|absolutely|sounds good|count me in|i'?m in|"
-    r"aye|ja|sí|claro|sim|oui|evet|tak)\b|^\W*(?:好的?|可以|行|没问题|是的|当然)",
-    re.IGNORECASE,
-)
-#: a question that asks for something other than yes or no ("where is the lunch?", "你几点到？").
-_WH_QUESTION = re.compile(
-    r"\b(?:what|where|when|who|whom|whose|which|why|how)\b|什么|哪|几|谁|为什么|怎么|多少", re.IGNORECASE
-)
-#: the most characters a question and its "yes" are retold with (more is more than one matter).
-_CONFIRMED_CHARS = 240
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-ZÀ-Þ][a-zà-ÿ]+)\b")
 _NOT_NAMES = frozenset(
     """I The A An My Our His Her Their This That These Those It Its We You He She They Monday Tuesday
@@ -286,37 +274,8 @@ class RulesExtractor(ReadsPolicy):
                 last_truth = len(proposals) - 1
             else:
                 lost(said if said is not None else raw, why if said is None else "")
-        confirmed = self._confirmed(session, t)
-        if confirmed is not None:
-            q, text = confirmed
-            proposals.append(_Proposal(Draft(text, "truth", source_turns=[q, t]), turn.speaker))
-            td.drafts.append(len(proposals) - 1)
-            last_truth = len(proposals) - 1
         self._tie_covers(session, t, td, turns, proposals, before, marked)
         return last_truth
-
-    def _confirmed(self, session: Session, t: int) -> tuple[int, str] | None:
-        """A "yes" to someone else's yes-or-no question: the question alone is no fact ("still on
-        for the 10k at Tempelhof on Sunday?") and the answer alone says little ("yes, 9:00 at
-        the Columbiadamm entrance"); together they are what was agreed. The fact quotes both, as
-        the chat said them, with who said each, so that it makes sense told back on its own to
-        whoever heard it (heard it from you). (The question's index, the fact's words), or None."""
-        turn = session.turns[t]
-        if not _ANSWER_YES.match(turn.text):
-            return None
-        q = reply_index(session, t)
-        q = t - 1 if q is None else q
-        if q < 0 or session.turns[q].speaker == turn.speaker:
-            return None
-        asked, said = " ".join(session.turns[q].text.split()), " ".join(turn.text.split())
-        if not asked.endswith(("?", "？")) or _WH_QUESTION.search(asked):
-            return None
-        if len(asked) + len(said) > _CONFIRMED_CHARS:
-            return None
-        asker, speaker = self.speaker_name(session, q), self.speaker_name(session, t)
-        if has_cjk(asked):
-            return q, f"{asker}问：“{asked}” {speaker}答：“{said}”"
-        return q, f"{asker} asked: \u201c{asked}\u201d {speaker}: \u201c{said}\u201d"
 
     def _tie_covers(
         self,
