@@ -90,9 +90,9 @@ def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
     in a direct chat, the person it was with; in a group, the one the owner was talking with
     (the sub-session's counterpart: the message answered, the person named, else the one who
     spoke just before), and the members the chat shows read every message it came from
-    (``Turn.seen_by``: who replied to it, or wrote both before and after it). An export names no members,
-    and a silent member of a busy group may not have read a remark meant for someone else:
-    where unsure, fewer people heard it."""
+    (``Turn.seen_by``: who replied to it, or wrote both before and after it). An export names
+    no members, and a silent member of a busy group may not have read a remark meant for
+    someone else: where unsure, fewer people heard it."""
     if session.present:
         people = list(session.present)
     else:

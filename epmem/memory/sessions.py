@@ -209,24 +209,20 @@ def _seen_by(chunk: Sequence[Message]) -> dict[str, list[str]]:
     an export shows read it: who replied to it, and who wrote in the conversation both before and
     after it, in the order they first wrote. Writing only after may be a late arrival answering
     an earlier message, and writing only before, someone who has left: neither shows it."""
-    order: dict[str, int] = {}
-    before: list[set[str]] = []
-    for m in chunk:
-        before.append(set(order))
-        if m.speaker != OWNER_ID:
-            order.setdefault(m.speaker, len(order))
+    first: dict[str, int] = {}  # each member's first and last message in the conversation
+    last: dict[str, int] = {}
     replied: dict[str, set[str]] = {}
-    for m in chunk:
-        if m.reply_to and m.speaker != OWNER_ID:
+    for i, m in enumerate(chunk):
+        if m.speaker == OWNER_ID:
+            continue
+        first.setdefault(m.speaker, i)
+        last[m.speaker] = i
+        if m.reply_to:
             replied.setdefault(m.reply_to, set()).add(m.speaker)
-    out: dict[str, list[str]] = {}
-    after: set[str] = set()
-    for m, earlier in zip(reversed(chunk), reversed(before)):
-        seen = (earlier & after) | replied.get(m.msg_id, set())
-        out[m.msg_id] = sorted(seen - {m.speaker}, key=order.__getitem__)
-        if m.speaker != OWNER_ID:
-            after.add(m.speaker)
-    return out
+    return {
+        m.msg_id: [p for p in first if p != m.speaker and (first[p] < i < last[p] or p in replied.get(m.msg_id, ()))]
+        for i, m in enumerate(chunk)
+    }
 
 
 def _order(msg_id: str) -> tuple[int, str]:
