@@ -110,7 +110,7 @@ async def consult_after_reply(
         if not candidates:
             return
         # the best, and those the cross-encoder is sure answer: one message (``per_message``)
-        asking = list(dict.fromkeys([f for f in (candidates.best,) if f is not None] + list(candidates.sure)))
+        asking = list(dict.fromkeys([candidates.facts[0], *candidates.sure]))
         note, actions = await ask_about(owner, inbound, sender, audience, question, asking, audit_id)
     except Exception as exc:  # fail closed: no consultation, and the owner can see why in the audit
         log.exception("consult_failed", audit_id=audit_id, error=type(exc).__name__)

@@ -20,8 +20,8 @@ asks the owner, these bounds are checked (``EPMEM_CONSULT_*``, bot/config.py; RE
 Each bound counts the owner's messages, not events: one message that asks about several events
 of one question (``ConsultConfig.per_message``, each event its own row and buttons) is one
 consultation, open while any of its events waits. A question that joins an open consultation
-of the same event costs the owner nothing (one note for the event): only the open bound holds it. What was not asked is audited
-(``consultation_skipped``: who, why, the event and its facts' ids, the topic) and the daily
+of the same event costs the owner nothing (one note for the event): only the open bound holds
+it. What was not asked is audited (``consultation_skipped``: who, why, the event and its facts' ids, the topic) and the daily
 digest lists it by asker and topic, without the facts' words (bot/digest.py).
 """
 
@@ -68,14 +68,22 @@ async def refusal(
     return None
 
 
+async def _news_elsewhere(owner: OwnerServices, fact: Fact) -> list[Fact]:
+    """The same news as ``fact`` stored in other events (the embedder's cosine at least
+    :data:`~epmem.ingest.SAME_NEWS`), nearest first."""
+    rows = await owner.memory.similar([fact.text], limit=8)
+    return [
+        twin
+        for twin, score in (rows[0] if rows else [])
+        if twin.id != fact.id and twin.event_id != fact.event_id and score >= SAME_NEWS
+    ]
+
+
 async def kept_private(owner: OwnerServices, fact: Fact, readers: Sequence[Resolved]) -> Fact | None:
     """The same news in another event that the owner decided these readers may not know, if any."""
-    rows = await owner.memory.similar([fact.text], limit=8)
     rulebook = await owner.engine.rulebook()
     audience = [r.recipient for r in readers]
-    for twin, score in rows[0] if rows else []:
-        if twin.id == fact.id or twin.event_id == fact.event_id or score < SAME_NEWS:
-            continue
+    for twin in await _news_elsewhere(owner, fact):
         if (
             twin.state == "owner-set"
             and twin.version == fact.version
@@ -89,10 +97,7 @@ async def same_news(owner: OwnerServices, fact: Fact, shown: Sequence[Fact]) -> 
     """``fact`` is news one of ``shown`` (other events of the same message) already tells, in
     other words (cosine at least :data:`~epmem.ingest.SAME_NEWS`): one message asks about it once."""
     events = {f.event_id for f in shown} - {fact.event_id}
-    if not events:
-        return False
-    rows = await owner.memory.similar([fact.text], limit=8)
-    return any(twin.event_id in events and score >= SAME_NEWS for twin, score in (rows[0] if rows else []))
+    return bool(events) and any(twin.event_id in events for twin in await _news_elsewhere(owner, fact))
 
 
 async def check(
