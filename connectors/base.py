@@ -8,11 +8,11 @@ a message came from beyond the identity strings.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import structlog
 
@@ -72,6 +72,22 @@ class Action:
     #: group per event) share a group, and a connector keeps each group together, apart from
     #: the others (a row on Telegram, an actions block on Slack); None: no groups.
     group: int | None = None
+
+
+_T = TypeVar("_T")
+
+
+def grouped_runs(items: Sequence[_T], groups: Sequence[int | None], most: int) -> list[list[_T]]:
+    """``items`` (one per action, ``groups`` their :attr:`Action.group`) cut into runs for
+    display, a row of buttons or an actions block: a new run where the group changes or the
+    run already holds ``most``."""
+    runs: list[list[_T]] = []
+    for i, item in enumerate(items):
+        if runs and groups[i] == groups[i - 1] and len(runs[-1]) < most:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from connectors.base import Action
+from connectors.base import Action, grouped_runs
 
 log = structlog.get_logger(__name__)
 
@@ -56,12 +56,6 @@ def build_blocks(text: str, actions: tuple[Action, ...]) -> list[dict[str, Any]]
     # one actions block per group of buttons (a note about several events: one per event, the
     # same row of buttons as on Telegram), each at most _ACTIONS_PER_BLOCK; no groups: blocks
     # of _ACTIONS_PER_BLOCK
-    run: list[dict[str, Any]] = []
-    for i, button in enumerate(buttons):
-        if run and (len(run) == _ACTIONS_PER_BLOCK or groups[i] != groups[i - 1]):
-            blocks.append({"type": "actions", "elements": run})
-            run = []
-        run.append(button)
-    if run:
+    for run in grouped_runs(buttons, groups, _ACTIONS_PER_BLOCK):
         blocks.append({"type": "actions", "elements": run})
     return blocks

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from connectors.base import Action
+from connectors.base import Action, grouped_runs
 
 #: Telegram refuses callback_data longer than this many bytes.
 CALLBACK_DATA_MAX_BYTES = 64
@@ -39,14 +39,7 @@ class Buttons:
             return None
         buttons = [InlineKeyboardButton(a.label, callback_data=self.data(a.command)) for a in actions]
         if any(a.group is not None for a in actions):
-            rows: list[list[InlineKeyboardButton]] = []
-            for i, (action, button) in enumerate(zip(actions, buttons, strict=True)):
-                same = i > 0 and action.group == actions[i - 1].group and len(rows[-1]) < ROW_MAX
-                if same:
-                    rows[-1].append(button)
-                else:
-                    rows.append([button])
-            return InlineKeyboardMarkup(rows)
+            return InlineKeyboardMarkup(grouped_runs(buttons, [a.group for a in actions], ROW_MAX))
         rows = [buttons] if len(buttons) <= 3 else [[button] for button in buttons]
         return InlineKeyboardMarkup(rows)
 
