@@ -113,21 +113,30 @@ _TELLING = re.compile(
     r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?|说是|说成",
     re.IGNORECASE,
 )
+#: the owner describing what someone else believes: "work thinks it's a family emergency", "they
+#: think I'm at a conference", "他们都以为我在出差". A story in place: whoever hears that knows
+#: the truth behind it, and the words are not news to retell.
+_BELIEVED = re.compile(
+    r"\b(?!(?:I|we|you)\b)(?:they|he|she|everyone|everybody|people|work|[a-z]{2,})\s+(?:still\s+)?"
+    r"(?:thinks?|believes?|assumes?)\s+(?:that\s+)?(?:it'?s|it is|I'?m|I am|we'?re|we are|I'?ve|I have|I was|we were)\b"
+    r"|(?:他们|她们|他|她|大家|公司|同事|家里|爸妈|爸|妈)[^。！？]{0,4}(?:都|还)?以为",
+    re.IGNORECASE,
+)
 _ASKED_WHAT_TOLD = re.compile(
     r"\bwhat\s+(?:did|will|do)\s+you\s+(?:tell|say)|你(?:跟|和|对)[^？?]{0,8}(?:怎么说|说了什么)", re.I
 )
 
 
 def describes_a_telling(session: Session, turns: Sequence[int]) -> bool:
-    """Whether the message says what the owner tells someone else, or answers "what did you
-    tell them?": whoever heard the owner describe a story knows the truth behind it, and the
-    words are not news to retell (heard it from you stays shut)."""
+    """Whether the message says what the owner tells someone else or what someone else believes,
+    or answers "what did you tell them?": whoever heard the owner describe a story knows the
+    truth behind it, and the words are not news to retell (heard it from you stays shut)."""
     by_msg = {t.msg_id: t for t in session.turns}
     for i in turns:
         if not 0 <= i < len(session.turns):
             continue
         turn = session.turns[i]
-        if _TELLING.search(turn.text):
+        if _TELLING.search(turn.text) or _BELIEVED.search(turn.text):
             return True
         asked = by_msg.get(turn.reply_to or "")
         if asked is not None and _ASKED_WHAT_TOLD.search(asked.text):

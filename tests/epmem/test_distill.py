@@ -585,3 +585,21 @@ def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> N
         participants=["owner", "kira"],
     )
     assert [describes_a_telling(chat, [i]) for i in range(3)] == [True, True, False]
+
+
+def test_the_owner_describing_what_someone_else_believes_is_not_news_to_tell_back() -> None:
+    """ "Work thinks it's a family emergency" describes a story in place, as "I told work ..."
+    does: whoever heard it knows the truth behind it. What the owner thinks is plain news."""
+    from epmem.ingest.extract import describes_a_telling
+
+    chat = session(
+        [
+            ("owner", "Work thinks it's a family emergency, so I've got the whole week to move out."),
+            ("owner", "My parents still think I'm at the conference in Leeds."),
+            ("owner", "他们都以为我在上海出差。"),
+            ("owner", "I think it's going to be a long week, the move is on Saturday."),
+            ("owner", "我以为搬家要一个月。"),
+        ],
+        participants=["owner", "zoe"],
+    )
+    assert [describes_a_telling(chat, [i]) for i in range(5)] == [True, True, True, False, False]
