@@ -21,8 +21,9 @@ Each bound counts the owner's messages, not events: one message that asks about 
 of one question (``ConsultConfig.per_message``, each event its own row and buttons) is one
 consultation, open while any of its events waits. A question that joins an open consultation
 of the same event costs the owner nothing (one note for the event): only the open bound holds
-it. What was not asked is audited (``consultation_skipped``: who, why, the event and its facts' ids, the topic) and the daily
-digest lists it by asker and topic, without the facts' words (bot/digest.py).
+it. What was not asked is audited (``consultation_skipped``: who, why, the event and its facts'
+ids, the topic) and the daily digest lists it by asker and topic, without the facts' words
+(bot/digest.py).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ _TELLING = re.compile(
 #: think I'm at a conference", "他们都以为我在出差". A story in place: whoever hears that knows
 #: the truth behind it, and the words are not news to retell.
 _BELIEVED = re.compile(
-    r"\b(?!(?:I|we|you)\b)(?:they|he|she|everyone|everybody|people|work|[a-z]{2,})\s+(?:still\s+)?"
+    r"\b(?!(?:we|you)\b)[a-z]{2,}\s+(?:still\s+)?"  # anyone but "we" and "you" ("I" is one letter)
     r"(?:thinks?|believes?|assumes?)\s+(?:that\s+)?(?:it'?s|it is|I'?m|I am|we'?re|we are|I'?ve|I have|I was|we were)\b"
     r"|(?:他们|她们|他|她|大家|公司|同事|家里|爸妈|爸|妈)[^。！？]{0,4}(?:都|还)?以为",
     re.IGNORECASE,
