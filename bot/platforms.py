@@ -10,8 +10,10 @@ environment variables); this module only asks each of them. Our shared knobs car
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, PrivateAttr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -37,12 +39,38 @@ class PlatformSettings(BaseSettings):
 
     def model_post_init(self, context: Any, /) -> None:
         """Every registered platform's settings, read now, so a bad value fails at start."""
+        self._read(None)
+
+    def _read(self, env_file: Path | None) -> None:
+        each: dict[str, BaseSettings] = {}
         for platform in PLATFORMS:
             try:
-                self._each[platform.name] = platform.settings()
+                each[platform.name] = platform.settings(_env_file=env_file) if env_file else platform.settings()
             except ValidationError as exc:
                 # a ConfigError, not a PlatformError: pydantic would wrap a ValueError raised here
-                raise ConfigError("; ".join(env_problems(platform.settings, exc))) from None
+                where = f"{env_file}: " if env_file else ""
+                raise ConfigError(where + "; ".join(env_problems(platform.settings, exc))) from None
+        self._each = each
+
+    @classmethod
+    def of_owner(cls, env_file: Path) -> PlatformSettings:
+        """One owner's platforms in a deployment of several (bot/owners.py): their credentials
+        from their own ``owner.env``, the shared knobs from the environment.
+
+        A credential the file does not hold came from the process environment (which wins over
+        a file): every owner would then share one bot, and one owner's contacts would reach
+        another's delegate. That is refused, naming the file."""
+        settings = cls()
+        settings._read(env_file)
+        held = {value for value in dotenv_values(env_file).values() if value}
+        for platform in settings.configured():
+            if any(secret not in held for secret in platform.secrets(settings.of(platform.name))):
+                raise ConfigError(
+                    f"{env_file}: {platform.title}'s credentials come from the process environment, not "
+                    f"from this file; with several owners each owner's credentials go in their own "
+                    f"owner.env, and the environment holds none ({platform.setup_hint})"
+                )
+        return settings
 
     def of(self, name: str) -> BaseSettings:
         """One platform's settings (KeyError for a platform registered after these were read)."""

@@ -22,10 +22,11 @@ finish), then the scheduler, then the stores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 import structlog
@@ -65,8 +66,11 @@ class Service:
         console_identity: str = LOCAL.identity(OWNER_ID),
         console_stdin: TextIO | None = None,
         timer: Timer | None = None,
+        console: bool = True,
     ) -> None:
-        """``timer``: the platform connectors' clock and sleep (tests pass a fake one)."""
+        """``timer``: the platform connectors' clock and sleep (tests pass a fake one).
+        ``console``: serve the console when no platform is configured (one owner's terminal;
+        in a deployment of several owners the terminal is nobody's)."""
         self.runtime = runtime
         settings = runtime.settings
         self.connectors: list[Connector] = []
@@ -81,7 +85,7 @@ class Service:
                 platform.owner_chat(owner) if owner is not None else None,
             )
         self.console: ConsoleConnector | None = None
-        if not self.connectors:
+        if not self.connectors and console:
             self.console = ConsoleConnector(
                 console_identity,
                 self._handler(LOCAL.platform),
@@ -292,6 +296,24 @@ class Service:
             stopped.cancel()
 
 
+@contextlib.contextmanager
+def _signals_set(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` while inside (where this thread can take signals)."""
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
 async def serve(
     runtime_factory: Callable[[], Awaitable[Runtime]],
     platforms: PlatformSettings,
@@ -301,25 +323,39 @@ async def serve(
 ) -> int:
     """Run until SIGINT/SIGTERM (or ``stop``); exit status 0 on a clean stop."""
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    with _signals_set(stop):
+        runtime = await runtime_factory()
         try:
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-            pass
-    runtime = await runtime_factory()
-    try:
-        service = Service(runtime, platforms, console_identity=console_identity)
-        await service.start()
-        try:
-            await service.wait(stop)
-            log.info("service.stopping", signal=stop.is_set())
+            service = Service(runtime, platforms, console_identity=console_identity)
+            await service.start()
+            try:
+                await service.wait(stop)
+                log.info("service.stopping", signal=stop.is_set())
+            finally:
+                await service.stop()
         finally:
-            await service.stop()
-    finally:
-        await runtime.close()
-        for sig in handled:
-            loop.remove_signal_handler(sig)
+            await runtime.close()
+    return 0
+
+
+async def serve_all(services: Callable[[], Awaitable[Sequence[Service]]], stop: asyncio.Event | None = None) -> int:
+    """Several owners' services in one process (bot/owners.py), until SIGINT/SIGTERM (or
+    ``stop``): each started in turn, all stopped (and their runtimes closed) on the way out,
+    whichever failed; exit status 0 on a clean stop."""
+    stop = stop or asyncio.Event()
+    with _signals_set(stop):
+        opened = await services()
+        started: list[Service] = []
+        try:
+            for service in opened:
+                await service.start()
+                started.append(service)
+            log.info("deployment.started", owners=len(opened))
+            await stop.wait()
+            log.info("service.stopping", signal=True)
+        finally:
+            for service in reversed(started):
+                await service.stop()
+            for service in reversed(opened):
+                await service.runtime.close()
     return 0
