@@ -245,3 +245,28 @@ def bench_import(
     from benchmarks.import_bench import run_import_bench
 
     write_json(run_import_bench(size_mb, embedder, interrupt), json_out)
+
+
+@app.command("isolation")
+def bench_isolation(
+    json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
+    owners: int = typer.Option(3, "--owners", help="owners in the deployment (2 to 6)"),
+    questions: int = typer.Option(200, "--questions", help="questions put to each owner's delegate"),
+    keep: Path = typer.Option(None, "--keep", help="build the deployment in this empty folder and keep it"),
+    misfile: bool = typer.Option(
+        False, "--misfile", help="the control: file the first owner's facts under the second too (crossings must show)"
+    ),
+) -> None:
+    """Several owners in one deployment, both platforms' loopback peers: a canary of one owner in
+    anything another owner's delegate says, lists or shows counts as a crossing (must be 0)."""
+    import tempfile
+
+    from benchmarks.isolation import run_isolation
+
+    configure_logging("WARNING")
+    if not 2 <= owners <= 6:
+        fail(f"--owners {owners}: from 2 to 6", 2)
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        fail(f"--keep {keep}: the folder is not empty", 2)
+    with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp:
+        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile)), json_out)
