@@ -13,8 +13,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -27,7 +28,11 @@ from epmem.policy import PolicyError, load_policy
 from bot import health as health_report
 from bot.cli.common import from_environment, out
 from bot.config import ConfigError, Settings
+from bot.owners import owner_homes
 from bot.platforms import PlatformError, PlatformSettings, nothing_to_serve_hint
+
+if TYPE_CHECKING:
+    from bot.owners import OwnerHome
 
 #: beyond loopback the audit page refuses a shorter token (epmem.audit.web.server).
 MIN_AUDIT_TOKEN = 32
@@ -50,18 +55,20 @@ def health(as_json: bool = typer.Option(False, "--json", help="the report as the
 class Checks:
     def __init__(self) -> None:
         self.lines: list[tuple[str, str]] = []
+        #: what each line starts with (``owner ana: `` while one owner of several is checked).
+        self.prefix = ""
 
     def ok(self, text: str) -> None:
-        self.lines.append(("ok", text))
+        self.lines.append(("ok", self.prefix + text))
 
     def warn(self, text: str) -> None:
-        self.lines.append(("warn", text))
+        self.lines.append(("warn", self.prefix + text))
 
     def missing(self, text: str) -> None:
-        self.lines.append(("missing", text))
+        self.lines.append(("missing", self.prefix + text))
 
     def error(self, text: str) -> None:
-        self.lines.append(("error", text))
+        self.lines.append(("error", self.prefix + text))
 
     @property
     def failed(self) -> bool:
@@ -87,6 +94,30 @@ def _settings(c: Checks) -> tuple[Settings | None, PlatformSettings | None]:
     except EpmemError as exc:
         c.error(str(exc))
     return s, p
+
+
+def _owners(c: Checks, s: Settings) -> list[OwnerHome]:
+    """Whom the data folder serves (bot/owners.py); a folder under owners/ that cannot serve is an error line."""
+    try:
+        homes = owner_homes(s)
+    except EpmemError as exc:
+        c.error(str(exc))
+        return []
+    if len(homes) > 1:
+        c.ok(f"{len(homes)} owners in {s.data_dir}: {', '.join(h.owner_id for h in homes)}")
+    return homes
+
+
+def _owner_checks(c: Checks, s: Settings | None, platforms: Callable[[], PlatformSettings]) -> None:
+    """One owner's platforms (theirs: owner.env, or the environment) and policy."""
+    try:
+        mine = platforms()
+    except EpmemError as exc:
+        c.error(str(exc))
+        return
+    configured = _platforms(c, mine)
+    if s is not None:
+        _policy(c, s, mine, configured)
 
 
 def _data_dir(c: Checks, s: Settings) -> None:
@@ -220,12 +251,16 @@ def doctor() -> None:
     """Check this deployment's settings, one line each; exit 1 if anything `epmem run` needs is missing."""
     c = Checks()
     s, p = _settings(c)
-    configured: list[Platform[Any]] = []
-    if p is not None:
-        configured = _platforms(c, p)
+    homes = _owners(c, s) if s is not None else []
+    several = len(homes) > 1
+    for home in homes if several else []:  # each owner's own platforms and policy
+        c.prefix = f"owner {home.owner_id}: "
+        _owner_checks(c, home.settings, home.platforms)
+    c.prefix = ""
+    if not several and p is not None:
+        _owner_checks(c, homes[0].settings if homes else s, homes[0].platforms if homes else lambda: p)
     if s is not None:
         _data_dir(c, s)
-        _policy(c, s, p, configured)
         _llm(c, s)
         _models(c, s)
         _qdrant(c, s)
