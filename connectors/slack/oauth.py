@@ -26,7 +26,10 @@ The OAuth ``state``: slack-sdk's :class:`StatelessOAuthStateStore`, an HMAC-sign
 token, bound to the installer's browser by Bolt's state cookie. A stored state would let anyone
 who can reach ``/slack/install`` write rows into the state database; a signed one costs nothing
 to issue and is refused when forged or stale. It can be replayed within its lifetime by the
-browser that holds the cookie, but Slack's codes are single-use.
+browser that holds the cookie, but Slack's codes are single-use. slack-sdk's token carries
+only its expiry, in whole seconds: two browsers sent to Slack in the same second got the same
+state, so the cookie no longer told them apart (anyone fetching the install page could learn
+another installer's cookie); :class:`SignedStates` adds a random nonce to the claims.
 
 Uninstalling: ``tokens_revoked`` (someone removed their authorization) and ``app_uninstalled``
 (the app left the workspace) delete what they revoke here through Bolt's own
@@ -38,7 +41,10 @@ owner's data as ``/forget`` does and audits it. Logs carry ids, never tokens.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -89,6 +95,17 @@ USER_SCOPES = (
     "mpim:read",
     "chat:write",
 )
+
+
+class SignedStates(StatelessOAuthStateStore):
+    """slack-sdk's signed, expiring state with a random nonce among its claims (see the module
+    doc); ``consume`` is slack-sdk's own: signature and expiry."""
+
+    def issue(self, *args: Any, **kwargs: Any) -> str:
+        header = self._b64url_encode(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+        claims = {"exp": int(time.time()) + self.expiration_seconds, "nonce": secrets.token_urlsafe(16)}
+        payload = self._b64url_encode(json.dumps(claims, separators=(",", ":")).encode())
+        return f"{header}.{payload}.{self._sign(f'{header}.{payload}')}"
 
 
 def _part(value: str | None) -> str:
@@ -314,7 +331,7 @@ def oauth_settings(
         callback_options=AsyncCallbackOptions(success=success, failure=failure),
         authorization_url=oauth.authorization_url,
         installation_store=store,
-        state_store=StatelessOAuthStateStore(
+        state_store=SignedStates(
             expiration_seconds=oauth.state_expiration_s, signing_secret=oauth.state_secret(), logger=logger
         ),
         state_expiration_seconds=oauth.state_expiration_s,
