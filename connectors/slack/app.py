@@ -19,7 +19,7 @@ shadows it).
 With ``config.oauth`` there is no token to start with: people install the app for themselves
 (:mod:`~connectors.slack.oauth`), Bolt serves the install pages on the events runner and
 authorizes each event from the installations the host's state keeps; the bot posts with the
-newest workspace bot token, and the policy's owner, once installed, gets delegate mode.
+served workspace's bot token, and the policy's owner, once installed, gets delegate mode.
 """
 
 from __future__ import annotations
@@ -96,7 +96,11 @@ class SlackConnector(Listeners):
         )
         #: per-person installs: where Bolt keeps and finds them (None: one token, as configured).
         self.installations = (
-            SlackInstallations(state, config.oauth.client_id, logger=bolt_logger()) if config.oauth else None
+            SlackInstallations(
+                state, config.oauth.client_id, team_of_identity(config.owner_identity or ""), logger=bolt_logger()
+            )
+            if config.oauth
+            else None
         )
         self.app = self._bolt_app()
         self.audience = SlackAudience(config.members_ttl_s, config.timer.now)
@@ -200,22 +204,21 @@ class SlackConnector(Listeners):
     # ------------------------------------------------------------------ per-person installs
 
     async def _take_up_installations(self) -> None:
-        """Post with the newest workspace's bot; the policy's owner, once installed, turns on
+        """Post with the served workspace's bot; the policy's owner, once installed, turns on
         delegate mode (at start, and again after an uninstall took something away)."""
         assert self.installations is not None
-        workspaces = await self.installations.workspaces()
-        bot = None
-        if workspaces:
-            enterprise_id, team_id = workspaces[-1]
-            bot = await self.installations.async_find_bot(enterprise_id=enterprise_id, team_id=team_id)
+        store = self.installations
+        workspaces = await store.workspaces()
+        serving = await store.serving()
+        enterprise_id = next((e for e, t in workspaces if t == serving), None)
+        bot = await store.async_find_bot(enterprise_id=enterprise_id, team_id=serving) if serving else None
         self._use_bot(bot.bot_token if bot else None, bot.bot_user_id if bot else None)
-        owner_team = team_of_identity(self.config.owner_identity or "")
-        mine = None
-        for enterprise_id, team_id in workspaces:
-            if team_id == owner_team and self.watch.owner_user is not None:
-                mine = await self.installations.async_find_installation(
-                    enterprise_id=enterprise_id, team_id=team_id, user_id=self.watch.owner_user
-                )
+        owner = self.watch.owner_user
+        mine = (
+            await store.async_find_installation(enterprise_id=enterprise_id, team_id=serving, user_id=owner)
+            if serving and owner and serving == team_of_identity(self.config.owner_identity or "")
+            else None
+        )
         self._use_owner(mine)
         log.info("slack.installations", workspaces=len(workspaces), bot=bot is not None, delegate=mine is not None)
 

@@ -22,6 +22,11 @@ Routes have no listing, hence the two indexes; they are read and written under o
 two installs in one process cannot lose each other (two workers sharing a state database could:
 see OAUTH_NOTES.md).
 
+One deployment serves one workspace: the policy owner's (``slack:<TEAM>/...``), or else the
+first one installed. An installation from any other workspace (an org-wide one included) is
+refused before it is saved (Bolt answers with its failure page): the bot posts with the one
+workspace's bot token, and someone else's workspace must not swap it for theirs.
+
 The OAuth ``state``: slack-sdk's :class:`StatelessOAuthStateStore`, an HMAC-signed expiring
 token, bound to the installer's browser by Bolt's state cookie. A stored state would let anyone
 who can reach ``/slack/install`` write rows into the state database; a signed one costs nothing
@@ -50,6 +55,7 @@ from typing import Any
 
 import structlog
 from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.error import BoltError
 from slack_bolt.listener.async_builtins import AsyncTokenRevocationListeners
 from slack_bolt.oauth.async_callback_options import AsyncCallbackOptions, AsyncFailureArgs, AsyncSuccessArgs
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
@@ -115,9 +121,13 @@ def _part(value: str | None) -> str:
 class SlackInstallations(AsyncInstallationStore):
     """Bolt's installation store over the host's routes (see the module doc for the keys)."""
 
-    def __init__(self, state: PlatformState, client_id: str, logger: logging.Logger | None = None) -> None:
+    def __init__(
+        self, state: PlatformState, client_id: str, team_id: str | None = None, logger: logging.Logger | None = None
+    ) -> None:
         self.state = state
         self.client_id = client_id
+        #: the workspace served (None: the first one installed).
+        self.team_id = team_id
         self._logger = logger or logging.getLogger(__name__)
         self._lock = asyncio.Lock()
 
@@ -157,9 +167,17 @@ class SlackInstallations(AsyncInstallationStore):
 
     # ------------------------------------------------------------------ AsyncInstallationStore
 
+    async def serving(self) -> str | None:
+        """The workspace this deployment serves, once known."""
+        return self.team_id or next((t for _, t in await self.workspaces() if t), None)
+
     async def async_save(self, installation: Installation) -> None:
         e, t, u = installation.enterprise_id, installation.team_id, installation.user_id
         async with self._lock:
+            serving = await self.serving()
+            if installation.is_enterprise_install or not t or (serving is not None and t != serving):
+                log.warning("slack.install_refused", enterprise_id=e, team_id=t, user_id=u, serving=serving)
+                raise BoltError("an installation in a workspace this delegate does not serve")
             if installation.bot_token is not None:
                 await self._put(self._key(e, t, "bot"), dict(installation.to_bot().__dict__))
             document = dict(installation.__dict__)

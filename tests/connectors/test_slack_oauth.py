@@ -26,6 +26,7 @@ from connectors.slack.config import SlackOAuth
 from connectors.slack.oauth import BOT_SCOPES, USER_SCOPES
 from connectors.slack.platform import SlackSettings, configured, describe
 from connectors.slack.platform import config as slack_config
+from epmem.sqlite import scrub
 from testkit.clock import FakeTimer
 from testkit.fake_slack import (
     TEAM,
@@ -188,11 +189,23 @@ async def test_a_stale_state_is_refused(rig: Rig) -> None:
 
 async def test_a_code_slack_does_not_know_stores_nothing(rig: Rig) -> None:
     browser = rig.browser()
-    status, url = await browser.install_page()
-    state = url.split("state=")[1].split("&")[0]
-    status, _ = await browser.back_to_app(f"/slack/oauth_redirect?code=made-up&state={state}")
+    await browser.install_page()
+    status, _ = await browser.back_to_app(f"/slack/oauth_redirect?code=made-up&state={browser.state}")
     assert status == 401  # Bolt: invalid_code
     assert await rig.stored() == [] and rig.came == []
+
+
+async def test_another_workspace_cannot_install(rig: Rig) -> None:
+    """The deployment serves the policy owner's workspace: nobody elsewhere swaps its bot."""
+    await rig.install("U1")
+    browser = rig.browser()
+    await browser.install_page()
+    status, _ = await browser.back_to_app(
+        f"/slack/oauth_redirect?code={rig.api.grant('UX', 'T9')}&state={browser.state}"
+    )
+    assert status == 500  # Bolt: storage_error
+    assert not any("T9" in k for k, _ in await rig.stored()) and rig.came == [f"slack:{TEAM}/U1"]
+    assert rig.connector.client.token == rig.api.oauth_bot_token
 
 
 async def test_installations_outlive_a_restart(rig: Rig) -> None:
@@ -229,6 +242,21 @@ async def test_tokens_revoked_takes_one_person_away(rig: Rig) -> None:
     await rig.dm("U1", "and me?")
     assert token1 not in {c.token for c in rig.api.calls}
     assert rig.gone == [f"slack:{TEAM}/U1"]
+
+
+async def test_no_byte_of_a_revoked_token_outlives_the_hosts_scrub(rig: Rig, tmp_path: Path) -> None:
+    """The installation's rows are deleted before ``on_uninstall`` runs; their old page images
+    live on in the WAL until the host scrubs the state database, as its erasure does."""
+    await rig.install("U1")
+    await rig.install("U2")
+    token1, token2 = rig.api.user_token_of("U1"), rig.api.user_token_of("U2")
+    assert token1 and token2
+    await rig.event(tokens_revoked(["U1"]))
+    await wait_for(lambda: rig.gone == [f"slack:{TEAM}/U1"])
+    await rig.connector.drain()
+    assert await scrub(rig.st.db)
+    files = b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.name.startswith("state.sqlite"))
+    assert token1.encode() not in files and token2.encode() in files
 
 
 async def test_a_revoked_event_twice_erases_once(rig: Rig) -> None:
