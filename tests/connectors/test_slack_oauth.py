@@ -23,7 +23,7 @@ from connectors.base import Inbound, Outbound, PlatformState
 from connectors.registry import ConnectorContext, PlatformError
 from connectors.slack import SlackConfig, SlackConnector
 from connectors.slack.config import SlackOAuth
-from connectors.slack.oauth import BOT_SCOPES, USER_SCOPES
+from connectors.slack.oauth import BOT_SCOPES, REDIRECT_PATH, USER_SCOPES
 from connectors.slack.platform import SlackSettings, configured, describe
 from connectors.slack.platform import config as slack_config
 from epmem.sqlite import scrub
@@ -44,7 +44,7 @@ from testkit.state import OpenState, connector_state
 
 SECRET = "test-signing-secret"
 OWNER = "UOWNER"
-MANIFEST = Path(__file__).resolve().parents[2] / "docker" / "slack-app-manifest.yaml"
+DOCKER = Path(__file__).resolve().parents[2] / "docker"
 
 
 @dataclass
@@ -381,9 +381,28 @@ def test_per_person_settings_half_set_or_mixed(monkeypatch: pytest.MonkeyPatch, 
         configured(slack_settings(monkeypatch, **env))
 
 
+def manifest(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((DOCKER / name).read_text())
+    assert isinstance(data, dict)
+    return data
+
+
 def test_the_scopes_asked_for_are_the_manifests() -> None:
-    scopes = yaml.safe_load(MANIFEST.read_text())["oauth_config"]["scopes"]
-    assert set(USER_SCOPES) == set(scopes["user"]) and set(BOT_SCOPES) == set(scopes["bot"])
+    for name in ("slack-app-manifest.yaml", "slack-app-manifest.oauth.yaml"):
+        scopes = manifest(name)["oauth_config"]["scopes"]
+        assert set(USER_SCOPES) == set(scopes["user"]) and set(BOT_SCOPES) == set(scopes["bot"])
+
+
+def test_the_per_person_manifest_adds_only_the_redirect_and_the_uninstall_events() -> None:
+    http, oauth = manifest("slack-app-manifest.yaml"), manifest("slack-app-manifest.oauth.yaml")
+    (redirect,) = oauth["oauth_config"].pop("redirect_urls")
+    assert redirect.startswith("https://") and redirect.endswith(REDIRECT_PATH)
+    events = oauth["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_uninstalled", "tokens_revoked"} <= set(events)
+    oauth["settings"]["event_subscriptions"]["bot_events"] = [
+        e for e in events if e not in ("app_uninstalled", "tokens_revoked")
+    ]
+    assert oauth == http
 
 
 def test_tokens_stay_out_of_repr() -> None:
