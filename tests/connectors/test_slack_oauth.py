@@ -10,6 +10,7 @@ tell the host whose data to erase. Nothing of Bolt or the connector is mocked.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,26 @@ async def test_no_byte_of_a_revoked_token_outlives_the_hosts_scrub(rig: Rig, tmp
     assert await scrub(rig.st.db)
     files = b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.name.startswith("state.sqlite"))
     assert token1.encode() not in files and token2.encode() in files
+
+
+async def test_no_token_or_secret_reaches_a_log_line(
+    rig: Rig, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    await rig.install("U1")
+    await rig.dm("U1", "hello")
+    token = rig.api.user_token_of("U1")
+    await rig.event(tokens_revoked(["U1"]))
+    await wait_for(lambda: rig.gone == [f"slack:{TEAM}/U1"])
+    await rig.connector.drain()
+    # the connector's own lines and the Slack libraries' (whose loggers the connector guards);
+    # the state database's driver logs its SQL at DEBUG: the host's log handler redacts that
+    libraries = ("connectors", "slack_bolt", "slack_sdk", "aiohttp")
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith(libraries)]
+    logged = "\n".join(lines) + capsys.readouterr().out
+    assert "slack.installation_saved" in logged and "slack.uninstalled" in logged
+    for secret in (token, rig.api.oauth_bot_token, rig.api.client_secret, SECRET):
+        assert secret and secret not in logged, secret
 
 
 async def test_a_revoked_event_twice_erases_once(rig: Rig) -> None:
