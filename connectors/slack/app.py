@@ -79,7 +79,8 @@ class SlackConnector(Listeners):
             # HTTP events without a signing secret would accept anyone's forged events.
             raise ValueError("Slack HTTP events need a signing_secret (or set app_token for Socket Mode)")
         if config.oauth is not None and (config.bot_token or config.user_token or config.app_token):
-            raise ValueError("per-person installs take every token from the installations, and HTTP events")
+            # every token comes from an installation, and the OAuth redirect needs the HTTP runner
+            raise ValueError("per-person installs (oauth) take no bot_token, user_token or app_token")
         if config.oauth is None and not config.bot_token:
             raise ValueError("Slack needs a bot_token (or oauth, for per-person installs)")
         self.config = config
