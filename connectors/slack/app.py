@@ -171,7 +171,9 @@ class SlackConnector(Listeners):
         self.app.command("/epmem")(self.on_command)
         self.app.block_action(ACTION_ID_PATTERN)(self.on_action)
         if self.installations is not None:
-            uninstalls = Uninstalls(self.installations, self._uninstalled, self._claim, self._take_up_installations)
+            uninstalls = Uninstalls(
+                self.installations, self._uninstalled, self._claim, self._take_up_installations, self._tracked
+            )
             self.app.event("tokens_revoked")(uninstalls.tokens_revoked)
             self.app.event("app_uninstalled")(uninstalls.app_uninstalled)
 

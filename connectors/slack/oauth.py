@@ -51,6 +51,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import structlog
@@ -270,10 +271,13 @@ class Uninstalls:
         on_uninstall: PersonHook,
         claim: Callable[[dict[str, Any]], Awaitable[bool]],
         changed: Callable[[], Awaitable[None]],
+        tracked: Callable[[], AbstractAsyncContextManager[None]],
     ) -> None:
         self.store = store
         self.on_uninstall = on_uninstall
         self._claim = claim
+        #: the connector's listener tracking: ``stop()`` lets an erasure under way finish.
+        self._tracked = tracked
         #: awaited once the store lost something (the connector takes up what remains).
         self._changed = changed
         self._builtin = AsyncTokenRevocationListeners(store)
@@ -282,24 +286,26 @@ class Uninstalls:
         """Each person in ``tokens.oauth`` lost their user token: their installation goes, and
         they are gone as owners. A revoked bot token (``tokens.bot``) drops the workspace's bot;
         the people's own installations stay until they, or the app, go."""
-        if not await self._claim(body):
-            return
-        tokens = event.get("tokens") or {}
-        users = [u for u in tokens.get("oauth") or [] if isinstance(u, str)]
-        log.info("slack.tokens_revoked", team_id=context.team_id, users=users, bot=bool(tokens.get("bot")))
-        await self._builtin.handle_tokens_revoked_events(event, context)
-        await self._changed()
-        await self._gone(context.team_id, users)
+        async with self._tracked():
+            if not await self._claim(body):
+                return
+            tokens = event.get("tokens") or {}
+            users = [u for u in tokens.get("oauth") or [] if isinstance(u, str)]
+            log.info("slack.tokens_revoked", team_id=context.team_id, users=users, bot=bool(tokens.get("bot")))
+            await self._builtin.handle_tokens_revoked_events(event, context)
+            await self._changed()
+            await self._gone(context.team_id, users)
 
     async def app_uninstalled(self, body: dict[str, Any], context: AsyncBoltContext) -> None:
         """The app left the workspace: every installation there goes, every installer with it."""
-        if not await self._claim(body):
-            return
-        users = await self.store.users(context.enterprise_id, context.team_id)
-        log.info("slack.app_uninstalled", team_id=context.team_id, users=users)
-        await self._builtin.handle_app_uninstalled_events(context)
-        await self._changed()
-        await self._gone(context.team_id, users)
+        async with self._tracked():
+            if not await self._claim(body):
+                return
+            users = await self.store.users(context.enterprise_id, context.team_id)
+            log.info("slack.app_uninstalled", team_id=context.team_id, users=users)
+            await self._builtin.handle_app_uninstalled_events(context)
+            await self._changed()
+            await self._gone(context.team_id, users)
 
     async def _gone(self, team_id: str | None, users: list[str]) -> None:
         """``on_uninstall`` once per person, each on their own: one failure stops nobody else's
