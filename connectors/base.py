@@ -113,6 +113,11 @@ class Outbound:
 
 
 Handler = Callable[[Inbound], Awaitable[Outbound]]
+#: what a connector calls with a person's platform identity when that person installed the app
+#: for themselves (``on_install``) or took it away again, revoking what they granted
+#: (``on_uninstall``: the host erases what it keeps for that owner, as ``/forget`` does, and
+#: audits it). Called once per person; an exception is logged by the connector, never retried.
+PersonHook = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)

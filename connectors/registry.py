@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import AliasChoices, SecretStr, ValidationError
 from pydantic_settings import BaseSettings
 
-from connectors.base import Connector, Handler, PlatformState
+from connectors.base import Connector, Handler, PersonHook, PlatformState
 from connectors.courier import Rate, Timer
 from epmem.errors import EpmemError
 from epmem.identity import SCHEMES, IdentityScheme, IdentitySchemes
@@ -58,6 +58,10 @@ class ConnectorContext:
     send_pacing: float = 1.0
     send_timeout_s: float = 10.0
     timer: Timer = field(default_factory=Timer)
+    #: a platform where people install the app for themselves tells the host who came and went
+    #: (:data:`~connectors.base.PersonHook`); None: the host does not keep per-person owners.
+    on_install: PersonHook | None = None
+    on_uninstall: PersonHook | None = None
 
 
 def _no_problems(settings: Any, owner: str | None) -> list[str]:
