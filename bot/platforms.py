@@ -17,7 +17,7 @@ from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, PrivateAttr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from connectors.base import Handler, PlatformState
+from connectors.base import Handler, PersonHook, PlatformState
 from connectors.courier import Timer
 from connectors.registry import PLATFORMS, ConnectorContext, Platform, PlatformError, env_problems
 
@@ -82,12 +82,26 @@ class PlatformSettings(BaseSettings):
         return [p for p in PLATFORMS if p.name in self._each and p.configured(self._each[p.name])]
 
     def context(
-        self, handler: Handler, state: PlatformState, owner: str | None, max_text_len: int, timer: Timer | None = None
+        self,
+        handler: Handler,
+        state: PlatformState,
+        owner: str | None,
+        max_text_len: int,
+        timer: Timer | None = None,
+        on_uninstall: PersonHook | None = None,
     ) -> ConnectorContext:
         """A connector's context with these settings' pacing and send timeout (and ``timer``,
-        the connectors' clock: the real one unless a test passes its own)."""
+        the connectors' clock: the real one unless a test passes its own); ``on_uninstall``:
+        what the host does when someone takes back what they granted (bot/serve.py)."""
         return ConnectorContext(
-            handler, state, owner, max_text_len, self.send_pacing, self.send_timeout, timer or Timer()
+            handler,
+            state,
+            owner,
+            max_text_len,
+            self.send_pacing,
+            self.send_timeout,
+            timer or Timer(),
+            on_uninstall=on_uninstall,
         )
 
     def secrets(self) -> list[str]:

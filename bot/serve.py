@@ -41,6 +41,7 @@ from epmem.policy import OWNER_ID
 
 from bot import health
 from bot.connector_state import ConnectorHost
+from bot.erasure import forget_everything
 from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
@@ -51,6 +52,8 @@ log = structlog.get_logger(__name__)
 _STOP_TIMEOUT_S = 15.0
 #: how often chats silent for a session gap are closed into sessions (bot/live.py).
 _LIVE_FLUSH_EVERY_S = 600.0
+#: an owner's uninstall whose erasure is not finished yet (its value: who uninstalled).
+ERASE_OWED_FLAG = "erase_owed"
 
 
 class StartError(EpmemError, RuntimeError):
@@ -79,7 +82,9 @@ class Service:
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
         for platform in platforms.configured():
             owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
-            context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars, timer)
+            context = platforms.context(
+                self._handler(platform.name), state, owner, settings.max_message_chars, timer, self._uninstalled
+            )
             self._add(
                 platform.connect(platforms.of(platform.name), context),
                 platform.owner_chat(owner) if owner is not None else None,
@@ -135,6 +140,26 @@ class Service:
 
         return handle
 
+    async def _uninstalled(self, identity: str) -> None:
+        """Someone took back what they granted the app (Slack: revoked their token, or removed
+        the app). The owner doing so ends their delegate: their whole memory is erased as
+        /forget erases a fact, and the audit chain says so. A flag marks the erasure as owed
+        until it is done, so a crash half-way finishes it at the next start."""
+        if not self.runtime.owner.directory.resolve(identity).is_owner:
+            log.info("person.uninstalled", identity=identity)
+            return
+        await self.runtime.overlay.set_flag(ERASE_OWED_FLAG, identity)
+        await self._erase_owed()
+
+    async def _erase_owed(self) -> None:
+        by = await self.runtime.overlay.get_flag(ERASE_OWED_FLAG)
+        if not isinstance(by, str) or not by:
+            return
+        await self.runtime.live.discard()
+        done = await forget_everything(self.runtime.owner, self.runtime.journal, by=by)
+        await self.runtime.overlay.set_flag(ERASE_OWED_FLAG, None)
+        log.warning("owner.uninstalled_erased", facts=len(done.facts), audit_texts=done.audit.texts)
+
     def _remember(self, inbound: Inbound) -> None:
         """What a contact told the bot goes into memory like an import (bot/live.py)."""
         try:
@@ -169,6 +194,7 @@ class Service:
     async def start(self) -> None:
         """Connectors first (so notes due at start can go out), then the scheduler."""
         await self.warm_up()
+        await self._erase_owed()  # an uninstall's erasure a crash interrupted: before anything answers
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.

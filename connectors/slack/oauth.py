@@ -20,7 +20,7 @@ file stores would each be a second, unowned file full of tokens). Keys, under on
 
 Routes have no listing, hence the two indexes; they are read and written under one lock, so
 two installs in one process cannot lose each other (two workers sharing a state database could:
-see OAUTH_NOTES.md).
+see docs/SLACK_OAUTH.md).
 
 One deployment serves one workspace: the policy owner's (``slack:<TEAM>/...``), or else the
 first one installed. An installation from any other workspace (an org-wide one included) is

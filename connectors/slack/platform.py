@@ -72,6 +72,12 @@ def _per_person(s: SlackSettings) -> bool:
     return True
 
 
+def authorization_url(api_url: str) -> str:
+    """Slack's consent page beside its Web API: https://slack.com/oauth/v2/authorize for
+    https://slack.com/api/ (and a loopback Slack's own for a loopback API)."""
+    return api_url.rstrip("/").removesuffix("/api") + "/oauth/v2/authorize"
+
+
 def configured(s: SlackSettings) -> bool:
     """A bot token plus a way to receive events (signing secret for HTTP, or app token), or
     per-person installs (the app's client id and secret, and the signing secret)."""
@@ -96,7 +102,12 @@ def config(s: SlackSettings, ctx: ConnectorContext) -> SlackConfig:
     """The connector's config; delegate mode without an owner on Slack refuses to start."""
     bot_token = _value(s.bot_token)
     oauth = (
-        SlackOAuth(s.client_id, _value(s.client_secret) or "", redirect_uri=s.redirect_uri or None)
+        SlackOAuth(
+            s.client_id,
+            _value(s.client_secret) or "",
+            redirect_uri=s.redirect_uri or None,
+            authorization_url=authorization_url(s.api_url),
+        )
         if _per_person(s) and s.client_id
         else None
     )
