@@ -293,20 +293,18 @@ async def run_isolation(root: Path, n_owners: int = 3, per_owner: int = 200, mis
         settings = write_deployment(root, peers)
         await load_memories(settings, bench, misfile)
         homes = owner_homes(settings)
-        services = await open_services(homes)
+        deployment = await open_services(homes)
         tallies = {o.owner_id: OwnerTally(o.owner_id) for o in bench}
         started = time.perf_counter()
         try:
-            for peer, service in zip(peers, services, strict=True):
+            for peer, service in zip(peers, deployment.services, strict=True):
                 assert service.runtime.settings.owner == peer.owner.owner_id
                 peer.service = service
-                await service.start()
+            await deployment.start()
             await asyncio.gather(*(ask_all(p, bench, per_owner, tallies[p.owner.owner_id]) for p in peers))
             await asyncio.gather(*(owner_commands(p, bench, tallies[p.owner.owner_id]) for p in peers))
         finally:
-            for service in services:
-                await service.stop()
-                await service.runtime.close()
+            await deployment.close()
         seconds = time.perf_counter() - started
         for peer in peers:
             others = [o for o in bench if o is not peer.owner]

@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from connectors.base import Front
 from connectors.courier import Timer
+from connectors.registry import PLATFORMS
 
 from bot.config import ACTIVE_POLICY_NAME, OWNER_ID_PATTERN, OWNERS_FOLDER, ConfigError, Settings
 from bot.platforms import PlatformSettings
 
 if TYPE_CHECKING:
-    from bot.serve import Service
+    from bot.serve import Deployment
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +47,9 @@ class OwnerHome:
 
     owner_id: str
     settings: Settings
+    #: None: the one owner of a data folder (the environment's platforms are theirs). Else one
+    #: of several, and the platforms whose one client every owner shares (a shared bot).
+    shared: tuple[str, ...] | None = None
 
     @property
     def env_file(self) -> Path | None:
@@ -52,10 +57,21 @@ class OwnerHome:
         return path if path.is_file() else None
 
     def platforms(self) -> PlatformSettings:
-        """Their platforms: from their ``owner.env`` when they have one (whose credentials must
-        all be the file's), else from the environment (the one owner of a plain data folder)."""
+        """Their own platforms: the one owner's, from their ``owner.env`` or else the
+        environment; one of several owners', from their ``owner.env`` only (whose credentials
+        must all be the file's), the shared ones apart."""
         env_file = self.env_file
-        return PlatformSettings.of_owner(env_file) if env_file is not None else PlatformSettings()
+        if self.shared is None:
+            return PlatformSettings.of_owner(env_file) if env_file is not None else PlatformSettings()
+        return PlatformSettings.of_owner(env_file, self.shared)
+
+
+def shared_platforms() -> tuple[PlatformSettings, tuple[str, ...]]:
+    """The environment's platforms in a deployment of several owners, and which of them are a
+    client every owner shares (a shared bot: its platform has a front). Any other platform
+    credential in the environment is refused, owner by owner (:meth:`OwnerHome.platforms`)."""
+    env = PlatformSettings()
+    return env, tuple(p.name for p in env.configured() if p.front is not None)
 
 
 def owner_settings(root: Settings, owner_id: str) -> Settings:
@@ -78,13 +94,14 @@ def owner_homes(root: Settings) -> list[OwnerHome]:
     folder = root.data_dir / OWNERS_FOLDER
     if root.owner is not None or not folder.is_dir():
         return [OwnerHome(root.owner or root.owner_id, root)]
-    homes = [OwnerHome(root.owner_id, root)] if _has_policy(root) else []
+    _, shared = shared_platforms()
+    homes = [OwnerHome(root.owner_id, root, shared)] if _has_policy(root) else []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
         if not re.fullmatch(OWNER_ID_PATTERN, path.name):
             raise ConfigError(f"{path}: an owner's folder is named by an owner id (a-z, 0-9, '-', '_')")
         if path.name == root.owner_id and homes:
             raise ConfigError(f"{path}: owner id {path.name!r} is the data folder's own owner's (EPMEM_OWNER_ID)")
-        home = OwnerHome(path.name, owner_settings(root, path.name))
+        home = OwnerHome(path.name, owner_settings(root, path.name), shared)
         if not _has_policy(home.settings):
             raise ConfigError(f"{path} has no active policy: epmem --owner-id {path.name} init")
         homes.append(home)
@@ -109,28 +126,34 @@ def _one_bot_each(homes: list[OwnerHome]) -> None:
                     )
 
 
-async def open_services(homes: list[OwnerHome], timer: Timer | None = None) -> list[Service]:
-    """Every owner's runtime (sharing one embedder) and service; what opened is closed again
-    if one fails. An owner with no platform gets no console (the terminal is nobody's) and
-    is named in the log: nobody can write to them."""
+async def open_services(homes: list[OwnerHome], timer: Timer | None = None) -> Deployment:
+    """Every owner's runtime (sharing one embedder) and service, and the platforms' shared
+    clients; what opened is closed again if one fails. An owner with no platform gets no
+    console (the terminal is nobody's) and is named in the log: nobody can write to them."""
     from bot.runtime import Runtime, embedder_from_settings
-    from bot.serve import Service
+    from bot.serve import Deployment, Service
 
+    env, shared = shared_platforms() if len(homes) > 1 else (None, ())
+    fronts: dict[str, Front] = {}
+    for name in shared:
+        platform = PLATFORMS.get(name)
+        assert platform is not None and platform.front is not None and env is not None
+        fronts[name] = platform.front(env.of(name))
     embedder = embedder_from_settings(homes[0].settings)
-    services: list[Service] = []
+    deployment = Deployment([], list(fronts.values()))
     try:
         for home in homes:
             platforms = home.platforms()
             runtime = await Runtime.open(home.settings, embedder=embedder)
             try:
-                services.append(Service(runtime, platforms, timer=timer, console=False))
+                service = Service(runtime, platforms, timer=timer, console=False, fronts=(env, fronts))
             except BaseException:
                 await runtime.close()
                 raise
-            if not services[-1].connectors:
+            deployment.services.append(service)
+            if not service.connectors:
                 log.warning("owner_unreachable", owner=home.owner_id, hint=f"set their credentials in {OWNER_ENV}")
     except BaseException:
-        for service in services:
-            await service.runtime.close()
+        await deployment.close()
         raise
-    return services
+    return deployment

@@ -26,12 +26,13 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import structlog
 
-from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
+from connectors.base import Connector, Front, Handler, Inbound, KnowsReaders, Outbound
 from connectors.console import OWNER_CHAT, ConsoleConnector
 from connectors.courier import Timer
 from connectors.registry import PLATFORMS
@@ -70,23 +71,38 @@ class Service:
         console_stdin: TextIO | None = None,
         timer: Timer | None = None,
         console: bool = True,
+        fronts: tuple[PlatformSettings | None, Mapping[str, Front]] = (None, {}),
     ) -> None:
         """``timer``: the platform connectors' clock and sleep (tests pass a fake one).
         ``console``: serve the console when no platform is configured (one owner's terminal;
-        in a deployment of several owners the terminal is nobody's)."""
+        in a deployment of several owners the terminal is nobody's). ``fronts``: the
+        deployment's settings and shared clients (one bot for every owner, bot/owners.py):
+        this owner's connector on such a platform is fed by its front."""
         self.runtime = runtime
         settings = runtime.settings
         self.connectors: list[Connector] = []
         self._secrets = platforms.secrets()
         self._owner_chats: dict[str, str | None] = {}
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
-        for platform in platforms.configured():
+        shared, shared_fronts = fronts
+        own = [(p, platforms, None) for p in platforms.configured()]
+        for platform, where, front in own + [(PLATFORMS.get(n), shared, f) for n, f in shared_fronts.items()]:
+            assert platform is not None and where is not None
             owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
+            if front is not None and owner is None:
+                log.warning("owner_not_on_shared_platform", platform=platform.name)
+                continue
             context = platforms.context(
-                self._handler(platform.name), state, owner, settings.max_message_chars, timer, self._uninstalled
+                self._handler(platform.name),
+                state,
+                owner,
+                settings.max_message_chars,
+                timer,
+                self._uninstalled,
+                front,
             )
             self._add(
-                platform.connect(platforms.of(platform.name), context),
+                platform.connect(where.of(platform.name), context),
                 platform.owner_chat(owner) if owner is not None else None,
             )
         self.console: ConsoleConnector | None = None
@@ -364,24 +380,45 @@ async def serve(
     return 0
 
 
-async def serve_all(services: Callable[[], Awaitable[Sequence[Service]]], stop: asyncio.Event | None = None) -> int:
-    """Several owners' services in one process (bot/owners.py), until SIGINT/SIGTERM (or
-    ``stop``): each started in turn, all stopped (and their runtimes closed) on the way out,
-    whichever failed; exit status 0 on a clean stop."""
+@dataclass
+class Deployment:
+    """Several owners' services in one process (bot/owners.py), and the platforms' clients they
+    share (one bot for every owner): started after the services, stopped before them."""
+
+    services: list[Service]
+    fronts: list[Front] = field(default_factory=list)
+    _started: list[Service | Front] = field(default_factory=list)
+
+    async def start(self) -> None:
+        parts: list[Service | Front] = [*self.services, *self.fronts]
+        for part in parts:
+            await part.start()
+            self._started.append(part)
+        log.info("deployment.started", owners=len(self.services), shared=[f.platform for f in self.fronts])
+
+    async def stop(self) -> None:
+        while self._started:
+            await self._started.pop().stop()
+
+    async def close(self) -> None:
+        """Stop what started, then close every owner's runtime."""
+        try:
+            await self.stop()
+        finally:
+            for service in reversed(self.services):
+                await service.runtime.close()
+
+
+async def serve_all(deployment: Callable[[], Awaitable[Deployment]], stop: asyncio.Event | None = None) -> int:
+    """A deployment of several owners until SIGINT/SIGTERM (or ``stop``): everything stopped
+    and closed on the way out, whichever failed; exit status 0 on a clean stop."""
     stop = stop or asyncio.Event()
     with _signals_set(stop):
-        opened = await services()
-        started: list[Service] = []
+        opened = await deployment()
         try:
-            for service in opened:
-                await service.start()
-                started.append(service)
-            log.info("deployment.started", owners=len(opened))
+            await opened.start()
             await stop.wait()
             log.info("service.stopping", signal=True)
         finally:
-            for service in reversed(started):
-                await service.stop()
-            for service in reversed(opened):
-                await service.runtime.close()
+            await opened.close()
     return 0

@@ -189,6 +189,18 @@ class Connector(Protocol):
         ...
 
 
+class Front(Protocol):
+    """One platform client shared by several owners' connectors (one bot for everyone): it
+    receives for all of them and hands each event to its owner's connector, which then runs
+    without receiving anything itself. Started after those connectors, stopped before them."""
+
+    platform: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 @runtime_checkable
 class KnowsReaders(Protocol):
     """A connector that can say who reads one of its group chats now. A consultation's

@@ -136,3 +136,28 @@ def test_the_cli_makes_and_talks_to_one_owner_of_several(tmp_path: Path) -> None
     assert not (tmp_path / "owners" / "ana" / "audit.sqlite").exists()
     bad = run_cli(["--owner-id", "Ben Okafor", "chat", "--as", "sam"], env)
     assert bad.returncode == 1 and "EPMEM_OWNER" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_bot_in_the_environment_is_shared_by_every_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Telegram has a front (one poller for a shared bot): with several owners, the environment's
+    bot is everyone's, and no owner runs a connector of their own for it."""
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "333:shared")
+    for owner in ("ana", "ben"):
+        policy(tmp_path / "owners" / owner, owner.title())
+    homes = owner_homes(Settings(data_dir=tmp_path))
+    assert [h.shared for h in homes] == [("telegram",), ("telegram",)]
+    assert [h.platforms().configured() for h in homes] == [[], []]
+
+
+def test_an_app_in_the_environment_is_nobody_s_with_several_owners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack has no front: a Slack app in the environment would be every owner's own, each
+    answering the same events. Refused, before anything starts."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-everyone")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    for owner in ("ana", "ben"):
+        policy(tmp_path / "owners" / owner, owner.title())
+    with pytest.raises(ConfigError, match="Slack's credentials come from the process environment") as caught:
+        owner_homes(Settings(data_dir=tmp_path))
+    assert "xoxb-everyone" not in str(caught.value)
