@@ -146,9 +146,9 @@ class BenchOwner:
 
 
 def owners(n: int) -> list[BenchOwner]:
-    """``n`` owners (2 to 6), each with their own details and their own view of the contacts."""
-    if not 2 <= n <= len(_OWNERS):
-        raise ValueError(f"the isolation benchmark has 2 to {len(_OWNERS)} owners, not {n}")
+    """``n`` owners (1 to 6), each with their own details and their own view of the contacts."""
+    if not 1 <= n <= len(_OWNERS):
+        raise ValueError(f"from 1 to {len(_OWNERS)} owners, not {n}")
     return [_owner(i, n) for i in range(n)]
 
 
