@@ -11,6 +11,7 @@ or ``missing``/``error`` naming the setting, and exit 1 when anything would stop
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -39,16 +40,24 @@ MIN_AUDIT_TOKEN = 32
 
 
 def health(as_json: bool = typer.Option(False, "--json", help="the report as the bot wrote it")) -> None:
-    """Is the running bot well: each platform connected, each store answering (exit 1 if not)."""
+    """Is the running bot well: each platform connected, each store answering (exit 1 if not).
+    A data folder with several owners: every owner's, each line prefixed with the owner."""
     s = from_environment(Settings)
-    path = s.data_dir / health_report.FILE
-    ok, lines = health_report.read(path)
-    if as_json and path.exists():
-        sys.stdout.write(path.read_text())
-    else:
-        for line in lines:
-            out.print(line, markup=False, emoji=False)
-    if not ok:
+    homes = owner_homes(s)
+    several = len(homes) > 1
+    healthy, reports = True, {}
+    for home in homes:
+        path = home.settings.data_dir / health_report.FILE
+        ok, lines = health_report.read(path)
+        healthy = healthy and ok
+        if as_json and path.exists():
+            reports[home.owner_id] = json.loads(path.read_text())
+        elif not as_json or not path.exists():
+            for line in lines:
+                out.print(f"owner {home.owner_id}: {line}" if several else line, markup=False, emoji=False)
+    if reports:
+        sys.stdout.write(json.dumps(reports if several else reports[homes[0].owner_id]) + "\n")
+    if not healthy:
         raise typer.Exit(1)
 
 

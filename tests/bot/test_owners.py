@@ -3,6 +3,7 @@ live, and whose credentials each owner's platforms use."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ OWNER_IDS = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
 
 def policy(folder: Path, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "policy.yaml").write_text(f"owner:\n  name: {name}\ncontacts: {{}}\n")
+    (folder / "policy.yaml").write_text(
+        f"owner:\n  name: {name}\ncontacts: {{}}\ncategories:\n  misc:\n    level: 2\ndefault_category: misc\n"
+    )
 
 
 def files_of(s: Settings) -> list[Path]:
@@ -161,3 +164,26 @@ def test_an_app_in_the_environment_is_nobody_s_with_several_owners(
     with pytest.raises(ConfigError, match="Slack's credentials come from the process environment") as caught:
         owner_homes(Settings(data_dir=tmp_path))
     assert "xoxb-everyone" not in str(caught.value)
+
+
+def test_health_and_doctor_speak_for_every_owner(tmp_path: Path) -> None:
+    import time
+
+    from bot import health
+
+    for owner in ("ana", "ben"):
+        policy(tmp_path / "owners" / owner, owner.title())
+    report = {"ok": True, "epoch": time.time(), "time": "now", "platforms": {"telegram": "connected"}}
+    health.write(tmp_path / "owners" / "ana" / health.FILE, {**report, "stores": {"vector": "ok"}})
+    env = {"EPMEM_DATA_DIR": str(tmp_path)}
+    one_missing = run_cli(["health"], env)
+    assert one_missing.returncode == 1
+    assert "owner ana: telegram: connected" in one_missing.stdout
+    assert "owner ben: no health report" in one_missing.stdout
+    health.write(tmp_path / "owners" / "ben" / health.FILE, {**report, "stores": {"vector": "ok"}})
+    both = run_cli(["health"], env)
+    assert both.returncode == 0, both.stdout
+    assert set(json.loads(run_cli(["health", "--json"], env).stdout)) == {"ana", "ben"}
+    doctor = run_cli(["doctor"], env)
+    assert "ok: 2 owners in" in doctor.stdout
+    assert "ok: owner ana: policy" in doctor.stdout and "ok: owner ben: policy" in doctor.stdout
