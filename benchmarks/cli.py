@@ -256,6 +256,9 @@ def bench_isolation(
     misfile: bool = typer.Option(
         False, "--misfile", help="the control: file the first owner's facts under the second too (crossings must show)"
     ),
+    shared_bot: bool = typer.Option(
+        False, "--shared-bot", help="one Telegram bot for every owner (a Business connection each), not a bot each"
+    ),
 ) -> None:
     """Several owners in one deployment, both platforms' loopback peers: a canary of one owner in
     anything another owner's delegate says, lists or shows counts as a crossing (must be 0)."""
@@ -269,7 +272,7 @@ def bench_isolation(
     if keep is not None and keep.exists() and any(keep.iterdir()):
         fail(f"--keep {keep}: the folder is not empty", 2)
     with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp:
-        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile)), json_out)
+        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot)), json_out)
 
 
 @app.command("owners-load")

@@ -19,10 +19,12 @@ verify`` of each owner's chain.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,21 +53,35 @@ REPLY_TIMEOUT_S = 60.0
 
 @dataclass
 class Peer:
-    """One owner's platforms: their own bot on a loopback Bot API, their own Slack app."""
+    """One owner's platforms: their own Slack app, and their own bot on a loopback Bot API or
+    (``shared``) one bot for every owner, reached through this owner's Business connection."""
 
     owner: BenchOwner
     tg: FakeTelegram
     slack: FakeSlackApi
     secret: str
+    shared: bool = False
     service: Service | None = None
     events: int = 0
 
+    @property
+    def connection(self) -> str:
+        return f"bc-{self.owner.owner_id}"
+
     def env(self) -> dict[str, str]:
+        """The owner's owner.env (a shared bot's settings are the deployment's, not theirs)."""
         return {
-            **self.tg.service_env(),
+            **({} if self.shared else self.tg.service_env()),
             **self.slack.service_env(f"xoxb-isolation-{self.owner.index}", self.secret),
             "EPMEM_SEND_PACING": "0",
         }
+
+    def _mine(self, message: dict[str, Any]) -> bool:
+        """A message this owner's delegate sent: through their connection, or to them."""
+        if not self.shared:
+            return True
+        connection = message.get("business_connection_id")
+        return connection == self.connection or (connection is None and message["chat"]["id"] == self.owner.telegram)
 
     def slack_port(self) -> int | None:
         assert self.service is not None
@@ -73,7 +89,7 @@ class Peer:
         return ports[0] if ports else None
 
     def said_on_telegram(self, user_id: int) -> list[str]:
-        return [str(m.get("text", "")) for m in self.tg.sent_messages if m["chat"]["id"] == user_id]
+        return [str(m.get("text", "")) for m in self.tg.sent_messages if m["chat"]["id"] == user_id and self._mine(m)]
 
     def said_on_slack(self, user: str) -> list[str]:
         dm = f"D{user}"
@@ -83,10 +99,29 @@ class Peer:
             if c.ok and c.method == "chat.postMessage" and c.params.get("channel") == dm
         ]
 
+    async def _replies(self) -> int:
+        assert self.service is not None
+        sql = "SELECT COUNT(*) FROM audit WHERE kind IN ('reply', 'attempted_command', 'held')"
+        async with self.service.runtime.audit.db.execute(sql) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _sent_as_owner(self, before: int) -> bool:
+        """Once the next reply is decided: whether it goes out (False: left unsent)."""
+        assert self.service is not None
+        deadline = time.perf_counter() + REPLY_TIMEOUT_S
+        while await self._replies() <= before:
+            if time.perf_counter() > deadline:
+                raise TimeoutError("no decision in the owner's audit")
+            await asyncio.sleep(0.02)
+        recent = await self.service.runtime.audit.records(limit=4)
+        record = [r for r in recent if r.kind in ("reply", "attempted_command", "held")][-1]
+        return record.body.get("reply") is not None
+
     def everything_sent(self) -> list[str]:
         """Every message this owner's delegate sent anyone on either platform (replies, notes to
         the owner, consultations, follow-ups), with its buttons."""
-        telegram = [json.dumps(m, ensure_ascii=False) for m in self.tg.sent_messages]
+        telegram = [json.dumps(m, ensure_ascii=False) for m in self.tg.sent_messages if self._mine(m)]
         slack = [json.dumps(c.params, ensure_ascii=False, default=str) for c in self.slack.calls if c.ok]
         return telegram + slack
 
@@ -95,7 +130,16 @@ class Peer:
         delegate in a private chat; the answer."""
         if platform == "telegram":
             seen = len(self.said_on_telegram(telegram_id))
-            self.tg.private_text(FakeTelegram.user(telegram_id, f"u{telegram_id}"), text)
+            account = FakeTelegram.user(telegram_id, f"u{telegram_id}")
+            if self.shared and telegram_id != self.owner.telegram:
+                # an answer as the owner that would deflect is not sent (it cannot come from the
+                # owner's own account): the decision in the owner's audit says which it was
+                decided = await self._replies()
+                self.tg.business_message(self.connection, account, text)
+                if not await self._sent_as_owner(decided):
+                    return ""
+            else:
+                self.tg.private_text(account, text)
             await self.tg.wait_for(lambda: len(self.said_on_telegram(telegram_id)) > seen, REPLY_TIMEOUT_S)
             return self.said_on_telegram(telegram_id)[seen]
         user = _slack_user(telegram_id)
@@ -267,54 +311,92 @@ async def read_audit(root: Settings, own: BenchOwner, bench: list[BenchOwner], t
         tally.crossed(f"{own.owner_id}'s audit page {url}", html, others)
 
 
-async def _with_peers(n: int, fn: Callable[[list[Peer]], Awaitable[Any]]) -> Any:
+async def _with_peers(n: int, shared: bool, fn: Callable[[list[Peer]], Awaitable[Any]]) -> Any:
     peers: list[Peer] = []
+    fakes: list[FakeTelegram | FakeSlackApi] = []
     try:
+        common = FakeTelegram(token="100:ISOLATION-SHARED") if shared else None
+        if common is not None:
+            await common.start()
+            fakes.append(common)
         for owner in owners(n):
-            tg = FakeTelegram(token=f"{100 + owner.index}:ISOLATION-{owner.index}")
-            await tg.start()
+            tg = common or FakeTelegram(token=f"{100 + owner.index}:ISOLATION-{owner.index}")
+            if common is None:
+                await tg.start()
+                fakes.append(tg)
             slack = FakeSlackApi(members={})
             await slack.start()
-            peers.append(Peer(owner, tg, slack, f"isolation-secret-{owner.index}"))
+            fakes.append(slack)
+            peers.append(Peer(owner, tg, slack, f"isolation-secret-{owner.index}", shared=shared))
         return await fn(peers)
     finally:
-        for peer in peers:
-            await peer.tg.stop()
-            await peer.slack.stop()
+        for fake in fakes:
+            await fake.stop()
 
 
-async def run_isolation(root: Path, n_owners: int = 3, per_owner: int = 200, misfile: bool = False) -> dict[str, Any]:
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """The deployment's own settings (a shared bot's token) for as long as it runs."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+async def run_isolation(
+    root: Path, n_owners: int = 3, per_owner: int = 200, misfile: bool = False, shared_bot: bool = False
+) -> dict[str, Any]:
     """The benchmark (see the module doc) in ``root``, an empty folder; the figures as JSON.
-    ``misfile``: the control that shows a crossing is seen (:func:`load_memories`)."""
-    from bot.owners import open_services
+    ``misfile``: the control that shows a crossing is seen (:func:`load_memories`).
+    ``shared_bot``: one Telegram bot for every owner, each reached through their own Business
+    connection (connectors/telegram/front.py), instead of a bot each."""
 
     async def go(peers: list[Peer]) -> dict[str, Any]:
-        bench = [p.owner for p in peers]
-        settings = write_deployment(root, peers)
-        await load_memories(settings, bench, misfile)
-        homes = owner_homes(settings)
-        deployment = await open_services(homes)
-        tallies = {o.owner_id: OwnerTally(o.owner_id) for o in bench}
-        started = time.perf_counter()
-        try:
-            for peer, service in zip(peers, deployment.services, strict=True):
-                assert service.runtime.settings.owner == peer.owner.owner_id
-                peer.service = service
-            await deployment.start()
-            await asyncio.gather(*(ask_all(p, bench, per_owner, tallies[p.owner.owner_id]) for p in peers))
-            await asyncio.gather(*(owner_commands(p, bench, tallies[p.owner.owner_id]) for p in peers))
-        finally:
-            await deployment.close()
-        seconds = time.perf_counter() - started
-        for peer in peers:
-            others = [o for o in bench if o is not peer.owner]
-            for text in peer.everything_sent():
-                tallies[peer.owner.owner_id].crossed(f"sent by {peer.owner.owner_id}'s delegate", text, others)
-        for owner in bench:
-            await read_audit(settings, owner, bench, tallies[owner.owner_id])
-        return summary(list(tallies.values()), seconds)
+        env = {**peers[0].tg.service_env(), "EPMEM_SEND_PACING": "0"} if shared_bot else {}
+        with _environment(env):
+            return await _serve_and_ask(root, peers, per_owner, misfile)
 
-    result: dict[str, Any] = await _with_peers(n_owners, go)
+    result: dict[str, Any] = await _with_peers(n_owners, shared_bot, go)
+    result["telegram"] = "one bot shared by every owner" if shared_bot else "a bot per owner"
+    return result
+
+
+async def _serve_and_ask(root: Path, peers: list[Peer], per_owner: int, misfile: bool) -> dict[str, Any]:
+    from bot.owners import open_services
+
+    bench = [p.owner for p in peers]
+    settings = write_deployment(root, peers)
+    await load_memories(settings, bench, misfile)
+    deployment = await open_services(owner_homes(settings))
+    tallies = {o.owner_id: OwnerTally(o.owner_id) for o in bench}
+    started = time.perf_counter()
+    try:
+        for peer, service in zip(peers, deployment.services, strict=True):
+            assert service.runtime.settings.owner == peer.owner.owner_id
+            peer.service = service
+        await deployment.start()
+        for peer in peers if peers[0].shared else []:  # each owner links the shared bot to their account
+            peer.tg.business_connection(peer.connection, FakeTelegram.user(peer.owner.telegram, peer.owner.first))
+        await asyncio.gather(*(ask_all(p, bench, per_owner, tallies[p.owner.owner_id]) for p in peers))
+        await asyncio.gather(*(owner_commands(p, bench, tallies[p.owner.owner_id]) for p in peers))
+    finally:
+        await deployment.close()
+    seconds = time.perf_counter() - started
+    for peer in peers:
+        others = [o for o in bench if o is not peer.owner]
+        for text in peer.everything_sent():
+            tallies[peer.owner.owner_id].crossed(f"sent by {peer.owner.owner_id}'s delegate", text, others)
+    for owner in bench:
+        await read_audit(settings, owner, bench, tallies[owner.owner_id])
+    result = summary(list(tallies.values()), seconds)
+    # a shared bot's message that is no owner's (an answer to someone who wrote to the bot itself)
+    result["nobodys_sends"] = sum(1 for m in peers[0].tg.sent_messages if not any(p._mine(m) for p in peers))
     return result
 
 

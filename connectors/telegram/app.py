@@ -139,7 +139,7 @@ class TelegramConnector:
             except BaseException:
                 await self._stop_locked()
                 raise
-            mode = "webhook" if self._config.webhook_url else "polling"
+            mode = "fed" if self._config.fed else "webhook" if self._config.webhook_url else "polling"
             log.info("telegram.started", bot_id=self._app.bot.id, mode=mode)
 
     async def feed(self, update: Update) -> None:

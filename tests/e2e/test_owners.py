@@ -44,10 +44,13 @@ def files_with(folder: Path, needle: bytes) -> list[str]:
     return found
 
 
-async def test_no_owner_s_detail_reaches_another_owner_s_readers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared_bot", [False, True], ids=["a-bot-each", "one-shared-bot"])
+async def test_no_owner_s_detail_reaches_another_owner_s_readers(tmp_path: Path, shared_bot: bool) -> None:
     """3 owners x 24 questions (every shared contact and the other owners asking, on Telegram
-    and on Slack), then each owner's /who-knows, /why, /facts, /audit, audit page and export."""
-    result = await run_isolation(tmp_path, n_owners=3, per_owner=24)
+    and on Slack), then each owner's /who-knows, /why, /facts, /audit, audit page and export;
+    on Telegram a bot per owner, or one bot every owner shares through their Business connection."""
+    result = await run_isolation(tmp_path, n_owners=3, per_owner=24, shared_bot=shared_bot)
+    assert result["nobodys_sends"] == 0
     assert result["crossings"] == 0, result["crossing_examples"]
     assert result["questions"] == 72
     assert all(o["answered"] == o["asked"] == 24 for o in result["per_owner"].values())
