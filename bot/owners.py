@@ -78,8 +78,10 @@ def owner_settings(root: Settings, owner_id: str) -> Settings:
     """``root``'s settings for one owner of its deployment (``EPMEM_OWNER`` does the same)."""
     if root.owner is not None:
         raise ConfigError(f"EPMEM_OWNER={root.owner!r} already chose one owner")
-    # through __init__, not model_validate (which runs the owner's validator a second time)
-    return Settings(**root.model_dump(exclude={"owner_id", "owner"}), owner=owner_id, owner_id=owner_id)
+    # through __init__, not model_validate (which runs the owner's validator a second time);
+    # never the root's EPMEM_POLICY: each owner answers by their own folder's policy
+    values = root.model_dump(exclude={"owner_id", "owner", "policy"})
+    return Settings(**values, owner=owner_id, owner_id=owner_id)
 
 
 def _has_policy(settings: Settings) -> bool:

@@ -48,6 +48,20 @@ def test_every_owner_under_owners_and_the_folders_own(tmp_path: Path) -> None:
     assert [h.settings.owner_id for h in homes] == ["default", "ana", "ben"]  # their tenant ids
 
 
+def test_an_explicit_policy_is_never_every_owner_s(tmp_path: Path) -> None:
+    """EPMEM_POLICY names the data folder's own owner's policy, not the other owners'."""
+    policy(tmp_path / "owners" / "ana", "Ana")
+    policy(tmp_path / "owners" / "ben", "Ben")
+    policy(tmp_path / "elsewhere", "Maya")
+    homes = owner_homes(Settings(data_dir=tmp_path, policy=tmp_path / "elsewhere" / "policy.yaml"))
+    assert [h.owner_id for h in homes] == ["default", "ana", "ben"]
+    assert [h.settings.policy_path() for h in homes] == [
+        tmp_path / "elsewhere" / "policy.yaml",
+        tmp_path / "owners" / "ana" / "policy.yaml",
+        tmp_path / "owners" / "ben" / "policy.yaml",
+    ]
+
+
 def test_epmem_owner_chooses_one(tmp_path: Path) -> None:
     policy(tmp_path / "owners" / "ana", "Ana")
     policy(tmp_path / "owners" / "ben", "Ben")
