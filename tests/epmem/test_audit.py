@@ -1,18 +1,19 @@
-"""The audit log on a real SQLite file: chain, tamper detection, ledger, export, corruption."""
+"""The audit log on a real SQLite file and a real PostgreSQL database: chain, tamper detection,
+ledger, export; corruption (of a file)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from epmem.audit.log import AuditCorrupted, AuditLog, export
+from testkit.postgres import run_sql
 
 
-async def test_chain_ledger_and_export(tmp_path: Path) -> None:
-    async with AuditLog(tmp_path / "a.sqlite") as log:
+async def test_chain_ledger_and_export(database_target: Path | str) -> None:
+    async with AuditLog(database_target) as log:
         first = await log.append(
             "reply",
             {"question": "q1", "disclosed": ["f1"]},
@@ -42,21 +43,15 @@ async def test_chain_ledger_and_export(tmp_path: Path) -> None:
             export([], "xml")
 
 
-async def test_any_edit_breaks_the_chain_at_that_record(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_any_edit_breaks_the_chain_at_that_record(database_target: Path | str) -> None:
+    path = database_target
     async with AuditLog(path) as log:
         ids = [(await log.append("reply", {"n": i})).id for i in range(4)]
-    db = sqlite3.connect(path)
-    db.execute("UPDATE audit SET body = ? WHERE id = ?", (json.dumps({"n": 99}), ids[2]))
-    db.commit()
-    db.close()
+    run_sql(path, "UPDATE audit SET body = ? WHERE id = ?", json.dumps({"n": 99}), ids[2])
     async with AuditLog(path) as log:
         n, bad = await log.verify()
         assert n == 2 and bad is not None and bad.id == ids[2]
-    db = sqlite3.connect(path)
-    db.execute("DELETE FROM audit WHERE id = ?", (ids[2],))
-    db.commit()
-    db.close()
+    run_sql(path, "DELETE FROM audit WHERE id = ?", ids[2])
     async with AuditLog(path) as log:
         n, bad = await log.verify()
         assert bad is not None and bad.id == ids[3]

