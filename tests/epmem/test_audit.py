@@ -63,3 +63,21 @@ async def test_a_file_that_is_not_a_database_is_reported_as_corrupted(tmp_path: 
     with pytest.raises(AuditCorrupted, match="is corrupted"):
         await AuditLog(path).open()
     assert path.read_bytes() == b"garbage" * 1000
+
+
+async def test_a_read_only_log_reads_the_chain_and_writes_nothing(database_target: Path | str) -> None:
+    """The audit page's log: it reads what the bot wrote and cannot append, on either database."""
+    with pytest.raises(AuditCorrupted):
+        await AuditLog(database_target, readonly=True).open()  # nothing written yet: nothing to read
+    async with AuditLog(database_target) as log:
+        written = await log.append(
+            "reply", {"question": "q1"}, contact="leo", disclosed=[("f1", "e1")], recipients=["leo"]
+        )
+    async with AuditLog(database_target, readonly=True) as page:
+        assert [r.id for r in await page.records()] == [written.id]
+        assert (await page.verify()) == (1, None)
+        assert [d.recipient for d in await page.who_knows("f1")] == ["leo"]
+        with pytest.raises(AuditCorrupted, match="cannot append"):
+            await page.append("reply", {"question": "q2"}, contact="leo")
+    async with AuditLog(database_target) as log:
+        assert len(await log.records()) == 1
