@@ -120,7 +120,7 @@ async def fates(db: Database, audit_ids: Iterable[str] | None = None, after: int
         batches = [wanted[i : i + _BATCH] for i in range(0, len(wanted), _BATCH)]
     for batch in batches:
         query = sql + (f" AND of IN ({','.join('?' * len(batch))})" if audit_ids is not None else "")
-        for seq, of, outcome, time in await db.fetchall(query + " ORDER BY seq", [after, *batch]):
+        async for seq, of, outcome, time in db.iterate(query + " ORDER BY seq", [after, *batch]):
             out.setdefault(of, Fate()).add(outcome, time)
             last = max(last, seq)
     return out, last
@@ -148,7 +148,7 @@ class Ledger:
         sql = (
             "SELECT rowid, audit_id, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
         )
-        for rowid, audit_id, fact, event, reader, moment in await db.fetchall(sql, (self._rowid,)):
+        async for rowid, audit_id, fact, event, reader, moment in db.iterate(sql, (self._rowid,)):
             pair = (fact, reader)
             self._lines.setdefault(pair, []).append((audit_id, event, moment))
             self._pairs_of.setdefault(audit_id, set()).add(pair)

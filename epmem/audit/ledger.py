@@ -111,7 +111,7 @@ class LedgerCheck:
             "FROM audit a JOIN disclosures d ON d.audit_id = a.id WHERE a.seq > ? AND a.seq <= ?"
         )
         legacy_upto = self.seal[0] if self.seal else 0
-        for legacy, *row in await db.fetchall(sql, (legacy_upto, after, upto)):
+        async for legacy, *row in db.iterate(sql, (legacy_upto, after, upto)):
             (self.legacy if legacy else self.actual).add(tuple(row))
 
     async def problem(self, log: ChainSource, full: bool) -> tuple[AuditRecord | None, str] | None:
@@ -204,7 +204,7 @@ async def seal_legacy_ledger(db: Database, now: str, new_id: str) -> int:
             "SELECT d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
             f"JOIN disclosures d ON d.audit_id = a.id WHERE {_legacy(db.dialect)}"
         )
-        for r in await db.fetchall(sql, (upto,)):
+        async for r in db.iterate(sql, (upto,)):
             tally.add(tuple(r))
         if tally.count:
             body = LedgerSealRecord(

@@ -19,7 +19,7 @@ A row is a plain tuple on both.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -96,6 +96,11 @@ class Database(Protocol):
     async def fetchone(self, sql: str, args: Sequence[Any] = ()) -> Row | None: ...
 
     async def fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[Row]: ...
+
+    def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
+        """The rows one by one, never all held at once (a whole table's ledger lines): read it
+        to the end, and run nothing else on this connection meanwhile."""
+        ...
 
     def transaction(self, lock: str = WRITE_LOCK) -> AbstractAsyncContextManager[None]:
         """A write transaction, committed on leaving, rolled back on any exception."""

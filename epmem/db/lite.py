@@ -91,6 +91,11 @@ class SQLiteDatabase:
         async with self.connection.execute(sql, args) as cur:
             return [tuple(row) for row in await cur.fetchall()]
 
+    async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
+        async with self.connection.execute(sql, args) as cur:
+            async for row in cur:
+                yield tuple(row)
+
     @asynccontextmanager
     async def transaction(self, lock: str = WRITE_LOCK) -> AsyncIterator[None]:
         """``BEGIN IMMEDIATE``: the file's one write lock, whatever ``lock`` names."""

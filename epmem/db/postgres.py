@@ -79,6 +79,12 @@ class PostgresDatabase:
             await cur.execute(numbered(sql), list(args))
             return [tuple(row) for row in await cur.fetchall()]
 
+    async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
+        """Streamed (single-row mode): the result is never held whole, on either side."""
+        async with self._cursor() as cur:
+            async for row in cur.stream(numbered(sql), list(args)):
+                yield tuple(row)
+
     @asynccontextmanager
     async def transaction(self, lock: str = WRITE_LOCK) -> AsyncIterator[None]:
         """BEGIN, then wait for the advisory lock of (this schema, ``lock``); it is released at

@@ -74,6 +74,7 @@ async def test_the_runner_applies_each_migration_once_on_either_database(databas
             ("a", b"\x00\x01", None),
             ("b", None, None),
         ]
+        assert [row async for row in db.iterate("SELECT name FROM things ORDER BY id")] == [("a",), ("b",)]
         assert await db.table_exists("things") and not await db.table_exists("nothing")
         with pytest.raises(RuntimeError):
             async with db.transaction():
