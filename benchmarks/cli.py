@@ -245,3 +245,61 @@ def bench_import(
     from benchmarks.import_bench import run_import_bench
 
     write_json(run_import_bench(size_mb, embedder, interrupt), json_out)
+
+
+@app.command("isolation")
+def bench_isolation(
+    json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
+    owners: int = typer.Option(3, "--owners", help="owners in the deployment (2 to 6)"),
+    questions: int = typer.Option(200, "--questions", help="questions put to each owner's delegate"),
+    keep: Path = typer.Option(None, "--keep", help="build the deployment in this empty folder and keep it"),
+    misfile: bool = typer.Option(
+        False, "--misfile", help="the control: file the first owner's facts under the second too (crossings must show)"
+    ),
+    shared_bot: bool = typer.Option(
+        False, "--shared-bot", help="one Telegram bot for every owner (a Business connection each), not a bot each"
+    ),
+) -> None:
+    """Several owners in one deployment, both platforms' loopback peers: a canary of one owner in
+    anything another owner's delegate says, lists or shows counts as a crossing (must be 0)."""
+    import tempfile
+
+    from benchmarks.isolation import run_isolation
+
+    configure_logging("WARNING")
+    if not 2 <= owners <= 6:
+        fail(f"--owners {owners}: from 2 to 6", 2)
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        fail(f"--keep {keep}: the folder is not empty", 2)
+    with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp:
+        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot)), json_out)
+
+
+@app.command("owners-load")
+def bench_owners_load(
+    json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
+    plot_out: Path = typer.Option(None, "--plot", help="draw reply time and memory against owners here (PNG)"),
+    owners: str = typer.Option("1,2,4", "--owners", help="deployments of this many owners, one after another"),
+    extra_facts: str = typer.Option("0,1000", "--extra-facts", help="filler facts per owner (memory size), per step"),
+    rate: float = typer.Option(4.0, "--rate", help="messages per second offered, over all owners"),
+    seconds: float = typer.Option(30.0, "--seconds", help="how long each step offers the load"),
+) -> None:
+    """`epmem run` serving 1, 2 and 4 owners on loopback Telegram bots: reply time p50/p95, errors
+    and resident memory per step, under a steady load."""
+    import tempfile
+
+    from benchmarks.owners_load import plot, run_owners_load
+
+    configure_logging("WARNING")
+    try:
+        counts = [int(n) for n in owners.split(",")]
+        extras = [int(n) for n in extra_facts.split(",")]
+    except ValueError:
+        fail("--owners and --extra-facts are comma-separated numbers (1,2,4)", 2)
+    if not all(1 <= n <= 6 for n in counts) or rate <= 0 or seconds <= 0:
+        fail("--owners from 1 to 6 each; --rate and --seconds above 0", 2)
+    with tempfile.TemporaryDirectory(prefix="epmem-owners-load-") as tmp:
+        result = run(run_owners_load(Path(tmp), counts, extras, rate, seconds))
+    write_json(result, json_out)
+    if plot_out is not None:
+        plot(result, plot_out)

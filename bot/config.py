@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from epmem.db import is_postgres_url
@@ -16,6 +16,10 @@ from bot.examples import POLICY, example_file
 #: the example owner's policy, shipped as package data (bot/examples/).
 EXAMPLE_POLICY = example_file(POLICY)
 ACTIVE_POLICY_NAME = "policy.yaml"
+#: the folder of a data folder that holds one folder per owner of a deployment (bot/owners.py).
+OWNERS_FOLDER = "owners"
+#: an owner id: a folder name and a tenant id, the same on every file system and in any URL.
+OWNER_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
 
 class ConfigError(EpmemError, RuntimeError):
@@ -68,6 +72,10 @@ class Settings(BaseSettings):
     annotate_backoff_s: float = Field(default=5.0, ge=0)
     #: the tenant id every stored point carries; several owners can share one Qdrant.
     owner_id: str = "default"
+    #: one owner of a deployment of several (bot/owners.py): the data folder's ``owners/<owner>``
+    #: is then this owner's own data folder, and ``owner`` their tenant id. Unset: the data
+    #: folder is the one owner's, as it always was.
+    owner: str | None = Field(default=None, pattern=OWNER_ID_PATTERN)
     #: a Qdrant server or cluster (with its API key); unset: embedded Qdrant Edge in data_dir.
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
@@ -156,6 +164,22 @@ class Settings(BaseSettings):
                     raise ValueError(f"{value} {what}, not a folder")
                 break
         return value
+
+    @model_validator(mode="after")
+    def _the_owners_folder(self) -> Settings:
+        """``owner`` moves the data folder to that owner's, once, here: every part that reads
+        ``data_dir`` (the stores, the audit log, the active policy, health) then reads the
+        owner's without knowing there are others."""
+        if self.owner is None:
+            return self
+        if "owner_id" in self.model_fields_set and self.owner_id != self.owner:
+            raise ValueError(
+                f"EPMEM_OWNER_ID={self.owner_id!r} differs from EPMEM_OWNER={self.owner!r}: an owner's "
+                "tenant id is their owner id (unset EPMEM_OWNER_ID)"
+            )
+        self.data_dir = self.data_dir / OWNERS_FOLDER / self.owner
+        self.owner_id = self.owner
+        return self
 
     def policy_path(self) -> Path:
         """Explicit EPMEM_POLICY wins; else the data folder's active policy (`epmem init`, `epmem

@@ -102,6 +102,13 @@ class LiveSessions:
         self._last.clear()
         return await self._store(self.stream.flush())
 
+    async def discard(self) -> None:
+        """Drop every open chat unstored (the owner's memory is being erased): what is being
+        stored already finishes first, so the erasure that follows takes it too."""
+        await self.settle()
+        self._last.clear()
+        self.stream.flush()
+
     async def _store(self, sessions: list[Session]) -> list[Session]:
         if not sessions:
             return []

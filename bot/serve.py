@@ -22,15 +22,17 @@ finish), then the scheduler, then the stores.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import structlog
 
-from connectors.base import Connector, Handler, Inbound, KnowsReaders, Outbound
+from connectors.base import Connector, Front, Handler, Inbound, KnowsReaders, Outbound
 from connectors.console import OWNER_CHAT, ConsoleConnector
 from connectors.courier import Timer
 from connectors.registry import PLATFORMS
@@ -40,6 +42,7 @@ from epmem.policy import OWNER_ID
 
 from bot import health
 from bot.connector_state import ConnectorHost
+from bot.erasure import forget_everything
 from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
@@ -50,6 +53,8 @@ log = structlog.get_logger(__name__)
 _STOP_TIMEOUT_S = 15.0
 #: how often chats silent for a session gap are closed into sessions (bot/live.py).
 _LIVE_FLUSH_EVERY_S = 600.0
+#: an owner's uninstall whose erasure is not finished yet (its value: who uninstalled).
+ERASE_OWED_FLAG = "erase_owed"
 
 
 class StartError(EpmemError, RuntimeError):
@@ -65,23 +70,43 @@ class Service:
         console_identity: str = LOCAL.identity(OWNER_ID),
         console_stdin: TextIO | None = None,
         timer: Timer | None = None,
+        console: bool = True,
+        fronts: tuple[PlatformSettings | None, Mapping[str, Front]] = (None, {}),
     ) -> None:
-        """``timer``: the platform connectors' clock and sleep (tests pass a fake one)."""
+        """``timer``: the platform connectors' clock and sleep (tests pass a fake one).
+        ``console``: serve the console when no platform is configured (one owner's terminal;
+        in a deployment of several owners the terminal is nobody's). ``fronts``: the
+        deployment's settings and shared clients (one bot for every owner, bot/owners.py):
+        this owner's connector on such a platform is fed by its front."""
         self.runtime = runtime
         settings = runtime.settings
         self.connectors: list[Connector] = []
         self._secrets = platforms.secrets()
         self._owner_chats: dict[str, str | None] = {}
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
-        for platform in platforms.configured():
+        shared, shared_fronts = fronts
+        own = [(p, platforms, None) for p in platforms.configured()]
+        for platform, where, front in own + [(PLATFORMS.get(n), shared, f) for n, f in shared_fronts.items()]:
+            assert platform is not None and where is not None
             owner = PLATFORMS.owner_identity(platform.name, runtime.policies.base.owner.identities)
-            context = platforms.context(self._handler(platform.name), state, owner, settings.max_message_chars, timer)
+            if front is not None and owner is None:
+                log.warning("owner_not_on_shared_platform", platform=platform.name)
+                continue
+            context = platforms.context(
+                self._handler(platform.name),
+                state,
+                owner,
+                settings.max_message_chars,
+                timer,
+                self._uninstalled,
+                front,
+            )
             self._add(
-                platform.connect(platforms.of(platform.name), context),
+                platform.connect(where.of(platform.name), context),
                 platform.owner_chat(owner) if owner is not None else None,
             )
         self.console: ConsoleConnector | None = None
-        if not self.connectors:
+        if not self.connectors and console:
             self.console = ConsoleConnector(
                 console_identity,
                 self._handler(LOCAL.platform),
@@ -131,6 +156,26 @@ class Service:
 
         return handle
 
+    async def _uninstalled(self, identity: str) -> None:
+        """Someone took back what they granted the app (Slack: revoked their token, or removed
+        the app). The owner doing so ends their delegate: their whole memory is erased as
+        /forget erases a fact, and the audit chain says so. A flag marks the erasure as owed
+        until it is done, so a crash half-way finishes it at the next start."""
+        if not self.runtime.owner.directory.resolve(identity).is_owner:
+            log.info("person.uninstalled", identity=identity)
+            return
+        await self.runtime.overlay.set_flag(ERASE_OWED_FLAG, identity)
+        await self._erase_owed()
+
+    async def _erase_owed(self) -> None:
+        by = await self.runtime.overlay.get_flag(ERASE_OWED_FLAG)
+        if not isinstance(by, str) or not by:
+            return
+        await self.runtime.live.discard()
+        done = await forget_everything(self.runtime.owner, self.runtime.journal, by=by)
+        await self.runtime.overlay.set_flag(ERASE_OWED_FLAG, None)
+        log.warning("owner.uninstalled_erased", facts=len(done.facts), audit_texts=done.audit.texts)
+
     def _remember(self, inbound: Inbound) -> None:
         """What a contact told the bot goes into memory like an import (bot/live.py)."""
         try:
@@ -165,6 +210,7 @@ class Service:
     async def start(self) -> None:
         """Connectors first (so notes due at start can go out), then the scheduler."""
         await self.warm_up()
+        await self._erase_owed()  # an uninstall's erasure a crash interrupted: before anything answers
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.
@@ -291,6 +337,24 @@ class Service:
             stopped.cancel()
 
 
+@contextlib.contextmanager
+def _signals_set(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` while inside (where this thread can take signals)."""
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            pass
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
 async def serve(
     runtime_factory: Callable[[], Awaitable[Runtime]],
     platforms: PlatformSettings,
@@ -300,25 +364,60 @@ async def serve(
 ) -> int:
     """Run until SIGINT/SIGTERM (or ``stop``); exit status 0 on a clean stop."""
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    with _signals_set(stop):
+        runtime = await runtime_factory()
         try:
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
-        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-            pass
-    runtime = await runtime_factory()
-    try:
-        service = Service(runtime, platforms, console_identity=console_identity)
-        await service.start()
-        try:
-            await service.wait(stop)
-            log.info("service.stopping", signal=stop.is_set())
+            service = Service(runtime, platforms, console_identity=console_identity)
+            await service.start()
+            try:
+                await service.wait(stop)
+                log.info("service.stopping", signal=stop.is_set())
+            finally:
+                await service.stop()
         finally:
-            await service.stop()
-    finally:
-        await runtime.close()
-        for sig in handled:
-            loop.remove_signal_handler(sig)
+            await runtime.close()
+    return 0
+
+
+@dataclass
+class Deployment:
+    """Several owners' services in one process (bot/owners.py), and the platforms' clients they
+    share (one bot for every owner): started after the services, stopped before them."""
+
+    services: list[Service]
+    fronts: list[Front] = field(default_factory=list)
+    _started: list[Service | Front] = field(default_factory=list)
+
+    async def start(self) -> None:
+        parts: list[Service | Front] = [*self.services, *self.fronts]
+        for part in parts:
+            await part.start()
+            self._started.append(part)
+        log.info("deployment.started", owners=len(self.services), shared=[f.platform for f in self.fronts])
+
+    async def stop(self) -> None:
+        while self._started:
+            await self._started.pop().stop()
+
+    async def close(self) -> None:
+        """Stop what started, then close every owner's runtime."""
+        try:
+            await self.stop()
+        finally:
+            for service in reversed(self.services):
+                await service.runtime.close()
+
+
+async def serve_all(deployment: Callable[[], Awaitable[Deployment]], stop: asyncio.Event | None = None) -> int:
+    """A deployment of several owners until SIGINT/SIGTERM (or ``stop``): everything stopped
+    and closed on the way out, whichever failed; exit status 0 on a clean stop."""
+    stop = stop or asyncio.Event()
+    with _signals_set(stop):
+        opened = await deployment()
+        try:
+            await opened.start()
+            await stop.wait()
+            log.info("service.stopping", signal=True)
+        finally:
+            await opened.close()
     return 0

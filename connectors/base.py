@@ -113,6 +113,11 @@ class Outbound:
 
 
 Handler = Callable[[Inbound], Awaitable[Outbound]]
+#: what a connector calls with a person's platform identity when that person installed the app
+#: for themselves (``on_install``) or took it away again, revoking what they granted
+#: (``on_uninstall``: the host erases what it keeps for that owner, as ``/forget`` does, and
+#: audits it). Called once per person; an exception is logged by the connector, never retried.
+PersonHook = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,18 @@ class Connector(Protocol):
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Deliver a message the agent decided on outside a reply (digest, approved reply)."""
         ...
+
+
+class Front(Protocol):
+    """One platform client shared by several owners' connectors (one bot for everyone): it
+    receives for all of them and hands each event to its owner's connector, which then runs
+    without receiving anything itself. Started after those connectors, stopped before them."""
+
+    platform: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 @runtime_checkable

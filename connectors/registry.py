@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import AliasChoices, SecretStr, ValidationError
 from pydantic_settings import BaseSettings
 
-from connectors.base import Connector, Handler, PlatformState
+from connectors.base import Connector, Front, Handler, PersonHook, PlatformState
 from connectors.courier import Rate, Timer
 from epmem.errors import EpmemError
 from epmem.identity import SCHEMES, IdentityScheme, IdentitySchemes
@@ -58,6 +58,13 @@ class ConnectorContext:
     send_pacing: float = 1.0
     send_timeout_s: float = 10.0
     timer: Timer = field(default_factory=Timer)
+    #: a platform where people install the app for themselves tells the host who came and went
+    #: (:data:`~connectors.base.PersonHook`); None: the host does not keep per-person owners.
+    on_install: PersonHook | None = None
+    on_uninstall: PersonHook | None = None
+    #: the platform's shared client (one bot for several owners, :class:`~connectors.base.Front`):
+    #: the connector is fed by it for ``owner`` instead of receiving for itself.
+    front: Front | None = None
 
 
 def _no_problems(settings: Any, owner: str | None) -> list[str]:
@@ -88,6 +95,9 @@ class Platform(Generic[S]):
     problems: Callable[[S, str | None], list[str]] = _no_problems
     #: the chat the outbox reaches the owner in, from the owner's identity on this platform.
     owner_chat: Callable[[str], str | None] = _identity_is_chat
+    #: one client for several owners (a shared bot: :class:`~connectors.base.Front`), from the
+    #: deployment's settings; None: each owner brings their own credentials.
+    front: Callable[[S], Front] | None = None
 
     def __post_init__(self) -> None:
         if self.identity.platform != self.name:

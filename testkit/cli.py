@@ -60,8 +60,26 @@ def _fresh_consoles(env: Mapping[str, str]) -> Iterator[None]:
             c._width = width
 
 
+@contextlib.contextmanager
+def _own_environment() -> Iterator[None]:
+    """What the command put in the environment (``--owner-id`` sets ``EPMEM_OWNER``) ends with
+    it, as it would with a process."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def run_cli(args: list[str], env: Mapping[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    with _fresh_logging(), _fresh_consoles(env), contextlib.chdir(REPO), warnings.catch_warnings():
+    with (
+        _fresh_logging(),
+        _fresh_consoles(env),
+        _own_environment(),
+        contextlib.chdir(REPO),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("default")
         result = CliRunner().invoke(app, args, input=stdin, env=dict(env), catch_exceptions=True)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

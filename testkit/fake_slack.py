@@ -6,6 +6,10 @@ Two halves (the second in testkit/slack_requests.py, importable from here too):
   way the Web API does (``{"ok": ...}`` JSON), recording every call with its parsed parameters so
   tests assert on what the connector actually sent rather than on mocks. It also takes
   ``response_url`` posts at ``/respond/<id>``.
+  For per-person installs it plays Slack's side of OAuth: ``/oauth/v2/authorize`` sends the
+  browser of whoever is :attr:`~FakeSlackApi.signed_in` back to the app with a one-time code,
+  and ``oauth.v2.access`` trades the code for a bot token and that person's user token
+  (:meth:`~FakeSlackApi.revoke` makes a token dead, as uninstalling does).
 * ``SlackSender``: builds requests the way Slack signs them (v0 HMAC over the exact body bytes
   plus ``X-Slack-Request-Timestamp``) and posts them to the connector's HTTP endpoint: Events API
   envelopes as JSON, slash commands and ``block_actions`` as form bodies.
@@ -14,11 +18,14 @@ Two halves (the second in testkit/slack_requests.py, importable from here too):
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
@@ -28,13 +35,16 @@ from testkit.slack_requests import (
     BOT_ID,
     BOT_USER,
     TEAM,
+    InstallBrowser,
     SlackSender,
+    app_uninstalled,
     channel_message,
     event_envelope,
     im_message,
     member_event,
     mention,
     sign,
+    tokens_revoked,
     wait_for,
 )
 
@@ -44,13 +54,16 @@ __all__ = [
     "TEAM",
     "ApiCall",
     "FakeSlackApi",
+    "InstallBrowser",
     "SlackSender",
+    "app_uninstalled",
     "channel_message",
     "event_envelope",
     "im_message",
     "member_event",
     "mention",
     "sign",
+    "tokens_revoked",
     "wait_for",
 ]
 
@@ -96,6 +109,19 @@ class FakeSlackApi:
     call_times: list[tuple[str, float]] = field(default_factory=list)
     calls: list[ApiCall] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
+    #: OAuth: the app's credentials ``oauth.v2.access`` accepts, and the bot token it grants.
+    client_id: str = "1111.2222"
+    client_secret: str = "fake-client-secret"
+    oauth_bot_token: str = "xoxb-oauth-bot"
+    #: OAuth: who is signed in to Slack in the installing browser, and where the app's redirect
+    #: URL is (Slack knows it from the app's settings).
+    signed_in: str | None = None
+    redirect_url: str | None = None
+    #: OAuth: the query of every ``/oauth/v2/authorize`` visit (scopes asked for, state).
+    authorize_visits: list[dict[str, str]] = field(default_factory=list)
+    #: OAuth: one-time codes not yet traded -> (team, user); tokens revoked (uninstalls).
+    codes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    revoked: set[str] = field(default_factory=set)
     #: Socket Mode: what the client sent back (acks carry ``envelope_id``).
     socket_acks: list[dict[str, Any]] = field(default_factory=list)
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
@@ -133,6 +159,7 @@ class FakeSlackApi:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/respond/{name}", self._respond)
         app.router.add_get("/socket", self._socket)
+        app.router.add_get("/oauth/v2/authorize", self._authorize)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -207,7 +234,13 @@ class FakeSlackApi:
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
+        if token in self.revoked:
+            self.calls[-1].ok = False
+            return web.json_response({"ok": False, "error": "token_revoked"})
         body: dict[str, Any] = handler(params, token)
+        if body.get("ok") is False:
+            self.calls[-1].ok = False
+            return web.json_response(body)
         await self.late.wait_to_answer(method)
         return web.json_response({"ok": True, **body})
 
@@ -272,6 +305,70 @@ class FakeSlackApi:
             "retry_reason": "timeout" if retry_attempt else "",
         }
         await self._sockets[-1].send_str(json.dumps(envelope))
+
+    # ---------------------------------------------------------------- OAuth
+
+    @property
+    def authorization_url(self) -> str:
+        """Where the app's "Add to Slack" button should point (instead of slack.com's)."""
+        return f"{self.base_url}/oauth/v2/authorize"
+
+    def grant(self, user: str, team: str | None = None) -> str:
+        """A one-time code, as Slack's redirect carries after ``user`` approved the app."""
+        code = f"code-{secrets.token_hex(6)}"
+        self.codes[code] = (team or self.team_id, user)
+        return code
+
+    def revoke(self, *tokens: str) -> None:
+        """These tokens no longer work (the person or the workspace removed the app)."""
+        self.revoked.update(tokens)
+
+    def user_token_of(self, user: str) -> str | None:
+        """The (newest) user token ``oauth.v2.access`` granted ``user``."""
+        mine = [t for t, u in self.user_tokens.items() if u == user and t not in self.revoked]
+        return mine[-1] if mine else None
+
+    async def _authorize(self, request: web.Request) -> web.Response:
+        """Slack's consent page, approved at once by whoever is signed in: back to the app with
+        a code and the app's own ``state``."""
+        query = dict(request.query)
+        self.authorize_visits.append(query)
+        if query.get("client_id") != self.client_id or self.signed_in is None:
+            return web.Response(status=400, text="invalid_client_id or nobody signed in")
+        target = query.get("redirect_uri") or self.redirect_url
+        if target is None:
+            return web.Response(status=400, text="no redirect URL")
+        back = {"code": self.grant(self.signed_in), "state": query.get("state", "")}
+        raise web.HTTPFound(f"{target}?{urlencode(back)}")
+
+    def _m_oauth_v2_access(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        """The code traded for tokens; the client authenticates with HTTP Basic (slack-sdk)."""
+        basic = (token or "").removeprefix("Basic ")
+        client = base64.b64decode(basic).decode() if basic else ""
+        if client != f"{self.client_id}:{self.client_secret}":
+            return {"ok": False, "error": "invalid_client_id"}
+        grant = self.codes.pop(str(params.get("code")), None)
+        if grant is None:
+            return {"ok": False, "error": "invalid_code"}
+        team, user = grant
+        user_token = f"xoxp-{user.lower()}-{secrets.token_hex(4)}"
+        self.user_tokens[user_token] = user
+        return {
+            "app_id": "A1",
+            "access_token": self.oauth_bot_token,
+            "token_type": "bot",
+            "scope": "chat:write,commands,im:history",
+            "bot_user_id": self.bot_user_id,
+            "team": {"id": team, "name": "Fake"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "authed_user": {
+                "id": user,
+                "scope": "im:history,im:read,chat:write",
+                "access_token": user_token,
+                "token_type": "user",
+            },
+        }
 
     def _m_apps_connections_open(self, params: dict[str, Any], token: str | None) -> dict[str, Any]:
         return {"url": f"ws://127.0.0.1:{self.port}/socket"}

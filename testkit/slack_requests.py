@@ -4,18 +4,21 @@
 ``X-Slack-Request-Timestamp``) and posts them to the connector's HTTP endpoint: Events API
 envelopes as JSON, slash commands and ``block_actions`` as form bodies. The event builders
 (:func:`im_message`, :func:`mention`, ...) name the fake workspace's ids below, the ones the
-loopback Web API (testkit/fake_slack.py) answers for.
+loopback Web API (testkit/fake_slack.py) answers for. ``InstallBrowser`` is a person's browser
+going through "Add to Slack" (per-person installs) against the connector and the fake.
 """
 
 from __future__ import annotations
 
 import asyncio
+import html
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
@@ -134,6 +137,65 @@ def member_event(kind: str, user: str, channel: str = "C1") -> dict[str, Any]:
         "team": TEAM,
         "event_ts": f"{time.time():.6f}",
     }
+
+
+def tokens_revoked(users: list[str], bots: list[str] | None = None) -> dict[str, Any]:
+    """``tokens_revoked``: these people's user tokens (``oauth``) and bot tokens went."""
+    return {"type": "tokens_revoked", "tokens": {"oauth": users, "bot": bots or []}, "event_ts": f"{time.time():.6f}"}
+
+
+def app_uninstalled() -> dict[str, Any]:
+    """``app_uninstalled``: the app left the workspace."""
+    return {"type": "app_uninstalled", "event_ts": f"{time.time():.6f}"}
+
+
+@dataclass
+class InstallBrowser:
+    """One person's browser adding the app: the app's install page (which sets the state
+    cookie), Slack's consent page (the fake's, which answers with a code) and back to the app's
+    redirect URL with the cookie, as a browser sends it (Bolt's cookie is ``Secure``: a client
+    jar would not send it to a loopback ``http://`` address, so it is kept here by hand)."""
+
+    port_of: Callable[[], int | None]
+    cookie_name: str = "slack-app-oauth-state"
+    #: the state cookie's value, once the install page set it.
+    state: str | None = None
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port_of()}{path}"
+
+    async def install_page(self) -> tuple[int, str]:
+        """GET /slack/install: the page with the "Add to Slack" link (its URL is returned)."""
+        async with aiohttp.ClientSession(trust_env=False) as session:
+            async with session.get(self.url("/slack/install"), allow_redirects=False) as resp:
+                for header in resp.headers.getall("Set-Cookie", []):
+                    found = re.match(rf"{re.escape(self.cookie_name)}=([^;]*)", header)
+                    if found:
+                        self.state = found.group(1)
+                page = await resp.text()
+        link = re.search(r'<a href="([^"]+)"', page)
+        return resp.status, html.unescape(link.group(1)) if link else ""
+
+    async def consent(self, authorize_url: str) -> str:
+        """Slack's consent page (approved at once by the fake): where it sends the browser back."""
+        async with aiohttp.ClientSession(trust_env=False) as session:
+            async with session.get(authorize_url, allow_redirects=False) as resp:
+                assert resp.status == 302, await resp.text()
+                return resp.headers["Location"]
+
+    async def back_to_app(self, location: str, *, cookie: bool = True) -> tuple[int, str]:
+        """The redirect URL Slack sent the browser to, with the state cookie (unless not)."""
+        parts = urlsplit(location)
+        headers = {"Cookie": f"{self.cookie_name}={self.state}"} if cookie and self.state else {}
+        async with aiohttp.ClientSession(trust_env=False) as session:
+            async with session.get(self.url(f"{parts.path}?{parts.query}"), headers=headers) as resp:
+                return resp.status, await resp.text()
+
+    async def add_to_slack(self) -> tuple[int, str]:
+        """The whole flow; the app's answer to the redirect."""
+        status, authorize_url = await self.install_page()
+        assert status == 200 and authorize_url, status
+        return await self.back_to_app(await self.consent(authorize_url))
 
 
 @dataclass

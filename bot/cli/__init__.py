@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 import typer
 
 from bot.cli import audit, chat, first_run, imports, memory, ops, policy
-from bot.cli.common import HELP_MARKUP, EpmemGroup, err
+from bot.cli.common import HELP_MARKUP, OWNER_OPTION_HELP, EpmemGroup, choose_owner, err
 
 PLUGINS = "epmem.cli"
 
@@ -24,6 +24,14 @@ app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
     help="EP-Mem Delegate: a privacy-aware delegate.",
 )
+
+
+@app.callback()
+def _root(owner_id: str = typer.Option(None, "--owner-id", help=OWNER_OPTION_HELP)) -> None:
+    """EP-Mem Delegate: a privacy-aware delegate."""
+    choose_owner(owner_id)
+
+
 first_run.register(app)
 chat.register(app)
 memory.register(app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,20 +12,35 @@ from connectors.console import OwnerNotes
 from epmem.identity import LOCAL
 from epmem.policy import OWNER_ID, STRANGER_ID, UNKNOWN_STRANGER
 
-from bot.cli.common import err, fail, from_environment, out, run, settings, with_runtime
+from bot.cli.common import (
+    OWNER_OPTION_HELP,
+    choose_owner,
+    err,
+    fail,
+    from_environment,
+    out,
+    run,
+    settings,
+    with_runtime,
+)
 from bot.owner_policy import require_data_folder
 from bot.config import Settings
 from bot.log_setup import configure_logging
 from bot.runtime import Runtime
 
+if TYPE_CHECKING:
+    from bot.owners import OwnerHome
+
 
 def chat(
     as_: str = typer.Option(None, "--as", help="contact id to speak as, or 'stranger'"),
     owner: bool = typer.Option(False, "--owner", help="speak as the owner (commands, full recall)"),
+    owner_id: str = typer.Option(None, "--owner-id", help=OWNER_OPTION_HELP),
 ) -> None:
     """Talk to the delegate on the console, one message per line."""
     from connectors.console import ConsoleConnector
 
+    choose_owner(owner_id)
     if owner == (as_ is not None):
         fail("give exactly one of --as CONTACT_ID (or --as stranger) and --owner", 2)
     s = settings(quiet=True, as_contact=True)  # a chat shows no log lines (errors only): they are not the chat
@@ -116,14 +132,23 @@ def run_service(
     console: bool = typer.Option(
         False, "--console", help="serve the console even when input is not a terminal (piped lines)"
     ),
+    owner_id: str = typer.Option(None, "--owner-id", help=OWNER_OPTION_HELP),
 ) -> None:
     """Serve every platform whose credentials are set (`epmem doctor` lists them; else the console, on a
-    terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout."""
-    from bot.platforms import PlatformSettings, nothing_to_serve_hint
+    terminal), with the scheduler, until SIGINT/SIGTERM. Logs are JSON lines on stdout. A data folder
+    with owners (`epmem --owner-id ID init`) serves every owner, each on their own credentials."""
+    from bot.owners import owner_homes
+    from bot.platforms import nothing_to_serve_hint
     from bot.serve import serve
 
+    choose_owner(owner_id)
     s = from_environment(Settings)
-    platforms = from_environment(PlatformSettings)
+    homes = owner_homes(s)
+    if len(homes) > 1:
+        _serve_owners(s, homes)
+        return
+    home = homes[0]
+    platforms = home.platforms()
     connected = bool(platforms.configured())
     if not connected and not console and not sys.stdin.isatty():
         # a service with no credentials and no terminal (Docker with env.example's empty
@@ -140,7 +165,7 @@ def run_service(
     configure_logging(level, s.log_format, stream=sys.stdout if connected else None)
     identity = _local(OWNER_ID if as_ is None else UNKNOWN_STRANGER if as_ == STRANGER_ID else as_)
     require_data_folder(s)
-    run(serve(lambda: Runtime.open(s), platforms, console_identity=identity))
+    run(serve(lambda: Runtime.open(home.settings), platforms, console_identity=identity))
     if connected:
         err.print("stopped; start again with: epmem run", markup=False, soft_wrap=True)
     else:
@@ -149,6 +174,16 @@ def run_service(
             markup=False,
             soft_wrap=True,
         )
+
+
+def _serve_owners(s: Settings, homes: list[OwnerHome]) -> None:
+    """Every owner of the data folder, each on their own platforms, in this process."""
+    from bot.owners import open_services
+    from bot.serve import serve_all
+
+    configure_logging(s.log_level, s.log_format, stream=sys.stdout)
+    run(serve_all(lambda: open_services(homes)))
+    err.print(f"stopped ({len(homes)} owners); start again with: epmem run", markup=False, soft_wrap=True)
 
 
 def preview(contact: str, question: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -89,6 +90,17 @@ def from_environment(kind: type[S]) -> S:
     except ValidationError as exc:
         problems = env_problems(kind, exc)
         raise ConfigError("; ".join(problems)) from None
+
+
+#: ``--owner-id``: which owner of a deployment of several a command is for (bot/owners.py).
+OWNER_OPTION_HELP = "the owner of a deployment of several this is for (their folder under owners/; EPMEM_OWNER)"
+
+
+def choose_owner(owner_id: str | None) -> None:
+    """``--owner-id`` is ``EPMEM_OWNER`` for this command: every setting read after it (each
+    command reads its own) then points at that owner's folder, and nothing else needs telling."""
+    if owner_id is not None:
+        os.environ["EPMEM_OWNER"] = owner_id
 
 
 def settings(quiet: bool = False, as_contact: bool = False) -> Settings:

@@ -11,10 +11,12 @@ or ``missing``/``error`` naming the setting, and exit 1 when anything would stop
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -27,41 +29,55 @@ from epmem.policy import PolicyError, load_policy
 from bot import health as health_report
 from bot.cli.common import from_environment, out
 from bot.config import ConfigError, Settings
+from bot.owners import owner_homes
 from bot.platforms import PlatformError, PlatformSettings, nothing_to_serve_hint
+
+if TYPE_CHECKING:
+    from bot.owners import OwnerHome
 
 #: beyond loopback the audit page refuses a shorter token (epmem.audit.web.server).
 MIN_AUDIT_TOKEN = 32
 
 
 def health(as_json: bool = typer.Option(False, "--json", help="the report as the bot wrote it")) -> None:
-    """Is the running bot well: each platform connected, each store answering (exit 1 if not)."""
+    """Is the running bot well: each platform connected, each store answering (exit 1 if not).
+    A data folder with several owners: every owner's, each line prefixed with the owner."""
     s = from_environment(Settings)
-    path = s.data_dir / health_report.FILE
-    ok, lines = health_report.read(path)
-    if as_json and path.exists():
-        sys.stdout.write(path.read_text())
-    else:
-        for line in lines:
-            out.print(line, markup=False, emoji=False)
-    if not ok:
+    homes = owner_homes(s)
+    several = len(homes) > 1
+    healthy, reports = True, {}
+    for home in homes:
+        path = home.settings.data_dir / health_report.FILE
+        ok, lines = health_report.read(path)
+        healthy = healthy and ok
+        if as_json and path.exists():
+            reports[home.owner_id] = json.loads(path.read_text())
+        elif not as_json or not path.exists():
+            for line in lines:
+                out.print(f"owner {home.owner_id}: {line}" if several else line, markup=False, emoji=False)
+    if reports:
+        sys.stdout.write(json.dumps(reports if several else reports[homes[0].owner_id]) + "\n")
+    if not healthy:
         raise typer.Exit(1)
 
 
 class Checks:
     def __init__(self) -> None:
         self.lines: list[tuple[str, str]] = []
+        #: what each line starts with (``owner ana: `` while one owner of several is checked).
+        self.prefix = ""
 
     def ok(self, text: str) -> None:
-        self.lines.append(("ok", text))
+        self.lines.append(("ok", self.prefix + text))
 
     def warn(self, text: str) -> None:
-        self.lines.append(("warn", text))
+        self.lines.append(("warn", self.prefix + text))
 
     def missing(self, text: str) -> None:
-        self.lines.append(("missing", text))
+        self.lines.append(("missing", self.prefix + text))
 
     def error(self, text: str) -> None:
-        self.lines.append(("error", text))
+        self.lines.append(("error", self.prefix + text))
 
     @property
     def failed(self) -> bool:
@@ -87,6 +103,30 @@ def _settings(c: Checks) -> tuple[Settings | None, PlatformSettings | None]:
     except EpmemError as exc:
         c.error(str(exc))
     return s, p
+
+
+def _owners(c: Checks, s: Settings) -> list[OwnerHome]:
+    """Whom the data folder serves (bot/owners.py); a folder under owners/ that cannot serve is an error line."""
+    try:
+        homes = owner_homes(s)
+    except EpmemError as exc:
+        c.error(str(exc))
+        return []
+    if len(homes) > 1:
+        c.ok(f"{len(homes)} owners in {s.data_dir}: {', '.join(h.owner_id for h in homes)}")
+    return homes
+
+
+def _owner_checks(c: Checks, s: Settings | None, platforms: Callable[[], PlatformSettings]) -> None:
+    """One owner's platforms (theirs: owner.env, or the environment) and policy."""
+    try:
+        mine = platforms()
+    except EpmemError as exc:
+        c.error(str(exc))
+        return
+    configured = _platforms(c, mine)
+    if s is not None:
+        _policy(c, s, mine, configured)
 
 
 def _data_dir(c: Checks, s: Settings) -> None:
@@ -220,12 +260,16 @@ def doctor() -> None:
     """Check this deployment's settings, one line each; exit 1 if anything `epmem run` needs is missing."""
     c = Checks()
     s, p = _settings(c)
-    configured: list[Platform[Any]] = []
-    if p is not None:
-        configured = _platforms(c, p)
+    homes = _owners(c, s) if s is not None else []
+    several = len(homes) > 1
+    for home in homes if several else []:  # each owner's own platforms and policy
+        c.prefix = f"owner {home.owner_id}: "
+        _owner_checks(c, home.settings, home.platforms)
+    c.prefix = ""
+    if not several and p is not None:
+        _owner_checks(c, homes[0].settings if homes else s, homes[0].platforms if homes else lambda: p)
     if s is not None:
         _data_dir(c, s)
-        _policy(c, s, p, configured)
         _llm(c, s)
         _models(c, s)
         _qdrant(c, s)

@@ -1,20 +1,13 @@
-"""``/remember`` and ``/forget``: the owner adds to memory, or erases from it for good.
-
-A forgotten fact goes with its vectors, the chat messages it was distilled from (every copy;
-the rest of those conversations is re-indexed without them), the exceptions that name it and
-held drafts that would tell it. Every audit record that could carry its words loses its texts
-(epmem.audit.erase): the audit keeps the ids, verdicts and who was told, and still verifies.
-"""
+"""``/remember`` and ``/forget``: the owner adds to memory, or erases from it for good
+(what a forgotten fact takes with it: bot/erasure.py)."""
 
 from __future__ import annotations
 
 import uuid
 
-from epmem.audit import erase_facts
-from epmem.sqlite import scrub
-
 from bot.commands.parsing import split_target
 from bot.commands.registry import CommandContext, CommandError, CommandSet, UsageError
+from bot.erasure import forget_facts
 from bot.services import OwnerServices
 
 commands = CommandSet()
@@ -85,41 +78,14 @@ async def forget(owner: OwnerServices, rest: str, ctx: CommandContext) -> str:
             event = token if facts else None
     if not facts:
         raise CommandError(f"no fact or event called {token!r}")
-    ids = sorted(f.id for f in facts)
-    await memory.forget(ids)
-    sources = sorted({ref for f in facts for ref in f.source_turns})
-    turns = await owner.conversations.erase_turns(sources)
-    revoked = []
-    for number, exc in await owner.overlay.exceptions():
-        target_kind, target = exc.target()
-        if (target_kind == "fact" and target in ids) or (target_kind == "event" and event and target == event):
-            await owner.overlay.revoke(number)
-            revoked.append(number)
-    withdrawn = await owner.approvals.drop_disclosing(ids)
-    if owner.consultations is not None:  # open questions about the facts go, with their words
-        await owner.consultations.store.withdraw_naming(ids)
-    sentences = [f.text for f in facts]
-    undelivered = await owner.deliveries.erase_disclosing(ids, sentences)
-    await owner.approvals.erase_texts(ids, sentences)
-    await scrub(owner.overlay.db)  # held drafts, queued replies and the fact register share state.sqlite
-    await owner.record_change(
-        {
-            "action": "forget",
-            "facts": ids,
-            "event": event,
-            "source_turns_erased": turns,
-            "exceptions_revoked": revoked,
-            "approvals_withdrawn": withdrawn,
-            "undelivered_erased": undelivered,
-            "by": ctx.sender.identity,
-        }
+    done = await forget_facts(owner, facts, event, by=ctx.sender.identity)
+    extra = f"; erased {done.turns} source turn{'s' * (done.turns != 1)}" if done.turns else ""
+    extra += f"; revoked exceptions {done.revoked}" if done.revoked else ""
+    extra += f"; withdrew held replies {done.withdrawn}" if done.withdrawn else ""
+    extra += f"; erased undelivered {done.undelivered}" if done.undelivered else ""
+    if done.audit.record is not None:
+        n = len(done.audit.records)
+        extra += f"; erased their words from {n} audit record{'s' * (n != 1)} (erasure {done.audit.record.id})"
+    return (
+        f"Erased {', '.join(done.facts)} and their vectors{extra}. The audit keeps the ids and that they were erased."
     )
-    erased = await erase_facts(owner.audit, ids, sentences, by=ctx.sender.identity, details={"event": event})
-    extra = f"; erased {turns} source turn{'s' * (turns != 1)}" if turns else ""
-    extra += f"; revoked exceptions {revoked}" if revoked else ""
-    extra += f"; withdrew held replies {withdrawn}" if withdrawn else ""
-    extra += f"; erased undelivered {undelivered}" if undelivered else ""
-    if erased.record is not None:
-        n = len(erased.records)
-        extra += f"; erased their words from {n} audit record{'s' * (n != 1)} (erasure {erased.record.id})"
-    return f"Erased {', '.join(ids)} and their vectors{extra}. The audit keeps the ids and that they were erased."

@@ -15,6 +15,11 @@ Bolt acknowledges events before its listeners run, so a listener that crashes st
 Start-up makes one ``auth.test`` per token: Bolt is handed the result through ``authorize``
 rather than a token of its own (it would test it again, and warn that the client's token
 shadows it).
+
+With ``config.oauth`` there is no token to start with: people install the app for themselves
+(:mod:`~connectors.slack.oauth`), Bolt serves the install pages on the events runner and
+authorizes each event from the installations the host's state keeps; the bot posts with the
+served workspace's bot token, and the policy's owner, once installed, gets delegate mode.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
-from connectors.base import Action, Handler, Inbound, PlatformState, request_context
+from connectors.base import Action, Handler, Inbound, PersonHook, PlatformState, request_context
 from connectors.courier import DeliveryFailed
 from connectors.logs import bolt_logger, guard_loggers, sdk_logger
 from connectors.slack.audience import SlackAudience
@@ -41,7 +47,8 @@ from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
-from connectors.slack.ids import PLATFORM, ChatRef, team_of_identity, user_of_identity
+from connectors.slack.ids import PLATFORM, ChatRef, identity, team_of_identity, user_of_identity
+from connectors.slack.oauth import SlackInstallations, Uninstalls, oauth_settings
 from epmem.errors import EpmemError
 
 log = structlog.get_logger(__name__)
@@ -59,54 +66,44 @@ class SlackConnector(Listeners):
 
     platform = PLATFORM
 
-    def __init__(self, config: SlackConfig, handler: Handler, *, state: PlatformState) -> None:
+    def __init__(
+        self,
+        config: SlackConfig,
+        handler: Handler,
+        *,
+        state: PlatformState,
+        on_install: PersonHook | None = None,
+        on_uninstall: PersonHook | None = None,
+    ) -> None:
         if config.app_token is None and not config.signing_secret:
             # HTTP events without a signing secret would accept anyone's forged events.
             raise ValueError("Slack HTTP events need a signing_secret (or set app_token for Socket Mode)")
+        if config.oauth is not None and (config.bot_token or config.user_token or config.app_token):
+            # every token comes from an installation, and the OAuth redirect needs the HTTP runner
+            raise ValueError("per-person installs (oauth) take no bot_token, user_token or app_token")
+        if config.oauth is None and not config.bot_token:
+            raise ValueError("Slack needs a bot_token (or oauth, for per-person installs)")
         self.config = config
         self.state = state
         self._handler = handler
+        self._on_install = on_install
+        self._on_uninstall = on_uninstall
         # every client logs through a logger that withholds request and response bodies
         # slack_sdk takes whole seconds; a timed-out post is not retried by anyone (it may be there)
-        timeout = max(1, math.ceil(config.send_timeout_s))
-        self.client = AsyncWebClient(
-            token=config.bot_token,
-            base_url=config.api_url,
-            logger=sdk_logger(),
-            timeout=timeout,
-            retry_handlers=retry_handlers(),
+        self.client = self._web_client(config.bot_token)
+        self.user_client = self._web_client(config.user_token) if config.user_token else None
+        guard_loggers(
+            "slack_sdk", "slack_sdk.socket_mode", "slack_sdk.oauth", "aiohttp.access", "aiohttp.server", "aiohttp.web"
         )
-        self.user_client = (
-            AsyncWebClient(
-                token=config.user_token,
-                base_url=config.api_url,
-                logger=sdk_logger(),
-                timeout=timeout,
-                retry_handlers=retry_handlers(),
+        #: per-person installs: where Bolt keeps and finds them (None: one token, as configured).
+        self.installations = (
+            SlackInstallations(
+                state, config.oauth.client_id, team_of_identity(config.owner_identity or ""), logger=bolt_logger()
             )
-            if config.user_token
+            if config.oauth
             else None
         )
-        guard_loggers("slack_sdk", "slack_sdk.socket_mode", "aiohttp.access", "aiohttp.server", "aiohttp.web")
-        socket_mode = config.app_token is not None
-
-        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
-            """Bolt's per-request authorization: the one ``auth.test`` made at start (Bolt
-            passes arguments by name, so this is a plain function, not a bound method)."""
-            if self._auth is None:
-                raise SlackStartError("the Slack connector is not started")
-            return self._auth
-
-        self.app = AsyncApp(
-            # a client without a token: each request's token comes from ``authorize``
-            client=AsyncWebClient(base_url=config.api_url, logger=sdk_logger()),
-            authorize=authorize,
-            # Bolt logs a request with a bad signature with its whole body: not through this one
-            logger=bolt_logger(),
-            signing_secret=config.signing_secret or "",
-            # Socket Mode frames are authenticated by the app token; there is nothing to sign.
-            request_verification_enabled=not socket_mode,
-        )
+        self.app = self._bolt_app()
         self.audience = SlackAudience(config.members_ttl_s, config.timer.now)
         self.delivery = SlackDelivery(self.client, self.user_client, config, state, self._delivered)
         owner = user_of_identity(config.owner_identity) if config.owner_identity else None
@@ -122,6 +119,47 @@ class SlackConnector(Listeners):
         self._inflight: set[asyncio.Task[Any]] = set()
         self._register()
 
+    def _web_client(self, token: str | None) -> AsyncWebClient:
+        """A client that sends with ``token``, retried as deliveries are."""
+        return AsyncWebClient(
+            token=token,
+            base_url=self.config.api_url,
+            logger=sdk_logger(),
+            timeout=max(1, math.ceil(self.config.send_timeout_s)),
+            retry_handlers=retry_handlers(),
+        )
+
+    def _bolt_app(self) -> AsyncApp:
+        """Bolt's app: authorized by the one ``auth.test`` made at start, or (per-person
+        installs) by Bolt's OAuth flow from the installations."""
+        config = self.config
+        # a client without a token: each request's token comes from the authorization
+        client = AsyncWebClient(base_url=config.api_url, logger=sdk_logger())
+        if config.oauth is not None and self.installations is not None:
+            settings = oauth_settings(
+                config.oauth, self.installations, logger=bolt_logger(), on_installed=self._installed
+            )
+            return AsyncApp(
+                client=client, oauth_settings=settings, logger=bolt_logger(), signing_secret=config.signing_secret or ""
+            )
+
+        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+            """Bolt's per-request authorization: the one ``auth.test`` made at start (Bolt
+            passes arguments by name, so this is a plain function, not a bound method)."""
+            if self._auth is None:
+                raise SlackStartError("the Slack connector is not started")
+            return self._auth
+
+        return AsyncApp(
+            client=client,
+            authorize=authorize,
+            # Bolt logs a request with a bad signature with its whole body: not through this one
+            logger=bolt_logger(),
+            signing_secret=config.signing_secret or "",
+            # Socket Mode frames are authenticated by the app token; there is nothing to sign.
+            request_verification_enabled=config.app_token is None,
+        )
+
     # ------------------------------------------------------------------ lifecycle
 
     def _register(self) -> None:
@@ -132,10 +170,20 @@ class SlackConnector(Listeners):
             self.app.event(change)(self.on_membership)
         self.app.command("/epmem")(self.on_command)
         self.app.block_action(ACTION_ID_PATTERN)(self.on_action)
+        if self.installations is not None:
+            uninstalls = Uninstalls(
+                self.installations, self._uninstalled, self._claim, self._take_up_installations, self._tracked
+            )
+            self.app.event("tokens_revoked")(uninstalls.tokens_revoked)
+            self.app.event("app_uninstalled")(uninstalls.app_uninstalled)
 
     async def _check_tokens(self) -> None:
         """One ``auth.test`` per token: the bot's identity, and (delegate mode) that the user
-        token is the owner's: someone else's token would make the bot answer *their* DMs."""
+        token is the owner's: someone else's token would make the bot answer *their* DMs.
+        Per-person installs have no token to test yet: the installations kept are taken up."""
+        if self.installations is not None:
+            await self._take_up_installations()
+            return
         auth = await self.client.auth_test()
         self.bot_user_id = auth.get("user_id")
         self.audience.bot_user_id = self.bot_user_id
@@ -155,6 +203,66 @@ class SlackConnector(Listeners):
                 "(owner.identities: slack:TEAM/USER); delegate mode needs the owner's own token"
             )
         log.info("slack.delegate_mode", delay_s=self.config.delegate_delay_s)
+
+    # ------------------------------------------------------------------ per-person installs
+
+    async def _take_up_installations(self) -> None:
+        """Post with the served workspace's bot; the policy's owner, once installed, turns on
+        delegate mode (at start, and again after an uninstall took something away)."""
+        assert self.installations is not None
+        store = self.installations
+        workspaces = await store.workspaces()
+        serving = await store.serving()
+        enterprise_id = next((e for e, t in workspaces if t == serving), None)
+        bot = await store.async_find_bot(enterprise_id=enterprise_id, team_id=serving) if serving else None
+        self._use_bot(bot.bot_token if bot else None, bot.bot_user_id if bot else None)
+        owner = self.watch.owner_user
+        mine = (
+            await store.async_find_installation(enterprise_id=enterprise_id, team_id=serving, user_id=owner)
+            if serving and owner and serving == team_of_identity(self.config.owner_identity or "")
+            else None
+        )
+        self._use_owner(mine)
+        log.info("slack.installations", workspaces=len(workspaces), bot=bot is not None, delegate=mine is not None)
+
+    def _use_bot(self, token: str | None, bot_user_id: str | None) -> None:
+        self.client.token = token
+        self.bot_user_id = self.audience.bot_user_id = bot_user_id
+
+    def _use_owner(self, installation: Installation | None) -> None:
+        token = installation.user_token if installation is not None else None
+        self.user_client = self._web_client(token) if token else None
+        self.delivery.user = self.user_client
+
+    def _is_owner(self, team_id: str | None, user_id: str | None) -> bool:
+        owner = self.config.owner_identity
+        return bool(team_id and user_id and owner and team_of_identity(owner) == team_id) and (
+            user_id == self.watch.owner_user
+        )
+
+    async def _installed(self, installation: Installation) -> None:
+        """Bolt saved someone's installation: the bot posts with its token from now on, the
+        owner's turns on delegate mode, and the host hears who came (``on_install``)."""
+        team_id, user_id = installation.team_id, installation.user_id
+        if installation.bot_token:
+            self._use_bot(installation.bot_token, installation.bot_user_id)
+        if self._is_owner(team_id, user_id):
+            self._use_owner(installation)
+            log.info("slack.delegate_mode", delay_s=self.config.delegate_delay_s)
+        if not team_id or not user_id or self._on_install is None:
+            return
+        try:
+            await self._on_install(identity(team_id, user_id))
+        except Exception:
+            log.exception("slack.on_install_failed", team_id=team_id, user_id=user_id)
+
+    async def _uninstalled(self, who: str) -> None:
+        """Someone's tokens went (their installation is deleted already): the host erases what
+        it keeps for them. Without a host that does, say so: their data stays."""
+        if self._on_uninstall is None:
+            log.warning("slack.uninstall_unhandled", identity=who)
+            return
+        await self._on_uninstall(who)
 
     async def start(self) -> None:
         """Check the tokens, then serve; returns once serving."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import KW_ONLY, dataclass, field
 
 from connectors.courier import Rate, RetryPolicy, Timer
@@ -15,6 +17,26 @@ class SlackPacing:
 
 
 @dataclass(frozen=True)
+class SlackOAuth:
+    """The app's OAuth credentials (Basic Information > App Credentials) and the flow's knobs."""
+
+    client_id: str
+    client_secret: str = field(repr=False)
+    #: the Redirect URL registered with Slack (``https://bot.example.org/slack/oauth_redirect``);
+    #: None: Slack uses the only one registered.
+    redirect_uri: str | None = None
+    #: how long an ``/slack/install`` page's state stays good (Bolt's cookie lives as long).
+    state_expiration_s: int = 300
+    #: where the "Add to Slack" button points (a loopback fake in tests).
+    authorization_url: str = "https://slack.com/oauth/v2/authorize"
+
+    def state_secret(self) -> str:
+        """The key that signs OAuth states: derived from the client secret (one secret to keep,
+        shared by every worker; a rotated client secret voids only the pending states)."""
+        return hmac.new(self.client_secret.encode(), b"epmem-slack-oauth-state", hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
 class SlackConfig:
     """Everything the connector needs, passed explicitly (no environment reads here).
 
@@ -24,7 +46,8 @@ class SlackConfig:
     message, so an owner who is at the keyboard answers first and the delegate stays quiet.
     """
 
-    bot_token: str = field(repr=False)
+    #: the ``xoxb-`` bot token; None with ``oauth``: each workspace's bot comes from its installation.
+    bot_token: str | None = field(repr=False)
     _: KW_ONLY
     #: required for HTTP events: unsigned requests are refused, never trusted.
     signing_secret: str | None = field(default=None, repr=False)
@@ -50,3 +73,5 @@ class SlackConfig:
     pacing: SlackPacing = field(default_factory=SlackPacing)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timer: Timer = field(default_factory=Timer)
+    #: per-person installs ("Add to Slack", :mod:`connectors.slack.oauth`) instead of one token.
+    oauth: SlackOAuth | None = None

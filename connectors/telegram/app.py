@@ -118,11 +118,6 @@ class TelegramConnector:
     # -- lifecycle ------------------------------------------------------------------------------
 
     @property
-    def application(self) -> Application[Any, Any, Any, Any, Any, Any]:
-        """The PTB application (for callers that need to add their own handlers)."""
-        return self._app
-
-    @property
     def running(self) -> bool:
         return bool(self._app.running)
 
@@ -144,10 +139,16 @@ class TelegramConnector:
             except BaseException:
                 await self._stop_locked()
                 raise
-            mode = "webhook" if self._config.webhook_url else "polling"
+            mode = "fed" if self._config.fed else "webhook" if self._config.webhook_url else "polling"
             log.info("telegram.started", bot_id=self._app.bot.id, mode=mode)
 
+    async def feed(self, update: Update) -> None:
+        """An update a :class:`~connectors.telegram.front.TelegramFront` polled for this owner."""
+        await self._app.process_update(Update.de_json(update.to_dict(), self._app.bot))
+
     async def _start_updates(self) -> None:
+        if self._config.fed:  # one bot for several owners: the front polls (connectors/telegram/front.py)
+            return
         updater = self._app.updater
         if updater is None:  # pragma: no cover - ApplicationBuilder always makes one
             raise RuntimeError("PTB application has no updater")

@@ -34,7 +34,8 @@ class TelegramConfig:
     delegate answering in their chats).  ``poll_timeout``/``poll_interval`` tune long
     polling (tests use 1 s / 0). ``pacing``, ``retry`` and ``timer`` shape the delivery path (tests pass a fake timer);
     ``send_timeout_s`` is how long a Bot API call may take to answer (a ``sendMessage`` that
-    times out is not retried: it may have been posted).
+    times out is not retried: it may have been posted). ``fed``: the bot is shared by several
+    owners and a front polls it, handing this connector its owner's updates.
     """
 
     token: str = field(repr=False)
@@ -51,6 +52,7 @@ class TelegramConfig:
     pacing: TelegramPacing = field(default_factory=TelegramPacing)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timer: Timer = field(default_factory=Timer)
+    fed: bool = False
 
 
 def identity(user_id: int) -> str:

@@ -8,6 +8,7 @@ from the environment: one place decides who may run owner commands.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from urllib.parse import urlsplit
 
@@ -15,9 +16,10 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from connectors.base import Connector
-from connectors.registry import ConnectorContext, Platform, scaled
+from connectors.registry import ConnectorContext, Platform, PlatformError, scaled
 from connectors.telegram.app import TelegramConnector
 from connectors.telegram.config import PLATFORM, TelegramConfig, TelegramPacing
+from connectors.telegram.front import TelegramFront
 from epmem.identity import IdentityScheme
 
 API_URL = "https://api.telegram.org/bot"
@@ -70,7 +72,23 @@ def config(s: TelegramSettings, ctx: ConnectorContext) -> TelegramConfig:
 
 
 def connect(s: TelegramSettings, ctx: ConnectorContext) -> Connector:
-    return TelegramConnector(config(s, ctx), ctx.handler, state=ctx.state)
+    if ctx.front is None:
+        return TelegramConnector(config(s, ctx), ctx.handler, state=ctx.state)
+    fed = dataclasses.replace(config(s, ctx), fed=True)
+    if fed.owner_user_id is None:
+        raise PlatformError("a shared bot needs each owner's telegram: identity in their policy (owner.identities)")
+    connector = TelegramConnector(fed, ctx.handler, state=ctx.state)
+    assert isinstance(ctx.front, TelegramFront)
+    ctx.front.attach(fed.owner_user_id, connector)
+    return connector
+
+
+def front(s: TelegramSettings) -> TelegramFront:
+    """The shared bot's one poller (several owners, one TELEGRAM_BOT_TOKEN in the deployment's environment)."""
+    assert s.bot_token is not None
+    return TelegramFront(
+        TelegramConfig(token=s.bot_token.get_secret_value(), base_url=s.api_url, poll_timeout=s.poll_timeout)
+    )
 
 
 def describe(s: TelegramSettings) -> str:
@@ -100,4 +118,5 @@ TELEGRAM: Platform[TelegramSettings] = Platform(
     describe=describe,
     problems=problems,
     owner_chat=owner_chat,
+    front=front,
 )

@@ -39,8 +39,10 @@ class Erasure:
     texts: int
 
 
-async def _seqs(db: Database, fact_ids: Sequence[str], sentences: Sequence[str]) -> set[int]:
+async def _seqs(db: Database, fact_ids: Sequence[str], sentences: Sequence[str], everything: bool) -> set[int]:
     seqs: set[int] = set()
+    if everything:
+        return {row[0] for row in await db.fetchall("SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL")}
     marks = ",".join("?" * len(fact_ids))
     if fact_ids:
         rows = await db.fetchall(f"SELECT seq FROM audit_fact WHERE fact_id IN ({marks})", list(fact_ids))
@@ -53,15 +55,22 @@ async def _seqs(db: Database, fact_ids: Sequence[str], sentences: Sequence[str])
 
 
 async def erase_facts(
-    audit: AuditLog, fact_ids: Sequence[str], sentences: Sequence[str], by: str, details: dict[str, Any] | None = None
+    audit: AuditLog,
+    fact_ids: Sequence[str],
+    sentences: Sequence[str],
+    by: str,
+    details: dict[str, Any] | None = None,
+    *,
+    everything: bool = False,
 ) -> Erasure:
     """Erase the texts of every record that could carry these facts' words, in one transaction
-    with the chained erasure record; then compact the file. Nothing to erase: no record."""
+    with the chained erasure record; then compact the file. Nothing to erase: no record.
+    ``everything``: every text of every record (an owner's whole memory goes: an uninstall)."""
     db = audit.db
     async with audit.append_lock:
         try:
             async with db.transaction():
-                seqs = sorted(await _seqs(db, fact_ids, sentences))
+                seqs = sorted(await _seqs(db, fact_ids, sentences, everything))
                 live = await _live(db, seqs)
                 if not live:
                     return Erasure(None, (), 0)

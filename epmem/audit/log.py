@@ -69,12 +69,12 @@ class AuditLog:
 
     def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
         #: the file, or the server's URL.
-        self.path: Path | str = path if is_postgres_url(path) else Path(path)
+        self.target: Path | str = path if is_postgres_url(path) else Path(path)
         #: how errors name it (a URL without its password).
-        self.where = redacted(str(path)) if is_postgres_url(path) else str(self.path)
+        self.where = redacted(str(path)) if is_postgres_url(path) else str(self.target)
         #: a read-only log (the audit page) never migrates and never writes; the bot's log does.
         self.readonly = readonly
-        self._errors = driver_errors(self.path)
+        self._errors = driver_errors(self.target)
         self._read_errors: tuple[type[Exception], ...] = (*self._errors, json.JSONDecodeError)
         self._db: Database | None = None
         # one connection, explicit transactions: concurrent appends (Slack runs listeners
@@ -86,9 +86,9 @@ class AuditLog:
         """The log owns its own file (audit.sqlite), apart from the bot's state."""
         try:
             if self.readonly:
-                self._db = await _connect_readonly(self.path, self.where)
+                self._db = await _connect_readonly(self.target, self.where)
                 return self
-            self._db = await open_database(self.path, [MIGRATIONS], "audit database")
+            self._db = await open_database(self.target, [MIGRATIONS], "audit database")
             if self._db.dialect.name == SQLITE:
                 # erased text must not linger in free pages (epmem.audit.erase vacuums too).
                 await self._db.execute("PRAGMA secure_delete=ON")
@@ -107,6 +107,13 @@ class AuditLog:
         if isinstance(exc, sqlite3.DatabaseError | json.JSONDecodeError):
             return AuditCorrupted(f"audit database {self.where} is corrupted: {exc}")
         return AuditCorrupted(f"audit database {self.where}: {exc}")
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file; a log on a PostgreSQL server has none (ValueError)."""
+        if isinstance(self.target, Path):
+            return self.target
+        raise ValueError(f"the audit log is on a server ({self.where}), not in a file")
 
     async def _close_quietly(self) -> None:
         if self._db is not None:

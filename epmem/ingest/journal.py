@@ -134,6 +134,11 @@ class ImportJournal:
         await self._many("DELETE FROM ingest_sessions WHERE session_id = ?", [(sid,) for sid in session_ids])
         await self._many("DELETE FROM ingest_unread WHERE session_id = ?", [(sid,) for sid in session_ids])
 
+    async def forget_all(self) -> None:
+        """Every session's record and every unread statement (the owner's whole memory goes)."""
+        await self._many("DELETE FROM ingest_sessions WHERE 1 = ?", [(1,)])
+        await self._many("DELETE FROM ingest_unread WHERE 1 = ?", [(1,)])
+
     async def record_unread(self, session_id: str, unread: Sequence[Unread]) -> None:
         """The statements of this session the extractor could not turn into facts (its latest
         extraction: an earlier one's list is replaced)."""

@@ -1,0 +1,131 @@
+"""An owner who takes the Slack app back takes their memory with them (bot/serve.py, bot/erasure.py).
+
+Per-person installs through the real Bolt OAuth flow against the loopback Slack, served by the
+real ``Service`` over a real runtime (the house example's memory): Maya (the owner) and her
+colleague Grace add the app at ``/slack/install``; a contact's question is answered from Maya's
+memory; Grace revoking her token changes nothing of Maya's; Maya revoking hers erases her whole
+memory, as ``/forget`` erases a fact: no byte of her facts in any file of her data folder, and
+the audit chain verifies, with an erasure record naming her. An erasure a crash interrupted is
+finished at the next start, before anything is answered.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.platforms import PlatformSettings
+from bot.runtime import Runtime
+from bot.serve import ERASE_OWED_FLAG, Service
+from connectors.slack import SlackConnector
+from testkit.fake_slack import FakeSlackApi, InstallBrowser, SlackSender, event_envelope, im_message, tokens_revoked
+from testkit.fake_slack import wait_for as poll
+from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime, reopen
+
+pytestmark = pytest.mark.timeout(300)
+
+SECRET = "uninstall-signing-secret"
+#: the house memory's words, as its facts say them (none is a word of the policy file)
+WORDS = (b"Elm Road", b"retention bonus", b"Atlas launch", b"half marathon")
+
+
+def files_with(folder: Path, needle: bytes) -> list[str]:
+    """The files holding ``needle``; os.walk, as the store compacts folders away while we look."""
+    found = []
+    for top, _, names in os.walk(folder):
+        for name in names:
+            path = Path(top) / name
+            try:
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(folder)))
+            except FileNotFoundError:
+                continue
+    return sorted(found)
+
+
+@pytest.fixture
+async def api(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeSlackApi]:
+    fake = FakeSlackApi()
+    await fake.start()
+    env = {
+        "SLACK_CLIENT_ID": fake.client_id,
+        "SLACK_CLIENT_SECRET": fake.client_secret,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "EPMEM_SLACK_API_URL": fake.api_url,
+        "EPMEM_SLACK_PORT": "0",
+        "EPMEM_SLACK_HOST": "127.0.0.1",
+        "EPMEM_SEND_PACING": "0",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+async def serve(runtime: Runtime, api: FakeSlackApi) -> tuple[Service, SlackConnector]:
+    service = Service(runtime, PlatformSettings())
+    await service.start()
+    [connector] = service.connectors
+    assert isinstance(connector, SlackConnector) and connector.port is not None
+    api.redirect_url = f"http://127.0.0.1:{connector.port}/slack/oauth_redirect"
+    return service, connector
+
+
+async def test_the_owner_s_uninstall_erases_their_memory_and_nobody_else_s_does(
+    tmp_path: Path, api: FakeSlackApi
+) -> None:
+    data = tmp_path / "data"
+    runtime = await house_runtime(data)
+    service, connector = await serve(runtime, api)
+    sender = SlackSender(SECRET, lambda: connector.port)
+    try:
+        for who in (OWNER_SLACK, SLACK["grace"]):
+            api.signed_in = who
+            status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
+            assert status == 200, page
+        leo = SLACK["leo"]
+        status, _ = await sender.event(event_envelope(im_message(leo, HOUSE_Q, channel=f"D{leo}"), event_id="Ev-ask"))
+        assert status == 200
+        await poll(lambda: bool(api.posts(f"D{leo}")), message="an answer to Leo")
+        assert TRUTH in str(api.posts(f"D{leo}")[-1].get("text"))
+        facts = await runtime.memory.count()
+        assert facts > 0 and all(files_with(data, word) for word in WORDS)  # the check sees them
+
+        status, _ = await sender.event(event_envelope(tokens_revoked([SLACK["grace"]]), event_id="Ev-grace"))
+        assert status == 200
+        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-maya"))
+        assert status == 200
+        await poll(lambda: runtime.audit.path.exists() and not files_with(data, WORDS[0]), message="the erasure")
+        assert await runtime.memory.count() == 0 and (await runtime.conversations.count()) == (0, 0)
+    finally:
+        await service.stop()
+        await runtime.close()
+    assert {word: files_with(data, word) for word in WORDS} == {word: [] for word in WORDS}
+    runtime = await house_runtime(data, load=False)
+    try:
+        checked, bad = await runtime.audit.verify()
+        assert bad is None and checked > 0
+        erasures = [r for r in await runtime.audit.records(kind="erasure")]
+        assert [r.body.get("by") for r in erasures] == [f"slack:{TEAM}/{OWNER_SLACK}"]
+        assert await runtime.overlay.get_flag(ERASE_OWED_FLAG) is None
+    finally:
+        await runtime.close()
+
+
+async def test_an_erasure_a_crash_interrupted_is_finished_at_the_next_start(tmp_path: Path, api: FakeSlackApi) -> None:
+    runtime = await house_runtime(tmp_path / "data")
+    await runtime.overlay.set_flag(ERASE_OWED_FLAG, f"slack:{TEAM}/{OWNER_SLACK}")
+    runtime = await reopen(runtime)
+    assert await runtime.memory.count() > 0
+    service, _ = await serve(runtime, api)
+    try:
+        assert await runtime.memory.count() == 0
+        assert await runtime.overlay.get_flag(ERASE_OWED_FLAG) is None
+    finally:
+        await service.stop()
+        await runtime.close()
