@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from epmem.db import is_postgres_url
+from epmem.db import is_postgres_url, with_schema
 from epmem.errors import EpmemError
 
 from bot.examples import POLICY, example_file
@@ -31,8 +31,9 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path("data")
     #: the audit log on a PostgreSQL server instead of the data folder's audit.sqlite: a
-    #: ``postgresql://`` URL naming the owner's database (or schema: ``?options=-csearch_path%3D...``),
-    #: where several workers may append to the owner's one chain. Needs the ``postgres`` extra.
+    #: ``postgresql://`` URL naming the owner's database (and, with ``schema=NAME``, a schema in
+    #: it), where several workers may append to the owner's one chain. Each of several owners
+    #: gets a schema of their own (:attr:`audit_target`). Needs the ``postgres`` extra.
     audit_url: SecretStr | None = None
     #: explicit policy file; when unset, the data folder's active policy (none: a one-line refusal).
     policy: Path | None = None
@@ -216,8 +217,12 @@ class Settings(BaseSettings):
 
     @property
     def audit_target(self) -> Path | str:
-        """Where the audit log is: EPMEM_AUDIT_URL's server, else the data folder's file."""
-        return self.audit_url.get_secret_value() if self.audit_url is not None else self.audit_db
+        """Where the audit log is: EPMEM_AUDIT_URL's server, else the data folder's file. One of
+        several owners (``owner``) has their chain in a schema named by their owner id."""
+        if self.audit_url is None:
+            return self.audit_db
+        url = self.audit_url.get_secret_value()
+        return with_schema(url, self.owner) if self.owner is not None else url
 
     @property
     def state_db(self) -> Path:

@@ -14,6 +14,8 @@ from epmem.db.base import (
     Row,
     is_postgres_url,
     numbered,
+    split_schema,
+    with_schema,
 )
 from epmem.db.lite import SQLiteDatabase
 from epmem.db.migrate import connect_to, driver_errors, migrate, open_database, redacted
@@ -35,4 +37,6 @@ __all__ = [
     "numbered",
     "open_database",
     "redacted",
+    "split_schema",
+    "with_schema",
 ]

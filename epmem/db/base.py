@@ -24,6 +24,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
+from urllib.parse import quote, unquote
 
 from epmem.errors import EpmemError
 
@@ -137,3 +138,29 @@ def numbered(sql: str) -> str:
 def is_postgres_url(target: object) -> bool:
     """A ``postgresql://`` (or ``postgres://``) URL names a server; anything else is a file."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+#: the URL parameter naming the schema of one owner's tables: this program's, not libpq's (it is
+#: taken out before connecting; epmem.db.postgres creates the schema on first use).
+SCHEMA_PARAM = "schema"
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """The URL without its ``schema=`` parameter, and the schema it named (None: none)."""
+    base, _, query = url.partition("?")
+    kept, schema = [], None
+    for item in query.split("&") if query else []:
+        key, _, value = item.partition("=")
+        if key == SCHEMA_PARAM:
+            schema = unquote(value) or None
+        else:
+            kept.append(item)
+    return (f"{base}?{'&'.join(kept)}" if kept else base), schema
+
+
+def with_schema(url: str, schema: str) -> str:
+    """The URL naming ``schema`` for the tables (under the schema it already names, if any:
+    ``owners`` and ``ana`` make ``owners_ana``)."""
+    base, given = split_schema(url)
+    name = f"{given}_{schema}" if given else schema
+    return f"{base}{'&' if '?' in base else '?'}{SCHEMA_PARAM}={quote(name, safe='')}"

@@ -23,7 +23,9 @@ from typing import Any
 
 import psycopg
 
-from epmem.db.base import POSTGRES, WRITE_LOCK, Dialect, Row, numbered
+from psycopg import sql
+
+from epmem.db.base import POSTGRES, WRITE_LOCK, Dialect, Row, numbered, split_schema
 
 DIALECT = Dialect(POSTGRES)
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || ?::text, 0))"
@@ -40,15 +42,32 @@ class PostgresDatabase:
 
     @classmethod
     async def connect(cls, url: str, *, readonly: bool = False) -> PostgresDatabase:
-        """Connect in autocommit; ``readonly``: every transaction is read-only (the audit page)."""
+        """Connect in autocommit; ``readonly``: every transaction is read-only (the audit page).
+        A ``schema=`` in the URL (epmem.db.base.with_schema) is where the tables are: created
+        if missing (unless ``readonly``), and the connection's search path."""
+        url, schema = split_schema(url)
         connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        if readonly:
-            try:
+        db = cls(connection)
+        try:
+            if schema is not None:
+                await db._use_schema(schema, create=not readonly)
+            if readonly:
                 await connection.execute("SET default_transaction_read_only = on")
-            except BaseException:
-                await connection.close()
-                raise
-        return cls(connection)
+        except BaseException:
+            await connection.close()
+            raise
+        return db
+
+    async def _use_schema(self, schema: str, create: bool) -> None:
+        name = sql.Identifier(schema)
+        if create:
+            # IF NOT EXISTS is not safe against a worker creating it at the same instant: lock
+            async with self.connection.transaction():
+                await self.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended('epmem schema:' || ?::text, 0))", (schema,)
+                )
+                await self.connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+        await self.connection.execute(sql.SQL("SET search_path TO {}").format(name))
 
     @property
     def dialect(self) -> Dialect:
@@ -94,8 +113,8 @@ class PostgresDatabase:
             yield
 
     async def table_exists(self, name: str) -> bool:
-        sql = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
-        return await self.fetchone(sql, (name,)) is not None
+        query = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+        return await self.fetchone(query, (name,)) is not None
 
     async def scrub(self, *tables: str) -> bool:
         """``VACUUM FULL`` of ``tables``: rewritten into new files, the old ones unlinked. The

@@ -7,6 +7,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from pydantic import SecretStr
+
+from bot.config import Settings
 from epmem.audit import AuditLog
 from testkit.postgres import EmbeddedPostgres
 from testkit.runtime import example
@@ -53,3 +56,17 @@ def test_an_audit_url_that_is_not_a_server_is_refused(tmp_path: Path) -> None:
     result = epmem("audit", "verify", data=tmp_path / "data", env={"EPMEM_AUDIT_URL": "sqlite:///audit.db"})
     lines = error_lines(result)
     assert result.returncode != 0 and any("postgresql://" in line for line in lines), result.stderr
+
+
+async def test_each_of_several_owners_has_a_chain_of_their_own(postgres_server: EmbeddedPostgres) -> None:
+    """One EPMEM_AUDIT_URL for a deployment of several owners: each owner's settings put their
+    chain in a schema of their own, so no owner's records follow another's."""
+    url = postgres_server.database()
+    targets = [Settings(audit_url=SecretStr(url), owner=who).audit_target for who in ("ana", "ben")]
+    assert all(isinstance(t, str) and t.startswith(url) for t in targets) and targets[0] != targets[1]
+    assert Settings(audit_url=SecretStr(url)).audit_target == url
+    for target in targets:
+        await _load(str(target), workers=2, each=5)
+    for target in targets:
+        async with AuditLog(target) as log:
+            assert await log.verify() == (10, None)

@@ -20,6 +20,8 @@ from epmem.db import (
     numbered,
     open_database,
     redacted,
+    split_schema,
+    with_schema,
 )
 
 
@@ -36,6 +38,14 @@ def test_a_url_names_a_server_and_is_shown_without_its_password() -> None:
     assert not is_postgres_url("data/audit.sqlite") and not is_postgres_url(Path("postgresql://x"))
     assert redacted("postgresql://ana:s3cret@db.example:5432/owner") == "postgresql://ana@db.example:5432/owner"
     assert redacted("postgresql://postgres:@/t1?host=/tmp/x") == "postgresql://postgres@/t1?host=/tmp/x"
+
+
+def test_a_url_may_name_the_schema_of_the_tables() -> None:
+    url = "postgresql://postgres:@/t1?host=/tmp/x%20y"
+    assert split_schema(url) == (url, None)
+    assert with_schema(url, "ana-b") == "postgresql://postgres:@/t1?host=/tmp/x%20y&schema=ana-b"
+    assert split_schema(with_schema(url, "ana-b")) == (url, "ana-b")
+    assert split_schema(with_schema("postgresql://h/db?schema=owners", "ana")) == ("postgresql://h/db", "owners_ana")
 
 
 def test_the_dialects_spell_what_differs() -> None:
@@ -118,3 +128,26 @@ async def test_a_read_only_connection_writes_nothing(database_target: Path | str
             await reader.execute("INSERT INTO things(name) VALUES ('x')")
     finally:
         await reader.close()
+
+
+async def test_each_schema_holds_tables_of_its_own(postgres_server: object) -> None:
+    """Two owners in one database: their schemas (created on first use) keep their tables apart."""
+    from testkit.postgres import EmbeddedPostgres
+
+    assert isinstance(postgres_server, EmbeddedPostgres)
+    url = postgres_server.database()
+    ana, ben = await asyncio.gather(*(open_database(with_schema(url, who), [SET]) for who in ("ana", "ben-2")))
+    try:
+        await ana.execute("INSERT INTO things(name) VALUES ('ana''s')")
+        assert await ben.fetchall("SELECT name FROM things") == []
+        assert await ana.fetchone("SELECT current_schema()") == ("ana",)
+        assert await ben.fetchone("SELECT current_schema()") == ("ben-2",)
+    finally:
+        await ana.close()
+        await ben.close()
+    missing = await connect_to(with_schema(url, "nobody"), readonly=True)  # a reader creates nothing
+    try:
+        assert not await missing.table_exists("things")
+        assert await missing.fetchone("SELECT COUNT(*) FROM pg_namespace WHERE nspname = 'nobody'") == (0,)
+    finally:
+        await missing.close()
