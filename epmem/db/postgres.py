@@ -1,9 +1,9 @@
 """PostgreSQL, for several workers serving owners from one server: psycopg 3, async.
 
 One :class:`PostgresDatabase` is one connection, in autocommit like the SQLite one, to one
-owner's tables: the URL names the database, and may name a schema (``?options=-csearch_path%3D
-owner_ana``); every table name the code writes is unqualified, so one owner's tables are
-whatever schema the connection reads first. Statements go through psycopg's raw cursor, with
+owner's tables: the URL names the database, and may name a schema (``?schema=ana``, this
+program's parameter: :func:`epmem.db.base.with_schema`); every table name the code writes is
+unqualified, so one owner's tables are that schema's (else the server's default search path). Statements go through psycopg's raw cursor, with
 the ``?`` placeholders numbered (:func:`epmem.db.base.numbered`): ``%`` needs no escaping.
 
 A write transaction first takes a transaction-scoped advisory lock keyed by the current schema
@@ -23,7 +23,7 @@ from typing import Any
 
 import psycopg
 
-from psycopg import sql
+from psycopg import sql as pgsql
 
 from epmem.db.base import POSTGRES, WRITE_LOCK, Dialect, Row, numbered, split_schema
 
@@ -59,15 +59,15 @@ class PostgresDatabase:
         return db
 
     async def _use_schema(self, schema: str, create: bool) -> None:
-        name = sql.Identifier(schema)
+        name = pgsql.Identifier(schema)
         if create:
             # IF NOT EXISTS is not safe against a worker creating it at the same instant: lock
             async with self.connection.transaction():
                 await self.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended('epmem schema:' || ?::text, 0))", (schema,)
                 )
-                await self.connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
-        await self.connection.execute(sql.SQL("SET search_path TO {}").format(name))
+                await self.connection.execute(pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+        await self.connection.execute(pgsql.SQL("SET search_path TO {}").format(name))
 
     @property
     def dialect(self) -> Dialect:
