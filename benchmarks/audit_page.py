@@ -73,8 +73,7 @@ async def fill(
     async with AuditLog(path) as log:
         done = 0
         while done < n:
-            async with log.append_lock:
-                await log.db.execute("BEGIN IMMEDIATE")
+            async with log.append_lock, log.db.transaction():
                 for i in range(done, min(n, done + 2000)):
                     kind, body, disclosed = rng.choice(templates)
                     contact = rng.choice(CONTACTS)
@@ -89,7 +88,6 @@ async def fill(
                     moment = start + timedelta(seconds=i * 90)
                     rec = AuditRecord(kind, b, contact=contact, time=moment.isoformat(timespec="milliseconds"))
                     await log.append_in_transaction(rec, disclosed, [contact])
-                await log.db.execute("COMMIT")
             done = min(n, done + 2000)
     return time.perf_counter() - began
 

@@ -102,8 +102,7 @@ class Peer:
     async def _replies(self) -> int:
         assert self.service is not None
         sql = "SELECT COUNT(*) FROM audit WHERE kind IN ('reply', 'attempted_command', 'held')"
-        async with self.service.runtime.audit.db.execute(sql) as cur:
-            row = await cur.fetchone()
+        row = await self.service.runtime.audit.db.fetchone(sql)
         return int(row[0]) if row else 0
 
     async def _sent_as_owner(self, before: int) -> bool:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from epmem.db import is_postgres_url, with_schema
 from epmem.errors import EpmemError
 
 from bot.examples import POLICY, example_file
@@ -29,6 +30,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="EPMEM_", extra="ignore", populate_by_name=True)
 
     data_dir: Path = Path("data")
+    #: the audit log on a PostgreSQL server instead of the data folder's audit.sqlite: a
+    #: ``postgresql://`` URL naming the owner's database (and, with ``schema=NAME``, a schema in
+    #: it), where several workers may append to the owner's one chain. Each of several owners
+    #: gets a schema of their own (:attr:`audit_target`). Needs the ``postgres`` extra.
+    audit_url: SecretStr | None = None
     #: explicit policy file; when unset, the data folder's active policy (none: a one-line refusal).
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
@@ -196,9 +202,27 @@ class Settings(BaseSettings):
     def qdrant_dir(self) -> Path:
         return self.data_dir / "qdrant"
 
+    @field_validator("audit_url")
+    @classmethod
+    def _a_server(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        if not is_postgres_url(value.get_secret_value()):
+            raise ValueError("a postgresql:// URL (the audit log on a PostgreSQL server), or unset")
+        return value
+
     @property
     def audit_db(self) -> Path:
         return self.data_dir / "audit.sqlite"
+
+    @property
+    def audit_target(self) -> Path | str:
+        """Where the audit log is: EPMEM_AUDIT_URL's server, else the data folder's file. One of
+        several owners (``owner``) has their chain in a schema named by their owner id."""
+        if self.audit_url is None:
+            return self.audit_db
+        url = self.audit_url.get_secret_value()
+        return with_schema(url, self.owner) if self.owner is not None else url
 
     @property
     def state_db(self) -> Path:

@@ -178,7 +178,7 @@ class _Opened:
 
 async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder, recall: RecallConfig | None) -> _Opened:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    audit = await AuditLog(settings.audit_db).open()
+    audit = await AuditLog(settings.audit_target).open()
     store: VectorStore | None = None
     state = StateDB(settings.state_db)
     try:

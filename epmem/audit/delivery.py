@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
+from epmem.db import Database
 
 DELIVERED, REFUSED, UNKNOWN, DISCARDED = "delivered", "refused", "unknown", "discarded"
 OUTCOMES = (DELIVERED, REFUSED, UNKNOWN, DISCARDED)
@@ -59,12 +59,14 @@ def delivery_of(kind: str, body: dict[str, Any]) -> tuple[str, str] | None:
     return of, DELIVERED if body.get("delivered") is True else REFUSED
 
 
-async def index_delivery(db: aiosqlite.Connection, seq: int, kind: str, body: dict[str, Any], time: str) -> None:
+async def index_delivery(db: Database, seq: int, kind: str, body: dict[str, Any], time: str) -> None:
     """Index one record's delivery outcome (inside the caller's transaction)."""
     found = delivery_of(kind, body)
     if found is not None:
         await db.execute(
-            "INSERT OR REPLACE INTO delivery(seq, of, outcome, time) VALUES (?,?,?,?)", (seq, found[0], found[1], time)
+            "INSERT INTO delivery(seq, of, outcome, time) VALUES (?,?,?,?) ON CONFLICT(seq) DO UPDATE SET "
+            "of = excluded.of, outcome = excluded.outcome, time = excluded.time",
+            (seq, found[0], found[1], time),
         )
 
 
@@ -97,16 +99,13 @@ class Fate:
         return None if self.settled else (TOLD, decided_at)
 
 
-async def has_index(db: aiosqlite.Connection) -> bool:
+async def has_index(db: Database) -> bool:
     """False on a database no bot has opened since this index came (the read-only audit page
     then counts every line as told, as before: never fewer readers than there may be)."""
-    async with db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'delivery'") as cur:
-        return await cur.fetchone() is not None
+    return await db.table_exists("delivery")
 
 
-async def fates(
-    db: aiosqlite.Connection, audit_ids: Iterable[str] | None = None, after: int = 0
-) -> tuple[dict[str, Fate], int]:
+async def fates(db: Database, audit_ids: Iterable[str] | None = None, after: int = 0) -> tuple[dict[str, Fate], int]:
     """The fate of each reply named by an outcome record after seq ``after`` (of ``audit_ids``
     only, when given); and the last seq read."""
     out: dict[str, Fate] = {}
@@ -121,10 +120,9 @@ async def fates(
         batches = [wanted[i : i + _BATCH] for i in range(0, len(wanted), _BATCH)]
     for batch in batches:
         query = sql + (f" AND of IN ({','.join('?' * len(batch))})" if audit_ids is not None else "")
-        async with db.execute(query + " ORDER BY seq", [after, *batch]) as cur:
-            async for seq, of, outcome, time in cur:
-                out.setdefault(of, Fate()).add(outcome, time)
-                last = max(last, seq)
+        async for seq, of, outcome, time in db.iterate(query + " ORDER BY seq", [after, *batch]):
+            out.setdefault(of, Fate()).add(outcome, time)
+            last = max(last, seq)
     return out, last
 
 
@@ -144,19 +142,18 @@ class Ledger:
         self._rowid = 0
         self._seq = 0
 
-    async def refresh(self, db: aiosqlite.Connection) -> list[tuple[str, str, str, str, str]]:
+    async def refresh(self, db: Database) -> list[tuple[str, str, str, str, str]]:
         """(fact, event, reader, since, told | possibly told), one per pair someone may know."""
         dirty: set[tuple[str, str]] = set()
         sql = (
             "SELECT rowid, audit_id, fact_id, event_id, recipient, time FROM disclosures WHERE rowid > ? ORDER BY rowid"
         )
-        async with db.execute(sql, (self._rowid,)) as cur:
-            async for rowid, audit_id, fact, event, reader, moment in cur:
-                pair = (fact, reader)
-                self._lines.setdefault(pair, []).append((audit_id, event, moment))
-                self._pairs_of.setdefault(audit_id, set()).add(pair)
-                dirty.add(pair)
-                self._rowid = rowid
+        async for rowid, audit_id, fact, event, reader, moment in db.iterate(sql, (self._rowid,)):
+            pair = (fact, reader)
+            self._lines.setdefault(pair, []).append((audit_id, event, moment))
+            self._pairs_of.setdefault(audit_id, set()).add(pair)
+            dirty.add(pair)
+            self._rowid = rowid
         changed, self._seq = await fates(db, after=self._seq)
         for audit_id, fate in changed.items():
             self._fates.setdefault(audit_id, Fate()).merge(fate)

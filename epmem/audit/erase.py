@@ -9,12 +9,13 @@ stay; they are what the chain covers. A chained "erasure" record says which reco
 texts, when and by whom, and ``verify`` insists on it.
 
 Physical: the texts are overwritten in place (secure_delete), the database is vacuumed, and the
-WAL is checkpointed and truncated, so no copy is left in free pages or the write-ahead log.
+WAL is checkpointed and truncated, so no copy is left in free pages or the write-ahead log. On
+PostgreSQL the texts' table is rewritten (VACUUM FULL); the server's own write-ahead log and
+backups are the operator's to age out.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ import structlog
 from epmem.audit.kinds import ErasureRecord
 from epmem.audit.log import AuditCorrupted, AuditLog
 from epmem.audit.record import AuditRecord, now_iso
-from epmem.sqlite import scrub
+from epmem.db import Database
 
 log = structlog.get_logger(__name__)
 
@@ -38,19 +39,18 @@ class Erasure:
     texts: int
 
 
-async def _seqs(db: Any, fact_ids: Sequence[str], sentences: Sequence[str], everything: bool) -> set[int]:
+async def _seqs(db: Database, fact_ids: Sequence[str], sentences: Sequence[str], everything: bool) -> set[int]:
     seqs: set[int] = set()
     if everything:
-        async with db.execute("SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL") as cur:
-            return {row[0] async for row in cur}
+        return {row[0] for row in await db.fetchall("SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL")}
     marks = ",".join("?" * len(fact_ids))
     if fact_ids:
-        async with db.execute(f"SELECT seq FROM audit_fact WHERE fact_id IN ({marks})", list(fact_ids)) as cur:
-            seqs.update([row[0] async for row in cur])
+        rows = await db.fetchall(f"SELECT seq FROM audit_fact WHERE fact_id IN ({marks})", list(fact_ids))
+        seqs.update(row[0] for row in rows)
+    found = db.dialect.find("lower(text)", "lower(?)")
     for sentence in {s.strip() for s in sentences if s and s.strip()}:
-        sql = "SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL AND instr(lower(text), lower(?)) > 0"
-        async with db.execute(sql, (sentence,)) as cur:
-            seqs.update([row[0] async for row in cur])
+        sql = f"SELECT DISTINCT seq FROM audit_text WHERE text IS NOT NULL AND {found} > 0"
+        seqs.update(row[0] for row in await db.fetchall(sql, (sentence,)))
     return seqs
 
 
@@ -68,45 +68,50 @@ async def erase_facts(
     ``everything``: every text of every record (an owner's whole memory goes: an uninstall)."""
     db = audit.db
     async with audit.append_lock:
-        began = False
         try:
-            await db.execute("BEGIN IMMEDIATE")
-            began = True
-            seqs = sorted(await _seqs(db, fact_ids, sentences, everything))
-            live = await _live(db, seqs)
-            if not live:
-                await db.execute("ROLLBACK")
-                return Erasure(None, (), 0)
-            entry = ErasureRecord.model_validate(
-                {
-                    "action": "erase texts",
-                    "facts": sorted(fact_ids),
-                    "records": [rid for _, rid in live],
-                    **(details or {}),
-                    "by": by,
-                }
-            )
-            record = AuditRecord(entry.kind, entry.body(), contact="owner", time=now_iso())
-            marks = ",".join("?" * len(live))
-            cur = await db.execute(
-                f"UPDATE audit_text SET text = NULL, salt = NULL, erased_at = ?, erased_by = ?, erasure = ? "
-                f"WHERE text IS NOT NULL AND seq IN ({marks})",
-                [record.time, by, record.id, *(seq for seq, _ in live)],
-            )
-            count = cur.rowcount
-            record.body["texts"] = count
-            await audit.append_in_transaction(record)
-            await db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if began:
-                await db.execute("ROLLBACK")
-            raise AuditCorrupted(f"audit database {audit.path}: cannot erase: {exc}") from None
+            async with db.transaction():
+                seqs = sorted(await _seqs(db, fact_ids, sentences, everything))
+                live = await _live(db, seqs)
+                if not live:
+                    return Erasure(None, (), 0)
+                record, count = await _erase(audit, live, fact_ids, by, details)
+        except audit.db_errors as exc:
+            raise AuditCorrupted(f"audit database {audit.where}: cannot erase: {exc}") from None
     await compact(audit)
     log.info("audit.erased", facts=len(fact_ids), records=len(live), texts=count, erasure=record.id)
     return Erasure(record, tuple(rid for _, rid in live), count)
 
 
-async def _live(db: Any, seqs: list[int]) -> list[tuple[int, str]]:
+async def _erase(
+    audit: AuditLog,
+    live: list[tuple[int, str]],
+    fact_ids: Sequence[str],
+    by: str,
+    details: dict[str, Any] | None,
+) -> tuple[AuditRecord, int]:
+    """Inside the transaction: the texts go, and the chained record says so."""
+    entry = ErasureRecord.model_validate(
+        {
+            "action": "erase texts",
+            "facts": sorted(fact_ids),
+            "records": [rid for _, rid in live],
+            **(details or {}),
+            "by": by,
+        }
+    )
+    record = AuditRecord(entry.kind, entry.body(), contact="owner", time=now_iso())
+    marks = ",".join("?" * len(live))
+    count = await audit.db.execute(
+        f"UPDATE audit_text SET text = NULL, salt = NULL, erased_at = ?, erased_by = ?, erasure = ? "
+        f"WHERE text IS NOT NULL AND seq IN ({marks})",
+        [record.time, by, record.id, *(seq for seq, _ in live)],
+    )
+    record.body["texts"] = count
+    await audit.append_in_transaction(record)
+    return record, count
+
+
+async def _live(db: Database, seqs: list[int]) -> list[tuple[int, str]]:
     """(seq, id) of the records among ``seqs`` that still hold a text."""
     out: list[tuple[int, str]] = []
     for start in range(0, len(seqs), 500):
@@ -116,13 +121,13 @@ async def _live(db: Any, seqs: list[int]) -> list[tuple[int, str]]:
             f"SELECT DISTINCT a.seq, a.id FROM audit a JOIN audit_text t ON t.seq = a.seq "
             f"WHERE t.text IS NOT NULL AND a.seq IN ({marks}) ORDER BY a.seq"
         )
-        async with db.execute(sql, chunk) as cur:
-            out.extend([(row[0], row[1]) async for row in cur])
+        out.extend((row[0], row[1]) for row in await db.fetchall(sql, chunk))
     return out
 
 
 async def compact(audit: AuditLog) -> None:
-    """Leave no erased byte behind: vacuum, then fold and truncate the WAL (epmem.sqlite.scrub)."""
+    """Leave no erased byte behind: on SQLite, vacuum, then fold and truncate the WAL
+    (epmem.db.lite.scrub); on PostgreSQL, rewrite the texts' table (its scrub says what is left)."""
     async with audit.append_lock:
-        if not await scrub(audit.db):
+        if not await audit.db.scrub("audit_text"):
             log.warning("audit.checkpoint_incomplete")

@@ -25,18 +25,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
 from epmem.audit.kinds import LedgerSealRecord
 from epmem.audit.record import AuditRecord, ChainSource
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import FORMAT, GENESIS, outcome
+from epmem.db import Database, Dialect
 
 LEDGER_KEY = "ledger"
 SEAL_KIND = LedgerSealRecord.kind
 _MOD = 1 << 256
-#: a row of a record that states no ledger, from before the seal: checked against the seal.
-_LEGACY = "(a.seq <= ? AND json_type(a.body, '$.ledger') IS NULL)"
+
+
+def _legacy(dialect: Dialect) -> str:
+    """A row of a record that states no ledger, from before the seal: checked against the seal."""
+    return f"(a.seq <= ? AND {dialect.json_missing('a.body', LEDGER_KEY)})"
+
 
 Row = tuple[str, str, str, str, str]  # audit id, fact, event, recipient, time
 
@@ -101,16 +104,15 @@ class LedgerCheck:
             self.seal = (int(b.get("upto") or 0), int(b.get("rows") or 0), str(b.get("digest") or ""))
             self.seal_record = rec
 
-    async def read_table(self, db: aiosqlite.Connection, after: int, upto: int) -> None:
+    async def read_table(self, db: Database, after: int, upto: int) -> None:
         """The table's rows of the records in (after, upto], in one indexed join."""
         sql = (
-            f"SELECT {_LEGACY} AS legacy, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-            "JOIN disclosures d ON d.audit_id = a.id WHERE a.seq > ? AND a.seq <= ?"
+            f"SELECT {_legacy(db.dialect)} AS legacy, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time "
+            "FROM audit a JOIN disclosures d ON d.audit_id = a.id WHERE a.seq > ? AND a.seq <= ?"
         )
         legacy_upto = self.seal[0] if self.seal else 0
-        async with db.execute(sql, (legacy_upto, after, upto)) as cur:
-            async for legacy, *row in cur:
-                (self.legacy if legacy else self.actual).add(tuple(row))
+        async for legacy, *row in db.iterate(sql, (legacy_upto, after, upto)):
+            (self.legacy if legacy else self.actual).add(tuple(row))
 
     async def problem(self, log: ChainSource, full: bool) -> tuple[AuditRecord | None, str] | None:
         """None when the table and the chain agree; else the record and what is wrong."""
@@ -134,13 +136,12 @@ class LedgerCheck:
         return found or (None, "disclosure ledger: its rows do not match what the records disclosed")
 
 
-async def _orphan(db: aiosqlite.Connection) -> tuple[str, ...] | None:
+async def _orphan(db: Database) -> tuple[str, ...] | None:
     sql = (
         "SELECT audit_id, fact_id, event_id, recipient FROM disclosures "
         "WHERE audit_id NOT IN (SELECT id FROM audit) LIMIT 1"
     )
-    async with db.execute(sql) as cur:
-        row = await cur.fetchone()
+    row = await db.fetchone(sql)
     return tuple(row) if row else None
 
 
@@ -166,10 +167,9 @@ async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] 
     of the records beside the table's rows in the same order: only run once the sums differ."""
     sql = (
         "SELECT a.seq, d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-        f"JOIN disclosures d ON d.audit_id = a.id WHERE NOT {_LEGACY} ORDER BY a.seq"
+        f"JOIN disclosures d ON d.audit_id = a.id WHERE NOT {_legacy(log.db.dialect)} ORDER BY a.seq"
     )
-    async with log.db.execute(sql, (legacy_upto,)) as cur:
-        table = [(int(r[0]), tuple(r[1:])) for r in await cur.fetchall()]
+    table = [(int(r[0]), tuple(r[1:])) for r in await log.db.fetchall(sql, (legacy_upto,))]
     i = 0
     async for rec in log.stream():
         if rec.seq <= legacy_upto and LEDGER_KEY not in rec.body:
@@ -191,31 +191,26 @@ async def locate(log: ChainSource, legacy_upto: int) -> tuple[AuditRecord, str] 
     return None
 
 
-async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) -> int:
+async def seal_legacy_ledger(db: Database, now: str, new_id: str) -> int:
     """Once per database, after migration 4: seal the rows of the records written before the
     ledger was chained, in a chained record; return how many rows (0: nothing to seal)."""
-    await db.execute("BEGIN IMMEDIATE")
-    try:
-        async with db.execute("SELECT upto FROM ledger_legacy") as cur:
-            row = await cur.fetchone()
+    async with db.transaction():
+        row = await db.fetchone("SELECT upto FROM ledger_legacy")
         if row is None:
-            await db.execute("ROLLBACK")
             return 0
         upto = int(row[0])
         tally = Tally()
         sql = (
             "SELECT d.audit_id, d.fact_id, d.event_id, d.recipient, d.time FROM audit a "
-            f"JOIN disclosures d ON d.audit_id = a.id WHERE {_LEGACY}"
+            f"JOIN disclosures d ON d.audit_id = a.id WHERE {_legacy(db.dialect)}"
         )
-        async with db.execute(sql, (upto,)) as cur:
-            async for r in cur:
-                tally.add(tuple(r))
+        async for r in db.iterate(sql, (upto,)):
+            tally.add(tuple(r))
         if tally.count:
             body = LedgerSealRecord(
                 action="seal the disclosure ledger", upto=upto, rows=tally.count, digest=tally.digest
             ).body()
-            async with db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
-                last = await cur.fetchone()
+            last = await db.fetchone("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
             prev = last[0] if last else GENESIS
             h = chain_hash(prev, canonical(new_id, now, SEAL_KIND, "owner", body))
             await db.execute(
@@ -224,10 +219,6 @@ async def seal_legacy_ledger(db: aiosqlite.Connection, now: str, new_id: str) ->
                 (new_id, now, SEAL_KIND, "owner", json_dumps(body), prev, h, FORMAT, outcome(SEAL_KIND, body)),
             )
         await db.execute("DELETE FROM ledger_legacy")
-        await db.execute("COMMIT")
-    except BaseException:
-        await db.execute("ROLLBACK")
-        raise
     return tally.count
 
 

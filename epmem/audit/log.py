@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
 from epmem.audit.delivery import TOLD, Fate, fates, index_delivery
 from epmem.audit.kinds import RecordBody, entry_for
 from epmem.audit.ledger import LEDGER_KEY, ledger_body, seal_legacy_ledger
@@ -31,7 +29,16 @@ from epmem.audit.record import AuditRecord, new_record_id, now_iso
 from epmem.audit.schema import FORMAT, GENESIS, LEGACY_FORMAT, MIGRATIONS, carry_forward, index_record, outcome
 from epmem.audit.sealing import Erased, seal, unseal
 from epmem.audit.verify import check
-from epmem.sqlite import DatabaseError, connect_readonly, open_database
+from epmem.db import (
+    SQLITE,
+    Database,
+    DatabaseError,
+    connect_to,
+    driver_errors,
+    is_postgres_url,
+    open_database,
+    redacted,
+)
 
 __all__ = ["GENESIS", "AuditCorrupted", "AuditLog", "AuditRecord", "Disclosure", "export", "new_record_id", "now_iso"]
 
@@ -57,34 +64,56 @@ class Disclosure:
 
 
 class AuditLog:
-    def __init__(self, path: Path, *, readonly: bool = False) -> None:
-        self.path = Path(path)
+    """One owner's chain: in a SQLite file (a path, the default) or in a PostgreSQL database or
+    schema (a ``postgresql://`` URL), where several workers may append to it at once."""
+
+    def __init__(self, path: Path | str, *, readonly: bool = False) -> None:
+        #: the file, or the server's URL.
+        self.target: Path | str = path if is_postgres_url(path) else Path(path)
+        #: how errors name it (a URL without its password).
+        self.where = redacted(str(path)) if is_postgres_url(path) else str(self.target)
         #: a read-only log (the audit page) never migrates and never writes; the bot's log does.
         self.readonly = readonly
-        self._db: aiosqlite.Connection | None = None
+        self._errors = driver_errors(self.target)
+        self._read_errors: tuple[type[Exception], ...] = (*self._errors, json.JSONDecodeError)
+        self._db: Database | None = None
         # one connection, explicit transactions: concurrent appends (Slack runs listeners
-        # concurrently) must not interleave their BEGIN ... COMMIT.
+        # concurrently) must not interleave their BEGIN ... COMMIT. Another process appending
+        # to the same chain waits for the database's write lock (epmem.db.base.Database.transaction).
         self._append_lock = asyncio.Lock()
 
     async def open(self) -> AuditLog:
         """The log owns its own file (audit.sqlite), apart from the bot's state."""
         try:
             if self.readonly:
-                self._db = await _connect_readonly(self.path)
+                self._db = await _connect_readonly(self.target, self.where)
                 return self
-            self._db = await open_database(self.path, [MIGRATIONS], "audit database")
-            # erased text must not linger in free pages (epmem.audit.erase vacuums too).
-            await self._db.execute("PRAGMA secure_delete=ON")
-            await self._db.execute("PRAGMA temp_store=MEMORY")
+            self._db = await open_database(self.target, [MIGRATIONS], "audit database")
+            if self._db.dialect.name == SQLITE:
+                # erased text must not linger in free pages (epmem.audit.erase vacuums too).
+                await self._db.execute("PRAGMA secure_delete=ON")
+                await self._db.execute("PRAGMA temp_store=MEMORY")
             await carry_forward(self._db, now_iso(), new_record_id())
             await seal_legacy_ledger(self._db, now_iso(), new_record_id())
         except DatabaseError as exc:
             await self._close_quietly()
             raise AuditCorrupted(str(exc)) from None
-        except sqlite3.DatabaseError as exc:
+        except self._errors as exc:
             await self._close_quietly()
-            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            raise self._unusable(exc) from None
         return self
+
+    def _unusable(self, exc: Exception) -> AuditCorrupted:
+        if isinstance(exc, sqlite3.DatabaseError | json.JSONDecodeError):
+            return AuditCorrupted(f"audit database {self.where} is corrupted: {exc}")
+        return AuditCorrupted(f"audit database {self.where}: {exc}")
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file; a log on a PostgreSQL server has none (ValueError)."""
+        if isinstance(self.target, Path):
+            return self.target
+        raise ValueError(f"the audit log is on a server ({self.where}), not in a file")
 
     async def _close_quietly(self) -> None:
         if self._db is not None:
@@ -103,7 +132,7 @@ class AuditLog:
         await self.close()
 
     @property
-    def db(self) -> aiosqlite.Connection:
+    def db(self) -> Database:
         if self._db is None:
             raise RuntimeError("audit log is not open")
         return self._db
@@ -111,6 +140,11 @@ class AuditLog:
     @property
     def append_lock(self) -> asyncio.Lock:
         return self._append_lock
+
+    @property
+    def db_errors(self) -> tuple[type[Exception], ...]:
+        """What the database's driver raises (sqlite3's errors, or psycopg's)."""
+        return self._errors
 
     async def write(
         self,
@@ -145,16 +179,11 @@ class AuditLog:
     ) -> AuditRecord:
         record = AuditRecord(kind=kind, body=body, contact=contact)
         async with self._append_lock:
-            began = False
             try:
-                await self.db.execute("BEGIN IMMEDIATE")
-                began = True
-                await self.append_in_transaction(record, disclosed, list(recipients))
-                await self.db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                if began:
-                    await self.db.execute("ROLLBACK")
-                raise AuditCorrupted(f"audit database {self.path}: cannot append: {exc}") from None
+                async with self.db.transaction():
+                    await self.append_in_transaction(record, disclosed, list(recipients))
+            except self._errors as exc:
+                raise AuditCorrupted(f"audit database {self.where}: cannot append: {exc}") from None
         return record
 
     async def append_in_transaction(
@@ -170,13 +199,12 @@ class AuditLog:
         else:  # a body copied from another record must not claim that record's rows
             record.body.pop(LEDGER_KEY, None)
         record.skeleton, texts = seal(record.body)
-        async with self.db.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1") as cur:
-            row = await cur.fetchone()
+        row = await self.db.fetchone("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")
         record.prev_hash = row[0] if row else GENESIS
         record.hash = record.compute_hash()
-        cur2 = await self.db.execute(
+        inserted = await self.db.fetchone(
             "INSERT INTO audit(id, time, kind, contact, body, prev_hash, hash, format, platform, outcome) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING seq",
             (
                 record.id,
                 record.time,
@@ -190,7 +218,7 @@ class AuditLog:
                 outcome(record.kind, record.body),
             ),
         )
-        record.seq = cur2.lastrowid or 0
+        record.seq = int(inserted[0]) if inserted else 0
         await index_record(self.db, record.seq, record.body, texts)
         await index_delivery(self.db, record.seq, record.kind, record.body, record.time)
         await self.db.executemany(
@@ -219,11 +247,9 @@ class AuditLog:
     async def select(self, sql: str, args: Sequence[Any]) -> list[AuditRecord]:
         """Records for a query over ``audit`` selecting COLUMNS, each with its texts."""
         try:
-            async with self.db.execute(sql, list(args)) as cur:
-                rows = list(await cur.fetchall())
-            return await self._with_texts(rows)
-        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            return await self._with_texts(await self.db.fetchall(sql, list(args)))
+        except self._read_errors as exc:
+            raise self._unusable(exc) from None
 
     async def stream(self, where: str = "", args: Sequence[Any] = (), after: int = 0) -> AsyncIterator[AuditRecord]:
         """Every matching record after seq ``after``, oldest first, read in batches (no long
@@ -233,11 +259,10 @@ class AuditLog:
         while True:
             sql = f"SELECT {COLUMNS} FROM audit WHERE seq > ?{cond} ORDER BY seq LIMIT {_BATCH}"
             try:
-                async with self.db.execute(sql, [last, *args]) as cur:
-                    rows = list(await cur.fetchall())
+                rows = await self.db.fetchall(sql, [last, *args])
                 batch = await self._with_texts(rows)
-            except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-                raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            except self._read_errors as exc:
+                raise self._unusable(exc) from None
             for rec in batch:
                 yield rec
             if len(rows) < _BATCH:
@@ -251,9 +276,8 @@ class AuditLog:
         marks = ",".join("?" * len(seqs))
         texts: dict[int, dict[str, Any]] = {s: {} for s in seqs}
         sql = f"SELECT seq, slot, salt, text, erased_at, erased_by, erasure FROM audit_text WHERE seq IN ({marks})"
-        async with self.db.execute(sql, seqs) as cur:
-            async for seq, slot, salt, text, at, by, erasure in cur:
-                texts[seq][slot] = (salt, text, Erased(slot, at, by or "", erasure or "") if at else None)
+        for seq, slot, salt, text, at, by, erasure in await self.db.fetchall(sql, seqs):
+            texts[seq][slot] = (salt, text, Erased(slot, at, by or "", erasure or "") if at else None)
         return [_record(row, texts[row[0]]) for row in rows]
 
     async def get(self, record_id: str) -> AuditRecord | None:
@@ -274,11 +298,9 @@ class AuditLog:
             "WHERE fact_id = ? OR event_id = ? ORDER BY time"
         )
         try:
-            async with self.db.execute(sql, (fact_or_event, fact_or_event)) as cur:
-                lines = [tuple(row) async for row in cur]
-            return await self._as_told(lines)
-        except sqlite3.DatabaseError as exc:
-            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+            return await self._as_told(await self.db.fetchall(sql, (fact_or_event, fact_or_event)))
+        except self._errors as exc:
+            raise self._unusable(exc) from None
 
     async def told_of(
         self, event_ids: Iterable[str], since: str | None = None, fact_ids: Iterable[str] = ()
@@ -295,12 +317,11 @@ class AuditLog:
                         "SELECT fact_id, event_id, recipient, time, audit_id FROM disclosures "
                         f"WHERE {column} IN ({','.join('?' * len(batch))})" + (" AND time >= ?" if since else "")
                     )
-                    async with self.db.execute(sql, [*batch, *([since] if since else [])]) as cur:
-                        async for row in cur:
-                            lines[tuple(row)] = None
+                    for row in await self.db.fetchall(sql, [*batch, *([since] if since else [])]):
+                        lines[row] = None
             return await self._as_told(list(lines))
-        except sqlite3.DatabaseError as exc:
-            raise AuditCorrupted(f"audit database {self.path} is corrupted: {exc}") from None
+        except self._errors as exc:
+            raise self._unusable(exc) from None
 
     async def _as_told(self, lines: Sequence[tuple[Any, ...]]) -> list[Disclosure]:
         """Ledger rows (fact, event, recipient, time, audit id) as disclosures, oldest first;
@@ -314,14 +335,14 @@ class AuditLog:
         return sorted(out, key=lambda d: d.time)
 
 
-async def _connect_readonly(path: Path) -> aiosqlite.Connection:
-    if not path.exists():
-        raise sqlite3.OperationalError(f"no audit database at {path}")
-    db = await connect_readonly(path)
+async def _connect_readonly(target: Path | str, where: str) -> Database:
+    if isinstance(target, Path) and not target.exists():
+        raise sqlite3.OperationalError(f"no audit database at {target}")
+    db = await connect_to(target, readonly=True)
     try:
-        async with db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'audit_text'") as cur:
-            row = await cur.fetchone()
-        if not row or not row[0]:
+        if not await db.table_exists("audit_text"):
+            if db.dialect.name != SQLITE:
+                raise DatabaseError(f"audit database {where} has no audit tables: start the bot once to create them")
             raise sqlite3.DatabaseError(
                 "the audit database is in the first format: start the bot or run "
                 "`epmem audit verify` once to carry it forward"

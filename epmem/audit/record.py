@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-import aiosqlite
-
 from epmem.audit.kinds import RecordBody, read_entry
 from epmem.audit.schema import FORMAT, GENESIS, outcome
 from epmem.audit.sealing import Erased, canonical, chain_hash
+from epmem.db import Database
 
 
 def new_record_id() -> str:
@@ -86,7 +85,7 @@ class ChainSource(Protocol):
     """What walking the chain reads: :class:`epmem.audit.AuditLog` is one."""
 
     @property
-    def db(self) -> aiosqlite.Connection: ...
+    def db(self) -> Database: ...
 
     def stream(self, where: str = "", args: Sequence[Any] = (), after: int = 0) -> AsyncIterator[AuditRecord]: ...
 

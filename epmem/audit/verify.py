@@ -189,6 +189,5 @@ def _head(last: AuditRecord | None) -> tuple[int, str]:
 
 
 async def _total(log: ChainSource) -> int:
-    async with log.db.execute("SELECT COUNT(*) FROM audit") as cur:
-        row = await cur.fetchone()
+    row = await log.db.fetchone("SELECT COUNT(*) FROM audit")
     return int(row[0]) if row else 0

@@ -1,18 +1,19 @@
-"""The audit log on a real SQLite file: chain, tamper detection, ledger, export, corruption."""
+"""The audit log on a real SQLite file and a real PostgreSQL database: chain, tamper detection,
+ledger, export; corruption (of a file)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from epmem.audit.log import AuditCorrupted, AuditLog, export
+from testkit.postgres import run_sql
 
 
-async def test_chain_ledger_and_export(tmp_path: Path) -> None:
-    async with AuditLog(tmp_path / "a.sqlite") as log:
+async def test_chain_ledger_and_export(database_target: Path | str) -> None:
+    async with AuditLog(database_target) as log:
         first = await log.append(
             "reply",
             {"question": "q1", "disclosed": ["f1"]},
@@ -42,21 +43,15 @@ async def test_chain_ledger_and_export(tmp_path: Path) -> None:
             export([], "xml")
 
 
-async def test_any_edit_breaks_the_chain_at_that_record(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_any_edit_breaks_the_chain_at_that_record(database_target: Path | str) -> None:
+    path = database_target
     async with AuditLog(path) as log:
         ids = [(await log.append("reply", {"n": i})).id for i in range(4)]
-    db = sqlite3.connect(path)
-    db.execute("UPDATE audit SET body = ? WHERE id = ?", (json.dumps({"n": 99}), ids[2]))
-    db.commit()
-    db.close()
+    run_sql(path, "UPDATE audit SET body = ? WHERE id = ?", json.dumps({"n": 99}), ids[2])
     async with AuditLog(path) as log:
         n, bad = await log.verify()
         assert n == 2 and bad is not None and bad.id == ids[2]
-    db = sqlite3.connect(path)
-    db.execute("DELETE FROM audit WHERE id = ?", (ids[2],))
-    db.commit()
-    db.close()
+    run_sql(path, "DELETE FROM audit WHERE id = ?", ids[2])
     async with AuditLog(path) as log:
         n, bad = await log.verify()
         assert bad is not None and bad.id == ids[3]
@@ -68,3 +63,21 @@ async def test_a_file_that_is_not_a_database_is_reported_as_corrupted(tmp_path: 
     with pytest.raises(AuditCorrupted, match="is corrupted"):
         await AuditLog(path).open()
     assert path.read_bytes() == b"garbage" * 1000
+
+
+async def test_a_read_only_log_reads_the_chain_and_writes_nothing(database_target: Path | str) -> None:
+    """The audit page's log: it reads what the bot wrote and cannot append, on either database."""
+    with pytest.raises(AuditCorrupted):
+        await AuditLog(database_target, readonly=True).open()  # nothing written yet: nothing to read
+    async with AuditLog(database_target) as log:
+        written = await log.append(
+            "reply", {"question": "q1"}, contact="leo", disclosed=[("f1", "e1")], recipients=["leo"]
+        )
+    async with AuditLog(database_target, readonly=True) as page:
+        assert [r.id for r in await page.records()] == [written.id]
+        assert (await page.verify()) == (1, None)
+        assert [d.recipient for d in await page.who_knows("f1")] == ["leo"]
+        with pytest.raises(AuditCorrupted, match="cannot append"):
+            await page.append("reply", {"question": "q2"}, contact="leo")
+    async with AuditLog(database_target) as log:
+        assert len(await log.records()) == 1

@@ -8,8 +8,8 @@ from pathlib import Path
 from epmem.audit.log import AuditLog
 
 
-async def test_concurrent_appends_all_land_and_the_chain_verifies(tmp_path: Path) -> None:
-    async with AuditLog(tmp_path / "audit.sqlite") as log:
+async def test_concurrent_appends_all_land_and_the_chain_verifies(database_target: Path | str) -> None:
+    async with AuditLog(database_target) as log:
         records = await asyncio.gather(
             *(
                 log.append("reply", {"n": n}, contact=f"c{n % 3}", disclosed=[(f"f{n}", "e")], recipients=[f"c{n % 3}"])

@@ -11,12 +11,34 @@ from epmem.audit import AuditLog, check, erase_facts
 from epmem.audit.verify import ChainWatcher
 from epmem.audit.sealing import canonical, chain_hash
 from epmem.audit.schema import GENESIS
+from epmem.db import connect_to, is_postgres_url
+from testkit.postgres import run_sql
 
 CANARY = "Sam is quietly interviewing at Northwind"
 
 
 def files_with(folder: Path, needle: bytes) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+async def left_behind(target: Path | str, folder: Path, needle: str) -> list[str]:
+    """Where ``needle`` is still stored: the files of a SQLite database's folder (free pages and
+    the WAL included); the rows of a PostgreSQL database's audit tables."""
+    if not is_postgres_url(target):
+        return files_with(folder, needle.encode())
+    db = await connect_to(target)
+    try:
+        found = [
+            f"{table} {row[0]}"
+            for table, sql in (
+                ("audit", "SELECT seq FROM audit WHERE strpos(body, ?) > 0"),
+                ("audit_text", "SELECT seq FROM audit_text WHERE strpos(text, ?) > 0"),
+            )
+            for row in await db.fetchall(sql, (needle,))
+        ]
+    finally:
+        await db.close()
+    return found
 
 
 def reply_body(
@@ -43,8 +65,10 @@ def reply_body(
     }
 
 
-async def test_erasure_removes_the_words_everywhere_and_the_chain_still_verifies(tmp_path: Path) -> None:
-    path = tmp_path / "data" / "audit.sqlite"
+async def test_erasure_removes_the_words_everywhere_and_the_chain_still_verifies(
+    tmp_path: Path, database_target: Path | str
+) -> None:
+    path = database_target
     async with AuditLog(path) as log:
         for i in range(15):
             await log.append(
@@ -60,12 +84,12 @@ async def test_erasure_removes_the_words_everywhere_and_the_chain_still_verifies
         quoted = await log.append(
             "approval", {"decision": "edited", "reply": f"Well, {CANARY.lower()}!", "held_audit": "nope"}, contact="leo"
         )
-        assert files_with(tmp_path, CANARY.encode())
+        assert await left_behind(path, tmp_path, CANARY)
         done = await erase_facts(log, ["f8"], [CANARY], by="telegram:1", details={"event": None})
         assert done.record is not None and len(done.records) == 16 and quoted.id in done.records
         assert done.texts == 15 * 3 + 1  # question, reply, evidence of each reply; the edited text
-        assert files_with(tmp_path, CANARY.encode()) == []
-        assert files_with(tmp_path, b"quietly interviewing") == []
+        assert await left_behind(path, tmp_path, CANARY) == []
+        assert await left_behind(path, tmp_path, "quietly interviewing") == []
         status = await check(log)
         assert status.ok and status.verified == status.total == 18, status
         erased = await log.get(done.records[0])
@@ -80,24 +104,19 @@ async def test_erasure_removes_the_words_everywhere_and_the_chain_still_verifies
         assert (await log.verify())[1] is None
 
 
-async def test_removing_a_text_without_an_erasure_record_is_tampering(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_removing_a_text_without_an_erasure_record_is_tampering(database_target: Path | str) -> None:
+    path = database_target
     async with AuditLog(path) as log:
         ids = [(await log.append("reply", reply_body(f"q{i}", f"r{i}", "f1"))).id for i in range(3)]
-    db = sqlite3.connect(path)
-    db.execute(
-        "UPDATE audit_text SET text = NULL, salt = NULL, erased_at = 'x', erased_by = 'x', erasure = 'x' WHERE seq = 2"
+    run_sql(
+        path,
+        "UPDATE audit_text SET text = NULL, salt = NULL, erased_at = 'x', erased_by = 'x', erasure = 'x' WHERE seq = 2",
     )
-    db.commit()
-    db.close()
     async with AuditLog(path) as log:
         status = await check(log)
         assert status.first_bad is not None and status.first_bad.id == ids[1] and status.verified == 1
         assert "without a chained erasure record" in (status.reason or "")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE audit_text SET text = 'r9' WHERE seq = 3 AND slot = 'reply'")
-    db.commit()
-    db.close()
+    run_sql(path, "UPDATE audit_text SET text = 'r9' WHERE seq = 3 AND slot = 'reply'")
     async with AuditLog(path) as log:
         status = await check(log)
         assert status.first_bad is not None and status.first_bad.id == ids[2]
@@ -177,8 +196,8 @@ async def test_a_first_format_record_broken_before_carrying_forward_stays_report
         assert status.first_bad is not None and status.first_bad.id == "old0"
 
 
-async def test_the_page_watcher_checks_only_new_records_and_keeps_a_break(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_the_page_watcher_checks_only_new_records_and_keeps_a_break(database_target: Path | str) -> None:
+    path = database_target
     async with AuditLog(path) as log:
         watcher = ChainWatcher()
         for i in range(3):
@@ -188,10 +207,7 @@ async def test_the_page_watcher_checks_only_new_records_and_keeps_a_break(tmp_pa
         late = await log.append("reply", reply_body("q3", "r3", "f1"))
         assert (await watcher.advance(log)).head_hash == late.hash
         await log.append("reply", reply_body("q4", "r4", "f1"))
-        db = sqlite3.connect(path)
-        db.execute("UPDATE audit SET prev_hash = ? WHERE seq = 5", ("f" * 64,))
-        db.commit()
-        db.close()
+        run_sql(path, "UPDATE audit SET prev_hash = ? WHERE seq = 5", "f" * 64)
         broken = await watcher.advance(log)
         assert broken.first_bad is not None and broken.first_bad.seq == 5 and broken.verified == 4
         assert (await watcher.advance(log)).first_bad == broken.first_bad  # stays broken

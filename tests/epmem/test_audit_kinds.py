@@ -33,7 +33,7 @@ def test_every_kind_has_one_model_naming_it() -> None:
     assert {"reply", "held", "delivery", "undelivered", "policy_change", "erasure", "ledger_seal"} <= set(KINDS)
 
 
-async def test_what_is_written_is_read_back_as_its_model(tmp_path: Path) -> None:
+async def test_what_is_written_is_read_back_as_its_model(database_target: Path | str) -> None:
     entries = [
         ReplyRecord(
             platform="console",
@@ -50,7 +50,7 @@ async def test_what_is_written_is_read_back_as_its_model(tmp_path: Path) -> None
         UndeliveredRecord(of="r1", message_kind="owner_note", outcome="refused", error="Forbidden"),
         PolicyChangeRecord.model_validate({"action": "level", "contact": "ana", "from": 3, "to": 2}),
     ]
-    async with AuditLog(tmp_path / "audit.sqlite") as log:
+    async with AuditLog(database_target) as log:
         written = [await log.write(e, contact="leo") for e in entries]
         read = [await log.get(r.id) for r in written]
         assert (await log.verify()) == (len(entries), None)
@@ -65,8 +65,8 @@ async def test_what_is_written_is_read_back_as_its_model(tmp_path: Path) -> None
     assert json.loads(export([r for r in read if r], "jsonl").splitlines()[0])["reply"] == "Sam is moving to Leeds."
 
 
-async def test_a_body_that_does_not_fit_its_kind_is_not_written(tmp_path: Path) -> None:
-    async with AuditLog(tmp_path / "audit.sqlite") as log:
+async def test_a_body_that_does_not_fit_its_kind_is_not_written(database_target: Path | str) -> None:
+    async with AuditLog(database_target) as log:
         with pytest.raises(ValueError, match="unknown audit record kind 'replied'"):
             await log.append("replied", {"question": "q"})
         with pytest.raises(ValueError, match=r"audit record 'delivery': field delivered"):

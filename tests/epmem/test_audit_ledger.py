@@ -3,7 +3,6 @@ or duplicating any row of ``disclosures``, verify fails and names the row and it
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,9 +11,10 @@ import pytest
 from epmem.audit import ledger as ledger_module
 from epmem.audit.log import AuditLog
 from epmem.audit.verify import ChainWatcher, check
+from testkit.postgres import run_sql
 
 
-async def _write(path: Path) -> list[str]:
+async def _write(path: Path | str) -> list[str]:
     async with AuditLog(path) as log:
         ids = [
             (
@@ -43,11 +43,7 @@ async def _write(path: Path) -> list[str]:
     return ids
 
 
-def _sql(path: Path, statement: str, *args: object) -> None:
-    db = sqlite3.connect(path)
-    db.execute(statement, args)
-    db.commit()
-    db.close()
+_sql = run_sql
 
 
 TAMPERING: dict[str, tuple[Callable[[list[str]], tuple[str, tuple[object, ...]]], int, str]] = {
@@ -95,8 +91,8 @@ TAMPERING: dict[str, tuple[Callable[[list[str]], tuple[str, tuple[object, ...]]]
 
 
 @pytest.mark.parametrize("case", sorted(TAMPERING))
-async def test_any_change_to_the_ledger_fails_verify_and_names_it(tmp_path: Path, case: str) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_any_change_to_the_ledger_fails_verify_and_names_it(database_target: Path | str, case: str) -> None:
+    path = database_target
     ids = await _write(path)
     make, index, reason = TAMPERING[case]
     statement, args = make(ids)
@@ -109,8 +105,8 @@ async def test_any_change_to_the_ledger_fails_verify_and_names_it(tmp_path: Path
     assert status.verified == 3  # the chain itself is intact
 
 
-async def test_a_row_for_a_record_that_does_not_exist(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_a_row_for_a_record_that_does_not_exist(database_target: Path | str) -> None:
+    path = database_target
     await _write(path)
     _sql(path, "INSERT INTO disclosures VALUES ('nosuchrecord', 'd5', 'e5', 'tom', 'x')")
     async with AuditLog(path) as log:
@@ -118,8 +114,8 @@ async def test_a_row_for_a_record_that_does_not_exist(tmp_path: Path) -> None:
     assert not status.ok and "names record nosuchrecord, which does not exist" in (status.reason or "")
 
 
-async def test_the_page_watcher_checks_the_rows_of_new_records_incrementally(tmp_path: Path) -> None:
-    path = tmp_path / "a.sqlite"
+async def test_the_page_watcher_checks_the_rows_of_new_records_incrementally(database_target: Path | str) -> None:
+    path = database_target
     await _write(path)
     async with AuditLog(path) as log:
         watcher = ChainWatcher()
@@ -135,11 +131,11 @@ async def test_the_page_watcher_checks_the_rows_of_new_records_incrementally(tmp
 
 
 async def test_rows_written_before_the_ledger_was_chained_are_sealed_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    database_target: Path | str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A database from before this version: its records state no ledger. Opening it seals their
     rows in one chained record; from then on a change to them fails verify, naming the seal."""
-    path = tmp_path / "a.sqlite"
+    path = database_target
     with monkeypatch.context() as old_code:
         old_code.setattr("epmem.audit.log.ledger_body", lambda disclosed, recipients: None)
         await _write_unchecked(path)
@@ -159,7 +155,7 @@ async def test_rows_written_before_the_ledger_was_chained_are_sealed_once(
     assert "the 5 rows sealed" in (status.reason or "")
 
 
-async def _write_unchecked(path: Path) -> None:
+async def _write_unchecked(path: Path | str) -> None:
     async with AuditLog(path) as log:
         await log.append("reply", {"question": "q1"}, contact="jamie", disclosed=[("d5", "e5")], recipients=["jamie"])
         await log.append("reply", {"question": "q2"}, contact="tom")

@@ -46,8 +46,8 @@ async def discarded(log: AuditLog, of: AuditRecord) -> AuditRecord:
     )
 
 
-async def test_each_outcome_counts_as_the_owner_would_expect(tmp_path: Path) -> None:
-    async with AuditLog(tmp_path / "audit.sqlite") as log:
+async def test_each_outcome_counts_as_the_owner_would_expect(database_target: Path | str) -> None:
+    async with AuditLog(database_target) as log:
         ledger = Ledger()
 
         async def known() -> dict[str, tuple[str, str]]:

@@ -54,7 +54,8 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True, slots=True)
 class PageConfig:
-    audit_db: Path
+    #: the audit log's file, or its PostgreSQL server's URL.
+    audit_db: Path | str
     state_db: Path
     #: the owner's policy file, read again for every who-knows page (it may have been edited).
     policy: Callable[[], Awaitable[Policy]]

@@ -162,8 +162,7 @@ class AuditPages:
             if first
             else "SELECT seq FROM audit WHERE time < ? ORDER BY time DESC LIMIT 1"
         )
-        async with self.audit.db.execute(sql, (moment,)) as cur:
-            found = await cur.fetchone()
+        found = await self.audit.db.fetchone(sql, (moment,))
         return int(found[0]) if found else None
 
     async def _where(self, f: Filters) -> tuple[list[str], list[Any]] | None:
@@ -232,13 +231,11 @@ class AuditPages:
             return False
         where, args = found
         cond = " AND ".join([*where, f"seq {op} ?"])
-        async with self.audit.db.execute(f"SELECT 1 FROM audit WHERE {cond} LIMIT 1", [*args, seq]) as cur:
-            return await cur.fetchone() is not None
+        return await self.audit.db.fetchone(f"SELECT 1 FROM audit WHERE {cond} LIMIT 1", [*args, seq]) is not None
 
     async def _count(self, where: list[str], args: list[Any]) -> int:
         cond = " WHERE " + " AND ".join(where) if where else ""
-        async with self.audit.db.execute(f"SELECT COUNT(*) FROM audit{cond}", args) as cur:
-            found = await cur.fetchone()
+        found = await self.audit.db.fetchone(f"SELECT COUNT(*) FROM audit{cond}", args)
         return int(found[0]) if found else 0
 
     async def _filter_options(self) -> dict[str, list[str]]:
@@ -248,10 +245,8 @@ class AuditPages:
             return self._options[1]
         out: dict[str, list[str]] = {}
         for column in ("contact", "platform"):
-            async with self.audit.db.execute(
-                f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}"
-            ) as cur:
-                out[column] = [r[0] async for r in cur]
+            sql = f"SELECT DISTINCT {column} FROM audit WHERE {column} IS NOT NULL ORDER BY {column}"
+            out[column] = [r[0] for r in await self.audit.db.fetchall(sql)]
         out["outcome"] = list(MESSAGE_OUTCOMES)
         self._options = (time.monotonic(), out)
         return out

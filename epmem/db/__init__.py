@@ -1,0 +1,42 @@
+"""The database seam: SQLite (the embedded default) or PostgreSQL, chosen by a path or a URL.
+
+See :mod:`epmem.db.base` for what differs between the two and where it is said.
+"""
+
+from epmem.db.base import (
+    POSTGRES,
+    SQLITE,
+    Database,
+    DatabaseError,
+    Dialect,
+    Migration,
+    MigrationSet,
+    Row,
+    is_postgres_url,
+    numbered,
+    split_schema,
+    with_schema,
+)
+from epmem.db.lite import SQLiteDatabase
+from epmem.db.migrate import connect_to, driver_errors, migrate, open_database, redacted
+
+__all__ = [
+    "POSTGRES",
+    "SQLITE",
+    "Database",
+    "DatabaseError",
+    "Dialect",
+    "Migration",
+    "MigrationSet",
+    "Row",
+    "SQLiteDatabase",
+    "connect_to",
+    "driver_errors",
+    "is_postgres_url",
+    "migrate",
+    "numbered",
+    "open_database",
+    "redacted",
+    "split_schema",
+    "with_schema",
+]
