@@ -218,11 +218,12 @@ class Settings(BaseSettings):
     @property
     def audit_target(self) -> Path | str:
         """Where the audit log is: EPMEM_AUDIT_URL's server, else the data folder's file. One of
-        several owners (``owner``) has their chain in a schema named by their owner id."""
+        several owners (``owner``) has their chain in a schema named ``owner_<id>`` (never
+        ``public``, where the folder's own owner's chain is, whatever an owner is called)."""
         if self.audit_url is None:
             return self.audit_db
         url = self.audit_url.get_secret_value()
-        return with_schema(url, self.owner) if self.owner is not None else url
+        return with_schema(url, f"owner_{self.owner}") if self.owner is not None else url
 
     @property
     def state_db(self) -> Path:
