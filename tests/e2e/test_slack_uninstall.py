@@ -16,6 +16,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
+
+from epmem.db.base import split_schema
 
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
@@ -23,6 +26,7 @@ from bot.serve import ERASE_OWED_FLAG, Service
 from connectors.slack import SlackConnector
 from testkit.fake_slack import FakeSlackApi, InstallBrowser, SlackSender, event_envelope, im_message, tokens_revoked
 from testkit.fake_slack import wait_for as poll
+from testkit.postgres import EmbeddedPostgres
 from testkit.house import HOUSE_Q, OWNER_SLACK, SLACK, TEAM, TRUTH, house_runtime, reopen
 
 pytestmark = pytest.mark.timeout(300)
@@ -129,3 +133,53 @@ async def test_an_erasure_a_crash_interrupted_is_finished_at_the_next_start(tmp_
     finally:
         await service.stop()
         await runtime.close()
+
+
+def _rows_holding(url: str, word: str) -> list[str]:
+    """Every table of the owner's audit database whose rows, as text, hold ``word``."""
+    import psycopg
+
+    with psycopg.connect(split_schema(url)[0], autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+        found = []
+        for schema, table in tables:
+            query = f'SELECT count(*) FROM "{schema}"."{table}" t WHERE strpos(lower(t::text), lower(%s)) > 0'
+            row = conn.execute(query, (word,)).fetchone()
+            if row and row[0]:
+                found.append(f"{schema}.{table}")
+        return found
+
+
+async def test_the_owner_s_uninstall_leaves_no_fact_in_the_postgres_audit(
+    tmp_path: Path, api: FakeSlackApi, postgres_server: EmbeddedPostgres
+) -> None:
+    """The same with the audit log on a PostgreSQL server (EPMEM_AUDIT_URL): after the owner's
+    revocation no row of any table there holds a fact's words, and the chain verifies."""
+    url = postgres_server.database()
+    data = tmp_path / "data"
+    runtime = await house_runtime(data, audit_url=SecretStr(url))
+    service, connector = await serve(runtime, api)
+    try:
+        api.signed_in = OWNER_SLACK
+        status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
+        assert status == 200, page
+        leo = SLACK["leo"]
+        sender = SlackSender(SECRET, lambda: connector.port)
+        status, _ = await sender.event(event_envelope(im_message(leo, HOUSE_Q, channel=f"D{leo}"), event_id="Ev-1"))
+        assert status == 200
+        await poll(lambda: bool(api.posts(f"D{leo}")), message="an answer to Leo")
+        assert _rows_holding(url, "Elm Road")  # the reply told it: the check sees it
+        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
+        assert status == 200
+        await poll(lambda: not _rows_holding(url, "Elm Road"), timeout=30, message="the erasure")
+        checked, bad = await runtime.audit.verify()
+        assert bad is None and checked > 0
+    finally:
+        await service.stop()
+        await runtime.close()
+    for word in ("Elm Road", "retention bonus", "Atlas launch", "half marathon"):
+        assert _rows_holding(url, word) == [], word
+        assert files_with(data, word.encode()) == [], word
