@@ -9,6 +9,7 @@ commands, so ``epmem chat`` pays nothing for them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -259,6 +260,9 @@ def bench_isolation(
     shared_bot: bool = typer.Option(
         False, "--shared-bot", help="one Telegram bot for every owner (a Business connection each), not a bot each"
     ),
+    audit_postgres: bool = typer.Option(
+        False, "--audit-postgres", help="every owner's audit log on one PostgreSQL server (a schema each), started here"
+    ),
 ) -> None:
     """Several owners in one deployment, both platforms' loopback peers: a canary of one owner in
     anything another owner's delegate says, lists or shows counts as a crossing (must be 0)."""
@@ -271,8 +275,15 @@ def bench_isolation(
         fail(f"--owners {owners}: from 2 to 6", 2)
     if keep is not None and keep.exists() and any(keep.iterdir()):
         fail(f"--keep {keep}: the folder is not empty", 2)
-    with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp:
-        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot)), json_out)
+    with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp, contextlib.ExitStack() as stack:
+        audit_url = None
+        if audit_postgres:
+            from testkit.postgres import EmbeddedPostgres
+
+            server = EmbeddedPostgres()
+            stack.callback(server.stop)
+            audit_url = server.database("isolation")
+        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot, audit_url)), json_out)
 
 
 @app.command("owners-load")

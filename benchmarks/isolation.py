@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import SecretStr
 
 from bot.config import Settings
 from bot.owners import OWNER_ENV, owner_homes, owner_settings
@@ -187,8 +188,9 @@ def said(canary: str, text: str) -> bool:
     return re.search(rf"(?<![0-9A-Za-z]){re.escape(canary)}(?![0-9A-Za-z])", text) is not None
 
 
-def write_deployment(root: Path, peers: list[Peer]) -> Settings:
-    """Each owner's folder: their active policy and their owner.env (their own credentials)."""
+def write_deployment(root: Path, peers: list[Peer], audit_url: str | None = None) -> Settings:
+    """Each owner's folder: their active policy and their owner.env (their own credentials).
+    ``audit_url``: every owner's audit log on that PostgreSQL server (a schema each)."""
     for peer in peers:
         folder = root / "owners" / peer.owner.owner_id
         folder.mkdir(parents=True, exist_ok=True)
@@ -196,7 +198,12 @@ def write_deployment(root: Path, peers: list[Peer]) -> Settings:
         (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
         (folder / OWNER_ENV).write_text("".join(f"{k}={v}\n" for k, v in peer.env().items()))
     # no rate limit and no deflection alerts: every asker asks a lot, quickly, on purpose
-    return Settings(data_dir=root, rate_limit_messages=0, deflection_alert=0)
+    return Settings(
+        data_dir=root,
+        rate_limit_messages=0,
+        deflection_alert=0,
+        audit_url=SecretStr(audit_url) if audit_url else None,
+    )
 
 
 async def load_memories(root: Settings, bench: list[BenchOwner], misfile: bool = False) -> None:
@@ -291,7 +298,7 @@ async def read_audit(root: Settings, own: BenchOwner, bench: list[BenchOwner], t
 
     others = [o for o in bench if o is not own]
     settings = owner_settings(root, own.owner_id)
-    log = await AuditLog(settings.audit_db).open()
+    log = await AuditLog(settings.audit_target).open()
     try:
         records = await log.records()
         checked, broken = await log.verify()
@@ -349,28 +356,37 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 
 
 async def run_isolation(
-    root: Path, n_owners: int = 3, per_owner: int = 200, misfile: bool = False, shared_bot: bool = False
+    root: Path,
+    n_owners: int = 3,
+    per_owner: int = 200,
+    misfile: bool = False,
+    shared_bot: bool = False,
+    audit_url: str | None = None,
 ) -> dict[str, Any]:
     """The benchmark (see the module doc) in ``root``, an empty folder; the figures as JSON.
     ``misfile``: the control that shows a crossing is seen (:func:`load_memories`).
     ``shared_bot``: one Telegram bot for every owner, each reached through their own Business
-    connection (connectors/telegram/front.py), instead of a bot each."""
+    connection (connectors/telegram/front.py), instead of a bot each. ``audit_url``: the owners'
+    audit logs on one PostgreSQL server (``EPMEM_AUDIT_URL``: a schema each)."""
 
     async def go(peers: list[Peer]) -> dict[str, Any]:
         env = {**peers[0].tg.service_env(), "EPMEM_SEND_PACING": "0"} if shared_bot else {}
         with _environment(env):
-            return await _serve_and_ask(root, peers, per_owner, misfile)
+            return await _serve_and_ask(root, peers, per_owner, misfile, audit_url)
 
     result: dict[str, Any] = await _with_peers(n_owners, shared_bot, go)
     result["telegram"] = "one bot shared by every owner" if shared_bot else "a bot per owner"
+    result["audit"] = "postgresql, a schema per owner" if audit_url else "sqlite, a file per owner"
     return result
 
 
-async def _serve_and_ask(root: Path, peers: list[Peer], per_owner: int, misfile: bool) -> dict[str, Any]:
+async def _serve_and_ask(
+    root: Path, peers: list[Peer], per_owner: int, misfile: bool, audit_url: str | None
+) -> dict[str, Any]:
     from bot.owners import open_services
 
     bench = [p.owner for p in peers]
-    settings = write_deployment(root, peers)
+    settings = write_deployment(root, peers, audit_url)
     await load_memories(settings, bench, misfile)
     deployment = await open_services(owner_homes(settings))
     tallies = {o.owner_id: OwnerTally(o.owner_id) for o in bench}

@@ -22,6 +22,7 @@ from connectors.slack import SlackConnector
 from testkit.fake_slack import FakeSlackApi, InstallBrowser, SlackSender, event_envelope, tokens_revoked
 from testkit.fake_slack import wait_for as poll
 from testkit.fake_telegram import FakeTelegram
+from testkit.postgres import EmbeddedPostgres
 
 #: real models and several runtimes: more than the suite's 120 s on busy cores
 pytestmark = pytest.mark.timeout(600)
@@ -206,3 +207,16 @@ async def test_one_shared_bot_answers_each_owner_through_their_own_business_conn
             assert len(tg.sent_messages) == seen  # the bot itself is nobody's delegate
         finally:
             await deployment.close()
+
+
+async def test_owners_audit_logs_on_one_postgres_server_stay_apart(
+    tmp_path: Path, postgres_server: EmbeddedPostgres
+) -> None:
+    """EPMEM_AUDIT_URL for the whole deployment: each owner's chain in a schema of their own;
+    the isolation benchmark reads each owner's audit page and export from there."""
+    result = await run_isolation(tmp_path, n_owners=3, per_owner=12, audit_url=postgres_server.database())
+    assert result["crossings"] == 0, result["crossing_examples"]
+    assert result["audit"] == "postgresql, a schema per owner"
+    assert result["foreign_audit_records"] == 0 and result["audit_verified"]
+    counts = [o["audit_records"] for o in result["per_owner"].values()]
+    assert all(count >= 24 for count in counts), counts  # each owner's 12 replies and deliveries, and theirs only
