@@ -50,7 +50,8 @@ def dockerfile() -> list[tuple[str, str]]:
 
 def test_compose_runs_the_bot_after_a_healthy_pinned_qdrant() -> None:
     services = compose()["services"]
-    assert set(services) == {"qdrant", "bot", "audit"}
+    assert set(services) == {"qdrant", "bot", "audit", "postgres"}
+    assert services["postgres"]["profiles"] == ["postgres"]  # started only when asked for
     qdrant, bot = services["qdrant"], services["bot"]
     image = qdrant["image"]
     match = re.fullmatch(r"\$\{QDRANT_IMAGE:-qdrant/qdrant:v(\d+)\.(\d+)\.(\d+)\}", image)
@@ -58,7 +59,10 @@ def test_compose_runs_the_bot_after_a_healthy_pinned_qdrant() -> None:
     client_major, client_minor = (int(x) for x in version("qdrant-client").split(".")[:2])
     assert int(match[1]) == client_major and abs(int(match[2]) - client_minor) <= 1  # qdrant-client's own rule
     assert qdrant["healthcheck"]["test"][0] == "CMD" and "/readyz" in " ".join(qdrant["healthcheck"]["test"])
-    assert bot["depends_on"] == {"qdrant": {"condition": "service_healthy"}}
+    assert bot["depends_on"] == {
+        "qdrant": {"condition": "service_healthy"},
+        "postgres": {"condition": "service_healthy", "required": False},
+    }
     assert bot["healthcheck"]["test"] == ["CMD", "epmem", "health"]
     assert bot["environment"]["EPMEM_QDRANT_URL"] == "http://qdrant:6333" and "ports" not in qdrant
     assert bot["command"] == ["run"]
@@ -77,7 +81,7 @@ def test_the_audit_page_is_a_service_behind_its_token_on_loopback() -> None:
 
 def test_the_data_lives_on_named_volumes() -> None:
     c = compose()
-    assert set(c["volumes"]) == {"qdrant-storage", "bot-data"}
+    assert set(c["volumes"]) == {"qdrant-storage", "bot-data", "postgres-data"}
     for name in ("bot", "audit"):
         assert "bot-data:/data" in c["services"][name]["volumes"]
         assert c["services"][name]["environment"]["EPMEM_DATA_DIR"] == "/data"
