@@ -101,6 +101,7 @@ class PlatformSettings(BaseSettings):
         timer: Timer | None = None,
         on_uninstall: PersonHook | None = None,
         front: Front | None = None,
+        owner_commands: tuple[tuple[str, str], ...] = (),
     ) -> ConnectorContext:
         """A connector's context with these settings' pacing and send timeout (and ``timer``,
         the connectors' clock: the real one unless a test passes its own); ``on_uninstall``:
@@ -115,6 +116,7 @@ class PlatformSettings(BaseSettings):
             timer or Timer(),
             on_uninstall=on_uninstall,
             front=front,
+            owner_commands=owner_commands,
         )
 
     def secrets(self) -> list[str]:

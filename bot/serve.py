@@ -100,6 +100,7 @@ class Service:
                 timer,
                 self._uninstalled,
                 front,
+                runtime.commands.menu(),
             )
             self._add(
                 platform.connect(where.of(platform.name), context),

@@ -62,6 +62,8 @@ class ConnectorContext:
     #: (:data:`~connectors.base.PersonHook`); None: the host does not keep per-person owners.
     on_install: PersonHook | None = None
     on_uninstall: PersonHook | None = None
+    #: (command, what it does) for the owner's command menu, shown to the owner only.
+    owner_commands: tuple[tuple[str, str], ...] = ()
     #: the platform's shared client (one bot for several owners, :class:`~connectors.base.Front`):
     #: the connector is fed by it for ``owner`` instead of receiving for itself.
     front: Front | None = None

@@ -118,6 +118,8 @@ class FakeTelegram(TelegramUpdates):
         self.sent_messages: list[JSONDict] = []
         self.calls: list[tuple[str, JSONDict]] = []
         self.answered_callbacks: list[JSONDict] = []
+        #: setMyCommands: the menu per scope (a chat id for a chat scope, else the scope's type).
+        self.menus: dict[object, list[tuple[str, str]]] = {}
         self.unknown_methods: list[str] = []
         self.admins: dict[int, list[JSONDict]] = {}
         self.member_counts: dict[int, int] = {}
@@ -159,7 +161,7 @@ class FakeTelegram(TelegramUpdates):
                 "has_custom_certificate": False,
                 "pending_update_count": 0,
             },
-            "setMyCommands": lambda p: True,
+            "setMyCommands": self._set_commands,
             "deleteMyCommands": lambda p: True,
             "close": lambda p: True,
             "logOut": lambda p: True,
@@ -313,6 +315,13 @@ class FakeTelegram(TelegramUpdates):
             message["reply_markup"] = payload["reply_markup"]
         self.sent_messages.append(message)
         return message
+
+    def _set_commands(self, payload: JSONDict) -> bool:
+        """The command menu, kept per scope: a chat's id for a chat scope, else the scope's type."""
+        scope = payload.get("scope") or {"type": "default"}
+        key = scope.get("chat_id", scope.get("type")) if isinstance(scope, dict) else str(scope)
+        self.menus[key] = [(c["command"], c["description"]) for c in payload.get("commands") or []]
+        return True
 
     def _answer_callback(self, payload: JSONDict) -> bool:
         self.answered_callbacks.append(payload)

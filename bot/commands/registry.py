@@ -143,6 +143,18 @@ class CommandRegistry:
     def find(self, word: str) -> Command | None:
         return self._by_word.get(word.lower().lstrip("/"))
 
+    def menu(self) -> tuple[tuple[str, str], ...]:
+        """(command, what it does) for a platform's command menu: each command by the first of
+        its words a menu accepts (Telegram: a-z, 0-9 and _, at most 32: /who-knows is
+        /who_knows there), in /help's order, at most 100 (Telegram's limit)."""
+        out = []
+        for c in self.commands:
+            words = (c.name, c.name.replace("-", "_"), *c.aliases)
+            word = next((w for w in words if re.fullmatch(r"[a-z0-9_]{1,32}", w) and self.find(w) is c), None)
+            if word is not None:
+                out.append((word, (c.summary or c.name)[:256].ljust(3)))
+        return tuple(out[:100])
+
     async def run(self, text: str, owner: OwnerServices, ctx: CommandContext) -> str:
         """Run one command line; a mistake is answered with how to fix it, never raised."""
         return (await self.respond(text, owner, ctx)).text

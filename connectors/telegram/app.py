@@ -45,6 +45,7 @@ from connectors.telegram.buttons import Buttons
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key, identity, parse_chat_key
 from connectors.telegram.delivery import TelegramTarget, TelegramDelivery
 from connectors.telegram.mentions import addressed_to, strip_self_references
+from connectors.telegram.menu import show_owner_commands
 from connectors.telegram.text import attachment_kind
 
 log = structlog.get_logger(__name__)
@@ -135,6 +136,7 @@ class TelegramConnector:
                 await self._app.initialize()
                 self._initialized = True
                 await self._app.start()
+                await show_owner_commands(self._app.bot, self._config.owner_user_id, self._config.owner_commands)
                 await self._start_updates()
             except BaseException:
                 await self._stop_locked()

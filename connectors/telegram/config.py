@@ -53,6 +53,8 @@ class TelegramConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timer: Timer = field(default_factory=Timer)
     fed: bool = False
+    #: the owner's command menu, set for the owner's private chat only (connectors/telegram/menu.py).
+    owner_commands: tuple[tuple[str, str], ...] = ()
 
 
 def identity(user_id: int) -> str:

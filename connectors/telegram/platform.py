@@ -68,6 +68,7 @@ def config(s: TelegramSettings, ctx: ConnectorContext) -> TelegramConfig:
         send_timeout_s=ctx.send_timeout_s,
         pacing=scaled(TelegramPacing(), ctx.send_pacing),
         timer=ctx.timer,
+        owner_commands=ctx.owner_commands,
     )
 
 

@@ -65,7 +65,7 @@ async def test_each_of_several_owners_has_a_chain_of_their_own(postgres_server: 
     targets = [Settings(audit_url=SecretStr(url), owner=who).audit_target for who in ("ana", "ben", "public")]
     assert all(isinstance(t, str) and t.startswith(url) for t in targets) and len(set(targets)) == 3
     assert Settings(audit_url=SecretStr(url)).audit_target == url
-    assert targets[2].endswith("schema=owner_public")  # an owner called "public" is not the folder's own
+    assert str(targets[2]).endswith("schema=owner_public")  # an owner called "public" is not the folder's own
     for target in targets:
         await _load(str(target), workers=2, each=5)
     for target in targets:

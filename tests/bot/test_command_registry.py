@@ -123,3 +123,16 @@ def test_no_command_types_its_own_usage() -> None:
         if re.search(r"""["']usage: /[a-z]""", text)
     ]
     assert not typed, "raise UsageError(hint) instead of typing the usage:\n" + "\n".join(typed)
+
+
+def test_the_menu_names_every_command_as_a_platform_menu_accepts_it() -> None:
+    """Telegram's menu takes a-z, 0-9 and _ only: /who-knows is offered by its alias who_knows."""
+    import re
+
+    from bot.commands import owner_commands
+
+    menu = owner_commands().menu()
+    words = [word for word, _ in menu]
+    assert all(re.fullmatch(r"[a-z0-9_]{1,32}", w) for w in words) and len(set(words)) == len(words)
+    assert "who_knows" in words and "who-knows" not in words and "help" in words
+    assert all(3 <= len(summary) <= 256 for _, summary in menu) and len(menu) <= 100

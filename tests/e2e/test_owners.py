@@ -200,6 +200,9 @@ async def test_one_shared_bot_answers_each_owner_through_their_own_business_conn
             listing = tg.sent_messages[-1]
             assert listing["chat"]["id"] == blake.telegram
             assert blake.canaries["pin"] in listing["text"] and avery.canaries["pin"] not in listing["text"]
+            # each owner's command menu is set for their own chat with the bot, and nobody else's
+            assert set(tg.menus) == {avery.telegram, blake.telegram}
+            assert "facts" in [word for word, _ in tg.menus[blake.telegram]]
             seen = len(tg.sent_messages)
             tg.private_text(sam, "Where is the house Avery made an offer on?")
             await tg.wait_until_consumed(10)
