@@ -43,6 +43,7 @@ from epmem.policy import OWNER_ID
 from bot import health
 from bot.connector_state import ConnectorHost
 from bot.erasure import forget_everything
+from bot.inflight import keep_replies_in_flight
 from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
@@ -122,6 +123,7 @@ class Service:
         self._live_task: asyncio.Task[None] | None = None
         self._health_task: asyncio.Task[None] | None = None
         self._started: list[Connector] = []
+        self._in_flight = 0
         self.health_path = settings.data_dir / health.FILE
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
@@ -212,6 +214,9 @@ class Service:
         """Connectors first (so notes due at start can go out), then the scheduler."""
         await self.warm_up()
         await self._erase_owed()  # an uninstall's erasure a crash interrupted: before anything answers
+        # replies a crash left without an outcome: kept for the owner (bot/inflight.py)
+        platforms = [c.platform for c in self.connectors if c is not self.console]
+        self._in_flight = await keep_replies_in_flight(self.runtime, platforms)
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.
@@ -249,6 +254,10 @@ class Service:
         from bot.commands.consult import what_waits
 
         waits = await what_waits(self.runtime.owner)
+        if self._in_flight:
+            n = self._in_flight
+            lost = f"{n} repl{'ies' if n != 1 else 'y'} may not have gone out when I stopped: /undelivered"
+            waits = f"{lost}; {waits}" if waits else lost
         if not waits:
             return
         outbox = self.runtime.outbox
