@@ -2,11 +2,14 @@
 delivered or undelivered (the process died between the decision and the platform's answer).
 
 A reply is audited before it leaves (epmem/audit/delivery.py), so a crash never loses the
-decision; it can lose the message. At the next start, before anything is answered, each such
-reply on a platform that reports its deliveries is kept as undelivered with an unknown outcome:
-the platform may have shown it, so it counts as *possibly told* in every later composite check
-(fail closed), and nothing sends it again on its own (a reply the platform did take would go
-out twice). The owner is told, and decides: ``/undelivered``, then ``/resend`` or ``/discard``.
+decision; it can lose the message. At the next start each such reply is settled. Where the
+platform lets the bot read what it sent (Slack's history: connectors.base.KnowsWhatItSent), the
+answer decides: posted already, it is recorded as delivered; not posted, it is sent now, once.
+Elsewhere (Telegram keeps no history a bot may read), or when the platform cannot tell, it is
+kept as undelivered with an unknown outcome: the platform may have shown it, so it counts as
+*possibly told* in every later composite check (fail closed), and nothing sends it again on its
+own (a reply the platform did take would go out twice). The owner is told, and decides:
+``/undelivered``, then ``/resend`` or ``/discard``.
 
 Which records were looked at is kept as the last audit sequence number checked, so a reply is
 looked at once; a data folder seen for the first time starts from its end (its older replies
@@ -15,11 +18,13 @@ predate delivery reports, or came from the console, which reports none).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 
-from connectors.base import DeliveryReport
+from connectors.base import Connector, DeliveryReport, KnowsWhatItSent
 
 from bot.runtime import Runtime
 
@@ -30,42 +35,65 @@ CHECKED_FLAG = "inflight_checked_seq"
 ERROR = "in flight when the bot stopped"
 
 
-async def keep_replies_in_flight(runtime: Runtime, platforms: Collection[str]) -> int:
-    """Keep every reply to ``platforms`` left without an outcome since the last check (see the
-    module doc); how many were kept."""
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """What became of the replies left in flight: kept for the owner, found posted, sent now."""
+
+    kept: int = 0
+    found_posted: int = 0
+    sent_now: int = 0
+
+
+async def keep_replies_in_flight(runtime: Runtime, connectors: Mapping[str, Connector]) -> InFlight:
+    """Every reply to a platform in ``connectors`` left without an outcome since the last check
+    (see the module doc). A connector that can read what it sent settles it: posted already
+    (recorded as delivered) or not (sent now, once); else, or when it cannot tell, the reply is
+    kept for the owner as possibly told."""
     db = runtime.audit.db
     row = await db.fetchone("SELECT coalesce(max(seq), 0) FROM audit")
     end = int(row[0]) if row else 0
     checked = await runtime.overlay.get_flag(CHECKED_FLAG)
     if not isinstance(checked, int):
         await runtime.overlay.set_flag(CHECKED_FLAG, end)
-        return 0
+        return InFlight()
     rows = await db.fetchall(
         "SELECT a.id FROM audit a WHERE a.kind = 'reply' AND a.seq > ? AND a.seq <= ? "
         "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id) ORDER BY a.seq",
         (checked, end),
     )
-    kept = 0
-    for (record_id,) in rows:
-        record = await runtime.audit.get(str(record_id))
-        body = record.body if record is not None else {}
-        platform, chat, reply = body.get("platform"), body.get("chat"), body.get("reply")
-        if platform not in platforms or not chat or not reply or body.get("unsent"):
-            continue
-        report = DeliveryReport(
-            str(platform),
-            str(chat),
-            "reply",
-            False,
-            0,
-            audit_id=str(record_id),
-            error=ERROR,
-            text=str(reply),
-            unknown=True,
-        )
-        await runtime.connector_state.keep(report)
-        kept += 1
+    outcomes = [await _settle(runtime, connectors, str(record_id)) for (record_id,) in rows]
     await runtime.overlay.set_flag(CHECKED_FLAG, end)
-    if kept:
-        log.warning("replies_in_flight_kept", replies=kept)
-    return kept
+    done = InFlight(outcomes.count("kept"), outcomes.count("posted"), outcomes.count("sent"))
+    if rows:
+        log.warning("replies_in_flight", kept=done.kept, found_posted=done.found_posted, sent_now=done.sent_now)
+    return done
+
+
+async def _settle(runtime: Runtime, connectors: Mapping[str, Connector], record_id: str) -> str:
+    record = await runtime.audit.get(record_id)
+    body = record.body if record is not None else {}
+    platform, chat, reply = body.get("platform"), body.get("chat"), body.get("reply")
+    connector = connectors.get(str(platform))
+    if record is None or connector is None or not chat or not reply or body.get("unsent"):
+        return "skipped"
+    chat, reply = str(chat), str(reply)
+    delivered = DeliveryReport(connector.platform, chat, "reply", True, 1, audit_id=record_id)
+    if isinstance(connector, KnowsWhatItSent) and not body.get("delegation"):
+        sent = await connector.was_sent(chat, reply, datetime.fromisoformat(record.time))
+        if sent:
+            await runtime.connector_state.record(delivered)
+            return "posted"
+        if sent is False:
+            try:
+                await connector.send(chat, reply)
+            except Exception as exc:  # not sent before, not now: nobody was told
+                report = DeliveryReport(
+                    connector.platform, chat, "reply", False, 1, record_id, type(exc).__name__, reply
+                )
+                await runtime.connector_state.keep(report)
+                return "kept"
+            await runtime.connector_state.record(delivered)
+            return "sent"
+    report = DeliveryReport(connector.platform, chat, "reply", False, 0, record_id, ERROR, reply, unknown=True)
+    await runtime.connector_state.keep(report)
+    return "kept"

@@ -214,9 +214,7 @@ class Service:
         """Connectors first (so notes due at start can go out), then the scheduler."""
         await self.warm_up()
         await self._erase_owed()  # an uninstall's erasure a crash interrupted: before anything answers
-        # replies a crash left without an outcome: kept for the owner (bot/inflight.py)
-        platforms = [c.platform for c in self.connectors if c is not self.console]
-        self._in_flight = await keep_replies_in_flight(self.runtime, platforms)
+
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.
@@ -234,6 +232,9 @@ class Service:
                             f"{connector.platform} did not start: {type(exc).__name__}: {self._redact(str(exc))}"
                         ) from None
                 self._started.append(connector)
+            # replies a crash left without an outcome, settled once the platforms answer (bot/inflight.py)
+            reporting = {c.platform: c for c in self._started if c is not self.console}
+            self._in_flight = (await keep_replies_in_flight(self.runtime, reporting)).kept
             await self.scheduler.start()
             self.runtime.annotator.start()
             self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")

@@ -202,6 +202,17 @@ class Front(Protocol):
 
 
 @runtime_checkable
+class KnowsWhatItSent(Protocol):
+    """A connector that can look up whether one of its messages went out (a platform whose
+    history the bot may read): a reply in flight when the process died is then sent once, or
+    recorded as delivered, instead of kept as "maybe" (bot/inflight.py)."""
+
+    async def was_sent(self, chat_id: str, text: str, since: datetime) -> bool | None:
+        """True: posted there since ``since``; False: not; None: cannot tell."""
+        ...
+
+
+@runtime_checkable
 class KnowsReaders(Protocol):
     """A connector that can say who reads one of its group chats now. A consultation's
     follow-up in a group is decided for them when it is sent (bot/consultations/flow.py); without it a

@@ -28,6 +28,7 @@ import asyncio
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -47,6 +48,7 @@ from connectors.slack.config import SlackConfig
 from connectors.slack.delegate import FollowedThreads, OwnerWatch
 from connectors.slack.delivery import SlackDelivery, SlackTarget, retry_handlers
 from connectors.slack.events import Listeners
+from connectors.slack.history import posted
 from connectors.slack.ids import PLATFORM, ChatRef, identity, team_of_identity, user_of_identity
 from connectors.slack.oauth import SlackInstallations, Uninstalls, oauth_settings
 from epmem.errors import EpmemError
@@ -382,6 +384,10 @@ class SlackConnector(Listeners):
         if team is None or ref.as_owner:
             raise ValueError("not a channel the bot answers in, or not a Slack identity")
         return await self.audience.audience(self.delivery.bot, ref.channel, team, sender, shared=False)
+
+    async def was_sent(self, chat_id: str, text: str, since: datetime) -> bool | None:
+        """Whether the bot posted ``text`` to ``chat_id`` since ``since`` (None: cannot tell)."""
+        return await posted(self.client, self.bot_user_id, chat_id, text, since)
 
     async def send(self, chat_id: str, text: str, actions: tuple[Action, ...] = ()) -> None:
         """Post outside a reply (digests, approved replies). ``chat_id`` is an ``Inbound.chat_id``
