@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import SecretStr
 
 from bot.config import Settings
-from bot.owners import OWNER_ENV, owner_homes, owner_settings
+from bot.owners import owner_homes, owner_settings
 from bot.runtime import Runtime, embedder_from_settings, load_scenario_memory
 from bot.serve import Service
 from connectors.slack import SlackConnector
@@ -45,7 +44,7 @@ from testkit.fake_slack import FakeSlackApi, wait_for
 from testkit.fake_telegram import FakeTelegram
 from testkit.slack_requests import SlackSender, event_envelope, im_message
 
-from benchmarks.isolation_data import CONTACTS, BenchOwner, owners
+from benchmarks.isolation_data import CONTACTS, BenchOwner, owners, write_owner
 from benchmarks.scenario_answers import gold_readers
 
 PAGE_TOKEN = "isolation-audit-page-token-0123456789"
@@ -192,11 +191,7 @@ def write_deployment(root: Path, peers: list[Peer], audit_url: str | None = None
     """Each owner's folder: their active policy and their owner.env (their own credentials).
     ``audit_url``: every owner's audit log on that PostgreSQL server (a schema each)."""
     for peer in peers:
-        folder = root / "owners" / peer.owner.owner_id
-        folder.mkdir(parents=True, exist_ok=True)
-        policy = peer.owner.scenario.effective_policy().model_dump(mode="json")
-        (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
-        (folder / OWNER_ENV).write_text("".join(f"{k}={v}\n" for k, v in peer.env().items()))
+        write_owner(root, peer.owner, peer.env())
     # no rate limit and no deflection alerts: every asker asks a lot, quickly, on purpose
     return Settings(
         data_dir=root,

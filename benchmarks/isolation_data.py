@@ -16,11 +16,18 @@ owner writing to another's delegate is an ordinary contact there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 import connectors.platforms  # noqa: F401  (Telegram and Slack identities, registered)
 from epmem.scenario import Scenario
+
+from bot.config import ACTIVE_POLICY_NAME, OWNERS_FOLDER
+from bot.owners import OWNER_ENV
 
 TEAM = "T1"
 #: the shared contacts: (id, name, Telegram user id); Slack user ``U<telegram id>`` in team T1.
@@ -224,3 +231,15 @@ def _owner(i: int, n: int) -> BenchOwner:
     )
     canaries = {slot: details[slot] for slot in _DETAILS}
     return BenchOwner(i, owner_id, name, scenario, canaries)
+
+
+def write_owner(root: Path, owner: BenchOwner, env: Mapping[str, str] | None = None) -> Path:
+    """``owner``'s folder in the data folder ``root``: their active policy and, with ``env``,
+    their ``owner.env`` (their own credentials, one ``NAME=value`` a line)."""
+    folder = root / OWNERS_FOLDER / owner.owner_id
+    folder.mkdir(parents=True, exist_ok=True)
+    policy = owner.scenario.effective_policy().model_dump(mode="json")
+    (folder / ACTIVE_POLICY_NAME).write_text(yaml.safe_dump(policy, sort_keys=False))
+    if env is not None:
+        (folder / OWNER_ENV).write_text("".join(f"{name}={value}\n" for name, value in env.items()))
+    return folder

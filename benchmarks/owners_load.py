@@ -20,14 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from bot.config import Settings
-from bot.owners import OWNER_ENV
 from testkit.fake_telegram import FakeTelegram
 
 from benchmarks.isolation import load_memories
-from benchmarks.isolation_data import CONTACTS, BenchOwner, owners
+from benchmarks.isolation_data import CONTACTS, BenchOwner, owners, write_owner
 from benchmarks.run_latency import BotProcess, bot_process, percentile, wait_polling
 
 ANSWER_TIMEOUT_S = 60.0
@@ -145,12 +143,7 @@ async def _collect(step: Step, fakes: list[TimedTelegram]) -> None:
 
 def _write(root: Path, bench: list[BenchOwner], fakes: list[TimedTelegram]) -> None:
     for owner, fake in zip(bench, fakes, strict=True):
-        folder = root / "owners" / owner.owner_id
-        folder.mkdir(parents=True)
-        policy = owner.scenario.effective_policy().model_dump(mode="json")
-        (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
-        env = fake.service_env(EPMEM_TELEGRAM_POLL_TIMEOUT="10")
-        (folder / OWNER_ENV).write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        write_owner(root, owner, fake.service_env(EPMEM_TELEGRAM_POLL_TIMEOUT="10"))
 
 
 async def run_step(folder: Path, n: int, extra: int, rate: float, seconds: float) -> dict[str, Any]:

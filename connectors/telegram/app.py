@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlparse
@@ -26,7 +25,6 @@ from telegram.constants import ChatType
 from telegram.error import TelegramError
 from telegram.ext import (
     Application,
-    ApplicationBuilder,
     BusinessConnectionHandler,
     CallbackQueryHandler,
     ChatMemberHandler,
@@ -34,14 +32,13 @@ from telegram.ext import (
     MessageHandler,
     filters,
 )
-from telegram.request import HTTPXRequest
 
 from connectors.base import Action, ChatKind, Delegation, Handler, Inbound, Outbound, PlatformState, request_context
 from connectors.courier import DeliveryFailed
-from connectors.logs import TELEGRAM_LOGGERS, guard_loggers
 from connectors.telegram.audience import GroupRoster
 from connectors.telegram.business import BusinessConnections
 from connectors.telegram.buttons import Buttons
+from connectors.telegram.client import bot_application
 from connectors.telegram.config import PLATFORM, TelegramConfig, chat_key, identity, parse_chat_key
 from connectors.telegram.delivery import TelegramTarget, TelegramDelivery
 from connectors.telegram.mentions import addressed_to, strip_self_references
@@ -92,21 +89,9 @@ class TelegramConnector:
     platform = PLATFORM
 
     def __init__(self, config: TelegramConfig, handler: Handler, *, state: PlatformState) -> None:
-        # PTB 22 warns on every time span it hands out (a flood-control ``retry_after``...)
-        # unless told to use timedelta already, which our code expects anyway.
-        os.environ.setdefault("PTB_TIMEDELTA", "true")
-        # PTB logs Bot API parameters and return values (message texts) at DEBUG
-        guard_loggers(*TELEGRAM_LOGGERS)
         self._config = config
         self._handler = handler
-        self._app: Application[Any, Any, Any, Any, Any, Any] = (
-            ApplicationBuilder()
-            .token(config.token)
-            .base_url(config.base_url)
-            .request(HTTPXRequest(read_timeout=config.send_timeout_s, httpx_kwargs={"trust_env": False}))
-            .get_updates_request(HTTPXRequest(httpx_kwargs={"trust_env": False}))
-            .build()
-        )
+        self._app: Application[Any, Any, Any, Any, Any, Any] = bot_application(config)
         self._register_handlers()
         self.roster = GroupRoster(config.timer.now)
         self.business = BusinessConnections(state, lambda cid: self._app.bot.get_business_connection(cid))

@@ -23,10 +23,9 @@ import structlog
 from telegram import Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
-from telegram.request import HTTPXRequest
+from telegram.ext import Application, ContextTypes, TypeHandler
 
-from connectors.logs import TELEGRAM_LOGGERS, guard_loggers
+from connectors.telegram.client import bot_application
 from connectors.telegram.config import PLATFORM, TelegramConfig, identity
 
 if TYPE_CHECKING:
@@ -41,16 +40,8 @@ class TelegramFront:
     platform = PLATFORM
 
     def __init__(self, config: TelegramConfig) -> None:
-        guard_loggers(*TELEGRAM_LOGGERS)
         self._config = config
-        self._app: Application[Any, Any, Any, Any, Any, Any] = (
-            ApplicationBuilder()
-            .token(config.token)
-            .base_url(config.base_url)
-            .request(HTTPXRequest(read_timeout=config.send_timeout_s, httpx_kwargs={"trust_env": False}))
-            .get_updates_request(HTTPXRequest(httpx_kwargs={"trust_env": False}))
-            .build()
-        )
+        self._app: Application[Any, Any, Any, Any, Any, Any] = bot_application(config)
         self._app.add_handler(TypeHandler(Update, self._route))
         self._owners: dict[int, TelegramConnector] = {}
         self._connections: dict[str, int] = {}

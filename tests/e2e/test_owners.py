@@ -11,13 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from benchmarks.isolation import load_memories, run_isolation
-from benchmarks.isolation_data import owners
+from benchmarks.isolation_data import owners, write_owner
 from benchmarks.run_latency import ask, bot_process, wait_polling
 from bot.config import Settings
-from bot.owners import OWNER_ENV, open_services, owner_homes
+from bot.owners import open_services, owner_homes
 from connectors.slack import SlackConnector
 from testkit.fake_slack import FakeSlackApi, InstallBrowser, SlackSender, event_envelope, tokens_revoked
 from testkit.fake_slack import wait_for as poll
@@ -75,12 +74,7 @@ async def test_epmem_run_serves_each_owner_on_their_own_bot(tmp_path: Path) -> N
     root = tmp_path / "data"
     async with FakeTelegram(token="101:OWNER-ONE") as one, FakeTelegram(token="102:OWNER-TWO") as two:
         for owner, fake in zip(bench, (one, two), strict=True):
-            folder = root / "owners" / owner.owner_id
-            folder.mkdir(parents=True)
-            policy = owner.scenario.effective_policy().model_dump(mode="json")
-            (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
-            env = fake.service_env(EPMEM_TELEGRAM_POLL_TIMEOUT="10")
-            (folder / OWNER_ENV).write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+            write_owner(root, owner, fake.service_env(EPMEM_TELEGRAM_POLL_TIMEOUT="10"))
         await load_memories(Settings(data_dir=root), bench)
         async with bot_process(None, {"EPMEM_DATA_DIR": str(root)}) as bot:
             await wait_polling(one, bot, timeout=120)
@@ -109,10 +103,6 @@ async def test_one_owner_s_uninstall_leaves_the_other_owners_whole(tmp_path: Pat
         await api.start()
     try:
         for owner, api in zip(bench, apis, strict=True):
-            folder = root / "owners" / owner.owner_id
-            folder.mkdir(parents=True)
-            policy = owner.scenario.effective_policy().model_dump(mode="json")
-            (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
             env = {
                 "SLACK_CLIENT_ID": api.client_id,
                 "SLACK_CLIENT_SECRET": api.client_secret,
@@ -121,7 +111,7 @@ async def test_one_owner_s_uninstall_leaves_the_other_owners_whole(tmp_path: Pat
                 "EPMEM_SLACK_PORT": "0",
                 "EPMEM_SLACK_HOST": "127.0.0.1",
             }
-            (folder / OWNER_ENV).write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+            write_owner(root, owner, env)
         await load_memories(Settings(data_dir=root), bench)
         deployment = await open_services(owner_homes(Settings(data_dir=root)))
         services = deployment.services
@@ -165,10 +155,7 @@ async def test_one_shared_bot_answers_each_owner_through_their_own_business_conn
     bench = owners(2)
     root = tmp_path / "data"
     for owner in bench:
-        folder = root / "owners" / owner.owner_id
-        folder.mkdir(parents=True)
-        policy = owner.scenario.effective_policy().model_dump(mode="json")
-        (folder / "policy.yaml").write_text(yaml.safe_dump(policy, sort_keys=False))
+        write_owner(root, owner)
     await load_memories(Settings(data_dir=root), bench)
     async with FakeTelegram(token="300:SHARED-BOT") as tg:
         for name, value in tg.service_env(EPMEM_SEND_PACING="0").items():
