@@ -14,7 +14,6 @@ import ipaddress
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -51,12 +50,14 @@ def health(as_json: bool = typer.Option(False, "--json", help="the report as the
         ok, lines = health_report.read(path)
         healthy = healthy and ok
         if as_json and path.exists():
-            reports[home.owner_id] = json.loads(path.read_text())
-        elif not as_json or not path.exists():
+            reports[home.owner_id] = path.read_text()
+        else:
             for line in lines:
                 out.print(f"owner {home.owner_id}: {line}" if several else line, markup=False, emoji=False)
-    if reports:
-        sys.stdout.write(json.dumps(reports if several else reports[homes[0].owner_id]) + "\n")
+    if reports and not several:  # the report as the bot wrote it
+        sys.stdout.write(reports[homes[0].owner_id])
+    elif reports:
+        sys.stdout.write(json.dumps({owner: json.loads(text) for owner, text in reports.items()}) + "\n")
     if not healthy:
         raise typer.Exit(1)
 
@@ -117,16 +118,13 @@ def _owners(c: Checks, s: Settings) -> list[OwnerHome]:
     return homes
 
 
-def _owner_checks(c: Checks, s: Settings | None, platforms: Callable[[], PlatformSettings]) -> None:
-    """One owner's platforms (theirs: owner.env, or the environment) and policy."""
+def _own_platforms(c: Checks, home: OwnerHome) -> PlatformSettings | None:
+    """An owner's own platforms (their owner.env), or None with the error line saying why not."""
     try:
-        mine = platforms()
+        return home.platforms()
     except EpmemError as exc:
         c.error(str(exc))
-        return
-    configured = _platforms(c, mine)
-    if s is not None:
-        _policy(c, s, mine, configured)
+        return None
 
 
 def _data_dir(c: Checks, s: Settings) -> None:
@@ -264,12 +262,18 @@ def doctor() -> None:
     several = len(homes) > 1
     for home in homes if several else []:  # each owner's own platforms and policy
         c.prefix = f"owner {home.owner_id}: "
-        _owner_checks(c, home.settings, home.platforms)
+        mine = _own_platforms(c, home)
+        _policy(c, home.settings, mine, _platforms(c, mine) if mine is not None else [])
     c.prefix = ""
-    if not several and p is not None:
-        _owner_checks(c, homes[0].settings if homes else s, homes[0].platforms if homes else lambda: p)
+    if homes and not several and homes[0].env_file is not None:  # one owner's own owner.env
+        p = _own_platforms(c, homes[0])
+    configured: list[Platform[Any]] = []
+    if p is not None and not several:
+        configured = _platforms(c, p)
     if s is not None:
         _data_dir(c, s)
+        if not several:
+            _policy(c, s, p, configured)
         _llm(c, s)
         _models(c, s)
         _qdrant(c, s)
