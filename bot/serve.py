@@ -86,6 +86,7 @@ class Service:
         self._owner_chats: dict[str, str | None] = {}
         state = ConnectorHost(runtime.seen_events, runtime.connector_state, runtime.outbox)
         shared, shared_fronts = fronts
+        menu = runtime.commands.menu()
         own = [(p, platforms, None) for p in platforms.configured()]
         for platform, where, front in own + [(PLATFORMS.get(n), shared, f) for n, f in shared_fronts.items()]:
             assert platform is not None and where is not None
@@ -101,7 +102,7 @@ class Service:
                 timer,
                 self._uninstalled,
                 front,
-                runtime.commands.menu(),
+                menu,
             )
             self._add(
                 platform.connect(where.of(platform.name), context),
@@ -214,7 +215,6 @@ class Service:
         """Connectors first (so notes due at start can go out), then the scheduler."""
         await self.warm_up()
         await self._erase_owed()  # an uninstall's erasure a crash interrupted: before anything answers
-
         try:
             for connector in self.connectors:
                 # joined before it starts: an answer to its first message may already need it.
