@@ -28,7 +28,7 @@ def audit_pages(settings: Settings, token: str, decisions: list[str]) -> list[tu
     async def policy() -> Policy:
         return await asyncio.to_thread(load_policy, policy_path)
 
-    app = create_app(PageConfig(settings.audit_target, settings.state_db, policy, token))
+    app = create_app(PageConfig(settings.audit_target, settings.state_target, policy, token))
     read: list[tuple[str, str]] = []
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 import aiosqlite
 
+from epmem.db import Database, as_database
+
 from connectors.base import Action
 from epmem.sqlite import Migration, MigrationSet
 
@@ -151,8 +153,10 @@ _DECODED = ("created_at", "expires_at", "disclosed", "recipients")
 class Approvals:
     """The held-reply table, in the state database (bot/state.py owns the connection)."""
 
-    def __init__(self, db: aiosqlite.Connection, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow) -> None:
-        self._db = db
+    def __init__(
+        self, db: Database | aiosqlite.Connection, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow
+    ) -> None:
+        self._db = as_database(db)
         self.ttl = ttl
         self.clock = clock
 
@@ -225,12 +229,12 @@ class Approvals:
     ) -> Held | None:
         """Move a pending, unexpired reply to ``state``; None if it was not pending (any more)."""
         now = now or self.clock()
-        cur = await self._db.execute(
+        changed = await self._db.execute(
             "UPDATE approvals SET state = ?, decided_at = ?, final = ? "
             "WHERE id = ? AND state = 'pending' AND expires_at > ?",
             (state, iso(now), final, approval_id, iso(now)),
         )
-        if cur.rowcount != 1:
+        if changed != 1:
             return None
         return await self.get(approval_id)
 
@@ -246,11 +250,11 @@ class Approvals:
         due = [_row(r) for r in await TABLE.rows(self._db, sql, (iso(now),))]
         expired = []
         for held in due:
-            cur2 = await self._db.execute(
+            changed = await self._db.execute(
                 "UPDATE approvals SET state = 'expired', decided_at = ? WHERE id = ? AND state = 'pending'",
                 (iso(now), held.id),
             )
-            if cur2.rowcount == 1:
+            if changed == 1:
                 expired.append(held)
         return expired
 
@@ -271,12 +275,13 @@ class Approvals:
         wanted = set(fact_ids)
         needles = [s.strip().casefold() for s in sentences if s.strip()]
         hit = []
-        async with self._db.execute("SELECT id, question, draft, final, disclosed FROM approvals") as cur:
-            async for rid, question, draft, final, disclosed in cur:
-                told = {f for f, _ in json.loads(disclosed)}
-                words = " ".join(x for x in (question, draft, final) if x).casefold()
-                if (wanted & told or any(n in words for n in needles)) and (question or draft or final):
-                    hit.append(rid)
+        for rid, question, draft, final, disclosed in await self._db.fetchall(
+            "SELECT id, question, draft, final, disclosed FROM approvals"
+        ):
+            told = {f for f, _ in json.loads(disclosed)}
+            words = " ".join(x for x in (question, draft, final) if x).casefold()
+            if (wanted & told or any(n in words for n in needles)) and (question or draft or final):
+                hit.append(rid)
         for rid in hit:
             await self._db.execute("UPDATE approvals SET question = '', draft = '', final = NULL WHERE id = ?", (rid,))
         return len(hit)

@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     #: it), where several workers may append to the owner's one chain. Each of several owners
     #: gets a schema of their own (:attr:`audit_target`). Needs the ``postgres`` extra.
     audit_url: SecretStr | None = None
+    #: the state database (and, unless EPMEM_AUDIT_URL says otherwise, the audit log) on a
+    #: PostgreSQL server: what several ``epmem run`` workers share (docs/WORKERS.md). The state
+    #: tables go in a schema of their own (``state``, or ``owner_<id>_state``), the audit chain
+    #: where :attr:`audit_target` says. Needs the ``postgres`` extra.
+    database_url: SecretStr | None = None
     #: explicit policy file; when unset, the data folder's active policy (none: a one-line refusal).
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"
@@ -202,13 +207,13 @@ class Settings(BaseSettings):
     def qdrant_dir(self) -> Path:
         return self.data_dir / "qdrant"
 
-    @field_validator("audit_url")
+    @field_validator("audit_url", "database_url")
     @classmethod
     def _a_server(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value():
             return None
         if not is_postgres_url(value.get_secret_value()):
-            raise ValueError("a postgresql:// URL (the audit log on a PostgreSQL server), or unset")
+            raise ValueError("a postgresql:// URL (a PostgreSQL server), or unset")
         return value
 
     @property
@@ -220,11 +225,27 @@ class Settings(BaseSettings):
         """Where the audit log is: EPMEM_AUDIT_URL's server, else the data folder's file. One of
         several owners (``owner``) has their chain in a schema named ``owner_<id>`` (never
         ``public``, where the folder's own owner's chain is, whatever an owner is called)."""
-        if self.audit_url is None:
+        server = self.audit_url or self.database_url
+        if server is None:
             return self.audit_db
-        url = self.audit_url.get_secret_value()
+        url = server.get_secret_value()
         return with_schema(url, f"owner_{self.owner}") if self.owner is not None else url
 
     @property
     def state_db(self) -> Path:
         return self.data_dir / "state.sqlite"
+
+    @property
+    def state_target(self) -> Path | str:
+        """Where the state database is: EPMEM_DATABASE_URL's server (a schema apart from the
+        audit chain's, as the two are files apart), else the data folder's file."""
+        if self.database_url is None:
+            return self.state_db
+        url = self.database_url.get_secret_value()
+        owner = with_schema(url, f"owner_{self.owner}") if self.owner is not None else url
+        return with_schema(owner, "state")
+
+    @property
+    def shared_state(self) -> bool:
+        """The state is on a server, where other workers may serve the same owner."""
+        return self.database_url is not None

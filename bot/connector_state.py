@@ -24,6 +24,8 @@ from datetime import datetime
 from typing import Any
 
 import aiosqlite
+
+from epmem.db import Database, as_database
 import structlog
 
 from connectors.base import Action, DeliveryReport
@@ -136,21 +138,20 @@ def _row(row: Sequence[Any]) -> Undelivered:
 class ConnectorState:
     """Events, routes and undelivered messages for every connector (see the module doc)."""
 
-    def __init__(self, db: aiosqlite.Connection, audit: AuditLog, *, clock: Clock = utcnow) -> None:
-        self._connection = db
+    def __init__(self, db: Database | aiosqlite.Connection, audit: AuditLog, *, clock: Clock = utcnow) -> None:
+        self._connection = as_database(db)
         self._audit = audit
         self._clock = clock
 
-    def _db(self) -> aiosqlite.Connection:
+    def _db(self) -> Database:
         return self._connection
 
     # ------------------------------------------------------------------ routes
 
     async def route(self, platform: str, key: str) -> dict[str, Any] | None:
-        async with self._db().execute(
+        row = await self._db().fetchone(
             "SELECT value FROM platform_routes WHERE platform = ? AND key = ?", (platform, key)
-        ) as cur:
-            row = await cur.fetchone()
+        )
         if row is None:
             return None
         value = json.loads(row[0])
@@ -247,23 +248,20 @@ class ConnectorState:
         return kept
 
     async def pending(self) -> list[Undelivered]:
-        async with self._db().execute(
-            f"SELECT {_COLUMNS} FROM undelivered WHERE state = 'pending' ORDER BY created_at"
-        ) as cur:
-            return [_row(r) async for r in cur]
+        sql = f"SELECT {_COLUMNS} FROM undelivered WHERE state = 'pending' ORDER BY created_at"
+        return [_row(r) for r in await self._db().fetchall(sql)]
 
     async def get(self, undelivered_id: str) -> Undelivered | None:
-        async with self._db().execute(f"SELECT {_COLUMNS} FROM undelivered WHERE id = ?", (undelivered_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self._db().fetchone(f"SELECT {_COLUMNS} FROM undelivered WHERE id = ?", (undelivered_id,))
         return _row(row) if row else None
 
     async def resolve(self, undelivered_id: str, state: str) -> bool:
         """Mark a pending message ``resent`` or ``dropped``; False when it was not pending."""
-        cur = await self._db().execute(
+        changed = await self._db().execute(
             "UPDATE undelivered SET state = ?, resolved_at = ? WHERE id = ? AND state = 'pending'",
             (state, iso(self._clock()), undelivered_id),
         )
-        return cur.rowcount == 1
+        return changed == 1
 
     async def erase_disclosing(self, fact_ids: Sequence[str], words: Sequence[str] = ()) -> list[str]:
         """Delete kept messages (any state) that tell an erased fact, or hold its ``words``: a
@@ -271,10 +269,8 @@ class ConnectorState:
         leaves no copy."""
         wanted = set(fact_ids)
         heads = _heads(words)
-        async with self._db().execute("SELECT id, facts, text FROM undelivered") as cur:
-            doomed = [
-                row[0] async for row in cur if wanted & set(json.loads(row[1])) or any(h in row[2] for h in heads)
-            ]
+        rows = await self._db().fetchall("SELECT id, facts, text FROM undelivered")
+        doomed = [row[0] for row in rows if wanted & set(json.loads(row[1])) or any(h in row[2] for h in heads)]
         for undelivered_id in doomed:
             await self._db().execute("DELETE FROM undelivered WHERE id = ?", (undelivered_id,))
         return doomed

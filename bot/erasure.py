@@ -18,9 +18,9 @@ import structlog
 from epmem.audit import Erasure, erase_facts
 from epmem.ingest import ImportJournal
 from epmem.memory import Fact
-from epmem.sqlite import scrub
 
 from bot.services import OwnerServices
+from bot.state import WORDED_TABLES
 
 log = structlog.get_logger(__name__)
 
@@ -58,7 +58,7 @@ async def forget_facts(
     sentences = [f.text for f in facts]
     undelivered = await owner.deliveries.erase_disclosing(ids, sentences)
     await owner.approvals.erase_texts(ids, sentences)
-    await scrub(owner.overlay.db)  # held drafts, queued replies and the fact register share state.sqlite
+    await owner.overlay.db.scrub(*WORDED_TABLES)  # held drafts, queued replies, the fact register: state tables
     action = "forget everything" if everything else "forget"
     await owner.record_change(
         {
@@ -84,6 +84,6 @@ async def forget_everything(owner: OwnerServices, journal: ImportJournal, by: st
     forgotten = await forget_facts(owner, facts, None, by, everything=True)
     await owner.conversations.clear()
     await journal.forget_all()
-    await scrub(owner.overlay.db)
+    await owner.overlay.db.scrub(*WORDED_TABLES)
     log.info("owner.erased", facts=len(facts), audit_texts=forgotten.audit.texts)
     return forgotten

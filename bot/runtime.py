@@ -180,14 +180,14 @@ async def _open_stores(settings: Settings, policy: Policy, embedder: Embedder, r
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     audit = await AuditLog(settings.audit_target).open()
     store: VectorStore | None = None
-    state = StateDB(settings.state_db)
+    state = StateDB(settings.state_target)
     try:
         await state.open()
         store = make_store(settings)
         conversations = await Conversations(store, embedder).open()
         retriever = Retriever(store, embedder, conversations, retrieval_config(settings))
         # the audit page reads fact annotations from the register (it cannot open the locked store)
-        register = FactRegister(state.connection)
+        register = FactRegister(state.db)
         memory = await FactMemory(
             store,
             embedder,
@@ -369,7 +369,7 @@ class Runtime:
         relevance: Relevance,
     ) -> Runtime:
         """Every part, through its constructor, in dependency order."""
-        memory, db = opened.memory, opened.state.connection
+        memory, db = opened.memory, opened.state.db
         overlay = Overlay(db)
         links = EventLinks(db)
         engine = _engine(settings, policies, opened, overlay, links, llm, clock, relevance)

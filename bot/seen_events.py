@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import aiosqlite
 
+from epmem.db import Database, as_database
 from epmem.sqlite import Migration, MigrationSet
 
 from bot.clock import Clock, iso, utcnow
@@ -41,19 +42,21 @@ _PRUNE_EVERY = 200
 
 
 class SeenEventLog:
-    def __init__(self, db: aiosqlite.Connection, retention: timedelta = RETENTION, clock: Clock = utcnow) -> None:
-        self._db = db
+    def __init__(
+        self, db: Database | aiosqlite.Connection, retention: timedelta = RETENTION, clock: Clock = utcnow
+    ) -> None:
+        self._db = as_database(db)
         self.retention = retention
         self.clock = clock
         self._claims = 0
 
     async def first_time(self, platform: str, event_id: str) -> bool:
         """Claim ``event_id``: True the first time it is seen (by anyone sharing the database)."""
-        cur = await self._db.execute(
-            "INSERT OR IGNORE INTO seen_events(platform, event_id, seen_at) VALUES (?, ?, ?)",
+        claimed = await self._db.execute(
+            "INSERT INTO seen_events(platform, event_id, seen_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (platform, event_id, iso(self.clock())),
         )
-        if cur.rowcount != 1:
+        if claimed != 1:
             return False
         if self._claims % _PRUNE_EVERY == 0:
             await self.prune()

@@ -287,8 +287,7 @@ class Service:
         runtime = self.runtime
 
         async def state() -> object:
-            async with runtime.state.connection.execute("SELECT 1") as cur:
-                return await cur.fetchone()
+            return await runtime.state.db.fetchone("SELECT 1")
 
         async def audit() -> object:
             return await runtime.audit.db.fetchone("SELECT seq FROM audit ORDER BY seq DESC LIMIT 1")

@@ -23,7 +23,7 @@ from epmem.audit import FACT_REGISTER_MIGRATIONS as FACT_REGISTER
 from epmem.ingest import JOURNAL_MIGRATIONS as INGEST_JOURNAL
 from epmem.memory import LINKS_MIGRATIONS as EVENT_LINKS
 from epmem.policy import OVERLAY_MIGRATIONS as OVERLAY
-from epmem.sqlite import open_database
+from epmem.db import Database, SQLiteDatabase, is_postgres_url, open_database
 
 from bot.approvals import MIGRATIONS as APPROVALS
 from bot.connector_state import MIGRATIONS as CONNECTOR_STATE
@@ -48,21 +48,46 @@ SETS = (
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 
 
+#: the state tables that hold words an erasure must not leave behind (held drafts, queued
+#: replies, consultations, the fact register, unread statements): what a scrub rewrites on a
+#: server (a SQLite file is scrubbed whole).
+WORDED_TABLES = ("approvals", "undelivered", "consultations", "fact_register", "ingest_unread")
+
+
 class StateDB:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._db: aiosqlite.Connection | None = None
+    """The state database: a SQLite file (the embedded default) or a schema on a PostgreSQL
+    server (``EPMEM_DATABASE_URL``: what several workers share)."""
+
+    def __init__(self, target: Path | str) -> None:
+        self.target: Path | str = target if is_postgres_url(target) else Path(target)
+        self._db: Database | None = None
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (a state database on a server has none)."""
+        if isinstance(self.target, str):
+            raise ValueError("the state database is on a server, not in a file")
+        return self.target
 
     async def open(self) -> StateDB:
-        self._db = await open_database(self.path, SETS, "state database")
-        await self._import_slack_events(self.path.parent / LEGACY_SLACK_EVENTS)
+        self._db = await open_database(self.target, SETS, "state database")
+        if isinstance(self.target, Path):
+            await self._import_slack_events(self.target.parent / LEGACY_SLACK_EVENTS)
         return self
 
     @property
-    def connection(self) -> aiosqlite.Connection:
+    def db(self) -> Database:
         if self._db is None:
             raise RuntimeError("the state database is not open")
         return self._db
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The aiosqlite connection under a SQLite state database (tests and the legacy import)."""
+        db = self.db
+        if not isinstance(db, SQLiteDatabase):
+            raise ValueError("the state database is on a server: use .db")
+        return db.connection
 
     async def close(self) -> None:
         if self._db is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
+from epmem.db import Database
 
 #: one row, by column name.
 Row = dict[str, Any]
@@ -33,17 +33,15 @@ class Table:
         more = f", {extra}" if extra else ""
         return f"SELECT {self.selected}{more} FROM {self.name} WHERE {where} {tail}".rstrip()
 
-    async def rows(self, db: aiosqlite.Connection, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+    async def rows(self, db: Database, sql: str, args: Sequence[Any] = ()) -> list[Row]:
         """Every row ``sql`` selects, each as a mapping of its column names."""
-        async with db.execute(sql, tuple(args)) as cur:
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=True)) async for r in cur]
+        return await db.fetchnamed(sql, tuple(args))
 
-    async def one(self, db: aiosqlite.Connection, sql: str, args: Sequence[Any] = ()) -> Row | None:
+    async def one(self, db: Database, sql: str, args: Sequence[Any] = ()) -> Row | None:
         found = await self.rows(db, sql, args)
         return found[0] if found else None
 
-    async def insert(self, db: aiosqlite.Connection, values: Mapping[str, Any]) -> None:
+    async def insert(self, db: Database, values: Mapping[str, Any]) -> None:
         """One row: each value named by its column (a column not named takes its default)."""
         unknown = set(values) - set(self.columns)
         if unknown:

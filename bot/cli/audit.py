@@ -129,7 +129,7 @@ async def _prepare(s: Settings) -> None:
     (a no-op when the bot already did; the page itself never writes)."""
     async with AuditLog(s.audit_target):
         pass
-    state = await StateDB(s.state_db).open()
+    state = await StateDB(s.state_target).open()
     await state.close()
 
 
@@ -169,7 +169,7 @@ def audit_serve(
         # beyond loopback the cookie is Secure: the page is meant to sit behind HTTPS there
         config = PageConfig(
             s.audit_target,
-            s.state_db,
+            s.state_target,
             policy,
             token,
             secure_cookie=not is_loopback(host),

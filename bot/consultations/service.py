@@ -13,6 +13,8 @@ from datetime import timedelta
 
 import aiosqlite
 
+from epmem.db import Database
+
 from epmem.ingest import ReviewQueue
 
 from bot.clock import Clock
@@ -32,7 +34,7 @@ class Consultations:
         return self.store.config
 
 
-def build(db: aiosqlite.Connection, settings: Settings, review: ReviewQueue, clock: Clock) -> Consultations:
+def build(db: Database | aiosqlite.Connection, settings: Settings, review: ReviewQueue, clock: Clock) -> Consultations:
     """The service as the settings (``EPMEM_CONSULT_*``) configure it, on the state database."""
     config = ConsultConfig(
         ttl=timedelta(hours=settings.consult_ttl_hours),

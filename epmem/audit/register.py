@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 import aiosqlite
 
+from epmem.db import Database, as_database
+
 from epmem.memory.facts import Fact
 from epmem.sqlite import Migration, MigrationSet
 
@@ -46,22 +48,17 @@ class FactRegister:
     """On the state database's connection (the bot's, read-write; the audit page's, read-only).
     Its tables come with the state database's migration sets (bot/state.py)."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self.db = db
+    def __init__(self, db: Database | aiosqlite.Connection) -> None:
+        self.db = as_database(db)
 
     async def sync(self, facts: Sequence[Fact]) -> None:
         """Make the register exactly these facts (at start: whatever changed while it was off)."""
         db = self.db
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with db.transaction():
             await db.execute("DELETE FROM fact_register")
             await db.executemany(
                 "INSERT INTO fact_register(id, event_id, body) VALUES (?,?,?)", [_row(f) for f in facts]
             )
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
 
     async def facts_changed(self, upserted: Sequence[Fact], removed: Sequence[str], cleared: bool) -> None:
         db = self.db
@@ -77,21 +74,20 @@ class FactRegister:
             )
 
     async def all(self) -> list[Fact]:
-        async with self.db.execute("SELECT body FROM fact_register") as cur:
-            return [Fact.model_validate_json(row[0]) async for row in cur]
+        return [Fact.model_validate_json(row[0]) for row in await self.db.fetchall("SELECT body FROM fact_register")]
 
     async def keys(self, words: Sequence[str] = ()) -> list[tuple[str, str]]:
         """(event id, fact id) of the facts whose annotation or text has every word (any case)."""
-        where = " AND ".join("instr(lower(body), ?) > 0" for _ in words)
+        found = self.db.dialect.find("lower(body)", "?")
+        where = " AND ".join(f"{found} > 0" for _ in words)
         sql = "SELECT event_id, id FROM fact_register" + (f" WHERE {where}" if where else "")
-        async with self.db.execute(sql, [w.casefold() for w in words]) as cur:
-            return [(row[0], row[1]) async for row in cur]
+        return [(row[0], row[1]) for row in await self.db.fetchall(sql, [w.casefold() for w in words])]
 
     async def facts(self, ids: Sequence[str]) -> list[Fact]:
         out: list[Fact] = []
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            async with self.db.execute(f"SELECT body FROM fact_register WHERE id IN ({marks})", chunk) as cur:
-                out += [Fact.model_validate_json(row[0]) async for row in cur]
+            rows = await self.db.fetchall(f"SELECT body FROM fact_register WHERE id IN ({marks})", chunk)
+            out += [Fact.model_validate_json(row[0]) for row in rows]
         return out

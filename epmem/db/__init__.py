@@ -17,7 +17,7 @@ from epmem.db.base import (
     split_schema,
     with_schema,
 )
-from epmem.db.lite import SQLiteDatabase
+from epmem.db.lite import SQLiteDatabase, as_database
 from epmem.db.migrate import connect_to, driver_errors, migrate, open_database, redacted
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "MigrationSet",
     "Row",
     "SQLiteDatabase",
+    "as_database",
     "connect_to",
     "driver_errors",
     "is_postgres_url",

@@ -98,6 +98,11 @@ class Database(Protocol):
 
     async def fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[Row]: ...
 
+    async def fetchnamed(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Every row as a mapping of its column names (read by name, so a migration that adds
+        or drops a column cannot shift what a field reads)."""
+        ...
+
     def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
         """The rows one by one, never all held at once (a whole table's ledger lines): read it
         to the end, and run nothing else on this connection meanwhile."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.db.base import SQLITE, WRITE_LOCK, Dialect, Row
+from epmem.db.base import SQLITE, WRITE_LOCK, Database, Dialect, Row
 
 DIALECT = Dialect(SQLITE)
 
@@ -63,6 +63,12 @@ async def scrub(db: aiosqlite.Connection) -> bool:
     return False
 
 
+def as_database(db: Database | aiosqlite.Connection) -> Database:
+    """The seam over ``db``: a bare aiosqlite connection (a test's, or a caller written before
+    the seam) is wrapped; a :class:`Database` is itself."""
+    return SQLiteDatabase(db) if isinstance(db, aiosqlite.Connection) else db
+
+
 class SQLiteDatabase:
     """:class:`epmem.db.base.Database` over one aiosqlite connection (opened in autocommit)."""
 
@@ -90,6 +96,11 @@ class SQLiteDatabase:
     async def fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
         async with self.connection.execute(sql, args) as cur:
             return [tuple(row) for row in await cur.fetchall()]
+
+    async def fetchnamed(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        async with self.connection.execute(sql, args) as cur:
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
 
     async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
         async with self.connection.execute(sql, args) as cur:

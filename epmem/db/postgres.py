@@ -98,6 +98,12 @@ class PostgresDatabase:
             await cur.execute(numbered(sql), list(args))
             return [tuple(row) for row in await cur.fetchall()]
 
+    async def fetchnamed(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        async with self._cursor() as cur:
+            await cur.execute(numbered(sql), list(args))
+            names = [d.name for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
+
     async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
         """Streamed (single-row mode): the result is never held whole, on either side."""
         async with self._cursor() as cur:

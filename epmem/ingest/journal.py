@@ -20,6 +20,8 @@ from typing import Literal
 
 import aiosqlite
 
+from epmem.db import Database, as_database
+
 from epmem.ingest.unread import Unread
 from epmem.sqlite import Migration, MigrationSet
 
@@ -74,10 +76,10 @@ class ImportJournal:
     """One row per session, in the state database (whoever owns the connection applies
     :data:`MIGRATIONS`: bot/state.py)."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._conn = db
+    def __init__(self, db: Database | aiosqlite.Connection) -> None:
+        self._conn = as_database(db)
 
-    def _db(self) -> aiosqlite.Connection:
+    def _db(self) -> Database:
         return self._conn
 
     async def stages(self, session_ids: Sequence[str]) -> dict[str, SessionStage]:
@@ -86,12 +88,11 @@ class ImportJournal:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
-            async with self._db().execute(
+            for row in await self._db().fetchall(
                 f"SELECT session_id, turns, facts_done, model FROM ingest_sessions WHERE session_id IN ({marks})",
                 part,
-            ) as cur:
-                async for row in cur:
-                    out[row[0]] = SessionStage(row[0], int(row[1]), bool(row[2]), row[3])
+            ):
+                out[row[0]] = SessionStage(row[0], int(row[1]), bool(row[2]), row[3])
         return out
 
     async def turns_written(self, sessions: Sequence[tuple[str, str, int]]) -> None:
@@ -119,16 +120,16 @@ class ImportJournal:
 
     async def with_model(self, state: ModelState) -> list[str]:
         """Sessions in this model state, oldest first (the background annotator's queue)."""
-        async with self._db().execute(
+        rows = await self._db().fetchall(
             "SELECT session_id FROM ingest_sessions WHERE model = ? ORDER BY updated_at, session_id", (state,)
-        ) as cur:
-            return [row[0] async for row in cur]
+        )
+        return [row[0] for row in rows]
 
     async def model_counts(self) -> dict[str, int]:
-        async with self._db().execute(
+        rows = await self._db().fetchall(
             "SELECT model, COUNT(*) FROM ingest_sessions WHERE model IS NOT NULL GROUP BY model"
-        ) as cur:
-            return {row[0]: int(row[1]) async for row in cur}
+        )
+        return {row[0]: int(row[1]) for row in rows}
 
     async def forget(self, session_ids: Sequence[str]) -> None:
         await self._many("DELETE FROM ingest_sessions WHERE session_id = ?", [(sid,) for sid in session_ids])
@@ -143,27 +144,22 @@ class ImportJournal:
         """The statements of this session the extractor could not turn into facts (its latest
         extraction: an earlier one's list is replaced)."""
         db = self._db()
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with db.transaction():
             await db.execute("DELETE FROM ingest_unread WHERE session_id = ?", (session_id,))
             await db.executemany(
-                "INSERT OR IGNORE INTO ingest_unread(session_id, turn, speaker, quote, reason) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO ingest_unread(session_id, turn, speaker, quote, reason) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 [(u.session_id, u.turn, u.speaker, u.quote, u.reason) for u in unread],
             )
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
 
     async def unread(self, limit: int | None = None) -> list[Unread]:
         """What no import could turn into a fact, oldest first (``epmem facts unread``)."""
         sql = "SELECT session_id, turn, speaker, quote, reason FROM ingest_unread ORDER BY created_at, session_id, turn"
-        async with self._db().execute(sql + (f" LIMIT {int(limit)}" if limit is not None else "")) as cur:
-            return [Unread(row[0], int(row[1]), row[2], row[3], row[4]) async for row in cur]
+        rows = await self._db().fetchall(sql + (f" LIMIT {int(limit)}" if limit is not None else ""))
+        return [Unread(row[0], int(row[1]), row[2], row[3], row[4]) for row in rows]
 
     async def unread_count(self) -> int:
-        async with self._db().execute("SELECT COUNT(*) FROM ingest_unread") as cur:
-            row = await cur.fetchone()
+        row = await self._db().fetchone("SELECT COUNT(*) FROM ingest_unread")
         return int(row[0]) if row else 0
 
     async def clear_unread(self) -> int:
@@ -177,10 +173,5 @@ class ImportJournal:
         if not rows:
             return
         db = self._db()
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with db.transaction():
             await db.executemany(sql, rows)
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from epmem.db import Database, as_database
+
 from epmem.sqlite import Migration, MigrationSet
 
 MIGRATIONS = MigrationSet(
@@ -92,8 +94,8 @@ class Matters:
 class EventLinks:
     """The links, in the state database (bot/state.py opens it and applies ``MIGRATIONS``)."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self.db = db
+    def __init__(self, db: Database | aiosqlite.Connection) -> None:
+        self.db = as_database(db)
 
     async def link(self, events: Sequence[str], source: str) -> int:
         """Link every event to the first (one matter); returns how many links are new."""
@@ -103,23 +105,25 @@ class EventLinks:
         added = 0
         for other in events[1:]:
             a, b = _pair(events[0], other)
-            cur = await self.db.execute(
-                "INSERT OR IGNORE INTO event_links(a, b, source) VALUES (?, ?, ?)", (a, b, source)
+            added += max(
+                await self.db.execute(
+                    "INSERT INTO event_links(a, b, source) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (a, b, source)
+                ),
+                0,
             )
-            added += cur.rowcount or 0
         return added
 
     async def unlink(self, event: str, other: str | None = None) -> int:
         """Remove the link between two events, or every link of one event; returns how many."""
         if other is None:
-            cur = await self.db.execute("DELETE FROM event_links WHERE a = ? OR b = ?", (event, event))
+            removed = await self.db.execute("DELETE FROM event_links WHERE a = ? OR b = ?", (event, event))
         else:
-            cur = await self.db.execute("DELETE FROM event_links WHERE a = ? AND b = ?", _pair(event, other))
-        return cur.rowcount or 0
+            removed = await self.db.execute("DELETE FROM event_links WHERE a = ? AND b = ?", _pair(event, other))
+        return max(removed, 0)
 
     async def all(self) -> list[Link]:
-        async with self.db.execute("SELECT a, b, source FROM event_links ORDER BY a, b") as cur:
-            return [(str(a), str(b), str(s)) async for a, b, s in cur]
+        rows = await self.db.fetchall("SELECT a, b, source FROM event_links ORDER BY a, b")
+        return [(str(a), str(b), str(s)) for a, b, s in rows]
 
     async def matters(self) -> Matters:
         return Matters.of((a, b) for a, b, _ in await self.all())

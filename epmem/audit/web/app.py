@@ -39,7 +39,7 @@ from epmem.audit.schema import MESSAGE_OUTCOMES
 from epmem.audit.web.reader import PAGE_SIZE, AuditPages, BadQuery, Filters
 from epmem.policy.model import Policy
 from epmem.policy.overlay import Overlay
-from epmem.sqlite import connect_readonly
+from epmem.db import connect_to
 
 COOKIE = "epmem_audit"
 SECURITY_HEADERS = {
@@ -56,7 +56,7 @@ SECURITY_HEADERS = {
 class PageConfig:
     #: the audit log's file, or its PostgreSQL server's URL.
     audit_db: Path | str
-    state_db: Path
+    state_db: Path | str
     #: the owner's policy file, read again for every who-knows page (it may have been edited).
     policy: Callable[[], Awaitable[Policy]]
     token: str
@@ -283,7 +283,7 @@ def create_app(config: PageConfig) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         audit = await AuditLog(config.audit_db, readonly=True).open()
         try:
-            state = await connect_readonly(config.state_db)
+            state = await connect_to(config.state_db, readonly=True)
         except BaseException:
             await audit.close()
             raise

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -344,7 +343,6 @@ class AuditPages:
     async def matters(self) -> list[list[str]]:
         """The events linked into one matter (epmem/memory/links.py); none on a state database
         no bot with links has opened yet."""
-        try:
-            return (await EventLinks(self.overlay.db).matters()).groups()
-        except sqlite3.OperationalError:
+        if not await self.overlay.db.table_exists("event_links"):
             return []
+        return (await EventLinks(self.overlay.db).matters()).groups()
