@@ -314,3 +314,33 @@ def bench_owners_load(
     write_json(result, json_out)
     if plot_out is not None:
         plot(result, plot_out)
+
+
+@app.command("workers")
+def bench_workers(
+    json_out: Path = typer.Option(None, "--json", help="write the figures here (its folder is made)"),
+    workers: int = typer.Option(2, "--workers", help="epmem run processes behind one Slack events URL (1 to 8)"),
+    events: int = typer.Option(1000, "--events", help="Slack events offered"),
+    rate: float = typer.Option(25.0, "--rate", help="events per second offered, over all workers"),
+    retries: float = typer.Option(0.3, "--retries", help="the share of events Slack delivers again, to another worker"),
+    kill_after: int = typer.Option(0, "--kill-after", help="kill -9 the first worker after this many events (0: none)"),
+    tasks: int = typer.Option(6, "--tasks", help="scheduled tasks due while the load runs"),
+) -> None:
+    """Several `epmem run` workers on one PostgreSQL (started here) behind one loopback Slack
+    events URL: each event answered once under retries, a killed worker's audited replies
+    delivered once, scheduled tasks run once, the audit chain verified."""
+    import tempfile
+
+    from benchmarks.workers import WorkersPlan, run_workers
+    from testkit.postgres import EmbeddedPostgres
+
+    configure_logging("WARNING")
+    if not 1 <= workers <= 8 or events < 1 or rate <= 0 or not 0 <= retries <= 1 or kill_after < 0 or tasks < 0:
+        fail("--workers 1 to 8, --events and --rate above 0, --retries 0 to 1, --kill-after and --tasks 0 or more", 2)
+    plan = WorkersPlan(workers, events, rate, retries, kill_after or None, tasks)
+    server = EmbeddedPostgres()
+    try:
+        with tempfile.TemporaryDirectory(prefix="epmem-workers-") as tmp:
+            write_json(run(run_workers(Path(tmp), server.database("workers"), plan)), json_out)
+    finally:
+        server.stop()

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     #: tables go in a schema of their own (``state``, or ``owner_<id>_state``), the audit chain
     #: where :attr:`audit_target` says. Needs the ``postgres`` extra.
     database_url: SecretStr | None = None
+    #: several workers on EPMEM_DATABASE_URL (bot/workers.py): a worker silent for this long is
+    #: dead and its replies in flight are taken over; each beats this often.
+    worker_lease_s: float = Field(default=30.0, gt=0)
+    worker_beat_s: float = Field(default=3.0, gt=0)
     #: explicit policy file; when unset, the data folder's active policy (none: a one-line refusal).
     policy: Path | None = None
     llm_backend: Literal["rules", "openai"] = "rules"

@@ -171,6 +171,8 @@ class ConnectorState:
 
     async def record(self, report: DeliveryReport) -> Undelivered | None:
         """Audit a reply's delivery; keep an undelivered message (returned)."""
+        if report.audit_id is not None and report.kind == "reply":  # no longer in flight (bot/workers.py)
+            await self._db().execute("DELETE FROM replies_in_flight WHERE audit_id = ?", (report.audit_id,))
         if report.delivered:
             # no contact on it: /audit CONTACT lists decisions; this only confirms one went out
             if report.audit_id is not None and report.kind == "reply":

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+import asyncio
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
 from connectors.base import Connector, DeliveryReport, KnowsWhatItSent
 
 from bot.runtime import Runtime
+from bot.workers import Orphan, WorkerLease
 
 log = structlog.get_logger(__name__)
 
@@ -97,3 +99,59 @@ async def _settle(runtime: Runtime, connectors: Mapping[str, Connector], record_
     report = DeliveryReport(connector.platform, chat, "reply", False, 0, record_id, ERROR, reply, unknown=True)
     await runtime.connector_state.keep(report)
     return "kept"
+
+
+#: several workers (bot/workers.py): the last audit sequence number looked at for replies that
+#: no worker has a row for.
+WORKERS_CHECKED_FLAG = "workers_checked_seq"
+
+
+async def take_over(runtime: Runtime, connectors: Mapping[str, Connector], lease: WorkerLease) -> InFlight:
+    """Replies a dead worker left in flight, each settled by exactly one live worker (the claim
+    decides) as :func:`keep_replies_in_flight` settles them at a restart."""
+    outcomes = []
+    for orphan in await lease.orphans() + await _untracked(runtime, lease):
+        if await lease.claim(orphan):
+            outcomes.append(await _settle(runtime, connectors, orphan.audit_id))
+            await lease.settled(orphan.audit_id)
+    done = InFlight(outcomes.count("kept"), outcomes.count("posted"), outcomes.count("sent"))
+    if done != InFlight():
+        log.warning("replies_taken_over", kept=done.kept, found_posted=done.found_posted, sent_now=done.sent_now)
+    return done
+
+
+async def _untracked(runtime: Runtime, lease: WorkerLease) -> list[Orphan]:
+    """Replies audited before the lease's cutoff that have no outcome and no worker's row: their
+    worker died between the audit and the row. Looked at from the last sequence number checked
+    (a data folder seen for the first time starts from its end, as at a restart)."""
+    db = runtime.audit.db
+    cutoff = lease.cutoff().astimezone(UTC).isoformat(timespec="milliseconds")
+    row = await db.fetchone("SELECT coalesce(max(seq), 0) FROM audit WHERE time < ?", (cutoff,))
+    end = int(row[0]) if row else 0
+    checked = await runtime.overlay.get_flag(WORKERS_CHECKED_FLAG)
+    if not isinstance(checked, int):
+        await runtime.overlay.set_flag(WORKERS_CHECKED_FLAG, end)
+        return []
+    rows = await db.fetchall(
+        "SELECT a.id FROM audit a WHERE a.kind = 'reply' AND a.seq > ? AND a.seq <= ? AND a.time < ? "
+        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id) ORDER BY a.seq",
+        (checked, end, cutoff),
+    )
+    ids = [str(r[0]) for r in rows]
+    tracked = await lease.tracked(ids)
+    if end > checked:
+        await runtime.overlay.set_flag(WORKERS_CHECKED_FLAG, end)
+    return [Orphan(i, None) for i in ids if i not in tracked]
+
+
+async def keep_taking_over(
+    runtime: Runtime, connectors: Mapping[str, Connector], lease: WorkerLease, every: timedelta
+) -> None:
+    """This worker's beat, and a look for dead workers' replies after each, until cancelled."""
+    while True:
+        try:
+            await lease.beat()
+            await take_over(runtime, connectors, lease)
+        except Exception:
+            log.exception("workers.take_over_failed")
+        await asyncio.sleep(every.total_seconds())

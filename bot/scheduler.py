@@ -45,6 +45,8 @@ TaskHook = Callable[[Task], Awaitable[bool]]
 DIGEST_SINCE_FLAG = "digest_since"
 _RETRY_BASE = timedelta(minutes=1)
 _RETRY_MAX = timedelta(hours=6)
+#: the job that looks at the tables now and then when several workers share them.
+_POLL = "poll"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +83,18 @@ class Scheduler:
         *,
         clock: Clock = utcnow,
         digest_at: time | None = time(8, 0, tzinfo=timezone.utc),
+        workers_lease: timedelta | None = None,
     ) -> None:
+        """``workers_lease``: one of several workers on a shared database (bot/workers.py):
+        each task is claimed before it runs (a worker that dies mid-run leaves it due again
+        after this long), the digest is ensured under a lock, and the tables are polled, since
+        another worker may have added what this one's alarm clock does not know."""
         self.owner = owner
         self.commands = commands
         self.notify: Notify = notify or owner.outbox.tell_owner
         self.clock = clock
         self.digest_at = digest_at
+        self.workers_lease = workers_lease
         #: kind -> handler, for task kinds other parts of the bot own (``annotation_retry``).
         self.hooks: dict[str, TaskHook] = {}
         self.aps: AsyncIOScheduler | None = None
@@ -104,6 +112,9 @@ class Scheduler:
             job_defaults={"misfire_grace_time": None, "coalesce": True, "max_instances": 1},
         )
         self.aps.start()
+        if self.workers_lease is not None:
+            poll = min(self.workers_lease.total_seconds(), 60.0)
+            self.aps.add_job(self._wake, "interval", seconds=poll, id=_POLL)
         await self.sync()
         log.info("scheduler.started", jobs=len(self.aps.get_jobs()))
 
@@ -141,7 +152,7 @@ class Scheduler:
             return
         wanted = {d.key: d.at for d in await self.pending()}
         for job in self.aps.get_jobs():
-            if job.id not in wanted:
+            if job.id not in wanted and job.id != _POLL:
                 try:
                     job.remove()
                 except JobLookupError:  # fired and removed meanwhile
@@ -171,6 +182,8 @@ class Scheduler:
             fired += await self._expire_approvals(now)
             fired += await self._expire_consultations(now)
             for task in await self.owner.tasks.due(now):
+                if self.workers_lease is not None and not await self.owner.tasks.claim(task, now + self.workers_lease):
+                    continue  # another worker runs it
                 fired.append(f"task:{task.id}")
                 await self._run_task(task, now)
         async with self._ran:
@@ -282,6 +295,13 @@ class Scheduler:
 
     async def ensure_digest(self) -> None:
         """Exactly one pending digest, at the configured time of day (none when off)."""
+        if self.workers_lease is None:
+            await self._ensure_digest()
+            return
+        async with self.owner.tasks.ensuring():
+            await self._ensure_digest()
+
+    async def _ensure_digest(self) -> None:
         now = self.clock()
         pending = await self.owner.tasks.pending("digest")
         keep = None

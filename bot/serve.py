@@ -26,6 +26,7 @@ import contextlib
 import signal
 import sys
 import time
+from datetime import timedelta
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -43,11 +44,12 @@ from epmem.policy import OWNER_ID
 from bot import health
 from bot.connector_state import ConnectorHost
 from bot.erasure import forget_everything
-from bot.inflight import keep_replies_in_flight
+from bot.inflight import keep_replies_in_flight, keep_taking_over
 from bot.importing import REVIEW_PROMPT_FLAG
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.scheduler import Scheduler
+from bot.workers import WorkerLease
 
 log = structlog.get_logger(__name__)
 
@@ -126,6 +128,13 @@ class Service:
         self._started: list[Connector] = []
         self._in_flight = 0
         self.health_path = settings.data_dir / health.FILE
+        #: one of several workers on a shared database (bot/workers.py); None: the only one.
+        self.lease = (
+            WorkerLease(runtime.state.db, lease=timedelta(seconds=settings.worker_lease_s))
+            if settings.shared_state
+            else None
+        )
+        self._lease_task: asyncio.Task[None] | None = None
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
         self.connectors.append(connector)
@@ -152,6 +161,8 @@ class Service:
 
         async def handle(inbound: Inbound) -> Outbound:
             out = await agent.handle(inbound)
+            if self.lease is not None and out.audit_id and out.text:
+                await self.lease.sending(out.audit_id)  # until the platform's answer is recorded
             self._remember(inbound)
             if out.to_owner and not outbox.reaches_owner(platform):
                 await outbox.tell_owner(out.to_owner, out.actions)
@@ -234,7 +245,14 @@ class Service:
                 self._started.append(connector)
             # replies a crash left without an outcome, settled once the platforms answer (bot/inflight.py)
             reporting = {c.platform: c for c in self._started if c is not self.console}
-            self._in_flight = (await keep_replies_in_flight(self.runtime, reporting)).kept
+            if self.lease is None:
+                self._in_flight = (await keep_replies_in_flight(self.runtime, reporting)).kept
+            else:  # other workers may be sending right now: only a dead worker's replies are settled
+                await self.lease.beat()
+                every = timedelta(seconds=self.runtime.settings.worker_beat_s)
+                self._lease_task = asyncio.create_task(
+                    keep_taking_over(self.runtime, reporting, self.lease, every), name="worker-lease"
+                )
             await self.scheduler.start()
             self.runtime.annotator.start()
             self._live_task = asyncio.create_task(self._flush_idle_chats(), name="live-flush")
@@ -323,6 +341,10 @@ class Service:
             await asyncio.gather(self._health_task, return_exceptions=True)
             self._health_task = None
             await asyncio.to_thread(health.mark_stopped, self.health_path)
+        if self._lease_task is not None:
+            self._lease_task.cancel()
+            await asyncio.gather(self._lease_task, return_exceptions=True)
+            self._lease_task = None
         if self._live_task is not None:
             self._live_task.cancel()
             await asyncio.gather(self._live_task, return_exceptions=True)
@@ -333,6 +355,11 @@ class Service:
             log.exception("live.flush_failed")
         await self.runtime.annotator.stop()
         await self.scheduler.stop()
+        if self.lease is not None:
+            try:
+                await self.lease.retire()  # gone at once: what it left in flight is anyone's
+            except Exception:
+                log.exception("workers.retire_failed")
         log.info("service.stopped")
 
     async def wait(self, stop: asyncio.Event) -> None:

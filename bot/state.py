@@ -30,6 +30,7 @@ from bot.connector_state import MIGRATIONS as CONNECTOR_STATE
 from bot.consultations.store import MIGRATIONS as CONSULTATIONS
 from bot.seen_events import MIGRATIONS as SEEN_EVENTS
 from bot.tasks import MIGRATIONS as TASKS
+from bot.workers import MIGRATIONS as WORKERS
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +44,7 @@ SETS = (
     INGEST_JOURNAL,
     CONSULTATIONS,
     EVENT_LINKS,
+    WORKERS,
 )
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -118,6 +119,21 @@ class Tasks:
             (state, result, iso(now), task_id),
         )
         return changed == 1
+
+    async def claim(self, task: Task, until: datetime) -> bool:
+        """Take a due task for one run among several workers: its due time moves to ``until``
+        only for the worker whose view of it is still current (a compare-and-set), so exactly
+        one runs it; should that worker die mid-run, the task is due again at ``until``."""
+        changed = await self._db.execute(
+            "UPDATE tasks SET due_at = ? WHERE id = ? AND state = 'pending' AND due_at = ?",
+            (iso(until), task.id, iso(task.due_at)),
+        )
+        return changed == 1
+
+    def ensuring(self) -> AbstractAsyncContextManager[None]:
+        """Around a look-then-add (the one pending digest): under the tasks' lock, so workers
+        starting together add one between them."""
+        return self._db.transaction("tasks")
 
     async def postpone(self, task_id: int, due: datetime, result: str) -> None:
         """Try again later (a failed attempt): bump the attempt count and move the due time."""

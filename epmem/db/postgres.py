@@ -37,26 +37,46 @@ class PostgresDatabase:
 
     errors: tuple[type[Exception], ...] = (psycopg.Error,)
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(
+        self, connection: psycopg.AsyncConnection[Any], url: str | None = None, readonly: bool = False
+    ) -> None:
         self.connection = connection
+        #: what :meth:`connect` was given: a connection found broken is made again from it.
+        self._url, self._readonly = url, readonly
+        #: times the connection was made again after the server dropped it.
+        self.reconnects = 0
 
     @classmethod
     async def connect(cls, url: str, *, readonly: bool = False) -> PostgresDatabase:
         """Connect in autocommit; ``readonly``: every transaction is read-only (the audit page).
         A ``schema=`` in the URL (epmem.db.base.with_schema) is where the tables are: created
         if missing (unless ``readonly``), and the connection's search path."""
-        url, schema = split_schema(url)
-        connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        db = cls(connection)
+        db = cls(await cls._open(url, readonly), url, readonly)
+        return db
+
+    @classmethod
+    async def _open(cls, url: str, readonly: bool) -> psycopg.AsyncConnection[Any]:
+        plain, schema = split_schema(url)
+        connection = await psycopg.AsyncConnection.connect(plain, autocommit=True)
         try:
             if schema is not None:
-                await db._use_schema(schema, create=not readonly)
+                await cls(connection)._use_schema(schema, create=not readonly)
             if readonly:
                 await connection.execute("SET default_transaction_read_only = on")
         except BaseException:
             await connection.close()
             raise
-        return db
+        return connection
+
+    async def _ready(self) -> None:
+        """A connection the server dropped (a restart, a failover, an idle timeout) is made
+        again before the next statement, never in the middle of one: a statement that fails
+        because the connection broke under it is the caller's error (it may or may not have
+        run), and only the next one, which certainly has not, goes to the new connection."""
+        if self._url is None or not (self.connection.closed or self.connection.broken):
+            return
+        self.connection = await self._open(self._url, self._readonly)
+        self.reconnects += 1
 
     async def _use_schema(self, schema: str, create: bool) -> None:
         name = pgsql.Identifier(schema)
@@ -77,28 +97,33 @@ class PostgresDatabase:
         return psycopg.AsyncRawCursor(self.connection)
 
     async def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
+        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             return cur.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = [list(r) for r in rows]
+        await self._ready()
         if rows:
             async with self._cursor() as cur:
                 await cur.executemany(numbered(sql), rows)
 
     async def fetchone(self, sql: str, args: Sequence[Any] = ()) -> Row | None:
+        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             row = await cur.fetchone()
         return tuple(row) if row is not None else None
 
     async def fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             return [tuple(row) for row in await cur.fetchall()]
 
     async def fetchnamed(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             names = [d.name for d in cur.description or ()]
@@ -106,6 +131,7 @@ class PostgresDatabase:
 
     async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
         """Streamed (single-row mode): the result is never held whole, on either side."""
+        await self._ready()
         async with self._cursor() as cur:
             async for row in cur.stream(numbered(sql), list(args)):
                 yield tuple(row)
@@ -114,6 +140,7 @@ class PostgresDatabase:
     async def transaction(self, lock: str = WRITE_LOCK) -> AsyncIterator[None]:
         """BEGIN, then wait for the advisory lock of (this schema, ``lock``); it is released at
         COMMIT or ROLLBACK."""
+        await self._ready()
         async with self.connection.transaction():
             await self.execute(_LOCK, (lock,))
             yield

@@ -79,10 +79,10 @@ class Overlay:
         return [(int(row[0]), PolicyException.model_validate_json(row[1])) for row in rows]
 
     async def revoke(self, exception_id: int) -> PolicyException | None:
-        row = await self.db.fetchone("SELECT body FROM exceptions WHERE id = ?", (exception_id,))
+        # one statement: of several workers expiring it at once, one gets the row
+        row = await self.db.fetchone("DELETE FROM exceptions WHERE id = ? RETURNING body", (exception_id,))
         if row is None:
             return None
-        await self.db.execute("DELETE FROM exceptions WHERE id = ?", (exception_id,))
         return PolicyException.model_validate_json(row[0])
 
     async def get_flag(self, name: str, default: object = None) -> object:

@@ -151,3 +151,36 @@ async def test_each_schema_holds_tables_of_its_own(postgres_server: object) -> N
         assert await missing.fetchone("SELECT COUNT(*) FROM pg_namespace WHERE nspname = 'nobody'") == (0,)
     finally:
         await missing.close()
+
+
+async def test_a_connection_the_server_dropped_is_made_again_before_the_next_statement(postgres_server: object) -> None:
+    """The server ends the session (a restart, a failover, an idle timeout would): the statement
+    that finds it gone fails (it may or may not have run: the caller's to say), the next one
+    runs on a new connection, in the same schema, and a read-only one stays read-only."""
+    import psycopg
+
+    from epmem.db.postgres import PostgresDatabase
+    from testkit.postgres import EmbeddedPostgres, run_sql
+
+    assert isinstance(postgres_server, EmbeddedPostgres)
+    server = postgres_server.database()
+    url = with_schema(server, "ana")
+    db = await open_database(url, [SET])
+    reader = await connect_to(url, readonly=True)
+    assert isinstance(db, PostgresDatabase) and isinstance(reader, PostgresDatabase)
+    try:
+        await db.execute("INSERT INTO things(name) VALUES ('before')")
+        for conn in (db, reader):
+            row = await conn.fetchone("SELECT pg_backend_pid()")
+            assert row is not None
+            run_sql(server, "SELECT pg_terminate_backend(?)", row[0])
+            with pytest.raises(psycopg.OperationalError):
+                await conn.fetchone("SELECT 1")
+        await db.execute("INSERT INTO things(name) VALUES ('after')")
+        assert await reader.fetchall("SELECT name FROM things ORDER BY name") == [("after",), ("before",)]
+        assert (db.reconnects, reader.reconnects) == (1, 1)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            await reader.execute("INSERT INTO things(name) VALUES ('x')")
+    finally:
+        await db.close()
+        await reader.close()

