@@ -114,7 +114,7 @@ MIGRATIONS = MigrationSet(
     ),
 )
 
-_INSERT = f"INSERT INTO {TABLE}(owner, collection, op, key, body, dense, sparse) VALUES (?, ?, ?, ?, ?, ?, ?)"
+INSERT = f"INSERT INTO {TABLE}(owner, collection, op, key, body, dense, sparse) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _ROWS = f"SELECT seq, collection, op, key, body, dense, sparse FROM {TABLE} WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?"
 _ENSURED = f"SELECT body FROM {TABLE} WHERE owner = ? AND collection = ? AND op = 'ensure'"
 
@@ -123,7 +123,8 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _row(owner: str, collection: str, point: PointIn) -> tuple[Any, ...]:
+def log_row(owner: str, collection: str, point: PointIn) -> tuple[Any, ...]:
+    """The :data:`INSERT` arguments of one upserted point."""
     dense = None if point.dense is None else np.asarray(point.dense, dtype="<f4").tobytes()
     sparse = None if point.sparse is None else _json([point.sparse.indices, point.sparse.values])
     return (owner, collection, "upsert", point.key, _json(point.payload), dense, sparse)
@@ -270,7 +271,7 @@ class ReplicatedStore:
             )
 
     async def _tombstone(self, db: Database, collection: str, op: str, body: Any) -> None:
-        await db.execute(_INSERT, (self.owner_id, collection, op, None, _json(body), None, None))
+        await db.execute(INSERT, (self.owner_id, collection, op, None, _json(body), None, None))
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ class ReplicatedStore:
             db = await self._log()
             async with db.transaction(LOCK):
                 await self._delete_rows(db, collection, list(latest))
-                await db.executemany(_INSERT, [_row(self.owner_id, collection, p) for p in latest.values()])
+                await db.executemany(INSERT, [log_row(self.owner_id, collection, p) for p in latest.values()])
             await self._catch_up()
 
     async def delete(self, collection: str, keys: list[str]) -> None:

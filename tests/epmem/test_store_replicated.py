@@ -16,7 +16,8 @@ from epmem.db import connect_to, is_postgres_url
 from epmem.store import open_store
 from epmem.store.base import PointIn, SparseVec
 from epmem.store.edge import EdgeStore
-from epmem.store.replicated import ReplicatedStore
+from epmem.store.replicated import INSERT, LOCK, ReplicatedStore, log_row
+from testkit.postgres import EmbeddedPostgres
 
 DIM = 8
 CANARY = "ZQXCANARY"
@@ -239,3 +240,63 @@ async def test_a_write_to_a_collection_never_ensured_is_refused_before_it_is_log
         assert [row[1] for row in await log_rows(database_target)] == ["ensure"]
     finally:
         await a.close()
+
+
+async def test_a_writer_waits_for_the_one_before_it_so_no_seq_can_be_skipped(
+    tmp_path: Path, database_target: Path | str
+) -> None:
+    """A transaction holding the log's lock with a row drawn but not committed: the next writer
+    waits (it cannot draw a seq above it), and a reader meanwhile sees neither."""
+    a = await replica(tmp_path / "a", database_target)
+    b = await replica(tmp_path / "b", database_target)
+    slow = await connect_to(database_target)
+    release = asyncio.Event()
+
+    async def slow_writer() -> None:
+        async with slow.transaction(LOCK):
+            await slow.execute(INSERT, (*row_of("slow"),))
+            await release.wait()
+
+    try:
+        held = asyncio.create_task(slow_writer())
+        await asyncio.sleep(0.3)
+        waiting = asyncio.create_task(a.upsert("facts", [point("fast", 2)]))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        assert await b.count("facts") == 0
+        release.set()
+        await held
+        await waiting
+        assert sorted(h.key for h in await b.scroll("facts")) == ["fast", "slow"]
+        assert [row[2] for row in await log_rows(database_target)] == [None, "slow", "fast"]
+    finally:
+        release.set()
+        await slow.close()
+        await a.close()
+        await b.close()
+
+
+def row_of(key: str) -> tuple[object, ...]:
+    return log_row("owner-1", "facts", point(key, 1))
+
+
+async def test_without_the_lock_a_late_commit_below_the_watermark_would_be_lost(
+    tmp_path: Path, postgres_server: EmbeddedPostgres
+) -> None:
+    """Why writers draw their seq under the lock: a row inserted without it commits above a
+    row still in flight, a replica moves its watermark past the gap, and the late row is never
+    applied. (The check above sees what it checks: this is the failure it rules out.)"""
+    url = postgres_server.database()
+    b = await replica(tmp_path / "b", url)
+    early, rogue = await connect_to(url), await connect_to(url)
+    try:
+        async with early.transaction("something else"):  # not the log's lock
+            await early.execute(INSERT, (*row_of("early"),))
+            await rogue.execute(INSERT, (*row_of("rogue"),))  # autocommit: a higher seq, visible now
+            assert [h.key for h in await b.scroll("facts")] == ["rogue"]
+        assert len(await log_rows(url)) == 3  # "early" is committed now, below b's watermark
+        assert [h.key for h in await b.scroll("facts")] == ["rogue"]
+    finally:
+        await early.close()
+        await rogue.close()
+        await b.close()
