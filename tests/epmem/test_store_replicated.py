@@ -7,6 +7,8 @@ replica has its own folder and its own connection, as separate workers would. No
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -195,7 +197,11 @@ async def test_an_erased_payload_is_gone_from_the_log_and_never_reaches_a_replic
 
 
 async def test_four_replicas_writing_at_once_all_see_every_write(tmp_path: Path, database_target: Path | str) -> None:
-    stores = [await replica(tmp_path / f"r{i}", database_target) for i in range(4)]
+    folders = [tmp_path / f"r{i}" for i in range(4)]
+    if is_postgres_url(database_target):  # workers starting together: one ensure row, one schema
+        stores = list(await asyncio.gather(*(replica(f, database_target) for f in folders)))
+    else:  # SQLite: connect() sets WAL before its busy timeout (docs/POSTGRES.md), so one by one
+        stores = [await replica(f, database_target) for f in folders]
 
     async def write(i: int, store: ReplicatedStore) -> None:
         for j in range(50):
@@ -300,3 +306,47 @@ async def test_without_the_lock_a_late_commit_below_the_watermark_would_be_lost(
         await early.close()
         await rogue.close()
         await b.close()
+
+
+WORKER = """
+import asyncio, sys
+from pathlib import Path
+from epmem.store.base import PointIn, SparseVec
+from epmem.store import open_store
+import numpy as np
+
+async def main(folder, log):
+    store = open_store(Path(folder), "owner-1", log=log)
+    await store.ensure_collection("facts", 8, "test-embedder")
+    vector = np.full(8, 0.35, dtype=np.float32)
+    await store.upsert("facts", [PointIn(f"w{i}", {"text": f"from the worker {i}"}, vector, SparseVec([i + 1], [1.0])) for i in range(10)])
+    await store.delete("facts", ["k0"])
+    print(await store.count("facts"))
+    await store.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_a_worker_process_writes_what_this_one_reads(tmp_path: Path, database_target: Path | str) -> None:
+    """Two OS processes, each with its own Edge folder (one process per folder), one log."""
+    here = await replica(tmp_path / "here", database_target)
+    try:
+        await here.upsert("facts", [point("k0", 0), point("k1", 1)])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            WORKER,
+            str(tmp_path / "there"),
+            str(database_target),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+        assert proc.returncode == 0, err.decode()
+        assert out.decode().strip() == "11"
+        assert sorted(h.key for h in await here.scroll("facts")) == ["k1", *(f"w{i}" for i in range(10))]
+    finally:
+        await here.close()
