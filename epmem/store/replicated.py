@@ -126,7 +126,9 @@ def _json(value: Any) -> str:
 def log_row(owner: str, collection: str, point: PointIn) -> tuple[Any, ...]:
     """The :data:`INSERT` arguments of one upserted point."""
     dense = None if point.dense is None else np.asarray(point.dense, dtype="<f4").tobytes()
-    sparse = None if point.sparse is None else _json([point.sparse.indices, point.sparse.values])
+    sparse = None
+    if point.sparse is not None:  # numbers as JSON knows them (an encoder may hand numpy scalars)
+        sparse = _json([[int(i) for i in point.sparse.indices], [float(v) for v in point.sparse.values]])
     return (owner, collection, "upsert", point.key, _json(point.payload), dense, sparse)
 
 

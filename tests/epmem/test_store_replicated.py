@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 from epmem.db import connect_to, is_postgres_url
+from epmem.embedding.minilm import default_embedder
+from epmem.memory.facts import Fact
+from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.store import open_store
 from epmem.store.base import PointIn, SparseVec
 from epmem.store.edge import EdgeStore
@@ -126,7 +129,7 @@ async def test_concurrent_reads_in_one_process_apply_each_row_once(tmp_path: Pat
         await b.close()
 
 
-async def canary_left(target: Path | str, tmp_path: Path) -> list[str]:
+async def canary_left(target: Path | str, tmp_path: Path, canary: str = CANARY) -> list[str]:
     """Where the canary still is in the log: its rows (every column, as text) and, on PostgreSQL,
     the table's files after a checkpoint; on SQLite every file of the database (WAL included)."""
     db = await connect_to(target)
@@ -137,7 +140,7 @@ async def canary_left(target: Path | str, tmp_path: Path) -> list[str]:
             )
             files = [str(p) for p in tmp_path.glob("log.sqlite*") if CANARY.encode() in p.read_bytes()]
             return [f"row {r[0]}" for r in rows] + files
-        rows = await db.fetchall("SELECT seq FROM vector_log t WHERE strpos(t::text, ?) > 0", (CANARY,))
+        rows = await db.fetchall("SELECT seq FROM vector_log t WHERE strpos(t::text, ?) > 0", (canary,))
         await db.execute("CHECKPOINT")
         [(data,)] = await db.fetchall("SHOW data_directory")
         paths = await db.fetchall(
@@ -145,7 +148,7 @@ async def canary_left(target: Path | str, tmp_path: Path) -> list[str]:
             "(SELECT oid FROM pg_class WHERE relname = 'vector_log' UNION "
             "SELECT reltoastrelid FROM pg_class WHERE relname = 'vector_log')"
         )
-        files = [str(f) for (rel,) in paths for f in Path(data).glob(f"{rel}*") if CANARY.encode() in f.read_bytes()]
+        files = [str(f) for (rel,) in paths for f in Path(data).glob(f"{rel}*") if canary.encode() in f.read_bytes()]
         return [f"row {r[0]}" for r in rows] + files
     finally:
         await db.close()
@@ -350,3 +353,28 @@ async def test_a_worker_process_writes_what_this_one_reads(tmp_path: Path, datab
         assert sorted(h.key for h in await here.scroll("facts")) == ["k1", *(f"w{i}" for i in range(10))]
     finally:
         await here.close()
+
+
+async def test_a_fact_forgotten_through_one_worker_leaves_no_trace_in_the_log_or_any_replica(
+    tmp_path: Path, log_target: Path | str
+) -> None:
+    """The memory layer on two replicas: what one worker forgets, the other forgets too."""
+    embedder = default_embedder()
+    stores = [await ReplicatedStore.open(EdgeStore(tmp_path / f"w{i}", "owner"), log_target) for i in range(2)]
+    try:
+        a, b = [await FactMemory(s, embedder, SubjectNormalizer(["Lin Su"])).open() for s in stores]
+        keep = [Fact(id=f"k{i}", text=f"Lin went to the bakery on day {i}", event_id=f"e{i}") for i in range(10)]
+        secret = Fact(id="s1", text="Lin owes Quillfeather Bank 40k", event_id="es")
+        await a.add([*keep, secret])
+        await a.update([secret.model_copy(update={"state": "annotated", "level": 0})])
+        assert await b.count() == 11
+        assert folder_has(tmp_path / "w1", "Quillfeather")  # the second worker holds it
+        await a.forget(["s1"])
+        assert await b.count() == 10
+        await stores[1].compact()
+        assert await canary_left(log_target, tmp_path, "Quillfeather") == []
+        assert folder_has(tmp_path / "w0", "Quillfeather") == []
+        assert folder_has(tmp_path / "w1", "Quillfeather") == []
+    finally:
+        for s in stores:
+            await s.close()
