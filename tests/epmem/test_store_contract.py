@@ -1,7 +1,9 @@
-"""One contract, two engines: Qdrant Edge in-process and qdrant-client (local mode here).
+"""One contract, two engines: Qdrant Edge in-process and qdrant-client (local mode here); and
+an Edge replica of a vector log shared through a database (PostgreSQL, or a SQLite file).
 
-Every test runs against both; a behaviour the memory relies on is a behaviour of the seam, so
-switching EPMEM_QDRANT_URL on must not change what the delegate remembers or forgets.
+Every test runs against each; a behaviour the memory relies on is a behaviour of the seam, so
+switching EPMEM_QDRANT_URL on (or sharing the memory between workers) must not change what the
+delegate remembers or forgets.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import pytest
 from epmem.store.base import Hybrid, PointIn, SparseVec, StoreLocked, StoreMismatch, VectorStore
 from epmem.store.edge import EdgeStore
 from epmem.store.qdrant_server import QdrantServerStore
+from epmem.store.replicated import ReplicatedStore
+from testkit.postgres import EmbeddedPostgres
 
 DIM = 8
 Opener = Callable[[str], VectorStore]
@@ -38,12 +42,20 @@ def _points() -> list[PointIn]:
     ]
 
 
-@pytest.fixture(params=["edge", "qdrant-local"])
+@pytest.fixture(params=["edge", "qdrant-local", "replicated-postgres", "replicated-sqlite"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """The replicas' log: a fresh PostgreSQL database, or a SQLite file kept inside the folder,
+    so that the every-file scan of the erasure test covers the log's file too."""
     folder = tmp_path / "qdrant"
     if request.param == "edge":
         return lambda owner: EdgeStore(folder, owner)
-    return lambda owner: QdrantServerStore(owner, path=folder)
+    if request.param == "qdrant-local":
+        return lambda owner: QdrantServerStore(owner, path=folder)
+    if request.param == "replicated-postgres":
+        server: EmbeddedPostgres = request.getfixturevalue("postgres_server")
+        url = server.database()
+        return lambda owner: ReplicatedStore(EdgeStore(folder, owner), url)
+    return lambda owner: ReplicatedStore(EdgeStore(folder, owner), folder / "vector-log.sqlite")
 
 
 @pytest.fixture

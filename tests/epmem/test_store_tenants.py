@@ -1,6 +1,8 @@
 """Owners sharing one store (a Qdrant server's collections; here qdrant-client's local mode, and
 Edge on one folder) never read, change or delete each other's points, whatever they hold.
 
+(And an Edge replica of a vector log that both owners' rows share: epmem.store.replicated.)
+
 Property-based: two owners write points under overlapping keys and payloads into one folder,
 then every read of one returns only its own, a delete of one leaves the other whole, and a
 reopen finds each owner's points as that owner left them."""
@@ -19,11 +21,14 @@ from hypothesis import strategies as st
 from epmem.store.base import Hybrid, PointIn, SparseVec, VectorStore
 from epmem.store.edge import EdgeStore
 from epmem.store.qdrant_server import QdrantServerStore
+from epmem.store.replicated import ReplicatedStore
 
 DIM = 6
 ENGINES: dict[str, Callable[[Path, str], VectorStore]] = {
     "edge": lambda folder, owner: EdgeStore(folder, owner),
     "qdrant-local": lambda folder, owner: QdrantServerStore(owner, path=folder),
+    # both owners' rows in one log file, each replica applying only its owner's
+    "replicated-sqlite": lambda folder, owner: ReplicatedStore(EdgeStore(folder, owner), folder.parent / "log.sqlite"),
 }
 
 _point = st.tuples(
