@@ -7,9 +7,9 @@ every write appends rows to it in ``db.transaction("vectors")``; each worker's E
 replica, which catches up (applies every row after its watermark, in ``seq`` order) before it
 answers a read and after each write. The watermark is kept in a small JSON file in the replica's
 folder (per owner), written after each applied batch: a restarted worker resumes where it was, a
-fresh folder replays from 0. Replaying a suffix twice (a crash between applying rows and writing
-the watermark) is harmless: every operation sets a key's state or deletes by a condition, so
-applying it again changes nothing.
+fresh folder replays from 0. Replaying rows already applied (a crash between applying them and
+writing the watermark) is harmless: every row sets a key's state, deletes keys, or deletes by a
+condition (a filter applied twice filters once), so the replica ends where it would have.
 
 **Why no row is ever skipped.** A replica reads ``seq > watermark`` and moves the watermark to
 the highest seq it applied; that is sound only if no row with a lower seq can become visible
@@ -39,8 +39,8 @@ could be, once replicas record their watermarks in the database; not needed yet.
 
 **Cost.** A read when nothing changed costs one indexed query (``owner, seq > ?``) that returns
 no rows; a write costs its transaction and then reads its own rows back as a catch-up (so local
-state only ever comes from the log, in log order). ``delete_where`` and ``ensure_collection``
-also catch up inside the lock. Catch-up is serialised within a process (one asyncio lock, which
+state only ever comes from the log, in log order). ``delete_where`` also catches up inside the
+lock (its keys come from the replica). Catch-up is serialised within a process (one asyncio lock, which
 also keeps the process's tasks off each other's transactions on the shared connection).
 
 Rows are per owner (``owner`` column), as the engines scope points to an owner; a replica applies
