@@ -159,7 +159,9 @@ class ReplicatedStore:
     ``log``: a connected :class:`Database` (the caller's, left open by :meth:`close`), or a path
     or ``postgresql://`` URL, connected and migrated on first use and closed by :meth:`close`
     (so the store can be made without awaiting, as the other engines are). ``folder``: where the
-    watermark is kept; by default the local store's own folder (Edge's ``root``).
+    watermark is kept; by default the local store's own folder (Edge's ``root``). A connection
+    given is best the store's own: tasks sharing one connection share its open transaction, and
+    this store's lock keeps only its own tasks out of it.
     """
 
     def __init__(self, local: VectorStore, log: Database | Path | str, folder: Path | None = None) -> None:
