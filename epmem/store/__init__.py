@@ -6,12 +6,13 @@ shared database (``replicated``; ``open_store(..., log=...)``)."""
 from epmem.store.base import Hit, PointIn, StoreCorrupted, StoreLocked, StoreMismatch, StoreUnreachable, VectorStore
 from epmem.store.open import open_store
 from epmem.store.replicated import MIGRATIONS as VECTOR_LOG_MIGRATIONS
-from epmem.store.replicated import ReplicatedStore
+from epmem.store.replicated import ReplicaDiverged, ReplicatedStore
 
 __all__ = [
     "VECTOR_LOG_MIGRATIONS",
     "Hit",
     "PointIn",
+    "ReplicaDiverged",
     "ReplicatedStore",
     "StoreCorrupted",
     "StoreLocked",

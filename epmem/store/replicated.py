@@ -7,9 +7,9 @@ every write appends rows to it in ``db.transaction("vectors")``; each worker's E
 replica, which catches up (applies every row after its watermark, in ``seq`` order) before it
 answers a read and after each write. The watermark is kept in a small JSON file in the replica's
 folder (per owner), written after each applied batch: a restarted worker resumes where it was, a
-fresh folder replays from 0. Replaying a suffix twice (a crash between applying rows and writing
-the watermark) is harmless: every operation sets a key's state or deletes by a condition, so
-applying it again changes nothing.
+fresh folder replays from 0. Replaying rows already applied (a crash between applying them and
+writing the watermark) is harmless: every row sets a key's state, deletes keys, or deletes by a
+condition (a filter applied twice filters once), so the replica ends where it would have.
 
 **Why no row is ever skipped.** A replica reads ``seq > watermark`` and moves the watermark to
 the highest seq it applied; that is sound only if no row with a lower seq can become visible
@@ -39,15 +39,17 @@ could be, once replicas record their watermarks in the database; not needed yet.
 
 **Cost.** A read when nothing changed costs one indexed query (``owner, seq > ?``) that returns
 no rows; a write costs its transaction and then reads its own rows back as a catch-up (so local
-state only ever comes from the log, in log order). ``delete_where`` and ``ensure_collection``
-also catch up inside the lock. Catch-up is serialised within a process (one asyncio lock, which
+state only ever comes from the log, in log order). ``delete_where`` also catches up inside the
+lock (its keys come from the replica). Catch-up is serialised within a process (one asyncio lock, which
 also keeps the process's tasks off each other's transactions on the shared connection).
 
 Rows are per owner (``owner`` column), as the engines scope points to an owner; a replica applies
 only its owner's rows. Dense vectors are stored as little-endian float32 bytes, sparse vectors and
 payloads as JSON. A folder that already held points before it became a replica keeps them (the
-log never heard of them); a folder moved to another log database would need its watermark file
-removed (not detected).
+log never heard of them). A folder that no longer follows the log (moved to another log
+database, or the log recreated or restored from an older backup) must be emptied and rebuilt:
+:class:`ReplicaDiverged` says so (the watermark file names the log's random id, and a mark beyond
+the log's end is refused) rather than replaying part of the log over the wrong points.
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ import numpy.typing as npt
 
 from epmem.db.base import Database, Migration, MigrationSet, Row
 from epmem.db.migrate import migrate, open_database
+from epmem.errors import EpmemError
 from epmem.store.base import Hit, Hybrid, PointIn, SparseVec, StoreMismatch, VectorStore, Where
 
 TABLE = "vector_log"
+#: one row: the log's random id, which a replica's watermark file names (a folder moved to another
+#: log, or a log created anew under it, is then told, not silently half-replayed).
+META = "vector_log_meta"
 #: the advisory lock (PostgreSQL) every writer of the log takes; SQLite has one write lock.
 LOCK = "vectors"
 #: the replica's watermarks, one per owner, in its folder.
@@ -94,7 +100,9 @@ MIGRATIONS = MigrationSet(
                 sparse TEXT
             );
             CREATE INDEX vector_log_owner ON {TABLE}(owner, seq);
-            CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key)
+            CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key);
+            CREATE TABLE {META} (log_id TEXT NOT NULL);
+            INSERT INTO {META}(log_id) VALUES (lower(hex(randomblob(16))))
             """,
             postgres=f"""
             CREATE TABLE {TABLE} (
@@ -108,7 +116,9 @@ MIGRATIONS = MigrationSet(
                 sparse TEXT
             );
             CREATE INDEX vector_log_owner ON {TABLE}(owner, seq);
-            CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key)
+            CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key);
+            CREATE TABLE {META} (log_id TEXT NOT NULL);
+            INSERT INTO {META}(log_id) VALUES (replace(gen_random_uuid()::text, '-', ''))
             """,
         ),
     ),
@@ -117,6 +127,11 @@ MIGRATIONS = MigrationSet(
 INSERT = f"INSERT INTO {TABLE}(owner, collection, op, key, body, dense, sparse) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _ROWS = f"SELECT seq, collection, op, key, body, dense, sparse FROM {TABLE} WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?"
 _ENSURED = f"SELECT body FROM {TABLE} WHERE owner = ? AND collection = ? AND op = 'ensure'"
+
+
+class ReplicaDiverged(EpmemError, RuntimeError):
+    """A replica's folder does not follow this log: it replicates another one, or it has applied
+    rows the log no longer has (a log restored from an older backup)."""
 
 
 def _json(value: Any) -> str:
@@ -144,7 +159,9 @@ class ReplicatedStore:
     ``log``: a connected :class:`Database` (the caller's, left open by :meth:`close`), or a path
     or ``postgresql://`` URL, connected and migrated on first use and closed by :meth:`close`
     (so the store can be made without awaiting, as the other engines are). ``folder``: where the
-    watermark is kept; by default the local store's own folder (Edge's ``root``).
+    watermark is kept; by default the local store's own folder (Edge's ``root``). A connection
+    given is best the store's own: tasks sharing one connection share its open transaction, and
+    this store's lock keeps only its own tasks out of it.
     """
 
     def __init__(self, local: VectorStore, log: Database | Path | str, folder: Path | None = None) -> None:
@@ -160,7 +177,9 @@ class ReplicatedStore:
         self._lock = asyncio.Lock()
         #: collections open in the local store in this process.
         self._open: set[str] = set()
-        self._mark = self._read_mark()
+        #: the log the watermark file names (None: no file yet) and this owner's mark in it.
+        self._saved_log, self._mark = self._read_mark()
+        self._log_id: str | None = None
         #: log rows applied to the replica by this object (a restart replays only what it missed).
         self.applied = 0
 
@@ -174,22 +193,24 @@ class ReplicatedStore:
 
     # -- the watermark -------------------------------------------------------------------------
 
-    def _read_mark(self) -> int:
+    def _read_marks(self) -> dict[str, Any]:
+        """An unreadable file counts as none: replaying the whole log is always safe, only slower."""
         try:
             marks = json.loads(self._mark_file.read_text())
-        except FileNotFoundError:
-            return 0
-        return int(marks.get(self.owner_id, 0)) if isinstance(marks, dict) else 0
+        except (FileNotFoundError, ValueError):
+            return {}
+        return marks if isinstance(marks, dict) and isinstance(marks.get("owners"), dict) else {}
+
+    def _read_mark(self) -> tuple[str | None, int]:
+        marks = self._read_marks()
+        return marks.get("log"), int(marks.get("owners", {}).get(self.owner_id, 0))
 
     def _write_mark(self) -> None:
         """Atomic (a new file renamed over the old): a crash leaves the old mark, never half a one."""
-        try:
-            marks = json.loads(self._mark_file.read_text())
-        except FileNotFoundError:
-            marks = {}
-        marks[self.owner_id] = self._mark
+        marks = self._read_marks()
+        owners = marks.get("owners", {}) if marks.get("log") == self._log_id else {}
         tmp = self._mark_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(marks))
+        tmp.write_text(json.dumps({"log": self._log_id, "owners": {**owners, self.owner_id: self._mark}}))
         os.replace(tmp, self._mark_file)
 
     # -- the log -------------------------------------------------------------------------------
@@ -202,7 +223,31 @@ class ReplicatedStore:
         if not self._migrated:
             await migrate(self._db, MIGRATIONS)
             self._migrated = True
+        if self._log_id is None:
+            await self._check_follows(self._db)
         return self._db
+
+    async def _check_follows(self, db: Database) -> None:
+        """Once per connection: the folder replicates this log, and not beyond its end. An owner's
+        highest seq never goes down (every write ends with an insert; nothing prunes tombstones
+        yet: pruning must keep each owner's last row), so a mark above it means the log lost rows
+        the replica applied, and later rows would reuse those seqs unseen."""
+        row = await db.fetchone(f"SELECT log_id FROM {META}")
+        assert row is not None  # migration 1 wrote it
+        folder = self._mark_file.parent
+        if self._saved_log is not None and self._saved_log != row[0]:
+            raise ReplicaDiverged(
+                f"the vector replica in {folder} follows another vector log; "
+                "empty that folder to rebuild it from this log"
+            )
+        top = await db.fetchone(f"SELECT COALESCE(MAX(seq), 0) FROM {TABLE} WHERE owner = ?", (self.owner_id,))
+        end = int(top[0]) if top else 0
+        if self._mark > end:
+            raise ReplicaDiverged(
+                f"the vector replica in {folder} has applied the vector log up to row {self._mark}, but the log "
+                f"ends at {end} (restored from an older backup?); empty that folder to rebuild it from the log"
+            )
+        self._log_id = str(row[0])
 
     async def _catch_up(self) -> None:
         """Apply every row above the watermark, in order (the caller holds ``self._lock``)."""

@@ -21,8 +21,8 @@ from epmem.memory.recall import FactMemory, SubjectNormalizer
 from epmem.store import open_store
 from epmem.store.base import PointIn, SparseVec
 from epmem.store.edge import EdgeStore
-from epmem.store.replicated import INSERT, LOCK, ReplicatedStore, log_row
-from testkit.postgres import EmbeddedPostgres
+from epmem.store.replicated import INSERT, LOCK, WATERMARK_FILE, ReplicaDiverged, ReplicatedStore, log_row
+from testkit.postgres import EmbeddedPostgres, run_sql
 
 DIM = 8
 CANARY = "ZQXCANARY"
@@ -378,3 +378,36 @@ async def test_a_fact_forgotten_through_one_worker_leaves_no_trace_in_the_log_or
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_replica_that_no_longer_follows_the_log_is_told_so(
+    tmp_path: Path, postgres_server: EmbeddedPostgres
+) -> None:
+    """Moved to another log, or its log restored from an older backup: refused, not half-replayed."""
+    first, second = postgres_server.database(), postgres_server.database()
+    a = await replica(tmp_path / "a", first)
+    await a.upsert("facts", [point(f"k{i}", i) for i in range(5)])
+    await a.close()
+    with pytest.raises(ReplicaDiverged, match="another vector log"):
+        await ReplicatedStore.open(EdgeStore(tmp_path / "a", "owner-1"), second)
+    run_sql(first, "DELETE FROM vector_log WHERE seq > 3")  # a backup from before the last rows
+    with pytest.raises(ReplicaDiverged, match="up to row 6, but the log ends at 3"):
+        await ReplicatedStore.open(EdgeStore(tmp_path / "a", "owner-1"), first)
+
+
+async def test_an_unreadable_watermark_replays_the_whole_log(tmp_path: Path, database_target: Path | str) -> None:
+    """Replaying is idempotent (every row sets a key's state or deletes by condition): safe."""
+    a = await replica(tmp_path / "a", database_target)
+    try:
+        await a.upsert("facts", [point(f"k{i}", i) for i in range(5)])
+        await a.delete_where("facts", {"n": 2})
+        before = await state(a)
+    finally:
+        await a.close()
+    (tmp_path / "a" / WATERMARK_FILE).write_text("{half a fi")
+    a = await replica(tmp_path / "a", database_target)
+    try:
+        assert a.applied == 1 + 5 - 1 + 1  # ensure, the live upserts, the tombstone
+        assert await state(a) == before
+    finally:
+        await a.close()
