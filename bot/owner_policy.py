@@ -52,7 +52,11 @@ def has_data(data_dir: Path) -> bool:
 
 def require_data_folder(settings: Settings) -> None:
     """Commands that read the owner's data (a chat, the service) refuse a folder that is not there
-    rather than make an empty one and deflect everything."""
+    rather than make an empty one and deflect everything. A worker on a shared database is the
+    exception: its folder holds only its replica of the memory (made on first start), the
+    owner's data is on the server."""
+    if settings.shared_state and settings.policy is not None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.data_dir.is_dir():
         raise OwnerError(f"no data folder at {settings.data_dir}: {fresh_hint(settings.data_dir)}")
 

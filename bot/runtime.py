@@ -92,8 +92,12 @@ def retrieval_config(settings: Settings) -> RetrievalConfig:
 
 
 def make_store(settings: Settings) -> VectorStore:
+    """The owner's vector memory: a Qdrant server when one is set (every worker shares it);
+    else the embedded store, which several workers on a shared database (EPMEM_DATABASE_URL)
+    each hold as a replica of the memory's write log in that database (epmem/store/replicated.py)."""
     key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-    return open_store(settings.qdrant_dir, settings.owner_id, settings.qdrant_url, key)
+    log = settings.state_target if settings.shared_state and not settings.qdrant_url else None
+    return open_store(settings.qdrant_dir, settings.owner_id, settings.qdrant_url, key, log=log)
 
 
 def make_llm(settings: Settings) -> LLM | None:

@@ -50,8 +50,12 @@ def dockerfile() -> list[tuple[str, str]]:
 
 def test_compose_runs_the_bot_after_a_healthy_pinned_qdrant() -> None:
     services = compose()["services"]
-    assert set(services) == {"qdrant", "bot", "audit", "postgres"}
+    assert set(services) == {"qdrant", "bot", "audit", "postgres", "worker"}
     assert services["postgres"]["profiles"] == ["postgres"]  # started only when asked for
+    worker = services["worker"]
+    assert worker["profiles"] == ["workers"] and "ports" not in worker  # behind a load balancer
+    assert worker["depends_on"]["postgres"] == {"condition": "service_healthy"}  # never without it
+    assert "/data" in worker["volumes"] and worker["environment"]["EPMEM_QDRANT_URL"] == "http://qdrant:6333"
     qdrant, bot = services["qdrant"], services["bot"]
     image = qdrant["image"]
     match = re.fullmatch(r"\$\{QDRANT_IMAGE:-qdrant/qdrant:v(\d+)\.(\d+)\.(\d+)\}", image)

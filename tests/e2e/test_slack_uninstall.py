@@ -23,6 +23,7 @@ from epmem.db.base import split_schema
 from bot.platforms import PlatformSettings
 from bot.runtime import Runtime
 from bot.serve import ERASE_OWED_FLAG, Service
+from connectors.base import Inbound
 from connectors.slack import SlackConnector
 from testkit.fake_slack import FakeSlackApi, InstallBrowser, SlackSender, event_envelope, im_message, tokens_revoked
 from testkit.fake_slack import wait_for as poll
@@ -153,33 +154,59 @@ def _rows_holding(url: str, word: str) -> list[str]:
         return found
 
 
-async def test_the_owner_s_uninstall_leaves_no_fact_in_the_postgres_audit(
-    tmp_path: Path, api: FakeSlackApi, postgres_server: EmbeddedPostgres
+@pytest.mark.parametrize("setting", ["audit_url", "database_url"])
+async def test_the_owner_s_uninstall_leaves_no_fact_in_postgres(
+    tmp_path: Path, api: FakeSlackApi, postgres_server: EmbeddedPostgres, setting: str
 ) -> None:
-    """The same with the audit log on a PostgreSQL server (EPMEM_AUDIT_URL): after the owner's
-    revocation no row of any table there holds a fact's words, and the chain verifies."""
+    """The same with the audit log (EPMEM_AUDIT_URL), or the state database, the audit log and
+    the memory's write log (EPMEM_DATABASE_URL) on a PostgreSQL server: after the owner's
+    revocation no row of any of her tables there holds a fact's words, nor any file of her
+    folder (the vector replica), and the chain verifies. Another owner on the same server, with
+    the same words in his memory, keeps every one of them."""
     url = postgres_server.database()
     data = tmp_path / "data"
-    runtime = await house_runtime(data, audit_url=SecretStr(url))
+    runtime = await house_runtime(data, **{setting: SecretStr(url)})
+    other = await house_runtime(tmp_path / "other", owner="ben", owner_id="ben", **{setting: SecretStr(url)})
+    leo = f"slack:{TEAM}/{SLACK['leo']}"
+    assert TRUTH in str(
+        (await other.agent.handle(Inbound("slack", "D1", "direct", leo, HOUSE_Q, audience=(leo,)))).text
+    )
+    await other.close()
+    theirs = {"owner_ben", "owner_ben_state"}
+    assert "owner_ben" in _schemas_holding(url, "Elm Road")  # the check sees his
     service, connector = await serve(runtime, api)
     try:
         api.signed_in = OWNER_SLACK
         status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
         assert status == 200, page
-        leo = SLACK["leo"]
+        user = SLACK["leo"]
         sender = SlackSender(SECRET, lambda: connector.port)
-        status, _ = await sender.event(event_envelope(im_message(leo, HOUSE_Q, channel=f"D{leo}"), event_id="Ev-1"))
+        status, _ = await sender.event(event_envelope(im_message(user, HOUSE_Q, channel=f"D{user}"), event_id="Ev-1"))
         assert status == 200
-        await poll(lambda: bool(api.posts(f"D{leo}")), message="an answer to Leo")
-        assert _rows_holding(url, "Elm Road")  # the reply told it: the check sees it
+        await poll(lambda: bool(api.posts(f"D{user}")), message="an answer to Leo")
+        assert _schemas_holding(url, "Elm Road") - theirs  # the reply told it: the check sees hers
         status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
         assert status == 200
-        await poll(lambda: not _rows_holding(url, "Elm Road"), timeout=30, message="the erasure")
+        await poll(lambda: not _schemas_holding(url, "Elm Road") - theirs, timeout=30, message="the erasure")
         checked, bad = await runtime.audit.verify()
         assert bad is None and checked > 0
     finally:
         await service.stop()
         await runtime.close()
     for word in ("Elm Road", "retention bonus", "Atlas launch", "half marathon"):
-        assert _rows_holding(url, word) == [], word
+        assert _schemas_holding(url, word) - theirs == set(), word
         assert files_with(data, word.encode()) == [], word
+    other = await house_runtime(
+        tmp_path / "other", load=False, owner="ben", owner_id="ben", **{setting: SecretStr(url)}
+    )
+    try:
+        out = await other.agent.handle(Inbound("slack", "D1", "direct", leo, HOUSE_Q, audience=(leo,)))
+        assert TRUTH in str(out.text)
+        checked, bad = await other.audit.verify()
+        assert bad is None
+    finally:
+        await other.close()
+
+
+def _schemas_holding(url: str, word: str) -> set[str]:
+    return {found.split(".")[0] for found in _rows_holding(url, word)}
