@@ -53,8 +53,10 @@ class WorkersPlan:
     rate: float = 25.0
     #: the share of events Slack delivers again (to another worker).
     retry_share: float = 0.3
-    #: kill the first worker after this many events (None: no kill).
+    #: kill the first worker after this many events (None: no kill), with this many of its
+    #: replies in flight: posted, the platform's answer held back until it is dead.
     kill_after: int | None = None
+    in_flight_at_kill: int = 2
     #: scheduled tasks, due while the load runs.
     tasks: int = 6
     lease_s: float = 3.0
@@ -111,28 +113,53 @@ async def _deliver(cluster: Cluster, offered: Offered, envelope: dict[str, Any],
             return
 
 
-async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random, on_kill: asyncio.Event) -> list[Offered]:
+def _event(n: int) -> tuple[Offered, dict[str, Any]]:
+    """Event ``n``: from a contact, in a DM channel of its own."""
+    user = SLACK[ASKERS[n % len(ASKERS)]]
+    channel = f"D{n:05d}"
+    text = QUESTIONS[(n // len(ASKERS)) % len(QUESTIONS)]
+    event = im_message(user, text, channel=channel, ts=f"{time.time():.6f}")
+    return Offered(n, channel, time.monotonic()), event_envelope(event, event_id=f"Ev{n:05d}")
+
+
+async def _kill_with_replies_in_flight(cluster: Cluster, plan: WorkersPlan, first: int) -> list[Offered]:
+    """Events ``first``... to the first worker alone, their posts taken by the platform but its
+    answers held back; once all are taken, the worker is killed (SIGKILL) and the answers go to
+    nobody: those replies are audited and posted, and no worker recorded them delivered."""
+    api, held = cluster.api, plan.in_flight_at_kill
+    api.late.hold("chat.postMessage", times=held)
+    offered = []
+    for n in range(first, first + held):
+        one, envelope = _event(n)
+        offered.append(one)
+        await _deliver(cluster, one, envelope, 0, None)
+    await api.wait_for(lambda: all(api.posts(o.channel) for o in offered), timeout=60)
+    cluster.bots[0].proc.kill()
+    await cluster.bots[0].proc.wait()
+    cluster.alive[0] = False
+    api.late.release()
+    return offered
+
+
+async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random) -> list[Offered]:
     offered: list[Offered] = []
     pending: set[asyncio.Task[None]] = set()
     started = time.perf_counter()
-    for n in range(plan.events):
-        if plan.kill_after is not None and n == plan.kill_after:
-            cluster.bots[0].proc.kill()
-            cluster.alive[0] = False
-            on_kill.set()
+    n = 0
+    while n < plan.events:
+        if plan.kill_after is not None and n == plan.kill_after and cluster.alive[0]:
+            offered += await _kill_with_replies_in_flight(cluster, plan, n)
+            n += plan.in_flight_at_kill
+            continue
         await asyncio.sleep(max(0.0, started + n / plan.rate - time.perf_counter()))
-        user = SLACK[ASKERS[n % len(ASKERS)]]
-        channel = f"D{n:05d}"
-        text = QUESTIONS[(n // len(ASKERS)) % len(QUESTIONS)]
-        event = im_message(user, text, channel=channel, ts=f"{time.time():.6f}")
-        envelope = event_envelope(event, event_id=f"Ev{n:05d}")
-        one = Offered(n, channel, time.monotonic())
+        one, envelope = _event(n)
         offered.append(one)
+        n += 1
         live = cluster.live()
-        first = live[n % len(live)]
+        first = live[one.n % len(live)]
         pending.add(asyncio.create_task(_deliver(cluster, one, envelope, first, None)))
         if len(live) > 1 and rng.random() < plan.retry_share:
-            other = live[(n + 1) % len(live)]
+            other = live[(one.n + 1) % len(live)]
             delay = rng.choice((0.0, 0.05, 0.5, 1.5))
 
             async def again(o: Offered = one, e: dict[str, Any] = envelope, w: int = other, d: float = delay) -> None:
@@ -160,12 +187,12 @@ async def _schedule_tasks(url: str, plan: WorkersPlan, at: datetime) -> list[int
         await state.close()
 
 
-async def _audit_facts(targets: list[Path | str]) -> tuple[dict[str, list[str]], tuple[int, str | None]]:
+async def _audit_facts(targets: list[Path | str]) -> tuple[dict[str, list[str]], tuple[int, str | None], int]:
     """Reply records by chat (their audit ids), and the chains' verification (records checked,
-    the first bad one), over every audit log given (one on the server; a file per worker in the
-    control)."""
+    the first bad one), and how many replies the ledger has exactly one delivered outcome for,
+    over every audit log given (one on the server; a file per worker in the control)."""
     replies: dict[str, list[str]] = {}
-    checked, bad = 0, None
+    checked, bad, delivered = 0, None, 0
     for target in targets:
         audit = await AuditLog(target).open()
         try:
@@ -173,11 +200,16 @@ async def _audit_facts(targets: list[Path | str]) -> tuple[dict[str, list[str]],
                 record = await audit.get(str(rid))
                 chat = str(record.body.get("chat")) if record is not None else ""
                 replies.setdefault(chat, []).append(str(rid))
+            row = await audit.db.fetchone(
+                "SELECT count(*) FROM audit a WHERE a.kind = 'reply' AND (SELECT count(*) FROM delivery d "
+                "WHERE d.of = a.id AND d.outcome = 'delivered') = 1"
+            )
+            delivered += int(row[0]) if row else 0
             n, first_bad = await audit.verify()
             checked, bad = checked + n, bad or (first_bad.id if first_bad is not None else None)
         finally:
             await audit.close()
-    return replies, (checked, bad)
+    return replies, (checked, bad), delivered
 
 
 async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = True) -> dict[str, Any]:
@@ -195,18 +227,19 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
     try:
         async with _cluster(api, folders, policy, url if shared else None, plan) as cluster:
             task_ids = await _schedule_tasks(url, plan, datetime.now(UTC)) if shared else []
-            killed = asyncio.Event()
             began = time.perf_counter()
-            offered = await _offer(cluster, plan, rng, killed)
+            offered = await _offer(cluster, plan, rng)
             offered_s = time.perf_counter() - began
             await _settle_down(api, offered, task_ids, plan)
             for i in cluster.live():
                 await cluster.bots[i].terminate()
+            taken_over = _taken_over(cluster.bots)
         audits: list[Path | str] = [f / "audit.sqlite" for f in folders]
         if shared:
             audits = [Settings(database_url=SecretStr(url)).audit_target]
-        replies, verified = await _audit_facts(audits)
-        return _figures(plan, api, offered, offered_s, replies, verified, task_ids)
+        replies, verified, delivered = await _audit_facts(audits)
+        figures = _figures(plan, api, offered, offered_s, replies, verified, task_ids)
+        return {**figures, "replies_recorded_delivered_once": delivered, "taken_over": taken_over}
     finally:
         await api.stop()
 
@@ -293,6 +326,16 @@ def _figures(
             "p95": round(percentile(latencies, 0.95) * 1000, 1) if latencies else None,
         },
     }
+
+
+def _taken_over(bots: list[BotProcess]) -> dict[str, int]:
+    """What the live workers logged taking over from a dead one (bot/inflight.py ``take_over``)."""
+    out = Counter[str]()
+    for bot in bots:
+        for record in bot.records():
+            if record.get("event") == "replies_taken_over":
+                out.update({k: int(record.get(k) or 0) for k in ("found_posted", "sent_now", "kept")})
+    return dict(out)
 
 
 def _latencies(api: FakeSlackApi, offered: list[Offered]) -> list[float]:
