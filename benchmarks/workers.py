@@ -148,8 +148,10 @@ async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random) -> lis
     n = 0
     while n < plan.events:
         if plan.kill_after is not None and n == plan.kill_after and cluster.alive[0]:
+            paused = time.perf_counter()
             offered += await _kill_with_replies_in_flight(cluster, plan, n)
             n += plan.in_flight_at_kill
+            started += time.perf_counter() - paused  # the offer goes on at its rate, not in a burst
             continue
         await asyncio.sleep(max(0.0, started + n / plan.rate - time.perf_counter()))
         one, envelope = _event(n)
@@ -230,7 +232,7 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
             began = time.perf_counter()
             offered = await _offer(cluster, plan, rng)
             offered_s = time.perf_counter() - began
-            await _settle_down(api, offered, task_ids, plan)
+            await _settle_down(api, offered, task_ids, plan, url if shared else None)
             for i in cluster.live():
                 await cluster.bots[i].terminate()
             taken_over = _taken_over(cluster.bots)
@@ -271,15 +273,32 @@ class _cluster:
             await context.__aexit__(None, None, None)
 
 
-async def _settle_down(api: FakeSlackApi, offered: list[Offered], task_ids: list[int], plan: WorkersPlan) -> None:
-    """Until every event has its answer and every task its note (or nothing moves for a while:
-    what a killed worker lost stays unanswered)."""
+async def _unsettled(url: str | None) -> int:
+    """Replies in the shared audit log with no outcome yet (0 without a shared log)."""
+    if url is None:
+        return 0
+    audit = await AuditLog(Settings(database_url=SecretStr(url)).audit_target).open()
+    try:
+        row = await audit.db.fetchone(
+            "SELECT count(*) FROM audit a WHERE a.kind = 'reply' AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id)"
+        )
+        return int(row[0]) if row else 0
+    finally:
+        await audit.close()
+
+
+async def _settle_down(
+    api: FakeSlackApi, offered: list[Offered], task_ids: list[int], plan: WorkersPlan, url: str | None
+) -> None:
+    """Until every event has its answer, every task its note and every audited reply its outcome
+    (a killed worker's, once another has taken it over), or nothing moves for a while: what a
+    killed worker lost stays unanswered."""
     quiet_for = plan.lease_s * 3 + 5.0
     last, since = -1, time.perf_counter()
     while True:
         answered = sum(1 for o in offered if api.posts(o.channel))
         done = sum(1 for t in task_ids if any(f"Scheduled change {t} done" in str(p.get("text")) for p in api.posts()))
-        if answered == len(offered) and done == len(task_ids):
+        if answered == len(offered) and done == len(task_ids) and not await _unsettled(url):
             return
         if answered + done != last:
             last, since = answered + done, time.perf_counter()

@@ -170,9 +170,10 @@ class ConnectorState:
     # ------------------------------------------------------------------ deliveries
 
     async def record(self, report: DeliveryReport) -> Undelivered | None:
-        """Audit a reply's delivery; keep an undelivered message (returned)."""
-        if report.audit_id is not None and report.kind == "reply":  # no longer in flight (bot/workers.py)
-            await self._db().execute("DELETE FROM replies_in_flight WHERE audit_id = ?", (report.audit_id,))
+        """Audit a reply's delivery; keep an undelivered message (returned). Only once the
+        outcome is in the audit is the reply no longer in flight (bot/workers.py): a worker that
+        dies between the platform's answer and the record leaves its row for another to settle."""
+        kept = None
         if report.delivered:
             # no contact on it: /audit CONTACT lists decisions; this only confirms one went out
             if report.audit_id is not None and report.kind == "reply":
@@ -185,8 +186,11 @@ class ConnectorState:
                         attempts=report.attempts,
                     )
                 )
-            return None
-        return await self.keep(report)
+        else:
+            kept = await self.keep(report)
+        if report.audit_id is not None and report.kind == "reply":
+            await self._db().execute("DELETE FROM replies_in_flight WHERE audit_id = ?", (report.audit_id,))
+        return kept
 
     async def keep_owner_note(self, text: str, error: str = "no platform reaches the owner") -> None:
         """A note for the owner that no platform would take (the outbox's last resort)."""

@@ -112,12 +112,17 @@ async def take_over(runtime: Runtime, connectors: Mapping[str, Connector], lease
     outcomes = []
     for orphan in await lease.orphans() + await _untracked(runtime, lease):
         if await lease.claim(orphan):
-            outcomes.append(await _settle(runtime, connectors, orphan.audit_id))
+            if not await _has_outcome(runtime, orphan.audit_id):  # died after recording it, before the row went
+                outcomes.append(await _settle(runtime, connectors, orphan.audit_id))
             await lease.settled(orphan.audit_id)
     done = InFlight(outcomes.count("kept"), outcomes.count("posted"), outcomes.count("sent"))
     if done != InFlight():
         log.warning("replies_taken_over", kept=done.kept, found_posted=done.found_posted, sent_now=done.sent_now)
     return done
+
+
+async def _has_outcome(runtime: Runtime, audit_id: str) -> bool:
+    return await runtime.audit.db.fetchone("SELECT 1 FROM delivery WHERE of = ? LIMIT 1", (audit_id,)) is not None
 
 
 async def _untracked(runtime: Runtime, lease: WorkerLease) -> list[Orphan]:
