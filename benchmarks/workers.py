@@ -56,7 +56,7 @@ class WorkersPlan:
     #: kill the first worker after this many events (None: no kill), with this many of its
     #: replies in flight: posted, the platform's answer held back until it is dead.
     kill_after: int | None = None
-    in_flight_at_kill: int = 2
+    in_flight_at_kill: int = 4
     #: scheduled tasks, due while the load runs.
     tasks: int = 6
     lease_s: float = 3.0
@@ -123,21 +123,29 @@ def _event(n: int) -> tuple[Offered, dict[str, Any]]:
 
 
 async def _kill_with_replies_in_flight(cluster: Cluster, plan: WorkersPlan, first: int) -> list[Offered]:
-    """Events ``first``... to the first worker alone, their posts taken by the platform but its
-    answers held back; once all are taken, the worker is killed (SIGKILL) and the answers go to
-    nobody: those replies are audited and posted, and no worker recorded them delivered."""
+    """Events ``first``... to the first worker alone, with its replies in flight when it is
+    killed (SIGKILL): half of them posted, the platform's answer held back (it goes to nobody);
+    the other half still on their way (the post never takes effect). Either way the reply is
+    audited and no worker recorded an outcome."""
     api, held = cluster.api, plan.in_flight_at_kill
-    api.late.hold("chat.postMessage", times=held)
-    offered = []
+    posted = held - held // 2
+    api.only_channels = {f"D{n:05d}" for n in range(first, first + held)}  # nobody else's posts
+    api.late.hold("chat.postMessage", times=posted)
+    offered: list[Offered] = []
     for n in range(first, first + held):
+        if n == first + posted:
+            await api.wait_for(lambda: all(api.posts(o.channel) for o in offered), timeout=60)
+            api.stall("chat.postMessage", times=held - posted)
         one, envelope = _event(n)
         offered.append(one)
         await _deliver(cluster, one, envelope, 0, None)
-    await api.wait_for(lambda: all(api.posts(o.channel) for o in offered), timeout=60)
+    await api.wait_for(lambda: api.stalled_now >= held - posted, timeout=60)
     cluster.bots[0].proc.kill()
     await cluster.bots[0].proc.wait()
     cluster.alive[0] = False
     api.late.release()
+    await asyncio.sleep(0.2)  # the stalled requests' connections are closed by now
+    api.unstall()
     return offered
 
 

@@ -99,6 +99,13 @@ class FakeSlackApi:
     #: calls taking effect at once (a message is posted) but answered only when the test
     #: releases them (after the client's timeout): :meth:`hold`.
     late: LateAnswers = field(default_factory=LateAnswers)
+    #: calls that wait *before* taking effect until :meth:`unstall`; one whose client is gone
+    #: by then never takes effect (the request never reached Slack): :meth:`stall`.
+    stalled: dict[str, int] = field(default_factory=dict)
+    stalled_now: int = 0
+    #: only calls to these channels are held (:meth:`hold`) or stalled; None: any call.
+    only_channels: set[str] | None = None
+    _unstalled: asyncio.Event = field(default_factory=asyncio.Event)
     #: user tokens the fake accepts (token -> the user it acts as); any other token is the bot's.
     user_tokens: dict[str, str] = field(default_factory=dict)
     #: channel -> messages (``ts``, ``user``, ``text``, ``thread_ts``), served by
@@ -231,6 +238,15 @@ class FakeSlackApi:
             status, error, retry_after = queued.pop(0)
             headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
             return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
+        chosen = self.only_channels is None or params.get("channel") in self.only_channels
+        if chosen and self.stalled.get(method):
+            self.stalled[method] -= 1
+            self.stalled_now += 1
+            call = self.calls[-1]
+            await self._unstalled.wait()
+            if request.transport is None or request.transport.is_closing():
+                call.ok = False  # others were made meanwhile: this one's, not the last
+                return web.json_response({"ok": False, "error": "client_gone"})
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
@@ -241,7 +257,8 @@ class FakeSlackApi:
         if body.get("ok") is False:
             self.calls[-1].ok = False
             return web.json_response(body)
-        await self.late.wait_to_answer(method)
+        if chosen:
+            await self.late.wait_to_answer(method)
         return web.json_response({"ok": True, **body})
 
     def fail_next(
@@ -254,6 +271,14 @@ class FakeSlackApi:
         """The next ``times`` calls of ``method`` take effect at once but are answered only at
         ``late.release()``: a client whose timeout ran out cannot know they went through."""
         self.late.hold(method, times)
+
+    def stall(self, method: str = "chat.postMessage", *, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` wait before taking effect until :meth:`unstall`
+        (a request still on its way when its sender dies)."""
+        self.stalled[method] = self.stalled.get(method, 0) + times
+
+    def unstall(self) -> None:
+        self._unstalled.set()
 
     def rate_limit(self, method: str = "chat.postMessage", *, retry_after: int = 1, times: int = 1) -> None:
         """HTTP 429 ``ratelimited`` with ``Retry-After`` for the next ``times`` calls."""

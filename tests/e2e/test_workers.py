@@ -27,7 +27,9 @@ async def test_two_workers_answer_each_event_once_through_retries_and_a_kill(
     assert result["answered_twice_or_more"] == 0 and result["audited_twice"] == 0
     # every reply audited, before the kill or after, posted once and recorded delivered once;
     # the killed worker's replies in flight (posted, the answer lost) by the other worker
-    assert result["taken_over"].get("found_posted", 0) >= plan.in_flight_at_kill
+    # (half of them posted before the kill, half still on their way: found, or sent now, once)
+    taken = result["taken_over"]
+    assert taken.get("found_posted", 0) >= 2 and taken.get("sent_now", 0) >= 2 and not taken.get("kept")
     assert result["audited_replies_delivered_once"] == result["audited_replies"] >= 60
     assert result["replies_recorded_delivered_once"] == result["audited_replies"]
     assert result["unanswered_and_audited"] == 0
