@@ -241,6 +241,7 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
             offered = await _offer(cluster, plan, rng)
             offered_s = time.perf_counter() - began
             await _settle_down(api, offered, task_ids, plan, url if shared else None)
+            rss = [_rss_mb(cluster.bots[i]) for i in cluster.live()]
             for i in cluster.live():
                 await cluster.bots[i].terminate()
             taken_over = _taken_over(cluster.bots)
@@ -249,7 +250,12 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
             audits = [Settings(database_url=SecretStr(url)).audit_target]
         replies, verified, delivered = await _audit_facts(audits)
         figures = _figures(plan, api, offered, offered_s, replies, verified, task_ids)
-        return {**figures, "replies_recorded_delivered_once": delivered, "taken_over": taken_over}
+        return {
+            **figures,
+            "replies_recorded_delivered_once": delivered,
+            "taken_over": taken_over,
+            "worker_rss_mb": rss,
+        }
     finally:
         await api.stop()
 
@@ -353,6 +359,16 @@ def _figures(
             "p95": round(percentile(latencies, 0.95) * 1000, 1) if latencies else None,
         },
     }
+
+
+def _rss_mb(bot: BotProcess) -> float:
+    """A live worker's resident memory (Linux), in MB."""
+    try:
+        status = Path(f"/proc/{bot.proc.pid}/status").read_text()
+    except OSError:
+        return 0.0
+    kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return round(kb / 1024, 1)
 
 
 def _taken_over(bots: list[BotProcess]) -> dict[str, int]:

@@ -47,3 +47,16 @@ async def test_without_a_shared_database_two_workers_answer_twice(
     plan = WorkersPlan(workers=2, events=30, rate=15.0, retry_share=1.0, kill_after=None, tasks=0)
     result = await run_workers(tmp_path, postgres_server.database("workers"), plan, shared=False)
     assert result["answered_twice_or_more"] >= 20
+
+
+async def test_the_load_steps_measure_each_worker_count_and_draw_the_plot(tmp_path: Path) -> None:
+    from benchmarks.workers_load import plot, run_workers_load
+
+    result = await run_workers_load(tmp_path / "run", [1, 2], [6.0], 2.0)
+    assert [(s["workers"], s["events"]) for s in result["steps"]] == [(1, 12), (2, 12)]
+    for step in result["steps"]:
+        assert step["unanswered"] == 0 and step["answered_twice_or_more"] == 0 and step["audit_verified"]
+        assert 0 < step["reply_ms_p50"] <= step["reply_ms_p95"] and step["rss_mb_per_worker"] > 100
+    assert result["steps"][1]["rss_mb_all_workers"] > result["steps"][0]["rss_mb_all_workers"]
+    plot(result, tmp_path / "load.png")
+    assert (tmp_path / "load.png").read_bytes().startswith(b"\x89PNG")
