@@ -353,9 +353,10 @@ def bench_workers_load(
     workers: str = typer.Option("1,2,4", "--workers", help="steps of this many workers"),
     rates: str = typer.Option("10,20,40", "--rates", help="events per second offered, per step"),
     seconds: float = typer.Option(20.0, "--seconds", help="how long each step offers its rate"),
+    owners: str = typer.Option("1", "--owners", help="owners every worker serves, per step (1,3)"),
 ) -> None:
     """1, 2 and 4 `epmem run` workers on one PostgreSQL behind one loopback Slack events URL:
-    reply time p50/p95, errors and each worker's memory per offered rate."""
+    reply time p50/p95, errors and each worker's memory per offered rate (and number of owners)."""
     import tempfile
 
     from benchmarks.workers_load import plot, run_workers_load
@@ -364,12 +365,13 @@ def bench_workers_load(
     try:
         counts = [int(n) for n in workers.split(",")]
         offered = [float(r) for r in rates.split(",")]
+        owner_counts = [int(n) for n in owners.split(",")]
     except ValueError:
-        fail("--workers and --rates are comma-separated numbers (1,2,4)", 2)
-    if not all(1 <= n <= 8 for n in counts) or not all(r > 0 for r in offered) or seconds <= 0:
-        fail("--workers from 1 to 8 each; --rates and --seconds above 0", 2)
+        fail("--workers, --owners and --rates are comma-separated numbers (1,2,4)", 2)
+    if not all(1 <= n <= 8 for n in counts + owner_counts) or not all(r > 0 for r in offered) or seconds <= 0:
+        fail("--workers and --owners from 1 to 8 each; --rates and --seconds above 0", 2)
     with tempfile.TemporaryDirectory(prefix="epmem-workers-load-") as tmp:
-        result = run(run_workers_load(Path(tmp), counts, offered, seconds))
+        result = run(run_workers_load(Path(tmp), counts, offered, seconds, owner_counts))
     write_json(result, json_out)
     if plot_out is not None:
         plot(result, plot_out)

@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from pydantic import SecretStr
 
-from benchmarks.run_latency import ASKERS, QUESTIONS, SLACK_SECRET, BotProcess, bot_process, percentile, slack_env
-from bot.config import Settings
+from benchmarks.run_latency import ASKERS, QUESTIONS, BotProcess, bot_process, percentile
+from benchmarks.workers_layout import Layout, wait_ports
 from bot.state import StateDB
 from bot.tasks import Tasks
 from epmem.audit.log import AuditLog
@@ -62,6 +61,8 @@ class WorkersPlan:
     lease_s: float = 3.0
     beat_s: float = 0.5
     seed: int = 7
+    #: owners every worker serves (their events round robin); scheduled tasks need one owner.
+    owners: int = 1
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Offered:
     n: int
     channel: str
     sent_at: float
+    owner: int = 0
     deliveries: list[tuple[int, int | str]] = field(default_factory=list)
 
 
@@ -78,30 +80,21 @@ class Offered:
 class Cluster:
     api: FakeSlackApi
     bots: list[BotProcess]
-    ports: list[int]
+    #: worker -> owner -> the port that worker serves that owner's events on.
+    ports: list[list[int]]
     alive: list[bool]
+    layout: Layout
 
     def live(self) -> list[int]:
         return [i for i, ok in enumerate(self.alive) if ok and self.bots[i].proc.returncode is None]
-
-
-def _env(folder: Path, policy: Path, url: str | None, api: FakeSlackApi, plan: WorkersPlan) -> dict[str, str]:
-    return {
-        **slack_env(api),
-        "EPMEM_DATA_DIR": str(folder),
-        "EPMEM_POLICY": str(policy),
-        **({"EPMEM_DATABASE_URL": url} if url else {}),
-        "EPMEM_WORKER_LEASE_S": str(plan.lease_s),
-        "EPMEM_WORKER_BEAT_S": str(plan.beat_s),
-        "EPMEM_RATE_LIMIT_MESSAGES": "0",  # one asker sends hundreds a minute here: the load, not abuse
-    }
 
 
 async def _deliver(cluster: Cluster, offered: Offered, envelope: dict[str, Any], first: int, retry: int | None) -> None:
     """To worker ``first``; refused (a dead worker): to the next live one, as Slack's retry."""
     order = [first] + [i for i in cluster.live() if i != first]
     for attempt, worker in enumerate(order):
-        sender = SlackSender(SLACK_SECRET, lambda w=worker: cluster.ports[w])  # type: ignore[misc]
+        port = cluster.ports[worker][offered.owner]
+        sender = SlackSender(cluster.layout.secret(offered.owner), lambda p=port: p)  # type: ignore[misc]
         retry_num = retry if attempt == 0 else (retry or 0) + attempt
         try:
             status, _ = await sender.event(envelope, retry_num=retry_num)
@@ -113,13 +106,13 @@ async def _deliver(cluster: Cluster, offered: Offered, envelope: dict[str, Any],
             return
 
 
-def _event(n: int) -> tuple[Offered, dict[str, Any]]:
-    """Event ``n``: from a contact, in a DM channel of its own."""
+def _event(n: int, owners: int = 1) -> tuple[Offered, dict[str, Any]]:
+    """Event ``n``: from a contact, in a DM channel of its own, to owner ``n % owners``."""
     user = SLACK[ASKERS[n % len(ASKERS)]]
     channel = f"D{n:05d}"
     text = QUESTIONS[(n // len(ASKERS)) % len(QUESTIONS)]
     event = im_message(user, text, channel=channel, ts=f"{time.time():.6f}")
-    return Offered(n, channel, time.monotonic()), event_envelope(event, event_id=f"Ev{n:05d}")
+    return Offered(n, channel, time.monotonic(), n % owners), event_envelope(event, event_id=f"Ev{n:05d}")
 
 
 async def _kill_with_replies_in_flight(cluster: Cluster, plan: WorkersPlan, first: int) -> list[Offered]:
@@ -136,7 +129,7 @@ async def _kill_with_replies_in_flight(cluster: Cluster, plan: WorkersPlan, firs
         if n == first + posted:
             await api.wait_for(lambda: all(api.posts(o.channel) for o in offered), timeout=60)
             api.stall("chat.postMessage", times=held - posted)
-        one, envelope = _event(n)
+        one, envelope = _event(n, plan.owners)
         offered.append(one)
         await _deliver(cluster, one, envelope, 0, None)
     await api.wait_for(lambda: api.stalled_now >= held - posted, timeout=60)
@@ -162,7 +155,7 @@ async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random) -> lis
             started += time.perf_counter() - paused  # the offer goes on at its rate, not in a burst
             continue
         await asyncio.sleep(max(0.0, started + n / plan.rate - time.perf_counter()))
-        one, envelope = _event(n)
+        one, envelope = _event(n, plan.owners)
         offered.append(one)
         n += 1
         live = cluster.live()
@@ -182,8 +175,10 @@ async def _offer(cluster: Cluster, plan: WorkersPlan, rng: random.Random) -> lis
     return offered
 
 
-async def _schedule_tasks(url: str, plan: WorkersPlan, at: datetime) -> list[int]:
-    state = await StateDB(Settings(database_url=SecretStr(url)).state_target).open()
+async def _schedule_tasks(layout: Layout, plan: WorkersPlan, at: datetime) -> list[int]:
+    if layout.url is None or plan.tasks == 0:
+        return []
+    state = await StateDB(layout.settings(0).state_target).open()
     try:
         tasks = Tasks(state.db)
         spread = plan.events / plan.rate
@@ -224,30 +219,33 @@ async def _audit_facts(targets: list[Path | str]) -> tuple[dict[str, list[str]],
 
 async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = True) -> dict[str, Any]:
     """The whole run (see the module doc); the figures as a dict for JSON. ``shared=False``: the
-    control, each worker on its own SQLite files (no scheduled tasks)."""
+    control, each worker on its own SQLite files (one owner, no scheduled tasks)."""
+    if plan.owners > 1 and (not shared or plan.tasks):
+        raise ValueError("several owners: on a shared database, without scheduled tasks")
     policy = write_policy(root / "policy.yaml")
+    layout = Layout(plan.owners, url if shared else None, policy, plan.lease_s, plan.beat_s)
     folders = [root / f"worker{i}" for i in range(plan.workers)]
     for folder in [root / "seed"] if shared else folders:
-        server: dict[str, Any] = {"database_url": SecretStr(url)} if shared else {}
-        seed = await house_runtime(folder, policy_file=policy, **server)
-        await seed.close()  # shared: the memory is in the server's write log, every worker replays it
+        for settings in layout.seed_settings():
+            seed = await house_runtime(folder, policy_file=policy, **settings)
+            await seed.close()  # shared: the memory is in the server's write log, every worker replays it
     api = FakeSlackApi()
     await api.start()
     rng = random.Random(plan.seed)
     try:
-        async with _cluster(api, folders, policy, url if shared else None, plan) as cluster:
-            task_ids = await _schedule_tasks(url, plan, datetime.now(UTC)) if shared else []
+        async with _cluster(api, folders, layout) as cluster:
+            task_ids = await _schedule_tasks(layout, plan, datetime.now(UTC))
             began = time.perf_counter()
             offered = await _offer(cluster, plan, rng)
             offered_s = time.perf_counter() - began
-            await _settle_down(api, offered, task_ids, plan, url if shared else None)
+            await _settle_down(api, offered, task_ids, plan, layout)
             rss = [_rss_mb(cluster.bots[i]) for i in cluster.live()]
             for i in cluster.live():
                 await cluster.bots[i].terminate()
             taken_over = _taken_over(cluster.bots)
         audits: list[Path | str] = [f / "audit.sqlite" for f in folders]
         if shared:
-            audits = [Settings(database_url=SecretStr(url)).audit_target]
+            audits = [layout.settings(k).audit_target for k in range(plan.owners)]
         replies, verified, delivered = await _audit_facts(audits)
         figures = _figures(plan, api, offered, offered_s, replies, verified, task_ids)
         return {
@@ -263,46 +261,53 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
 class _cluster:
     """The workers started (each on its own folder), their ports known; stopped on the way out."""
 
-    def __init__(
-        self, api: FakeSlackApi, folders: list[Path], policy: Path, url: str | None, plan: WorkersPlan
-    ) -> None:
-        self.api, self.folders, self.policy, self.url, self.plan = api, folders, policy, url, plan
+    def __init__(self, api: FakeSlackApi, folders: list[Path], layout: Layout) -> None:
+        self.api, self.folders, self.layout = api, folders, layout
         self._contexts: list[Any] = []
 
     async def __aenter__(self) -> Cluster:
         from benchmarks.run_latency import wait_slack
 
-        bots, ports = [], []
+        bots, chosen = [], []
         for folder in self.folders:
-            context = bot_process(None, _env(folder, self.policy, self.url, self.api, self.plan))
+            chosen.append(self.layout.write_owners(folder, self.api))
+            context = bot_process(None, self.layout.env(folder, self.api))
             self._contexts.append(context)
-            bot = await context.__aenter__()
-            bots.append(bot)
-        for bot in bots:
-            ports.append(await wait_slack(bot, timeout=180))
-        return Cluster(self.api, bots, ports, [True] * len(bots))
+            bots.append(await context.__aenter__())
+        ports = []
+        for bot, owners_ports in zip(bots, chosen, strict=True):
+            if owners_ports:
+                await wait_ports(bot, owners_ports, timeout=240)
+                ports.append(owners_ports)
+            else:
+                ports.append([await wait_slack(bot, timeout=180)])
+        return Cluster(self.api, bots, ports, [True] * len(bots), self.layout)
 
     async def __aexit__(self, *exc: object) -> None:
         for context in reversed(self._contexts):
             await context.__aexit__(None, None, None)
 
 
-async def _unsettled(url: str | None) -> int:
-    """Replies in the shared audit log with no outcome yet (0 without a shared log)."""
-    if url is None:
+async def _unsettled(layout: Layout) -> int:
+    """Replies in the shared audit logs with no outcome yet (0 without a shared database)."""
+    if layout.url is None:
         return 0
-    audit = await AuditLog(Settings(database_url=SecretStr(url)).audit_target).open()
-    try:
-        row = await audit.db.fetchone(
-            "SELECT count(*) FROM audit a WHERE a.kind = 'reply' AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id)"
-        )
-        return int(row[0]) if row else 0
-    finally:
-        await audit.close()
+    left = 0
+    for k in range(layout.owners):
+        audit = await AuditLog(layout.settings(k).audit_target).open()
+        try:
+            row = await audit.db.fetchone(
+                "SELECT count(*) FROM audit a WHERE a.kind = 'reply' "
+                "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id)"
+            )
+            left += int(row[0]) if row else 0
+        finally:
+            await audit.close()
+    return left
 
 
 async def _settle_down(
-    api: FakeSlackApi, offered: list[Offered], task_ids: list[int], plan: WorkersPlan, url: str | None
+    api: FakeSlackApi, offered: list[Offered], task_ids: list[int], plan: WorkersPlan, layout: Layout
 ) -> None:
     """Until every event has its answer, every task its note and every audited reply its outcome
     (a killed worker's, once another has taken it over), or nothing moves for a while: what a
@@ -312,7 +317,7 @@ async def _settle_down(
     while True:
         answered = sum(1 for o in offered if api.posts(o.channel))
         done = sum(1 for t in task_ids if any(f"Scheduled change {t} done" in str(p.get("text")) for p in api.posts()))
-        if answered == len(offered) and done == len(task_ids) and not await _unsettled(url):
+        if answered == len(offered) and done == len(task_ids) and not await _unsettled(layout):
             return
         if answered + done != last:
             last, since = answered + done, time.perf_counter()
@@ -336,8 +341,15 @@ def _figures(
     notes = Counter(t for t in task_ids for p in api.posts() if f"Scheduled change {t} done" in str(p.get("text")))
     latencies = _latencies(api, offered)
     retried = sum(1 for o in offered if len(o.deliveries) > 1)
+    posters = {(str(c.params.get("channel")), c.token) for c in api.calls_to("chat.postMessage") if c.ok}
+    # several owners: each owner's app posts with its own token (benchmarks/workers_layout.py)
+    crossed = sum(
+        1 for o in offered for channel, token in posters if channel == o.channel and token != f"xoxb-bench-o{o.owner}"
+    )
     return {
         "workers": plan.workers,
+        "owners": plan.owners,
+        "answered_by_another_owner": crossed if plan.owners > 1 else None,
         "events": len(offered),
         "offered_per_s": round(len(offered) / offered_s, 1),
         "deliveries": sum(len(o.deliveries) for o in offered),

@@ -18,25 +18,32 @@ from benchmarks.workers import WorkersPlan, run_workers
 from testkit.postgres import EmbeddedPostgres
 
 
-async def run_workers_load(root: Path, workers: list[int], rates: list[float], seconds: float) -> dict[str, Any]:
+async def run_workers_load(
+    root: Path, workers: list[int], rates: list[float], seconds: float, owners: list[int] | None = None
+) -> dict[str, Any]:
+    """Every (owners, workers, rate) step in turn; ``owners``: owners each worker serves (the
+    events round robin over them), [1] by default."""
     server = EmbeddedPostgres()
     steps = []
     try:
-        for n in workers:
-            for rate in rates:
-                plan = WorkersPlan(workers=n, events=max(1, round(rate * seconds)), rate=rate, retry_share=0.1, tasks=0)
-                folder = root / f"w{n}-r{rate:g}"
-                folder.mkdir(parents=True)
-                result = await run_workers(folder, server.database("load"), plan)
-                steps.append(_step(n, rate, result))
+        for o in owners or [1]:
+            for n in workers:
+                for rate in rates:
+                    events = max(1, round(rate * seconds))
+                    plan = WorkersPlan(workers=n, events=events, rate=rate, retry_share=0.1, tasks=0, owners=o)
+                    folder = root / f"o{o}-w{n}-r{rate:g}"
+                    folder.mkdir(parents=True)
+                    result = await run_workers(folder, server.database("load"), plan)
+                    steps.append(_step(o, n, rate, result))
     finally:
         server.stop()
     return {"seconds_per_step": seconds, "steps": steps}
 
 
-def _step(workers: int, rate: float, result: dict[str, Any]) -> dict[str, Any]:
+def _step(owners: int, workers: int, rate: float, result: dict[str, Any]) -> dict[str, Any]:
     rss = result.get("worker_rss_mb") or []
     return {
+        "owners": owners,
         "workers": workers,
         "rate_per_s": rate,
         "events": result["events"],
@@ -45,6 +52,7 @@ def _step(workers: int, rate: float, result: dict[str, Any]) -> dict[str, Any]:
         "reply_ms_p95": result["reply_ms"]["p95"],
         "unanswered": result["unanswered"],
         "answered_twice_or_more": result["answered_twice_or_more"],
+        "answered_by_another_owner": result["answered_by_another_owner"],
         "audit_verified": result["audit_verify"]["first_bad"] is None,
         "rss_mb_per_worker": round(sum(rss) / len(rss), 1) if rss else None,
         "rss_mb_all_workers": round(sum(rss), 1) if rss else None,
@@ -58,18 +66,30 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (latency, memory) = plt.subplots(1, 2, figsize=(10, 4))
-    counts = sorted({s["workers"] for s in result["steps"]})
-    for n in counts:
-        steps = sorted((s for s in result["steps"] if s["workers"] == n), key=lambda s: s["rate_per_s"])
+    fig, (latency, memory) = plt.subplots(1, 2, figsize=(11, 4.5))
+    groups = sorted({(s.get("owners", 1), s["workers"]) for s in result["steps"]})
+    for owners, n in groups:
+        steps = sorted(
+            (s for s in result["steps"] if (s.get("owners", 1), s["workers"]) == (owners, n)),
+            key=lambda s: s["rate_per_s"],
+        )
         xs = [s["rate_per_s"] for s in steps]
-        latency.plot(xs, [s["reply_ms_p50"] for s in steps], marker="o", label=f"p50, {n} worker(s)")
-        latency.plot(xs, [s["reply_ms_p95"] for s in steps], marker="^", linestyle="--", label=f"p95, {n} worker(s)")
-    by_workers = [max(s["rss_mb_per_worker"] or 0 for s in result["steps"] if s["workers"] == n) for n in counts]
-    memory.bar([str(n) for n in counts], by_workers)
-    latency.set(xlabel="events offered per second", ylabel="reply time (ms)", title="one owner, Slack events")
+        who = f"{owners} owner{'s' * (owners > 1)}, {n} worker{'s' * (n > 1)}"
+        (line,) = latency.plot(xs, [s["reply_ms_p50"] for s in steps], marker="o", label=who)
+        latency.plot(xs, [s["reply_ms_p95"] for s in steps], marker="^", linestyle="--", color=line.get_color())
+    labels = [f"{o}o/{n}w" for o, n in groups]
+    peaks = [
+        max(s["rss_mb_per_worker"] or 0 for s in result["steps"] if (s.get("owners", 1), s["workers"]) == g)
+        for g in groups
+    ]
+    memory.bar(labels, peaks)
+    latency.set(
+        xlabel="events offered per second (all owners)",
+        ylabel="reply time (ms): p50 solid, p95 dashed",
+        title="Slack events through one load balancer",
+    )
     latency.set_yscale("log")
-    memory.set(xlabel="workers", ylabel="resident memory per worker (MB)", title="memory of each worker")
+    memory.set(xlabel="owners / workers", ylabel="resident memory per worker (MB)", title="memory of each worker")
     for ax in (latency, memory):
         ax.grid(alpha=0.3)
     latency.legend(fontsize=8)

@@ -49,13 +49,17 @@ async def test_without_a_shared_database_two_workers_answer_twice(
     assert result["answered_twice_or_more"] >= 20
 
 
-async def test_the_load_steps_measure_each_worker_count_and_draw_the_plot(tmp_path: Path) -> None:
+async def test_the_load_steps_measure_each_worker_count_for_two_owners_and_draw_the_plot(tmp_path: Path) -> None:
+    """Two owners, each with their own Slack app, served by every worker (their memories and
+    chains in schemas of their own on the one server): each event answered once by its owner's
+    delegate, each owner's chain verifies; the plot is drawn."""
     from benchmarks.workers_load import plot, run_workers_load
 
-    result = await run_workers_load(tmp_path / "run", [1, 2], [6.0], 2.0)
-    assert [(s["workers"], s["events"]) for s in result["steps"]] == [(1, 12), (2, 12)]
+    result = await run_workers_load(tmp_path / "run", [1, 2], [6.0], 2.0, owners=[2])
+    assert [(s["owners"], s["workers"], s["events"]) for s in result["steps"]] == [(2, 1, 12), (2, 2, 12)]
     for step in result["steps"]:
         assert step["unanswered"] == 0 and step["answered_twice_or_more"] == 0 and step["audit_verified"]
+        assert step["answered_by_another_owner"] == 0
         assert 0 < step["reply_ms_p50"] <= step["reply_ms_p95"] and step["rss_mb_per_worker"] > 100
     assert result["steps"][1]["rss_mb_all_workers"] > result["steps"][0]["rss_mb_all_workers"]
     plot(result, tmp_path / "load.png")
