@@ -22,6 +22,7 @@ import httpx
 import typer
 
 from connectors.registry import PLATFORMS, Platform
+from epmem.db import redacted, split_schema
 from epmem.errors import EpmemError
 from epmem.policy import PolicyError, load_policy
 
@@ -136,7 +137,9 @@ def _data_dir(c: Checks, s: Settings) -> None:
             c.error(f"EPMEM_DATA_DIR {folder}: not writable by this user")
         return
     parent = next((q for q in folder.parents if q.exists()), Path("."))
-    if os.access(parent, os.W_OK):
+    if os.access(parent, os.W_OK) and s.shared_state and s.policy is not None:
+        c.ok(f"EPMEM_DATA_DIR {folder}: made at the first start (a worker's folder: its data is on the server)")
+    elif os.access(parent, os.W_OK):
         # run, chat and preview refuse a missing folder rather than make one for the wrong owner
         c.error(f"EPMEM_DATA_DIR {folder}: does not exist; `epmem init` (your own delegate) or `epmem demo` makes it")
     else:
@@ -202,9 +205,32 @@ def _llm(c: Checks, s: Settings) -> None:
         c.ok("the facts a reply tells: chosen by the relevance step (EPMEM_MODEL_CHOOSES=false)")
 
 
+def _database(c: Checks, s: Settings) -> None:
+    """EPMEM_DATABASE_URL / EPMEM_AUDIT_URL: the server answers (what several workers share)."""
+    for name, value in (("EPMEM_DATABASE_URL", s.database_url), ("EPMEM_AUDIT_URL", s.audit_url)):
+        if value is None:
+            continue
+        url = value.get_secret_value()
+        shown = redacted(url)
+        try:
+            import psycopg
+        except ImportError:
+            c.missing(f"{name} needs the postgres extra: pip install 'epmem-delegate[postgres]'")
+            return
+        try:
+            with psycopg.connect(split_schema(url)[0], connect_timeout=5) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            c.error(f"{name} {shown}: no answer ({type(exc).__name__}: {redacted(str(exc)).strip()})")
+            continue
+        what = "state, audit log and memory log" if name == "EPMEM_DATABASE_URL" else "audit log"
+        c.ok(f"{what}: PostgreSQL at {shown} answers")
+
+
 def _qdrant(c: Checks, s: Settings) -> None:
     if not s.qdrant_url:
-        c.ok(f"vectors: embedded Qdrant Edge in {s.qdrant_dir}")
+        shared = ", a replica of the memory's log on EPMEM_DATABASE_URL" if s.shared_state else ""
+        c.ok(f"vectors: embedded Qdrant Edge in {s.qdrant_dir}{shared}")
         return
     url = s.qdrant_url.rstrip("/")
     parts = urlsplit(url)
@@ -277,6 +303,7 @@ def doctor() -> None:
         _llm(c, s)
         _models(c, s)
         _qdrant(c, s)
+        _database(c, s)
     _audit_token(c)
     for kind, text in c.lines:
         out.print(f"{kind}: {text}", markup=False, emoji=False)

@@ -108,3 +108,19 @@ def test_doctor_says_a_missing_data_folder_is_made_by_init_or_demo(tmp_path: Pat
     assert done.returncode == 1
     assert f"error: EPMEM_DATA_DIR {missing}: does not exist; `epmem init`" in done.stdout, done.stdout
     assert not missing.exists()
+
+
+def test_doctor_checks_the_shared_database_and_names_no_password(tmp_path: Path, postgres_server: object) -> None:
+    """EPMEM_DATABASE_URL: the server answers (or not, in one line without the password); a
+    worker's missing folder is fine, its first start makes it."""
+    from testkit.postgres import EmbeddedPostgres
+
+    assert isinstance(postgres_server, EmbeddedPostgres)
+    env = {"EPMEM_DATA_DIR": str(tmp_path / "w1"), "EPMEM_POLICY": str(EXAMPLE_POLICY), "TELEGRAM_BOT_TOKEN": ""}
+    good = cli("doctor", env={**env, "EPMEM_DATABASE_URL": postgres_server.database()})
+    assert "ok: state, audit log and memory log: PostgreSQL at postgresql://" in good.stdout, good.stdout
+    assert f"ok: EPMEM_DATA_DIR {tmp_path / 'w1'}: made at the first start" in good.stdout
+    assert "a replica of the memory's log on EPMEM_DATABASE_URL" in good.stdout
+    refused = cli("doctor", env={**env, "EPMEM_DATABASE_URL": "postgresql://epmem:hunter2@127.0.0.1:1/epmem"})
+    assert refused.returncode == 1 and "hunter2" not in refused.stdout + refused.stderr
+    assert "error: EPMEM_DATABASE_URL postgresql://epmem@127.0.0.1:1/epmem: no answer" in refused.stdout
