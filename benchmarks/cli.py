@@ -263,6 +263,9 @@ def bench_isolation(
     audit_postgres: bool = typer.Option(
         False, "--audit-postgres", help="every owner's audit log on one PostgreSQL server (a schema each), started here"
     ),
+    postgres: bool = typer.Option(
+        False, "--postgres", help="every owner's state, audit log and memory log on one PostgreSQL server, started here"
+    ),
 ) -> None:
     """Several owners in one deployment, both platforms' loopback peers: a canary of one owner in
     anything another owner's delegate says, lists or shows counts as a crossing (must be 0)."""
@@ -276,14 +279,14 @@ def bench_isolation(
     if keep is not None and keep.exists() and any(keep.iterdir()):
         fail(f"--keep {keep}: the folder is not empty", 2)
     with tempfile.TemporaryDirectory(prefix="epmem-isolation-") as tmp, contextlib.ExitStack() as stack:
-        audit_url = None
-        if audit_postgres:
+        server = None
+        if audit_postgres or postgres:
             from testkit.postgres import EmbeddedPostgres
 
-            server = EmbeddedPostgres()
-            stack.callback(server.stop)
-            audit_url = server.database("isolation")
-        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot, audit_url)), json_out)
+            pg = EmbeddedPostgres()
+            stack.callback(pg.stop)
+            server = ("database_url" if postgres else "audit_url", pg.database("isolation"))
+        write_json(run(run_isolation(keep or Path(tmp), owners, questions, misfile, shared_bot, server)), json_out)
 
 
 @app.command("owners-load")

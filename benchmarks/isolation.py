@@ -50,6 +50,9 @@ from benchmarks.scenario_answers import gold_readers
 PAGE_TOKEN = "isolation-audit-page-token-0123456789"
 REPLY_TIMEOUT_S = 60.0
 
+#: which of the owners' tables are on a PostgreSQL server: ("audit_url" | "database_url", URL).
+Server = tuple[str, str] | None
+
 
 @dataclass
 class Peer:
@@ -187,17 +190,19 @@ def said(canary: str, text: str) -> bool:
     return re.search(rf"(?<![0-9A-Za-z]){re.escape(canary)}(?![0-9A-Za-z])", text) is not None
 
 
-def write_deployment(root: Path, peers: list[Peer], audit_url: str | None = None) -> Settings:
+def write_deployment(root: Path, peers: list[Peer], server: Server = None) -> Settings:
     """Each owner's folder: their active policy and their owner.env (their own credentials).
-    ``audit_url``: every owner's audit log on that PostgreSQL server (a schema each)."""
+    ``server``: (``"audit_url"``, URL): every owner's audit log on that PostgreSQL server (a
+    schema each); (``"database_url"``, URL): their state, audit log and memory log too."""
     for peer in peers:
         write_owner(root, peer.owner, peer.env())
+    on_server: dict[str, Any] = {server[0]: SecretStr(server[1])} if server else {}
     # no rate limit and no deflection alerts: every asker asks a lot, quickly, on purpose
     return Settings(
         data_dir=root,
         rate_limit_messages=0,
         deflection_alert=0,
-        audit_url=SecretStr(audit_url) if audit_url else None,
+        **on_server,
     )
 
 
@@ -356,32 +361,33 @@ async def run_isolation(
     per_owner: int = 200,
     misfile: bool = False,
     shared_bot: bool = False,
-    audit_url: str | None = None,
+    server: Server = None,
 ) -> dict[str, Any]:
     """The benchmark (see the module doc) in ``root``, an empty folder; the figures as JSON.
     ``misfile``: the control that shows a crossing is seen (:func:`load_memories`).
     ``shared_bot``: one Telegram bot for every owner, each reached through their own Business
-    connection (connectors/telegram/front.py), instead of a bot each. ``audit_url``: the owners'
-    audit logs on one PostgreSQL server (``EPMEM_AUDIT_URL``: a schema each)."""
+    connection (connectors/telegram/front.py), instead of a bot each. ``server``: the owners'
+    audit logs, or all their tables (:func:`write_deployment`), on one PostgreSQL server."""
 
     async def go(peers: list[Peer]) -> dict[str, Any]:
         env = {**peers[0].tg.service_env(), "EPMEM_SEND_PACING": "0"} if shared_bot else {}
         with _environment(env):
-            return await _serve_and_ask(root, peers, per_owner, misfile, audit_url)
+            return await _serve_and_ask(root, peers, per_owner, misfile, server)
 
     result: dict[str, Any] = await _with_peers(n_owners, shared_bot, go)
     result["telegram"] = "one bot shared by every owner" if shared_bot else "a bot per owner"
-    result["audit"] = "postgresql, a schema per owner" if audit_url else "sqlite, a file per owner"
+    result["audit"] = "postgresql, a schema per owner" if server else "sqlite, a file per owner"
+    result["state"] = "postgresql, schemas per owner" if server and server[0] == "database_url" else "sqlite"
     return result
 
 
 async def _serve_and_ask(
-    root: Path, peers: list[Peer], per_owner: int, misfile: bool, audit_url: str | None
+    root: Path, peers: list[Peer], per_owner: int, misfile: bool, server: Server
 ) -> dict[str, Any]:
     from bot.owners import open_services
 
     bench = [p.owner for p in peers]
-    settings = write_deployment(root, peers, audit_url)
+    settings = write_deployment(root, peers, server)
     await load_memories(settings, bench, misfile)
     deployment = await open_services(owner_homes(settings))
     tallies = {o.owner_id: OwnerTally(o.owner_id) for o in bench}

@@ -199,14 +199,17 @@ async def test_one_shared_bot_answers_each_owner_through_their_own_business_conn
             await deployment.close()
 
 
-async def test_owners_audit_logs_on_one_postgres_server_stay_apart(
-    tmp_path: Path, postgres_server: EmbeddedPostgres
+@pytest.mark.parametrize("setting", ["audit_url", "database_url"])
+async def test_owners_on_one_postgres_server_stay_apart(
+    tmp_path: Path, postgres_server: EmbeddedPostgres, setting: str
 ) -> None:
     """EPMEM_AUDIT_URL for the whole deployment: each owner's chain in a schema of their own;
-    the isolation benchmark reads each owner's audit page and export from there."""
-    result = await run_isolation(tmp_path, n_owners=3, per_owner=12, audit_url=postgres_server.database())
+    EPMEM_DATABASE_URL: their state and memory log too. The isolation benchmark reads each
+    owner's audit page and export from there."""
+    result = await run_isolation(tmp_path, n_owners=3, per_owner=12, server=(setting, postgres_server.database()))
     assert result["crossings"] == 0, result["crossing_examples"]
     assert result["audit"] == "postgresql, a schema per owner"
+    assert result["state"] == ("postgresql, schemas per owner" if setting == "database_url" else "sqlite")
     assert result["foreign_audit_records"] == 0 and result["audit_verified"]
     counts = [o["audit_records"] for o in result["per_owner"].values()]
     assert all(count >= 24 for count in counts), counts  # each owner's 12 replies and deliveries, and theirs only

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -165,8 +166,9 @@ async def test_the_owner_s_uninstall_leaves_no_fact_in_postgres(
     the same words in his memory, keeps every one of them."""
     url = postgres_server.database()
     data = tmp_path / "data"
-    runtime = await house_runtime(data, **{setting: SecretStr(url)})
-    other = await house_runtime(tmp_path / "other", owner="ben", owner_id="ben", **{setting: SecretStr(url)})
+    server: dict[str, Any] = {setting: SecretStr(url)}
+    runtime = await house_runtime(data, **server)
+    other = await house_runtime(tmp_path / "other", owner="ben", owner_id="ben", **server)
     leo = f"slack:{TEAM}/{SLACK['leo']}"
     assert TRUTH in str(
         (await other.agent.handle(Inbound("slack", "D1", "direct", leo, HOUSE_Q, audience=(leo,)))).text
@@ -199,9 +201,7 @@ async def test_the_owner_s_uninstall_leaves_no_fact_in_postgres(
         assert files_with(data, word.encode()) == [], word
         assert _files_holding(url, word, hers) == [], word
     assert _files_holding(url, "Elm Road", theirs)  # the file check sees what is there
-    other = await house_runtime(
-        tmp_path / "other", load=False, owner="ben", owner_id="ben", **{setting: SecretStr(url)}
-    )
+    other = await house_runtime(tmp_path / "other", load=False, owner="ben", owner_id="ben", **server)
     try:
         out = await other.agent.handle(Inbound("slack", "D1", "direct", leo, HOUSE_Q, audience=(leo,)))
         assert TRUTH in str(out.text)
