@@ -150,13 +150,22 @@ class PostgresDatabase:
         return await self.fetchone(query, (name,)) is not None
 
     async def scrub(self, *tables: str) -> bool:
-        """``VACUUM FULL`` of ``tables``: rewritten into new files, the old ones unlinked. The
-        server's write-ahead log (and any base backup) keeps old row images until it recycles its
-        segments, which this cannot hurry: True says the tables are rewritten, no more."""
+        """``VACUUM FULL`` of ``tables``: rewritten into new files, the old ones unlinked. Then,
+        where the role may (``pg_checkpoint`` and ``EXECUTE`` on ``pg_switch_wal``, or a
+        superuser), the write-ahead log is moved on: a segment switch and checkpoints, after which
+        a server with ``wal_recycle = off`` (and no archive, replication slot or ``wal_keep_size``
+        holding segments) deletes the segments that held the old rows. True: all of that ran;
+        False: the tables are rewritten, the log keeps the old row images until the server
+        recycles it (docs/WORKERS.md says what to set). Base backups and replicas are beyond it."""
         for table in tables:
             if not _NAME.fullmatch(table):
                 raise ValueError(f"not a table name: {table!r}")
         await self.execute("VACUUM (FULL) " + ", ".join(tables) if tables else "VACUUM (FULL)")
+        try:
+            for statement in ("CHECKPOINT", "SELECT pg_switch_wal()", "CHECKPOINT"):
+                await self.execute(statement)
+        except psycopg.errors.InsufficientPrivilege:
+            return False
         return True
 
     async def close(self) -> None:

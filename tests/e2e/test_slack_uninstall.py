@@ -234,3 +234,45 @@ def _files_holding(url: str, word: str, schemas: set[str]) -> list[str]:
 
 def _schemas_holding(url: str, word: str) -> set[str]:
     return {found.split(".")[0] for found in _rows_holding(url, word)}
+
+
+async def test_after_the_uninstall_no_file_of_the_server_holds_her_words(
+    tmp_path: Path, api: FakeSlackApi, postgres_server: EmbeddedPostgres
+) -> None:
+    """With the server set as docs/WORKERS.md says for erasure (``wal_recycle = off``, nothing
+    holding old segments), her erasure moves the write-ahead log on: no file of her database
+    and no write-ahead log segment holds a fact's words (a server's base backups and replicas
+    are beyond any program)."""
+    import psycopg
+
+    url = postgres_server.database()
+    with psycopg.connect(split_schema(url)[0], autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_recycle = off")
+        conn.execute("SELECT pg_reload_conf()")
+        [(data,)] = conn.execute("SHOW data_directory").fetchall()
+        [(oid,)] = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchall()
+    folders = [Path(data) / "base" / str(oid), Path(data) / "pg_wal"]
+
+    def server_files_with(word: bytes) -> list[str]:
+        return [found for folder in folders for found in files_with(folder, word)]
+
+    runtime = await house_runtime(tmp_path / "data", database_url=SecretStr(url))
+    service, connector = await serve(runtime, api)
+    try:
+        api.signed_in = OWNER_SLACK
+        status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
+        assert status == 200, page
+        user = SLACK["leo"]
+        sender = SlackSender(SECRET, lambda: connector.port)
+        status, _ = await sender.event(event_envelope(im_message(user, HOUSE_Q, channel=f"D{user}"), event_id="Ev-1"))
+        assert status == 200
+        await poll(lambda: bool(api.posts(f"D{user}")), message="an answer to Leo")
+        assert server_files_with(WORDS[0])  # in the log at least: the check sees it
+        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
+        assert status == 200
+        await poll(lambda: not _schemas_holding(url, "Elm Road"), timeout=30, message="the erasure")
+        await poll(lambda: not server_files_with(WORDS[0]), timeout=30, message="the log moved on")
+    finally:
+        await service.stop()
+        await runtime.close()
+    assert {word: server_files_with(word) for word in WORDS} == {word: [] for word in WORDS}
