@@ -74,6 +74,8 @@ MIGRATIONS = MigrationSet(
 LEASE = timedelta(seconds=30)
 #: how often a worker beats and looks for a dead worker's replies.
 BEAT_EVERY = timedelta(seconds=3)
+#: a dead worker's own row goes after this long.
+FORGET_AFTER = timedelta(days=1)
 
 
 def new_worker_id() -> str:
@@ -112,6 +114,8 @@ class WorkerLease:
             "ON CONFLICT(id) DO UPDATE SET beat_at = excluded.beat_at",
             (self.id, now, now),
         )
+        # a killed worker's row would stay forever; its replies' rows stand without it (orphans)
+        await self.db.execute("DELETE FROM workers WHERE beat_at < ?", (iso(self.clock() - FORGET_AFTER),))
 
     async def retire(self) -> None:
         """A clean stop: this worker is gone at once (its rows, if any, are anyone's)."""

@@ -59,6 +59,11 @@ async def test_a_dead_worker_s_replies_go_to_exactly_one_live_worker(postgres_se
         await live[1].retire()  # a clean stop: its rows are anyone's at once
         assert {o.audit_id for o in await live[0].orphans()} <= {"audit-1", "audit-3"}
         assert await live[0].alive() == ["w1"]
+        clock.now += timedelta(days=2)
+        await live[0].beat()  # a day later the dead worker's own row is gone; its reply's row stays an orphan
+        assert await states[0].db.fetchall("SELECT id FROM workers") == [("w1",)]
+        rows = await states[0].db.fetchall("SELECT audit_id, worker FROM replies_in_flight")
+        assert set(await live[0].orphans()) == {Orphan(a, w) for a, w in rows if w != "w1"}
     finally:
         for s in states:
             await s.close()
