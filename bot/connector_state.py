@@ -25,7 +25,7 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.db import Database, as_database
+from epmem.db import POSTGRES, Database, as_database
 import structlog
 
 from connectors.base import Action, DeliveryReport
@@ -188,7 +188,8 @@ class ConnectorState:
                 )
         else:
             kept = await self.keep(report)
-        if report.audit_id is not None and report.kind == "reply":
+        if report.audit_id is not None and report.kind == "reply" and self._db().dialect.name == POSTGRES:
+            # workers (bot/workers.py) share a state database on a server only
             await self._db().execute("DELETE FROM replies_in_flight WHERE audit_id = ?", (report.audit_id,))
         return kept
 

@@ -44,8 +44,10 @@ SETS = (
     INGEST_JOURNAL,
     CONSULTATIONS,
     EVENT_LINKS,
-    WORKERS,
 )
+#: several workers share a state database on a server only (bot/workers.py): a SQLite file
+#: serves one process, and its tables stay exactly what they were.
+SHARED_SETS = (*SETS, WORKERS)
 #: where the Slack connector kept its event ids before (its own file in the data folder).
 LEGACY_SLACK_EVENTS = "slack-events.sqlite"
 
@@ -72,7 +74,8 @@ class StateDB:
         return self.target
 
     async def open(self) -> StateDB:
-        self._db = await open_database(self.target, SETS, "state database")
+        sets = SHARED_SETS if isinstance(self.target, str) else SETS
+        self._db = await open_database(self.target, sets, "state database")
         if isinstance(self.target, Path):
             await self._import_slack_events(self.target.parent / LEGACY_SLACK_EVENTS)
         return self
