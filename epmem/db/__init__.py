@@ -4,6 +4,7 @@ See :mod:`epmem.db.base` for what differs between the two and where it is said.
 """
 
 from epmem.db.base import (
+    IDENTITY,
     POSTGRES,
     SQLITE,
     Database,
@@ -14,6 +15,7 @@ from epmem.db.base import (
     Row,
     is_postgres_url,
     numbered,
+    ported,
     split_schema,
     with_schema,
 )
@@ -21,6 +23,7 @@ from epmem.db.lite import SQLiteDatabase, as_database
 from epmem.db.migrate import connect_to, driver_errors, migrate, open_database, redacted
 
 __all__ = [
+    "IDENTITY",
     "POSTGRES",
     "SQLITE",
     "Database",
@@ -37,6 +40,7 @@ __all__ = [
     "migrate",
     "numbered",
     "open_database",
+    "ported",
     "redacted",
     "split_schema",
     "with_schema",

@@ -12,7 +12,7 @@ finished at the next start, before anything is answered.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,24 @@ async def test_an_erasure_a_crash_interrupted_is_finished_at_the_next_start(tmp_
         await runtime.close()
 
 
+async def install_and_ask(api: FakeSlackApi, connector: SlackConnector) -> Callable[[], Awaitable[None]]:
+    """The owner installs through the real flow and Leo is answered; what revokes her token."""
+    api.signed_in = OWNER_SLACK
+    status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
+    assert status == 200, page
+    user = SLACK["leo"]
+    sender = SlackSender(SECRET, lambda: connector.port)
+    status, _ = await sender.event(event_envelope(im_message(user, HOUSE_Q, channel=f"D{user}"), event_id="Ev-1"))
+    assert status == 200
+    await poll(lambda: bool(api.posts(f"D{user}")), message="an answer to Leo")
+
+    async def revoke() -> None:
+        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
+        assert status == 200
+
+    return revoke
+
+
 def _rows_holding(url: str, word: str) -> list[str]:
     """Every table of the owner's audit database whose rows, as text, hold ``word``."""
     import psycopg
@@ -178,17 +196,9 @@ async def test_the_owner_s_uninstall_leaves_no_fact_in_postgres(
     assert "owner_ben" in _schemas_holding(url, "Elm Road")  # the check sees his
     service, connector = await serve(runtime, api)
     try:
-        api.signed_in = OWNER_SLACK
-        status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
-        assert status == 200, page
-        user = SLACK["leo"]
-        sender = SlackSender(SECRET, lambda: connector.port)
-        status, _ = await sender.event(event_envelope(im_message(user, HOUSE_Q, channel=f"D{user}"), event_id="Ev-1"))
-        assert status == 200
-        await poll(lambda: bool(api.posts(f"D{user}")), message="an answer to Leo")
+        revoke = await install_and_ask(api, connector)
         assert _schemas_holding(url, "Elm Road") - theirs  # the reply told it: the check sees hers
-        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
-        assert status == 200
+        await revoke()
         await poll(lambda: not _schemas_holding(url, "Elm Road") - theirs, timeout=30, message="the erasure")
         checked, bad = await runtime.audit.verify()
         assert bad is None and checked > 0
@@ -259,17 +269,9 @@ async def test_after_the_uninstall_no_file_of_the_server_holds_her_words(
     runtime = await house_runtime(tmp_path / "data", database_url=SecretStr(url))
     service, connector = await serve(runtime, api)
     try:
-        api.signed_in = OWNER_SLACK
-        status, page = await InstallBrowser(lambda: connector.port).add_to_slack()
-        assert status == 200, page
-        user = SLACK["leo"]
-        sender = SlackSender(SECRET, lambda: connector.port)
-        status, _ = await sender.event(event_envelope(im_message(user, HOUSE_Q, channel=f"D{user}"), event_id="Ev-1"))
-        assert status == 200
-        await poll(lambda: bool(api.posts(f"D{user}")), message="an answer to Leo")
+        revoke = await install_and_ask(api, connector)
         assert server_files_with(WORDS[0])  # in the log at least: the check sees it
-        status, _ = await sender.event(event_envelope(tokens_revoked([OWNER_SLACK]), event_id="Ev-2"))
-        assert status == 200
+        await revoke()
         await poll(lambda: not _schemas_holding(url, "Elm Road"), timeout=30, message="the erasure")
         await poll(lambda: not server_files_with(WORDS[0]), timeout=30, message="the log moved on")
     finally:
