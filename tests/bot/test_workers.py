@@ -6,11 +6,15 @@ processes would hold)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
+from bot.runtime import Runtime
 from bot.scheduler import Scheduler
 from bot.state import StateDB
 from bot.workers import Orphan, WorkerLease
@@ -69,59 +73,56 @@ async def test_a_dead_worker_s_replies_go_to_exactly_one_live_worker(postgres_se
             await s.close()
 
 
-async def test_two_workers_run_each_scheduled_task_once_and_keep_one_digest(
-    tmp_path: Path, postgres_server: EmbeddedPostgres
-) -> None:
+@dataclass
+class TwoWorkers:
+    """Two runtimes on one server (two workers' worth) and what their schedulers told the owner."""
+
+    runtimes: list[Runtime]
+    notes: list[str] = field(default_factory=list)
+
+    async def note(self, text: str, actions: tuple[Action, ...] = ()) -> None:
+        self.notes.append(text)
+
+    def schedulers(self, lease: timedelta | None) -> list[Scheduler]:
+        return [
+            Scheduler(r.owner, r.commands, self.note, workers_lease=lease, clock=lambda: NOW) for r in self.runtimes
+        ]
+
+    async def due_commands(self, n: int) -> list[int]:
+        tasks = self.runtimes[0].owner.tasks
+        return [await tasks.add("command", NOW - timedelta(minutes=1), {"text": "/exceptions"}) for _ in range(n)]
+
+    def done(self, ids: list[int]) -> list[int]:
+        return [n for n in ids for text in self.notes if text.startswith(f"Scheduled change {n} done")]
+
+
+@pytest.fixture
+async def two_workers(tmp_path: Path, postgres_server: EmbeddedPostgres) -> AsyncIterator[TwoWorkers]:
     url = SecretStr(postgres_server.database())
     runtimes = [await house_runtime(tmp_path / f"w{i}", database_url=url) for i in range(2)]
-    notes: list[str] = []
-
-    async def note(text: str, actions: tuple[Action, ...] = ()) -> None:
-        notes.append(text)
-
     try:
-        schedulers = [
-            Scheduler(r.owner, r.commands, note, workers_lease=timedelta(seconds=30), clock=lambda: NOW)
-            for r in runtimes
-        ]
-        await asyncio.gather(*(s.ensure_digest() for s in schedulers))
-        assert len(await runtimes[0].owner.tasks.pending("digest")) == 1  # not one each
-        ids = [
-            await runtimes[0].owner.tasks.add("command", NOW - timedelta(minutes=1), {"text": "/exceptions"})
-            for _ in range(5)
-        ]
-        for _ in range(3):  # both alarm clocks fire, again and again
-            await asyncio.gather(*(s.run_due(NOW) for s in schedulers))
-        done = [n for n in ids for text in notes if text.startswith(f"Scheduled change {n} done")]
-        assert sorted(done) == ids
-        states = [await runtimes[1].owner.tasks.get(n) for n in ids]
-        assert [t.state if t is not None else None for t in states] == ["done"] * len(ids)
+        yield TwoWorkers(runtimes)
     finally:
         for r in runtimes:
             await r.close()
 
 
-async def test_without_the_claims_two_workers_run_each_task_twice(
-    tmp_path: Path, postgres_server: EmbeddedPostgres
-) -> None:
+async def test_two_workers_run_each_scheduled_task_once_and_keep_one_digest(two_workers: TwoWorkers) -> None:
+    schedulers = two_workers.schedulers(timedelta(seconds=30))
+    await asyncio.gather(*(s.ensure_digest() for s in schedulers))
+    assert len(await two_workers.runtimes[0].owner.tasks.pending("digest")) == 1  # not one each
+    ids = await two_workers.due_commands(5)
+    for _ in range(3):  # both alarm clocks fire, again and again
+        await asyncio.gather(*(s.run_due(NOW) for s in schedulers))
+    assert sorted(two_workers.done(ids)) == ids
+    states = [await two_workers.runtimes[1].owner.tasks.get(n) for n in ids]
+    assert [t.state if t is not None else None for t in states] == ["done"] * len(ids)
+
+
+async def test_without_the_claims_two_workers_run_each_task_twice(two_workers: TwoWorkers) -> None:
     """The control: the same two schedulers, as one process runs its own (no lease), run every
     due task once each: what the claim prevents shows."""
-    url = SecretStr(postgres_server.database())
-    runtimes = [await house_runtime(tmp_path / f"w{i}", database_url=url) for i in range(2)]
-    notes: list[str] = []
-
-    async def note(text: str, actions: tuple[Action, ...] = ()) -> None:
-        notes.append(text)
-
-    try:
-        schedulers = [Scheduler(r.owner, r.commands, note, clock=lambda: NOW) for r in runtimes]
-        ids = [
-            await runtimes[0].owner.tasks.add("command", NOW - timedelta(minutes=1), {"text": "/exceptions"})
-            for _ in range(3)
-        ]
-        await asyncio.gather(*(s.run_due(NOW) for s in schedulers))
-        done = [n for n in ids for text in notes if text.startswith(f"Scheduled change {n} done")]
-        assert len(done) > len(ids)
-    finally:
-        for r in runtimes:
-            await r.close()
+    schedulers = two_workers.schedulers(None)
+    ids = await two_workers.due_commands(3)
+    await asyncio.gather(*(s.run_due(NOW) for s in schedulers))
+    assert len(two_workers.done(ids)) > len(ids)
