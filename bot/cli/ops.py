@@ -296,6 +296,12 @@ def doctor() -> None:
     configured: list[Platform[Any]] = []
     if p is not None and not several:
         configured = _platforms(c, p)
+    if s is not None and s.shared_state and p is not None and any(x.name == "telegram" for x in configured):
+        if not getattr(p.of("telegram"), "webhook_url", None):
+            c.warn(
+                "EPMEM_DATABASE_URL with Telegram long polling: one process may poll a bot, so several workers "
+                "need EPMEM_TELEGRAM_WEBHOOK_URL (docs/WORKERS.md)"
+            )
     if s is not None:
         _data_dir(c, s)
         if not several:
