@@ -296,11 +296,13 @@ def doctor() -> None:
     configured: list[Platform[Any]] = []
     if p is not None and not several:
         configured = _platforms(c, p)
-    if s is not None and s.shared_state and p is not None and any(x.name == "telegram" for x in configured):
-        if not getattr(p.of("telegram"), "webhook_url", None):
+    for platform in configured if s is not None and s.shared_state and p is not None else []:
+        # a platform that can take a webhook but polls: one process may poll a bot at a time
+        settings = p.of(platform.name) if p is not None else None
+        if hasattr(settings, "webhook_url") and not getattr(settings, "webhook_url", None):
             c.warn(
-                "EPMEM_DATABASE_URL with Telegram long polling: one process may poll a bot, so several workers "
-                "need EPMEM_TELEGRAM_WEBHOOK_URL (docs/WORKERS.md)"
+                f"EPMEM_DATABASE_URL with {platform.title} polling for updates: one process may poll, so "
+                "several workers need its webhook (docs/WORKERS.md)"
             )
     if s is not None:
         _data_dir(c, s)

@@ -122,7 +122,7 @@ def test_doctor_checks_the_shared_database_and_names_no_password(tmp_path: Path,
     assert f"ok: EPMEM_DATA_DIR {tmp_path / 'w1'}: made at the first start" in good.stdout
     assert "a replica of the memory's log on EPMEM_DATABASE_URL" in good.stdout
     polling = cli("doctor", env={**env, "EPMEM_DATABASE_URL": postgres_server.database(), "TELEGRAM_BOT_TOKEN": "1:x"})
-    assert "warn: EPMEM_DATABASE_URL with Telegram long polling" in polling.stdout, polling.stdout
+    assert "warn: EPMEM_DATABASE_URL with Telegram polling for updates" in polling.stdout, polling.stdout
     refused = cli("doctor", env={**env, "EPMEM_DATABASE_URL": "postgresql://epmem:hunter2@127.0.0.1:1/epmem"})
     assert refused.returncode == 1 and "hunter2" not in refused.stdout + refused.stderr
     assert "error: EPMEM_DATABASE_URL postgresql://epmem@127.0.0.1:1/epmem: no answer" in refused.stdout
