@@ -70,7 +70,7 @@ class Step:
         }
 
 
-def _rss(pid: int) -> dict[str, float]:
+def process_memory(pid: int) -> dict[str, float]:
     """The process's resident memory now and at its peak (MB), from /proc; and of it, the
     anonymous memory (the heap: what owners really cost) and the file-backed pages (mapped
     files: Qdrant Edge maps each collection's write-ahead log, ~48 MB per non-empty
@@ -163,7 +163,7 @@ async def run_step(folder: Path, n: int, extra: int, rate: float, seconds: float
             start_s = time.perf_counter() - started
             step = Step(n, len(bench[0].scenario.facts), rate, seconds)
             await asyncio.gather(_offer(step, bench, fakes), _collect(step, fakes))
-            rss = _rss(_pid(bot))
+            rss = process_memory(_pid(bot))
             await bot.terminate()
         return step.result(rss, start_s)
     finally:

@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.owners_load import process_memory
 from benchmarks.run_latency import ASKERS, QUESTIONS, BotProcess, bot_process, percentile
 from benchmarks.workers_layout import Layout, wait_ports
 from bot.state import StateDB
@@ -376,11 +377,9 @@ def _figures(
 def _rss_mb(bot: BotProcess) -> float:
     """A live worker's resident memory (Linux), in MB."""
     try:
-        status = Path(f"/proc/{bot.proc.pid}/status").read_text()
+        return process_memory(bot.proc.pid).get("rss_mb", 0.0)
     except OSError:
         return 0.0
-    kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    return round(kb / 1024, 1)
 
 
 def _taken_over(bots: list[BotProcess]) -> dict[str, int]:

@@ -51,24 +51,37 @@ async def keep_replies_in_flight(runtime: Runtime, connectors: Mapping[str, Conn
     (see the module doc). A connector that can read what it sent settles it: posted already
     (recorded as delivered) or not (sent now, once); else, or when it cannot tell, the reply is
     kept for the owner as possibly told."""
-    db = runtime.audit.db
-    row = await db.fetchone("SELECT coalesce(max(seq), 0) FROM audit")
-    end = int(row[0]) if row else 0
-    checked = await runtime.overlay.get_flag(CHECKED_FLAG)
-    if not isinstance(checked, int):
-        await runtime.overlay.set_flag(CHECKED_FLAG, end)
+    unsettled = await _without_outcome(runtime, CHECKED_FLAG)
+    if unsettled is None:
         return InFlight()
-    rows = await db.fetchall(
-        "SELECT a.id FROM audit a WHERE a.kind = 'reply' AND a.seq > ? AND a.seq <= ? "
-        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id) ORDER BY a.seq",
-        (checked, end),
-    )
-    outcomes = [await _settle(runtime, connectors, str(record_id)) for (record_id,) in rows]
+    ids, _, end = unsettled
+    outcomes = [await _settle(runtime, connectors, record_id) for record_id in ids]
     await runtime.overlay.set_flag(CHECKED_FLAG, end)
     done = InFlight(outcomes.count("kept"), outcomes.count("posted"), outcomes.count("sent"))
-    if rows:
+    if ids:
         log.warning("replies_in_flight", kept=done.kept, found_posted=done.found_posted, sent_now=done.sent_now)
     return done
+
+
+async def _without_outcome(runtime: Runtime, flag: str, before: str | None = None) -> tuple[list[str], int, int] | None:
+    """The replies with no outcome audited after the sequence number ``flag`` holds, up to the
+    log's end (or its last record before ``before``): (their ids, that number, the end). None
+    for a data folder seen for the first time: ``flag`` is set to the end, and older replies
+    (from before delivery reports, or the console's, which reports none) are not looked at."""
+    db = runtime.audit.db
+    when = "" if before is None else " AND time < ?"
+    row = await db.fetchone(f"SELECT coalesce(max(seq), 0) FROM audit WHERE 1 = 1{when}", (before,) if before else ())
+    end = int(row[0]) if row else 0
+    checked = await runtime.overlay.get_flag(flag)
+    if not isinstance(checked, int):
+        await runtime.overlay.set_flag(flag, end)
+        return None
+    rows = await db.fetchall(
+        f"SELECT id FROM audit WHERE kind = 'reply' AND seq > ? AND seq <= ?{when} "
+        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = audit.id) ORDER BY seq",
+        (checked, end, *((before,) if before else ())),
+    )
+    return [str(r[0]) for r in rows], checked, end
 
 
 async def _settle(runtime: Runtime, connectors: Mapping[str, Connector], record_id: str) -> str:
@@ -129,20 +142,11 @@ async def _untracked(runtime: Runtime, lease: WorkerLease) -> list[Orphan]:
     """Replies audited before the lease's cutoff that have no outcome and no worker's row: their
     worker died between the audit and the row. Looked at from the last sequence number checked
     (a data folder seen for the first time starts from its end, as at a restart)."""
-    db = runtime.audit.db
     cutoff = lease.cutoff().astimezone(UTC).isoformat(timespec="milliseconds")
-    row = await db.fetchone("SELECT coalesce(max(seq), 0) FROM audit WHERE time < ?", (cutoff,))
-    end = int(row[0]) if row else 0
-    checked = await runtime.overlay.get_flag(WORKERS_CHECKED_FLAG)
-    if not isinstance(checked, int):
-        await runtime.overlay.set_flag(WORKERS_CHECKED_FLAG, end)
+    unsettled = await _without_outcome(runtime, WORKERS_CHECKED_FLAG, before=cutoff)
+    if unsettled is None:
         return []
-    rows = await db.fetchall(
-        "SELECT a.id FROM audit a WHERE a.kind = 'reply' AND a.seq > ? AND a.seq <= ? AND a.time < ? "
-        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.of = a.id) ORDER BY a.seq",
-        (checked, end, cutoff),
-    )
-    ids = [str(r[0]) for r in rows]
+    ids, checked, end = unsettled
     tracked = await lease.tracked(ids)
     if end > checked:
         await runtime.overlay.set_flag(WORKERS_CHECKED_FLAG, end)

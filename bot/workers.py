@@ -129,12 +129,14 @@ class WorkerLease:
         rows = await self.db.fetchall("SELECT id FROM workers WHERE beat_at >= ? ORDER BY id", (iso(self.cutoff()),))
         return [str(r[0]) for r in rows]
 
-    async def sending(self, audit_id: str) -> None:
-        """This worker is delivering the reply audited as ``audit_id``."""
-        await self.db.execute(
+    async def sending(self, audit_id: str) -> bool:
+        """This worker is delivering the reply audited as ``audit_id``; False when another
+        worker's row was there first."""
+        taken = await self.db.execute(
             "INSERT INTO replies_in_flight(audit_id, worker, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (audit_id, self.id, iso(self.clock())),
         )
+        return taken == 1
 
     async def settled(self, audit_id: str) -> None:
         await self.db.execute("DELETE FROM replies_in_flight WHERE audit_id = ?", (audit_id,))
@@ -159,16 +161,12 @@ class WorkerLease:
         return found
 
     async def claim(self, orphan: Orphan) -> bool:
-        """Take ``orphan`` over: True for exactly one of the workers that try."""
-        now = iso(self.clock())
+        """Take ``orphan`` over: True for exactly one of the workers that try (a row of no
+        worker's is written as one's own; a dead worker's is moved by a compare-and-set)."""
         if orphan.worker is None:
-            won = await self.db.execute(
-                "INSERT INTO replies_in_flight(audit_id, worker, since) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (orphan.audit_id, self.id, now),
-            )
-        else:
-            won = await self.db.execute(
-                "UPDATE replies_in_flight SET worker = ?, since = ? WHERE audit_id = ? AND worker = ?",
-                (self.id, now, orphan.audit_id, orphan.worker),
-            )
+            return await self.sending(orphan.audit_id)
+        won = await self.db.execute(
+            "UPDATE replies_in_flight SET worker = ?, since = ? WHERE audit_id = ? AND worker = ?",
+            (self.id, iso(self.clock()), orphan.audit_id, orphan.worker),
+        )
         return won == 1

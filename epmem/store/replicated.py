@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from epmem.db.base import Database, Migration, MigrationSet, Row
+from epmem.db.base import Database, Migration, MigrationSet, Row, ported
 from epmem.db.migrate import migrate, open_database
 from epmem.errors import EpmemError
 from epmem.store.base import Hit, Hybrid, PointIn, SparseVec, StoreMismatch, VectorStore, Where
@@ -82,13 +82,7 @@ BATCH = 500
 #: keys per ``IN (...)`` list (SQLite's bound-parameter limit is far above).
 _CHUNK = 500
 
-MIGRATIONS = MigrationSet(
-    TABLE,
-    (
-        Migration(
-            1,
-            "vector log",
-            f"""
+_V1 = f"""
             CREATE TABLE {TABLE} (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
                 owner TEXT NOT NULL,
@@ -103,23 +97,25 @@ MIGRATIONS = MigrationSet(
             CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key);
             CREATE TABLE {META} (log_id TEXT NOT NULL);
             INSERT INTO {META}(log_id) VALUES (lower(hex(randomblob(16))))
-            """,
-            postgres=f"""
-            CREATE TABLE {TABLE} (
-                seq BIGINT GENERATED ALWAYS AS IDENTITY (CACHE 1) PRIMARY KEY,
-                owner TEXT NOT NULL,
-                collection TEXT NOT NULL,
-                op TEXT NOT NULL,
-                key TEXT,
-                body TEXT NOT NULL,
-                dense BYTEA,
-                sparse TEXT
-            );
-            CREATE INDEX vector_log_owner ON {TABLE}(owner, seq);
-            CREATE INDEX vector_log_key ON {TABLE}(owner, collection, key);
-            CREATE TABLE {META} (log_id TEXT NOT NULL);
-            INSERT INTO {META}(log_id) VALUES (replace(gen_random_uuid()::text, '-', ''))
-            """,
+            """
+
+MIGRATIONS = MigrationSet(
+    TABLE,
+    (
+        Migration(
+            1,
+            "vector log",
+            _V1,
+            # CACHE 1: every session draws the next seq, in commit order (the module doc)
+            postgres=ported(
+                _V1,
+                (
+                    "seq INTEGER PRIMARY KEY AUTOINCREMENT",
+                    "seq BIGINT GENERATED ALWAYS AS IDENTITY (CACHE 1) PRIMARY KEY",
+                ),
+                ("dense BLOB", "dense BYTEA"),
+                ("lower(hex(randomblob(16)))", "replace(gen_random_uuid()::text, '-', '')"),
+            ),
         ),
     ),
 )
