@@ -18,10 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 import aiosqlite
 
-from epmem.db import Database, as_database
-
 from connectors.base import Action
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import Database, Migration, MigrationSet, as_database
 
 from bot.clock import Clock, iso, utcnow
 from bot.quoting import quote

@@ -24,13 +24,11 @@ from datetime import datetime
 from typing import Any
 
 import aiosqlite
-
-from epmem.db import POSTGRES, Database, as_database
 import structlog
 
 from connectors.base import Action, DeliveryReport
 from epmem.audit import AuditLog, DeliveryRecord, REFUSED, UNKNOWN, UndeliveredRecord
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import POSTGRES, Database, Migration, MigrationSet, as_database
 
 from bot.clock import Clock, iso, utcnow
 from bot.outbox import Outbox

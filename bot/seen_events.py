@@ -12,8 +12,7 @@ from datetime import timedelta
 
 import aiosqlite
 
-from epmem.db import Database, as_database
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import Database, Migration, MigrationSet, as_database
 
 from bot.clock import Clock, iso, utcnow
 

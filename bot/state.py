@@ -1,10 +1,11 @@
-"""The state database (``data/state.sqlite``): one owner, one connection, every table's migrations.
+"""The state database (``data/state.sqlite``, or a schema on a PostgreSQL server): one owner, one
+connection, every table's migrations.
 
 The owner's changes (the overlay's exceptions, flags and contact overrides), held replies,
 scheduled tasks, the platform event ids already handled, and what the connectors keep (routes,
-undelivered messages) all live in this one file. This
-module is the only code that opens it: it applies every part's migration set (recorded in one
-``schema_migrations`` table, see epmem/sqlite.py) and hands the connection to the parts.
+undelivered messages) all live in this one database. This module is the only code that opens
+it: it applies every part's migration set (recorded in one ``schema_migrations`` table, see
+epmem/db/migrate.py) and hands the connection to the parts.
 
 A data folder written before there was one owner is migrated forward on first open: the
 per-table migration records are adopted, and the Slack connector's old ``slack-events.sqlite``

@@ -19,9 +19,7 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.db import IDENTITY, Database, as_database, ported
-
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import IDENTITY, Database, Migration, MigrationSet, as_database, ported
 
 from bot.clock import iso
 

@@ -14,7 +14,6 @@ from datetime import timedelta
 import aiosqlite
 
 from epmem.db import Database
-
 from epmem.ingest import ReviewQueue
 
 from bot.clock import Clock

@@ -25,10 +25,8 @@ from typing import Any, Literal, get_args
 
 import aiosqlite
 
-from epmem.db import SQLITE, Database, as_database, ported
-
 from connectors.base import ChatKind
-from epmem.sqlite import DatabaseError, Migration, MigrationSet
+from epmem.db import SQLITE, Database, DatabaseError, Migration, MigrationSet, as_database, ported
 
 from bot.approvals import new_id
 from bot.clock import Clock, iso, utcnow

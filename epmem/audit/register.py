@@ -16,10 +16,8 @@ from collections.abc import Sequence
 
 import aiosqlite
 
-from epmem.db import Database, as_database
-
 from epmem.memory.facts import Fact
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import Database, Migration, MigrationSet, as_database
 
 MIGRATIONS = MigrationSet(
     "fact_register",

@@ -20,10 +20,8 @@ from typing import Literal
 
 import aiosqlite
 
-from epmem.db import Database, as_database
-
 from epmem.ingest.unread import Unread
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import Database, Migration, MigrationSet, as_database
 
 ModelState = Literal["queued", "done", "failed"]
 

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from epmem.db import Database, as_database
-
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import Database, Migration, MigrationSet, as_database
 
 MIGRATIONS = MigrationSet(
     "event_links",

@@ -7,7 +7,7 @@ Contact changes made by command (level, domain, linked identities) are kept the 
 row per contact, and applied on top of the file's contacts (see :mod:`epmem.policy.overrides`).
 
 The overlay does not open its database: whoever owns the file (bot/state.py) opens it with
-:func:`epmem.sqlite.open_database` and ``MIGRATIONS`` among its sets, and hands the connection in.
+:func:`epmem.db.open_database` and ``MIGRATIONS`` among its sets, and hands the connection in.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from typing import Any
 
 import aiosqlite
 
-from epmem.db import IDENTITY, Database, as_database, ported
-
 from epmem.policy.calculus import HeardIt
 from epmem.policy.model import PolicyException
-from epmem.sqlite import Migration, MigrationSet
+from epmem.db import IDENTITY, Database, Migration, MigrationSet, as_database, ported
 
 _OVERLAY_V1 = """
         CREATE TABLE exceptions (
