@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -253,3 +254,8 @@ class Settings(BaseSettings):
     def shared_state(self) -> bool:
         """The state is on a server, where other workers may serve the same owner."""
         return self.database_url is not None
+
+    @property
+    def worker_lease(self) -> timedelta | None:
+        """How long a silent worker is still alive (bot/workers.py); None: one process, no lease."""
+        return timedelta(seconds=self.worker_lease_s) if self.shared_state else None

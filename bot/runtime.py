@@ -254,9 +254,12 @@ def _front(
     settings: Settings, engine: PrivacyEngine, owner: OwnerServices, commands: CommandRegistry, clock: Clock
 ) -> tuple[Scheduler, DelegateAgent]:
     """The scheduler and the agent every message goes through (with its abuse guard)."""
-    shared = timedelta(seconds=settings.worker_lease_s) if settings.shared_state else None
     scheduler = Scheduler(
-        owner, commands, clock=clock, digest_at=parse_digest_time(settings.digest_time), workers_lease=shared
+        owner,
+        commands,
+        clock=clock,
+        digest_at=parse_digest_time(settings.digest_time),
+        workers_lease=settings.worker_lease,
     )
     guard = AbuseGuard(
         settings.rate_limit_messages,

@@ -26,9 +26,9 @@ import contextlib
 import signal
 import sys
 import time
-from datetime import timedelta
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TextIO
 
 import structlog
@@ -129,11 +129,8 @@ class Service:
         self._in_flight = 0
         self.health_path = settings.data_dir / health.FILE
         #: one of several workers on a shared database (bot/workers.py); None: the only one.
-        self.lease = (
-            WorkerLease(runtime.state.db, lease=timedelta(seconds=settings.worker_lease_s))
-            if settings.shared_state
-            else None
-        )
+        lease = settings.worker_lease
+        self.lease = WorkerLease(runtime.state.db, lease=lease) if lease is not None else None
         self._lease_task: asyncio.Task[None] | None = None
 
     def _add(self, connector: Connector, owner_chat: str | None) -> None:
