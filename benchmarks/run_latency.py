@@ -94,6 +94,7 @@ class BotProcess:
 
 
 SLACK_SECRET = "bench-signing-secret"
+SLACK_TOKEN = "xoxb-bench"
 
 
 def telegram_env(fake: FakeTelegram) -> dict[str, str]:
@@ -108,7 +109,7 @@ def telegram_env(fake: FakeTelegram) -> dict[str, str]:
 def slack_env(api: FakeSlackApi, secret: str = SLACK_SECRET) -> dict[str, str]:
     """What points ``epmem run`` at the fake Web API, serving HTTP events on a free loopback port."""
     return {
-        "SLACK_BOT_TOKEN": "xoxb-bench",
+        "SLACK_BOT_TOKEN": SLACK_TOKEN,
         "SLACK_SIGNING_SECRET": secret,
         "EPMEM_SLACK_API_URL": api.api_url,
         "EPMEM_SLACK_PORT": "0",

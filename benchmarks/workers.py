@@ -248,7 +248,7 @@ async def run_workers(root: Path, url: str, plan: WorkersPlan, shared: bool = Tr
         if shared:
             audits = [layout.settings(k).audit_target for k in range(plan.owners)]
         replies, verified, delivered = await _audit_facts(audits)
-        figures = _figures(plan, api, offered, offered_s, replies, verified, task_ids)
+        figures = _figures(plan, layout, api, offered, offered_s, replies, verified, task_ids)
         return {
             **figures,
             "replies_recorded_delivered_once": delivered,
@@ -329,6 +329,7 @@ async def _settle_down(
 
 def _figures(
     plan: WorkersPlan,
+    layout: Layout,
     api: FakeSlackApi,
     offered: list[Offered],
     offered_s: float,
@@ -342,11 +343,12 @@ def _figures(
     notes = Counter(t for t in task_ids for p in api.posts() if f"Scheduled change {t} done" in str(p.get("text")))
     latencies = _latencies(api, offered)
     retried = sum(1 for o in offered if len(o.deliveries) > 1)
-    posters = {(str(c.params.get("channel")), c.token) for c in api.calls_to("chat.postMessage") if c.ok}
-    # several owners: each owner's app posts with its own token (benchmarks/workers_layout.py)
-    crossed = sum(
-        1 for o in offered for channel, token in posters if channel == o.channel and token != f"xoxb-bench-o{o.owner}"
-    )
+    posted_with: dict[str, set[str | None]] = {}
+    for call in api.calls_to("chat.postMessage"):
+        if call.ok:
+            posted_with.setdefault(str(call.params.get("channel")), set()).add(call.token)
+    # several owners: each owner's app posts with its own token; another token is another owner's
+    crossed = sum(len(posted_with.get(o.channel, set()) - {layout.token(o.owner)}) for o in offered)
     return {
         "workers": plan.workers,
         "owners": plan.owners,

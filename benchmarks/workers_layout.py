@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from benchmarks.run_latency import SLACK_SECRET, BotProcess, slack_env
+from benchmarks.run_latency import SLACK_SECRET, SLACK_TOKEN, BotProcess, slack_env
 from bot.config import ACTIVE_POLICY_NAME, OWNERS_FOLDER, Settings
 from bot.owners import OWNER_ENV
 from testkit.fake_slack import FakeSlackApi
@@ -35,6 +35,10 @@ class Layout:
 
     def owner_ids(self) -> list[str]:
         return [f"o{k}" for k in range(self.owners)] if self.owners > 1 else []
+
+    def token(self, owner: int) -> str:
+        """The bot token of owner ``owner``'s Slack app (one owner: the environment's)."""
+        return SLACK_TOKEN if self.owners == 1 else f"{SLACK_TOKEN}-o{owner}"
 
     def secret(self, owner: int) -> str:
         return SLACK_SECRET if self.owners == 1 else f"{SLACK_SECRET}-o{owner}"
@@ -76,7 +80,7 @@ class Layout:
             (home / ACTIVE_POLICY_NAME).write_text(self.policy.read_text())
             ports.append(_free_port())
             own = {
-                "SLACK_BOT_TOKEN": f"xoxb-bench-o{k}",
+                "SLACK_BOT_TOKEN": self.token(k),
                 "SLACK_SIGNING_SECRET": self.secret(k),
                 "EPMEM_SLACK_API_URL": api.api_url,
                 "EPMEM_SLACK_PORT": str(ports[-1]),
