@@ -45,6 +45,8 @@ class PostgresDatabase:
         self._url, self._readonly = url, readonly
         #: times the connection was made again after the server dropped it.
         self.reconnects = 0
+        #: transactions open on the connection: none is moved to a new one half done.
+        self._transactions = 0
 
     @classmethod
     async def connect(cls, url: str, *, readonly: bool = False) -> PostgresDatabase:
@@ -72,8 +74,9 @@ class PostgresDatabase:
         """A connection the server dropped (a restart, a failover, an idle timeout) is made
         again before the next statement, never in the middle of one: a statement that fails
         because the connection broke under it is the caller's error (it may or may not have
-        run), and only the next one, which certainly has not, goes to the new connection."""
-        if self._url is None or not (self.connection.closed or self.connection.broken):
+        run), and only the next one, which certainly has not, goes to the new connection. Never
+        inside a transaction: its statements all fail with it, none runs outside it."""
+        if self._url is None or self._transactions or not (self.connection.closed or self.connection.broken):
             return
         self.connection = await self._open(self._url, self._readonly)
         self.reconnects += 1
@@ -93,37 +96,36 @@ class PostgresDatabase:
     def dialect(self) -> Dialect:
         return DIALECT
 
-    def _cursor(self) -> psycopg.AsyncRawCursor[Any]:
-        return psycopg.AsyncRawCursor(self.connection)
+    @asynccontextmanager
+    async def _cursor(self) -> AsyncIterator[psycopg.AsyncRawCursor[Any]]:
+        """A cursor on a working connection (:meth:`_ready`): every statement goes through here."""
+        await self._ready()
+        async with psycopg.AsyncRawCursor(self.connection) as cur:
+            yield cur
 
     async def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
-        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             return cur.rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = [list(r) for r in rows]
-        await self._ready()
         if rows:
             async with self._cursor() as cur:
                 await cur.executemany(numbered(sql), rows)
 
     async def fetchone(self, sql: str, args: Sequence[Any] = ()) -> Row | None:
-        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             row = await cur.fetchone()
         return tuple(row) if row is not None else None
 
     async def fetchall(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
-        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             return [tuple(row) for row in await cur.fetchall()]
 
     async def fetchnamed(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        await self._ready()
         async with self._cursor() as cur:
             await cur.execute(numbered(sql), list(args))
             names = [d.name for d in cur.description or ()]
@@ -131,7 +133,6 @@ class PostgresDatabase:
 
     async def iterate(self, sql: str, args: Sequence[Any] = ()) -> AsyncIterator[Row]:
         """Streamed (single-row mode): the result is never held whole, on either side."""
-        await self._ready()
         async with self._cursor() as cur:
             async for row in cur.stream(numbered(sql), list(args)):
                 yield tuple(row)
@@ -141,9 +142,13 @@ class PostgresDatabase:
         """BEGIN, then wait for the advisory lock of (this schema, ``lock``); it is released at
         COMMIT or ROLLBACK."""
         await self._ready()
-        async with self.connection.transaction():
-            await self.execute(_LOCK, (lock,))
-            yield
+        self._transactions += 1
+        try:
+            async with self.connection.transaction():
+                await self.execute(_LOCK, (lock,))
+                yield
+        finally:
+            self._transactions -= 1
 
     async def table_exists(self, name: str) -> bool:
         query = "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"

@@ -181,6 +181,20 @@ async def test_a_connection_the_server_dropped_is_made_again_before_the_next_sta
         assert (db.reconnects, reader.reconnects) == (1, 1)
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             await reader.execute("INSERT INTO things(name) VALUES ('x')")
+        # inside a transaction nothing is moved to a new connection: what follows the break
+        # fails with it, and no half of the transaction runs outside it
+        with pytest.raises(psycopg.Error):
+            async with db.transaction():
+                await db.execute("INSERT INTO things(name) VALUES ('half')")
+                row = await db.fetchone("SELECT pg_backend_pid()")
+                assert row is not None
+                run_sql(server, "SELECT pg_terminate_backend(?)", row[0])
+                with pytest.raises(psycopg.OperationalError):
+                    await db.execute("SELECT 1")
+                await db.execute("INSERT INTO things(name) VALUES ('other half')")
+        assert db.reconnects == 1
+        assert await db.fetchall("SELECT name FROM things ORDER BY name") == [("after",), ("before",)]
+        assert db.reconnects == 2
     finally:
         await db.close()
         await reader.close()
