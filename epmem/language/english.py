@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from epmem.english_words import STOPWORDS
 from epmem.language.phrases import load_phrases
 from epmem.language.settings import load_settings
 from epmem.language.spec import LanguageSpec, QuestionKind
@@ -183,6 +184,78 @@ def question_parts(question: str, limit: int = 6) -> list[str]:
     return list(dict.fromkeys(p for p in parts if p))[: max(1, limit)]
 
 
+#: how a sentence that asks something opens, after an "and"/"so"/"but" that joins it to the last.
+_ASKS = re.compile(
+    r"^(?:(?:and|so|but|also|plus|oh|ok|okay)[,\s]+)*(?:what|when|where|who|whom|whose|which|how|why|whether|"
+    r"is|are|was|were|am|do|does|did|has|have|had|will|would|can|could|should|shall|may|might|r\s+u|any)\b",
+    re.I,
+)
+
+
+#: where a sentence ends: after its last mark ("so good!! and you?" is two sentences, not three).
+_SENTENCES = re.compile(r"(?<=[.?!])(?![.?!])\s+|(?<=[\u3002\uff1f\uff01])(?![\u3002\uff1f\uff01])\s*")
+#: words that ask for news without naming whose or what: "Any news?", "What's the plan?"
+_ASKING_FOR_NEWS = frozenset(
+    "news new plan plans happening latest update updates story deal thing things stuff everything "
+    "anything something else".split()
+)
+
+
+def names_something(question: str) -> bool:
+    """Whether ``question`` names someone or something of its own: a word that is neither a
+    function word nor one that only asks for news. One that names nothing ("Any news?", "What
+    are you doing?", "What's the plan?") goes on with the question before it."""
+    return any(w not in STOPWORDS and w not in _ASKING_FOR_NEWS for w in re.findall(r"\w+", question.casefold()))
+
+
+_CONNECTIVES = frozenset("and so but also plus oh ok okay".split())
+_TO_YOU = frozenset("you your yours yourself u ur ya".split())
+
+
+def opens_a_matter(question: str) -> bool:
+    """Whether ``question``, following another in one message, asks about a matter of its own:
+    it names something (:func:`names_something`) and someone, a person by name or the owner
+    ("you"). One that names nobody ("Any health problems?", "When do we sign?") or speaks of
+    someone only as "he" or "her" ("And who's looking after her team?") goes on with the
+    question before it, whose subject it takes."""
+    if not names_something(question):
+        return False
+    tokens = re.findall(r"[^\W\d_][\w'’-]*", question)
+    while tokens and tokens[0].casefold() in _CONNECTIVES:
+        tokens = tokens[1:]
+    named = any(t[0].isupper() and t != "I" or not t[0].isascii() and not t[0].islower() for t in tokens[1:])
+    return named or any(t.casefold() in _TO_YOU for t in tokens)
+
+
+def questions(message: str) -> list[str]:
+    """The questions ``message`` asks, each on its own: the sentences that end in a question mark
+    or open as a question does, split further where a clause joined by "and" asks again ("Is the
+    strike vote still on, and what are we asking for?"), each with the sentences before it that
+    ask nothing ("congrats on the paper!! which journal did it end up in?": the "it" is the
+    paper), the last with those after it too. A message that asks several things is answered as
+    several questions: each is read with its own kind and finds its own answer, so that the
+    answer to one is never measured against the answer to the other. A message with one
+    question or none gives itself."""
+    found: list[str] = []
+    context: list[str] = []
+    for sentence in _SENTENCES.split(message.strip()):
+        clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
+        for clause in clauses if len(clauses) > 1 else [sentence.strip()]:
+            if len(clause.split()) >= 2 and (clause.endswith("?") or _ASKS.search(clause)):
+                if found and not context and not opens_a_matter(clause):
+                    # "How is Chidi doing? Any news?": the news asked for is Chidi's
+                    found[-1] = f"{found[-1]} {clause}"
+                else:
+                    found.append(" ".join([*context, clause]))
+                context = []
+            elif clause:
+                context.append(clause)
+    found = list(dict.fromkeys(found))
+    if len(found) < 2:
+        return [message.strip()]
+    return [*found[:-1], " ".join([found[-1], *context])]
+
+
 def is_english(text: str) -> bool:
     """A Latin word, and no kana or hangul."""
     return LATIN_WORD.search(text) is not None and not OTHER_CJK.search(text)
@@ -208,6 +281,7 @@ ENGLISH = LanguageSpec(
     kind=english_kind,
     addressed_to=addressed_to,
     parts=question_parts,
+    questions=questions,
     relevance=load_settings("en"),
     phrases=PHRASES,
     refers_back=refers_back,

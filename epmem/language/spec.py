@@ -61,6 +61,9 @@ class LanguageSpec:
     #: whether a question points back to an earlier chat with the asker ("the thing we talked
     #: about"): recall then reads what the asker heard or said (epmem/memory/recall.py).
     refers_back: Callable[[str], bool] = lambda question: False
+    #: the questions a message asks, each on its own (a message with one gives itself): each is
+    #: recalled and answered as a question of its own (epmem/reply/relevance/).
+    questions: Callable[[str], list[str]] = lambda message: [message.strip()]
 
 
 _REGISTRY: dict[str, LanguageSpec] = {}

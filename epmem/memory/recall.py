@@ -350,6 +350,22 @@ class FactMemory:
         return sorted(events, key=lambda ev: (-ev.score, ev.event_id))
 
 
+def together(*recalls: Sequence[RecalledEvent]) -> list[RecalledEvent]:
+    """Several recalls as one (the questions of one message): each event once, each fact with
+    its best score over them, best first."""
+    score: dict[str, float] = {}
+    facts: dict[str, dict[str, Recalled]] = {}
+    for events in recalls:
+        for ev in events:
+            score[ev.event_id] = max(score.get(ev.event_id, ev.score), ev.score)
+            mine = facts.setdefault(ev.event_id, {})
+            for r in ev.facts:
+                if r.fact.id not in mine or r.score > mine[r.fact.id].score:
+                    mine[r.fact.id] = r
+    events = [RecalledEvent(e, score[e], tuple(sorted(facts[e].values(), key=lambda r: -r.score))) for e in score]
+    return sorted(events, key=lambda ev: (-ev.score, ev.event_id))
+
+
 def _best_of(*rows: Sequence[Hit]) -> list[Hit]:
     """Each fact once, with its best score over ``rows``, best first."""
     best: dict[str, Hit] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -26,7 +26,7 @@ from epmem.reply.guard import Denied
 from epmem.reply.model_choice import ModelChooser
 from epmem.memory.facts import Fact
 from epmem.language.english import is_catch_up
-from epmem.memory.recall import FactMemory, RecalledEvent
+from epmem.memory.recall import FactMemory, RecalledEvent, together
 from epmem.policy.overlay import Overlay
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import Policy
@@ -183,12 +183,12 @@ class PrivacyEngine(ReadsPolicy):
             reply = say(talk, lang, owner=self.policy.owner.name)
             elapsed = (time.perf_counter() - started) * 1000
             return Answer(reply, False, Projection(()), self.responder.name, elapsed, notes=(f"small_talk:{talk}",))
-        asker = recipient.id if of(question).refers_back(question) else None
-        events = await self.memory.recall(question, asker)
+        events, asked = await self.recall(question, recipient.id)
         if only_events is not None:
             events = [ev for ev in events if ev.event_id in only_events]
+            asked = {q: [ev for ev in evs if ev.event_id in only_events] for q, evs in asked.items()}
         rulebook = await self.rulebook(now)
-        projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns)
+        projection, choice, held = await self._choose(question, events, rulebook, audience, recent_turns, asked)
         facts = tuple(dict.fromkeys(d.fact.text for d in projection.used))
         written: Written | None = None
         if not facts:
@@ -235,18 +235,38 @@ class PrivacyEngine(ReadsPolicy):
         it would take longer whenever a secret exists: a timing side channel)."""
         if told is None and small_talk(question, [self.policy.owner.name, recipient.name]) is not None:
             return ClosedCandidates()
-        events = await self.memory.recall(question)
+        events, asked = await self.recall(question)
         rulebook = await self.rulebook(now)
         if told is None:
-            projection, _, _ = await self._choose(question, events, rulebook, audience)
+            projection, _, _ = await self._choose(question, events, rulebook, audience, (), asked)
             told = {d.fact.id for d in projection.used}
-        return self._closed_would_answer(question, events, rulebook, audience, told)
+        return self._closed_would_answer(question, events, rulebook, audience, told, asked)
 
     def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
         """The language to answer ``text`` in: its own; when it has no letters to tell by, the
         contact's (policy ``contacts.ID.language``), then the owner's (``owner.language``)."""
         contact = self.policy.contacts.get(recipient.id) if recipient is not None else None
         return choose(text, contact.language if contact is not None else None, self.policy.owner.language)
+
+    async def recall(
+        self, question: str, listener: str | None = None
+    ) -> tuple[list[RecalledEvent], dict[str, list[RecalledEvent]]]:
+        """What recall finds for ``question``, and, where it asks several questions (the
+        language's ``questions``), what it finds for each alone, all of it together in the first.
+        ``listener``: the contact who asks (a question pointing back to an earlier chat reads
+        what they heard or said)."""
+        spec = of(question)
+
+        async def one(q: str) -> list[RecalledEvent]:
+            asker = listener if listener is not None and spec.refers_back(q) else None
+            return await self.memory.recall(q, asker)
+
+        events = await one(question)
+        parts = spec.questions(question)
+        if len(parts) < 2:
+            return events, {}
+        asked = {q: await one(q) for q in parts}
+        return together(events, *asked.values()), asked
 
     async def _choose(
         self,
@@ -255,11 +275,12 @@ class PrivacyEngine(ReadsPolicy):
         rulebook: Rulebook,
         audience: Sequence[Recipient],
         recent_turns: Sequence[str] = (),
+        asked: Mapping[str, Sequence[RecalledEvent]] | None = None,
     ) -> tuple[Projection, Choice, list[HeldBack]]:
         """The storyline, narrowed to what answers the question and may be told together, with
         what each reader already knows of the same matters (epmem/reply/cumulative.py)."""
         storyline = project(events, rulebook, audience)
-        choice = self.relevance.choose(question, events, storyline, self.policy.owner.name)
+        choice = self.relevance.choose(question, events, storyline, self.policy.owner.name, asked)
         if self.chooser is not None:  # shown the storyline alone: what every reader may know
             choice = await self.chooser.choose(question, storyline, choice, self.policy.owner.name, recent_turns)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
@@ -283,6 +304,7 @@ class PrivacyEngine(ReadsPolicy):
         rulebook: Rulebook,
         audience: Sequence[Recipient],
         told: Collection[str] = (),
+        asked: Mapping[str, Sequence[RecalledEvent]] | None = None,
     ) -> ClosedCandidates:
         """The undecided closed facts the reply would choose if they were open to this audience
         (the same relevance step, run on the storyline with them let in). A blacklist or a
@@ -299,16 +321,22 @@ class PrivacyEngine(ReadsPolicy):
         }
         if not undecided:
             return ClosedCandidates()
-        opened = [
-            replace(
-                ev, facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r for r in ev.facts)
-            )
-            for ev in events
-        ]
+
+        def opening(evs: Sequence[RecalledEvent]) -> list[RecalledEvent]:
+            return [
+                replace(
+                    ev,
+                    facts=tuple(replace(r, fact=_opened(r.fact)) if r.fact.id in undecided else r for r in ev.facts),
+                )
+                for ev in evs
+            ]
+
+        opened = opening(events)
         storyline = project(opened, rulebook, audience)
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ClosedCandidates()
-        choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name)
+        opened_asked = {q: opening(evs) for q, evs in (asked or {}).items()}
+        choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name, opened_asked)
         event_of = {d.fact.id: d.fact.event_id for d in storyline.decisions}
         answered = {event_of[f] for f in told if f in event_of}
         chosen = tuple(f for f in choice.chosen if f in undecided and event_of.get(f) not in answered)

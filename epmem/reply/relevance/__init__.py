@@ -142,10 +142,29 @@ class Relevance:
             return self.config
         return self.languages.get(spec.code, spec.relevance)
 
-    def choose(self, question: str, events: Sequence[RecalledEvent], projection: Projection, owner: str = "") -> Choice:
+    def choose(
+        self,
+        question: str,
+        events: Sequence[RecalledEvent],
+        projection: Projection,
+        owner: str = "",
+        asked: Mapping[str, Sequence[RecalledEvent]] | None = None,
+    ) -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
         chosen answer to questions about the secret it stands for); ``projection`` the storyline;
-        ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named)."""
+        ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named).
+
+        ``asked``: a message that asks several questions, each with what recall found for it
+        alone (the language's ``questions``). Each is answered on its own, with its own kind,
+        scores and cuts, and the reply tells what answers any of them, the best answer of each
+        first: the answer to "and r u still doing that course on saturdays?" must not set the
+        cut that "how did your mãe's operation go?" is answered by."""
+        if asked is not None and len(asked) > 1:
+            return _together(
+                question_kind(question),
+                [self.choose(q, evs, _recalled_in(projection, evs), owner) for q, evs in asked.items()],
+                self.config_for(question).max_facts,
+            )
         started = time.perf_counter()
         spec = of(question)
         c = self._config(spec)
@@ -167,3 +186,37 @@ class Relevance:
             out.left_out,
             out.logits,
         )
+
+
+def _recalled_in(projection: Projection, events: Sequence[RecalledEvent]) -> Projection:
+    """The storyline's decisions about the facts of ``events`` (what one question recalled)."""
+    ids = {r.fact.id for ev in events for r in ev.facts}
+    return Projection(tuple(d for d in projection.decisions if d.fact.id in ids))
+
+
+def _together(kind: QuestionKind, each: Sequence[Choice], limit: int) -> Choice:
+    """The choices for each question of a message as one: the best answer of each question
+    first, then the next of each, at most ``limit``; a fact left out by one question and chosen
+    by another is chosen. ``kind``: the message's, read as one question (the audit's)."""
+    chosen: list[str] = []
+    for rank in range(max((len(c.chosen) for c in each), default=0)):
+        chosen.extend(c.chosen[rank] for c in each if rank < len(c.chosen) and c.chosen[rank] not in chosen)
+    chosen = chosen[:limit]
+    scores: dict[str, float] = {}
+    logits: dict[str, float] = {}
+    left_out: dict[str, str] = {}
+    for c in each:
+        for f, x in c.scores.items():
+            scores[f] = max(scores.get(f, x), x)
+        for f, x in c.logits.items():
+            logits[f] = max(logits.get(f, x), x)
+        left_out.update({f: why for f, why in c.left_out.items() if f not in chosen and f not in left_out})
+    return Choice(
+        kind,
+        tuple(chosen),
+        scores,
+        sum(c.reranked for c in each),
+        sum(c.ms for c in each),
+        left_out,
+        logits,
+    )
