@@ -68,7 +68,7 @@ def figures(cases: Sequence[Case], relevance: Relevance) -> Figures:
     said = said_may = may = 0
     by_question: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
     for case in cases:
-        chosen = frozenset(relevance.choose(case.question, case.events, case.storyline, case.owner).chosen)
+        chosen = frozenset(case.choose(relevance).chosen)
         said += len(chosen)
         said_may += len(chosen & case.may)
         may += len(case.may)

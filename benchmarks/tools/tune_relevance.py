@@ -30,7 +30,7 @@ import json
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,7 @@ from epmem.policy.calculus import STRANGER
 from epmem.policy.model import STRANGER_ID
 from epmem.reply.projection import Projection, project
 from epmem.language import ENGLISH, Provenance, RelevanceConfig, get, write_settings
-from epmem.reply.relevance import Relevance, Reranker
+from epmem.reply.relevance import Choice, Relevance, Reranker
 from epmem.scenario import asker_members, load_scenario, scenario_files
 
 GRID: dict[str, Sequence[float]] = {
@@ -104,6 +104,12 @@ class Case:
     storyline: Projection
     may: frozenset[str]
     owner: str = ""
+    #: each question of a message that asks several, with what recall found for it alone.
+    asked: Mapping[str, Sequence[RecalledEvent]] = field(default_factory=dict)
+
+    def choose(self, relevance: Relevance) -> Choice:
+        """The relevance step's choice for this case, as the engine makes it."""
+        return relevance.choose(self.question, self.events, self.storyline, self.owner, self.asked)
 
 
 async def collect(paths: Sequence[Path]) -> list[Case]:
@@ -120,7 +126,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
                 await load_scenario_memory(runtime, scenario)
                 rulebook = await runtime.engine.rulebook()
                 for item in scenario.tasks.answer:
-                    events = await runtime.memory.recall(item.question)
+                    events, asked = await runtime.engine.recall(item.question)
                     for asker, gold in item.askers.items():
                         audience = [
                             STRANGER if m == STRANGER_ID else rulebook.recipient(m) for m in asker_members(asker)
@@ -132,6 +138,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
                                 project(events, rulebook, audience),
                                 frozenset(gold.may),
                                 scenario.owner.name,
+                                asked,
                             )
                         )
             finally:
@@ -142,7 +149,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
 def score(cases: Sequence[Case], relevance: Relevance) -> tuple[float, float]:
     said = said_may = may = 0
     for case in cases:
-        chosen = set(relevance.choose(case.question, case.events, case.storyline, case.owner).chosen)
+        chosen = set(case.choose(relevance).chosen)
         said += len(chosen)
         said_may += len(chosen & case.may)
         may += len(case.may)
