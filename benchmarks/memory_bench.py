@@ -174,6 +174,13 @@ OTHER_QUESTIONS = [
     "Como foi a semana de {name}? Alguma novidade?",
     "Czy {name} ma jakieś nowe plany na weekend?",
 ]
+#: messages that ask two things (epmem/language/english.py ``questions``: each recalled and
+#: answered alone, one recall per question).
+SEVERAL_QUESTIONS = [
+    "How did {topic} go? And is {name} still coming {day}?",
+    "When is {topic} happening, and did {name} hear back?",
+    "Any news about {topic}? And what did {name} say {day}?",
+]
 QUESTIONS = [
     "How did {topic} go?",
     "What happened with {topic} {day}?",
@@ -383,10 +390,12 @@ async def _reply_latency(
     reader: str = "jamie",
     matcher: Reranker | None = None,
     other: list[str] | None = None,
+    several: list[str] | None = None,
 ) -> dict[str, Any]:
     """engine.answer per question, with and without the cross-encoder and the late-interaction
     model (same questions, same store); ``other``: questions in another language than English,
-    with the models (what the multilingual reading adds)."""
+    with the models (what the multilingual reading adds); ``several``: messages that ask two
+    things, with the models (a recall and a relevance pass per question)."""
     db = await open_database(state, [OVERLAY])
     overlay = Overlay(db)
     try:
@@ -409,6 +418,9 @@ async def _reply_latency(
             if other and model is not None:
                 lat, _, _ = await _timed(engine, recipient, other, warm=3)
                 out["other_language"] = {"reply_ms": _ms(lat)}
+            if several and model is not None:
+                lat, _, _ = await _timed(engine, recipient, several, warm=3)
+                out["several_questions"] = {"reply_ms": _ms(lat)}
         if reranker is not None:
             out["added_p50_ms"] = round(
                 out["with_reranker"]["reply_ms"]["p50"] - out["without_reranker"]["reply_ms"]["p50"], 2
@@ -473,8 +485,16 @@ async def run_memory_bench(
             out.update(await _recall_latency(memory, retriever, qs))
             if policy is not None:
                 other = list(dict.fromkeys(_sentence(rng, OTHER_QUESTIONS) for _ in range(questions)))[: questions // 2]
+                several = list(dict.fromkeys(_sentence(rng, SEVERAL_QUESTIONS) for _ in range(questions)))
                 out["reply"] = await _reply_latency(
-                    memory, policy, Path(tmp) / "state.sqlite", qs, reranker, matcher=matcher, other=other
+                    memory,
+                    policy,
+                    Path(tmp) / "state.sqlite",
+                    qs,
+                    reranker,
+                    matcher=matcher,
+                    other=other,
+                    several=several[: questions // 2],
                 )
         finally:
             await store.close()

@@ -252,7 +252,9 @@ class PrivacyEngine(ReadsPolicy):
         self, question: str, listener: str | None = None
     ) -> tuple[list[RecalledEvent], dict[str, list[RecalledEvent]]]:
         """What recall finds for ``question``, and, where it asks several questions (the
-        language's ``questions``), what it finds for each alone, all of it together in the first.
+        language's ``questions``), what it finds for each alone, all of that together in the
+        first (the message is recalled question by question only: a reply's cost grows by one
+        recall per question asked, not two).
         ``listener``: the contact who asks (a question pointing back to an earlier chat reads
         what they heard or said)."""
         spec = of(question)
@@ -261,12 +263,11 @@ class PrivacyEngine(ReadsPolicy):
             asker = listener if listener is not None and spec.refers_back(q) else None
             return await self.memory.recall(q, asker)
 
-        events = await one(question)
         parts = spec.questions(question)
         if len(parts) < 2:
-            return events, {}
+            return await one(question), {}
         asked = {q: await one(q) for q in parts}
-        return together(events, *asked.values()), asked
+        return together(*asked.values()), asked
 
     async def _choose(
         self,
