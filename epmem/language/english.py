@@ -242,9 +242,9 @@ def questions(message: str) -> list[str]:
         clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
         for clause in clauses if len(clauses) > 1 else [sentence.strip()]:
             if len(clause.split()) >= 2 and (clause.endswith("?") or _ASKS.search(clause)):
-                if found and not context and not opens_a_matter(clause):
+                if found and not opens_a_matter(clause):
                     # "How is Chidi doing? Any news?": the news asked for is Chidi's
-                    found[-1] = f"{found[-1]} {clause}"
+                    found[-1] = " ".join([found[-1], *context, clause])
                 else:
                     found.append(" ".join([*context, clause]))
                 context = []
