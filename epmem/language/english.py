@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from epmem.english_words import STOPWORDS
+from epmem.english_words import STOPWORDS, not_plainly_english
 from epmem.language.phrases import load_phrases
 from epmem.language.settings import load_settings
 from epmem.language.spec import LanguageSpec, QuestionKind
@@ -217,7 +217,12 @@ def opens_a_matter(question: str) -> bool:
     it names something (:func:`names_something`) and someone, a person by name or the owner
     ("you"). One that names nobody ("Any health problems?", "When do we sign?") or speaks of
     someone only as "he" or "her" ("And who's looking after her team?") goes on with the
-    question before it, whose subject it takes."""
+    question before it, whose subject it takes. A question in another language than English
+    ("e você ainda faz aquele curso aos sábados?") is always one of its own: these words read
+    neither its pronouns nor its "you", and a question asked is better answered alone than
+    measured against another."""
+    if not_plainly_english(question):
+        return True
     if not names_something(question):
         return False
     tokens = re.findall(r"[^\W\d_][\w'’-]*", question)

@@ -63,6 +63,11 @@ def test_a_question_that_names_nobody_of_its_own_goes_on_with_the_one_before() -
     assert not opens_a_matter("Any health problems?")
     assert opens_a_matter("and are you still doing that course?")  # speaks to the owner
     assert opens_a_matter("and when does Ji-hoon go into the army?")  # names someone
+    # in another language the pronouns and the "you" are not read: each question is its own
+    assert questions("como foi a cirurgia da sua mãe? e você ainda faz aquele curso aos sábados?") == [
+        "como foi a cirurgia da sua mãe?",
+        "e você ainda faz aquele curso aos sábados?",
+    ]
 
 
 def test_only_languages_that_split_questions_split_them() -> None:
