@@ -174,8 +174,7 @@ OTHER_QUESTIONS = [
     "Como foi a semana de {name}? Alguma novidade?",
     "Czy {name} ma jakieś nowe plany na weekend?",
 ]
-#: messages that ask two things (epmem/language/english.py ``questions``: each recalled and
-#: answered alone, one recall per question).
+#: messages that ask two things (each recalled and answered alone: english.py ``questions``).
 SEVERAL_QUESTIONS = [
     "How did {topic} go? And is {name} still coming {day}?",
     "When is {topic} happening, and did {name} hear back?",
@@ -484,17 +483,13 @@ async def run_memory_bench(
             qs = list(dict.fromkeys(_sentence(rng, QUESTIONS) for _ in range(questions * 3)))[:questions]
             out.update(await _recall_latency(memory, retriever, qs))
             if policy is not None:
-                other = list(dict.fromkeys(_sentence(rng, OTHER_QUESTIONS) for _ in range(questions)))[: questions // 2]
-                several = list(dict.fromkeys(_sentence(rng, SEVERAL_QUESTIONS) for _ in range(questions)))
+                other, several = (
+                    list(dict.fromkeys(_sentence(rng, t) for _ in range(questions)))[: questions // 2]
+                    for t in (OTHER_QUESTIONS, SEVERAL_QUESTIONS)
+                )
+                state = Path(tmp) / "state.sqlite"
                 out["reply"] = await _reply_latency(
-                    memory,
-                    policy,
-                    Path(tmp) / "state.sqlite",
-                    qs,
-                    reranker,
-                    matcher=matcher,
-                    other=other,
-                    several=several[: questions // 2],
+                    memory, policy, state, qs, reranker, matcher=matcher, other=other, several=several
                 )
         finally:
             await store.close()
