@@ -209,15 +209,24 @@ def names_something(question: str) -> bool:
 
 
 _CONNECTIVES = frozenset("and so but also plus oh ok okay".split())
+#: capitalised, and no one's name: "what is he preparing for September?" names no one.
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun".split()
+)
 _TO_YOU = frozenset("you your yours yourself u ur ya".split())
+#: someone the message named before: "Has he finished at KNUST?" is about whoever "he" is.
+_SPOKEN_OF = frozenset("he him his himself she her hers herself they them their theirs themselves".split())
 
 
 def opens_a_matter(question: str) -> bool:
     """Whether ``question``, following another in one message, asks about a matter of its own:
-    it names something (:func:`names_something`) and someone, a person by name or the owner
-    ("you"). One that names nobody ("Any health problems?", "When do we sign?") or speaks of
-    someone only as "he" or "her" ("And who's looking after her team?") goes on with the
-    question before it, whose subject it takes. A question in another language than English
+    it names something (:func:`names_something`) and speaks to the owner ("you"), or names
+    someone before any "he" or "her". One that names nobody ("Any health problems?", "When do
+    we sign?") or speaks first of someone as "he" or "her" ("And who's looking after her
+    team?", "Has he finished at KNUST?") goes on with the question before it, whose subject it
+    takes; "is it true Choi goes on it though he never came?" names its own "he". A question in another language than English
     ("e você ainda faz aquele curso aos sábados?") is always one of its own: these words read
     neither its pronouns nor its "you", and a question asked is better answered alone than
     measured against another."""
@@ -228,8 +237,20 @@ def opens_a_matter(question: str) -> bool:
     tokens = re.findall(r"[^\W\d_][\w'’-]*", question)
     while tokens and tokens[0].casefold() in _CONNECTIVES:
         tokens = tokens[1:]
-    named = any(t[0].isupper() and t != "I" or not t[0].isascii() and not t[0].islower() for t in tokens[1:])
-    return named or any(t.casefold() in _TO_YOU for t in tokens)
+    if any(t.casefold() in _TO_YOU for t in tokens):
+        return True
+    for i, t in enumerate(tokens):
+        if t.casefold() in _SPOKEN_OF:
+            return False  # "he" before any name: whoever the message named before
+        if i > 0 and _is_name(t):
+            return True
+    return False
+
+
+def _is_name(word: str) -> bool:
+    """A capitalised word (not the first of a sentence) that is not "I" nor a month or a day."""
+    capital = word[0].isupper() or not word[0].isascii() and not word[0].islower()
+    return capital and word != "I" and word.casefold().removesuffix("s") not in _CALENDAR
 
 
 def questions(message: str) -> list[str]:

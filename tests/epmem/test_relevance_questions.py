@@ -58,6 +58,8 @@ def test_a_question_that_names_nobody_of_its_own_goes_on_with_the_one_before() -
         "Why is Rita out from June? And who's looking after her team?",  # "her": Rita
         "Will you be at church on Sunday? What are you doing after?",  # asks for news only
         "How's Rita? I saw her at the shop. Is she ok?",  # "she", though something was said between
+        "Is Tom working on Fridays, and what is he preparing for September?",  # a month is no one
+        "How is Kwabena? Has he finished at KNUST?",  # "he" is Kwabena, though KNUST is named
     ):
         assert questions(message) == [message], message
     assert not opens_a_matter("Any health problems?")
