@@ -264,7 +264,8 @@ class PrivacyEngine(ReadsPolicy):
             return await self.memory.recall(q, asker)
 
         parts = spec.questions(question)
-        if len(parts) < 2:
+        if not 1 < len(parts) <= self.relevance.config_for(question).max_facts:
+            # more questions than a reply tells facts: read as one (a reply's cost stays bounded)
             return await one(question), {}
         asked = {q: await one(q) for q in parts}
         return together(*asked.values()), asked

@@ -126,3 +126,14 @@ async def test_a_friend_asking_two_things_gets_both_answers(ana: Runtime) -> Non
     record = await ana.audit.get(out.audit_id or "")
     assert record is not None
     assert set(record.body["disclosed"]) == {"f1", "f2"}
+
+
+async def test_more_questions_than_a_reply_tells_facts_are_read_as_one_message(ana: Runtime) -> None:
+    """Each question costs a recall: a message of many is read as one, so no message costs more
+    than ``max_facts`` recalls."""
+    many = " ".join(f"Is Tom{i} coming on day {i}?" for i in range(ana.engine.relevance.config.max_facts + 1))
+    assert len(questions(many)) == ana.engine.relevance.config.max_facts + 1
+    events, asked = await ana.engine.recall(many)
+    assert asked == {}
+    _, two = await ana.engine.recall("how did your dad's operation go? and are you still doing that course?")
+    assert len(two) == 2
