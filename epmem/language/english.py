@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 
-from epmem.english_words import STOPWORDS, not_plainly_english
+from epmem.english_words import not_plainly_english
 from epmem.language.phrases import load_phrases
 from epmem.language.settings import load_settings
 from epmem.language.spec import LanguageSpec, QuestionKind
+from epmem.textnorm import content_words, words
 
 #: Japanese kana and Korean hangul: not Chinese, not English, even beside either.
 OTHER_CJK = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
@@ -205,7 +206,7 @@ def names_something(question: str) -> bool:
     """Whether ``question`` names someone or something of its own: a word that is neither a
     function word nor one that only asks for news. One that names nothing ("Any news?", "What
     are you doing?", "What's the plan?") goes on with the question before it."""
-    return any(w not in STOPWORDS and w not in _ASKING_FOR_NEWS for w in re.findall(r"\w+", question.casefold()))
+    return any(w not in _ASKING_FOR_NEWS for w in content_words(words(question)))
 
 
 _CONNECTIVES = frozenset("and so but also plus oh ok okay".split())
@@ -226,10 +227,10 @@ def opens_a_matter(question: str) -> bool:
     someone before any "he" or "her". One that names nobody ("Any health problems?", "When do
     we sign?") or speaks first of someone as "he" or "her" ("And who's looking after her
     team?", "Has he finished at KNUST?") goes on with the question before it, whose subject it
-    takes; "is it true Choi goes on it though he never came?" names its own "he". A question in another language than English
-    ("e você ainda faz aquele curso aos sábados?") is always one of its own: these words read
-    neither its pronouns nor its "you", and a question asked is better answered alone than
-    measured against another."""
+    takes; "is it true Choi goes on it though he never came?" names its own "he". A question in
+    another language than English ("e você ainda faz aquele curso aos sábados?") is always one
+    of its own: these words read neither its pronouns nor its "you", and a question asked is
+    better answered alone than measured against another."""
     if not_plainly_english(question):
         return True
     if not names_something(question):

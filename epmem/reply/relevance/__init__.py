@@ -200,7 +200,9 @@ def _together(kind: QuestionKind, each: Sequence[Choice], limit: int) -> Choice:
     by another is chosen. ``kind``: the message's, read as one question (the audit's)."""
     chosen: list[str] = []
     for rank in range(max((len(c.chosen) for c in each), default=0)):
-        chosen.extend(c.chosen[rank] for c in each if rank < len(c.chosen) and c.chosen[rank] not in chosen)
+        for c in each:
+            if rank < len(c.chosen) and c.chosen[rank] not in chosen:
+                chosen.append(c.chosen[rank])
     chosen = chosen[:limit]
     scores: dict[str, float] = {}
     logits: dict[str, float] = {}
