@@ -10,6 +10,7 @@ import pytest
 from epmem.db import (
     POSTGRES,
     SQLITE,
+    Database,
     DatabaseError,
     Dialect,
     Migration,
@@ -153,6 +154,19 @@ async def test_each_schema_holds_tables_of_its_own(postgres_server: object) -> N
         await missing.close()
 
 
+async def _cut(server: str, conn: Database) -> None:
+    """The server ends ``conn``'s backend; the next statement on it fails with the break."""
+    import psycopg
+
+    from testkit.postgres import run_sql
+
+    row = await conn.fetchone("SELECT pg_backend_pid()")
+    assert row is not None
+    run_sql(server, "SELECT pg_terminate_backend(?)", row[0])
+    with pytest.raises(psycopg.OperationalError):
+        await conn.fetchone("SELECT 1")
+
+
 async def test_a_connection_the_server_dropped_is_made_again_before_the_next_statement(postgres_server: object) -> None:
     """The server ends the session (a restart, a failover, an idle timeout would): the statement
     that finds it gone fails (it may or may not have run: the caller's to say), the next one
@@ -160,7 +174,7 @@ async def test_a_connection_the_server_dropped_is_made_again_before_the_next_sta
     import psycopg
 
     from epmem.db.postgres import PostgresDatabase
-    from testkit.postgres import EmbeddedPostgres, run_sql
+    from testkit.postgres import EmbeddedPostgres
 
     assert isinstance(postgres_server, EmbeddedPostgres)
     server = postgres_server.database()
@@ -171,11 +185,7 @@ async def test_a_connection_the_server_dropped_is_made_again_before_the_next_sta
     try:
         await db.execute("INSERT INTO things(name) VALUES ('before')")
         for conn in (db, reader):
-            row = await conn.fetchone("SELECT pg_backend_pid()")
-            assert row is not None
-            run_sql(server, "SELECT pg_terminate_backend(?)", row[0])
-            with pytest.raises(psycopg.OperationalError):
-                await conn.fetchone("SELECT 1")
+            await _cut(server, conn)
         await db.execute("INSERT INTO things(name) VALUES ('after')")
         assert await reader.fetchall("SELECT name FROM things ORDER BY name") == [("after",), ("before",)]
         assert (db.reconnects, reader.reconnects) == (1, 1)
@@ -186,11 +196,7 @@ async def test_a_connection_the_server_dropped_is_made_again_before_the_next_sta
         with pytest.raises(psycopg.Error):
             async with db.transaction():
                 await db.execute("INSERT INTO things(name) VALUES ('half')")
-                row = await db.fetchone("SELECT pg_backend_pid()")
-                assert row is not None
-                run_sql(server, "SELECT pg_terminate_backend(?)", row[0])
-                with pytest.raises(psycopg.OperationalError):
-                    await db.execute("SELECT 1")
+                await _cut(server, db)
                 await db.execute("INSERT INTO things(name) VALUES ('other half')")
         assert db.reconnects == 1
         assert await db.fetchall("SELECT name FROM things ORDER BY name") == [("after",), ("before",)]
