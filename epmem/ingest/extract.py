@@ -167,6 +167,28 @@ def stated_by(session: Session, turns: Sequence[int]) -> str | None:
     return None if first == OWNER_ID else first
 
 
+#: how much of the question before a fact recall reads with it (a long message is rarely one
+#: question, and its other sentences would pull the fact towards what it does not say).
+_CONTEXT_CHARS = 300
+
+
+def asked_before(session: Session, turns: Sequence[int]) -> str | None:
+    """The question a fact answers: the message just before the one it came from, when someone
+    else wrote it and it asks something ("what's the new pay like?" before "Base goes from 92k
+    to 118k."). None for a fact that opens a conversation, or follows a statement or its own
+    speaker's words (those say what the fact is about no better than the fact)."""
+    first = next((t for t in turns if 0 <= t < len(session.turns)), None)
+    if first is None or first == 0:
+        return None
+    before, turn = session.turns[first - 1], session.turns[first]
+    if before.speaker == turn.speaker or not _ASKS.search(before.text):
+        return None
+    return before.text.strip()[:_CONTEXT_CHARS] or None
+
+
+_ASKS = re.compile(r"[?？]")
+
+
 def _slug(value: str) -> str:
     return _EVENT_ID.sub("-", value.casefold()).strip("-")[:80]
 
@@ -318,6 +340,7 @@ class Finalizer(ReadsPolicy):
             stated_by=stated_by(session, d.source_turns),
             heard_by=heard_by,
             heard_in=heard_label(session) if heard_by else None,
+            context=asked_before(session, d.source_turns),
         )
 
     def _heard_by(self, session: Session, turns: Sequence[int], shut: bool, blacklist: Sequence[str]) -> list[str]:

@@ -64,6 +64,17 @@ class Fact(BaseModel):
     #: Only a truth is heard: whoever heard the owner describe a cover story knows the truth.
     heard_by: list[str] = Field(default_factory=list)
     heard_in: str | None = None
+    #: the question it answers, when someone else asked one just before it in the chat ("what's
+    #: the new pay like?" before "Base goes from 92k to 118k."): an answer's words often name
+    #: neither who nor what, which its question does. Read by recall only, with the fact's own
+    #: words (epmem.memory.recall); never told, never shown to a model.
+    context: str | None = None
+
+    @property
+    def found_by(self) -> str:
+        """The words a question finds it by: its own, after the question it answers where it
+        has one (:attr:`context`). Never what is told."""
+        return self.text if not self.context else f"{self.context} {self.text}"
 
     def effective_level(self) -> int:
         """Pending, closed or level-less facts count as L0: until settled, nobody may hear them

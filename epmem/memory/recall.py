@@ -152,14 +152,20 @@ class FactMemory:
     def _across_points(self, facts: Sequence[Fact]) -> list[PointIn]:
         if self._across is None or not facts:
             return []
-        vectors = self._across([self.normalize(f.text) for f in facts])
+        vectors = self._across([self._read(f) for f in facts])
         return [
             PointIn(key=f.id, payload={k: getattr(f, k) for k in _HIT_FIELDS}, dense=vectors[i])
             for i, f in enumerate(facts)
         ]
 
+    def _read(self, fact: Fact) -> str:
+        """What a fact is found by: its words, after the question it answers where it has one
+        (:attr:`Fact.context`: "Base goes from 92k to 118k." is about pay, which only its
+        question says)."""
+        return self.normalize(fact.found_by)
+
     def _points(self, facts: Sequence[Fact]) -> list[PointIn]:
-        texts = [self.normalize(f.text) for f in facts]
+        texts = [self._read(f) for f in facts]
         vectors = embed(self.embedder, texts)
         return [
             PointIn(

@@ -165,23 +165,30 @@ def read_with_truth(
     question part: the best over the question's parts, and over the fact and its counterpart (a
     cover read with its truth, a truth with its cover; recall treats them the same way)."""
     pairs = counterparts(recalled)
-    texts = {d.fact.id: d.fact.text for d in facts}
+    read = {d.fact.id: d.fact for d in facts}
     # a fact and its counterpart are one event told two ways (counted once where words are counted)
     event_of = {d.fact.id: d.fact.event_id for d in facts}
     for d in facts:
         for other in pairs.get(d.fact.id, ()):
-            texts[other] = recalled[other].fact.text
+            read[other] = recalled[other].fact
             event_of.setdefault(other, d.fact.event_id)
-    ids = list(texts)
+    ids = list(read)
+    # an answer is read alone and after the question it answered (Fact.context), the better
+    # of the two: "Base goes from 92k to 118k." answers "How much is she earning?" only there
+    texts = [(i, read[i].text) for i in ids] + [(i, read[i].found_by) for i in ids if read[i].context]
     per: dict[str, list[float]] = {i: [] for i in ids}
     for question in questions:
-        for i, x in zip(ids, model.score(question, [texts[i] for i in ids], events=[event_of[i] for i in ids])):
-            per[i].append(float(x))
+        best: dict[str, float] = {}
+        scored = model.score(question, [t for _, t in texts], events=[event_of[i] for i, _ in texts])
+        for (i, _), x in zip(texts, scored):
+            best[i] = max(best.get(i, -math.inf), float(x))
+        for i in ids:
+            per[i].append(best[i])
     by_part = {
         d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))
         for d in facts
     }
-    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, len(ids), by_part
+    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, len(texts), by_part
 
 
 def inherited(d: FactDecision, recalled: dict[str, Recalled], pairs: dict[str, tuple[str, ...]]) -> float:
