@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
+from epmem.ingest.asked import asked_before
 from epmem.ingest.topics import holds_secret
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
@@ -165,28 +166,6 @@ def stated_by(session: Session, turns: Sequence[int]) -> str | None:
     the owner, or unknown)."""
     first = next((session.turns[t].speaker for t in turns if 0 <= t < len(session.turns)), OWNER_ID)
     return None if first == OWNER_ID else first
-
-
-#: how much of the question before a fact recall reads with it (a long message is rarely one
-#: question, and its other sentences would pull the fact towards what it does not say).
-_CONTEXT_CHARS = 300
-
-
-def asked_before(session: Session, turns: Sequence[int]) -> str | None:
-    """The question a fact answers: the message just before the one it came from, when someone
-    else wrote it and it asks something ("what's the new pay like?" before "Base goes from 92k
-    to 118k."). None for a fact that opens a conversation, or follows a statement or its own
-    speaker's words (those say what the fact is about no better than the fact)."""
-    first = next((t for t in turns if 0 <= t < len(session.turns)), None)
-    if first is None or first == 0:
-        return None
-    before, turn = session.turns[first - 1], session.turns[first]
-    if before.speaker == turn.speaker or not _ASKS.search(before.text):
-        return None
-    return before.text.strip()[:_CONTEXT_CHARS] or None
-
-
-_ASKS = re.compile(r"[?？]")
 
 
 def _slug(value: str) -> str:

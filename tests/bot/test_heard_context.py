@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from epmem.ingest.extract import asked_before
+from epmem.ingest.asked import asked_before
 from testkit.consulting import House, open_house
 from testkit.sessions import session
 
@@ -58,6 +58,8 @@ async def test_who_was_not_there_is_not_told_it(heard: House) -> None:
         ([("grace", "Where is the lunch?"), ("owner", "At the Brass Monkey.")], "Where is the lunch?"),
         ([("grace", "Lunch is on Sunday."), ("owner", "At the Brass Monkey.")], None),  # not a question
         ([("owner", "Where shall we eat?"), ("owner", "At the Brass Monkey.")], None),  # their own words
+        ([("grace", "Where is it?"), ("owner", "Howth."), ("owner", "The Brass Monkey.")], "Where is it?"),
+        ([("grace", "Where?"), ("owner", "a"), ("owner", "b"), ("owner", "c"), ("owner", "d")], None),  # 4th in a row
         ([("owner", "At the Brass Monkey.")], None),  # opens the chat
         ([("grace", "家宴在哪儿？"), ("owner", "在老地方。")], "家宴在哪儿？"),
         ([("grace", "Where? " + "x" * 400), ("owner", "There.")], ("Where? " + "x" * 400)[:300]),

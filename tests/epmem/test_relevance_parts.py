@@ -196,3 +196,38 @@ def test_a_question_naming_a_day_is_answered_by_what_happens_that_day() -> None:
         Relevance(ENGLISH.relevance, model).choose("what exactly is happening in the canteen?", events, proj).chosen
         == ()
     )
+
+
+class Batches(PerPart):
+    """PerPart, remembering each batch of texts it was given."""
+
+    def __init__(self, logits: dict[tuple[str, str], float]) -> None:
+        super().__init__(logits)
+        self.batches: list[list[str]] = []
+
+    def score(self, question: str, texts: Sequence[str], events: Sequence[str] | None = None) -> np.ndarray:
+        self.batches.append(list(texts))
+        return super().score(question, texts, events)
+
+
+def test_an_answer_is_read_alone_and_after_its_question_and_the_better_counts() -> None:
+    events, proj = storyline(
+        ("f1", "e1", "Base goes from 92k to 118k.", 0.55),
+        ("f2", "e2", "Maya got a promotion to principal engineer.", 0.60),
+    )
+    asked = Fact(
+        id="f1", text="Base goes from 92k to 118k.", event_id="e1", category="daily_life", level=3, state="owner-set"
+    ).model_copy(update={"context": "What's the new pay like?"})
+    events = [RecalledEvent("e1", 0.55, (Recalled(asked, 0.55),)), events[1]]
+    proj = Projection((FactDecision(asked, 0.55, True, (), used=True), proj.decisions[1]))
+    model = Batches({("earning", "pay"): 6.0, ("earning", "promotion"): -6.0})
+    choice = Relevance(ENGLISH.relevance, model).choose("How much is Maya earning now?", events, proj)
+    assert choice.chosen == ("f1",) and choice.logits["f1"] == 6.0
+    # the words alone in one batch, the answer after its question in another (no padding of the short ones)
+    assert sorted(map(sorted, model.batches)) == [
+        ["Base goes from 92k to 118k.", "Maya got a promotion to principal engineer."],
+        ["What's the new pay like? Base goes from 92k to 118k."],
+    ]
+    plain = Batches({("earning", "pay"): 6.0, ("earning", "promotion"): -6.0})
+    without = storyline(("f1", "e1", "Base goes from 92k to 118k.", 0.55), ("f2", "e2", "Maya got a promotion.", 0.6))
+    assert Relevance(ENGLISH.relevance, plain).choose("How much is Maya earning now?", *without).chosen == ()

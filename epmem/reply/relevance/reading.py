@@ -174,21 +174,23 @@ def read_with_truth(
             event_of.setdefault(other, d.fact.event_id)
     ids = list(read)
     # an answer is read alone and after the question it answered (Fact.context), the better
-    # of the two: "Base goes from 92k to 118k." answers "How much is she earning?" only there
-    texts = [(i, read[i].text) for i in ids] + [(i, read[i].found_by) for i in ids if read[i].context]
+    # of the two: "Base goes from 92k to 118k." answers "How much is she earning?" only there.
+    # Two batches: the longer readings would pad every short one in a batch of both
+    batches = [[(i, read[i].text) for i in ids], [(i, read[i].found_by) for i in ids if read[i].context]]
     per: dict[str, list[float]] = {i: [] for i in ids}
     for question in questions:
         best: dict[str, float] = {}
-        scored = model.score(question, [t for _, t in texts], events=[event_of[i] for i, _ in texts])
-        for (i, _), x in zip(texts, scored):
-            best[i] = max(best.get(i, -math.inf), float(x))
+        for texts in (b for b in batches if b):
+            scored = model.score(question, [t for _, t in texts], events=[event_of[i] for i, _ in texts])
+            for (i, _), x in zip(texts, scored):
+                best[i] = max(best.get(i, -math.inf), float(x))
         for i in ids:
             per[i].append(best[i])
     by_part = {
         d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))
         for d in facts
     }
-    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, len(texts), by_part
+    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, sum(map(len, batches)), by_part
 
 
 def inherited(d: FactDecision, recalled: dict[str, Recalled], pairs: dict[str, tuple[str, ...]]) -> float:
