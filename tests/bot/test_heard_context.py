@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from epmem.ingest.asked import asked_before
-from testkit.consulting import House, open_house
+from testkit.consulting import House, Turns, open_house
 from testkit.sessions import session
 
-PAY = [
+PAY: Turns = [
     ("grace", "So how did the Halvorsen offer end up? What's the new pay like?"),
     ("owner", "Base goes from 92k to 118k."),
     ("grace", "Amazing!!"),
