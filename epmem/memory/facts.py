@@ -65,9 +65,9 @@ class Fact(BaseModel):
     heard_by: list[str] = Field(default_factory=list)
     heard_in: str | None = None
     #: the question it answers, when someone else asked one just before it in the chat ("what's
-    #: the new pay like?" before "Base goes from 92k to 118k."): an answer's words often name
-    #: neither who nor what, which its question does. Read by recall only, with the fact's own
-    #: words (epmem.memory.recall); never told, never shown to a model.
+    #: the new pay like?" before "Base goes from 92k to 118k."; epmem.ingest.asked): an answer's
+    #: words often name neither who nor what, which its question does. Read with the fact's own
+    #: words by recall and the relevance step (:attr:`found_by`); never told, never shown to a model.
     context: str | None = None
 
     @property
