@@ -13,6 +13,13 @@ reply, a set the reader may not know together is held back, naming that reply's 
 ``per_matter``: one reply's facts are judged matter by matter rather than all as one (facts of
 unrelated events reveal nothing together; a missed link then fails open, so it is a setting).
 
+A message that asks several questions gets several answers (``answers``: the facts each
+question chose). Each answer is its own composite, and the answers are judged together matter
+by matter, as two replies are: "when's the big day at church? and did you catch anything at
+Kiekrz?" is told the First Communion and the carp, as two messages would be, and an answer of
+the same matter as another (a cover and its truth, linked events) still counts against it. A
+fact no question chose (a model's pick) is judged with every other fact of the reply.
+
 Only facts already allowed one by one reach this step, so what is held back never depends on
 a fact the audience may not know.
 """
@@ -77,23 +84,26 @@ def limit_to_composite(
     earlier: Earlier | None = None,
     matter_of: dict[str, str] | None = None,
     per_matter: bool = False,
+    answers: Sequence[Sequence[str]] = (),
 ) -> tuple[list[str], list[HeldBack]]:
-    """``gates`` best first; ``matter_of``: fact id -> its matter (its event when not linked).
+    """``gates`` best first; ``matter_of``: fact id -> its matter (its event when not linked);
+    ``answers``: for a message of several questions, the facts each chose.
     Returns (fact ids kept, in order; what was held back and why)."""
     earlier = earlier or Earlier()
     matter_of = matter_of or {}
+    asked_by = _answering(answers)
     kept: list[Gate] = []
     held: list[HeldBack] = []
     for gate in gates:
         matter = matter_of.get(gate.fact_id, gate.fact_id)
         same = [g for g in kept if matter_of.get(g.fact_id, g.fact_id) == matter] + [gate]
-        trial = Composite.of(same if per_matter else [*kept, gate])
+        together = same if per_matter else [g for g in kept if g in same or _one_answer(asked_by, g, gate)] + [gate]
+        trial = Composite.of(together)
         denied = next((r for r in audience if not trial.allows(r)), None)
         if denied is not None:
             what, why = _why(trial, denied)
-            held.append(
-                HeldBack(gate.fact_id, tuple(g.fact_id for g in kept), denied.id, f"{what} denies {denied.id} ({why})")
-            )
+            with_facts = tuple(g.fact_id for g in together[:-1])
+            held.append(HeldBack(gate.fact_id, with_facts, denied.id, f"{what} denies {denied.id} ({why})"))
             continue
         across = _across(same, matter, audience, earlier)
         if across is not None:
@@ -114,3 +124,22 @@ def limit_to_composite(
             continue
         kept.append(gate)
     return [g.fact_id for g in kept], held
+
+
+def _answering(answers: Sequence[Sequence[str]]) -> dict[str, frozenset[int]]:
+    """Fact id -> the questions (by index) whose answer it is; empty for one question."""
+    if len(answers) < 2:
+        return {}
+    out: dict[str, set[int]] = {}
+    for i, facts in enumerate(answers):
+        for f in facts:
+            out.setdefault(f, set()).add(i)
+    return {f: frozenset(q) for f, q in out.items()}
+
+
+def _one_answer(asked_by: dict[str, frozenset[int]], a: Gate, b: Gate) -> bool:
+    """Whether two facts are told as one answer: always for a message of one question, and for
+    a fact no question chose (fail closed); else when a question chose both."""
+    if a.fact_id not in asked_by or b.fact_id not in asked_by:
+        return True
+    return bool(asked_by[a.fact_id] & asked_by[b.fact_id])

@@ -294,6 +294,7 @@ class PrivacyEngine(ReadsPolicy):
             earlier,
             {f.id: earlier.matters.matter(f.event_id) for f in chosen},
             self.per_matter,
+            choice.answers,
         )
         narrowed = storyline.narrowed(kept, choice.scores)
         near = _near_events(question, events, set(choice.chosen), self.relevance.config.min_recall)

@@ -92,6 +92,35 @@ async def test_unrelated_facts_still_flow_and_without_a_link_nothing_combines(tm
         await runtime.close()
 
 
+TWO_QUESTIONS = "How is the house hunt going? And did Maya get any money from work recently?"
+
+
+@pytest.mark.parametrize("linked", [False, True])
+async def test_two_questions_in_one_message_are_told_what_two_messages_would_be(tmp_path: Path, linked: bool) -> None:
+    """Each question's answer is its own composite, and the answers are judged together matter
+    by matter, as two replies are: unlinked, Leo hears the house and the bonus (as when he asks
+    them one by one, above); once the owner links them, he hears only the first, and the record
+    says what was held back with which answer."""
+    runtime = await house_runtime(tmp_path / "data")
+    try:
+        if linked:
+            await owner(runtime, "/matter e-house e-bonus e-deposit")
+        out = await runtime.agent.handle(ask("leo", TWO_QUESTIONS))
+        record = await runtime.audit.get(out.audit_id or "")
+        assert record is not None
+        body = record.body
+        assert body["relevance"]["answers"] == [["f1"], ["f3"]]
+        text = out.text or ""
+        assert TRUTH in text and (BONUS in text) is not linked, text
+        if linked:
+            assert [(h["fact"], h["with"]) for h in body["held_back"]] == [("f3", ["f1"])]
+            assert "composite L0" in body["held_back"][0]["reason"]
+        else:
+            assert body["disclosed"] == ["f1", "f3"] and "held_back" not in body
+    finally:
+        await runtime.close()
+
+
 async def test_the_window_bounds_how_far_back_the_ledger_counts(tmp_path: Path) -> None:
     later = datetime.now(timezone.utc) + timedelta(days=31)
     runtime = await house_runtime(tmp_path / "data", clock=lambda: later, composite_window_days=30)

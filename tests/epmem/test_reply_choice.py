@@ -152,3 +152,38 @@ def test_what_is_kept_always_passes_the_composite_rule(gates: list[Gate], reader
     # greedy and maximal: no held-back fact could join what was kept
     for h in held:
         assert not all(Composite.of([*(by_id[f] for f in kept), by_id[h.fact_id]]).allows(r) for r in readers)
+
+
+ANSWERS = st.lists(st.lists(st.sampled_from([f"f{i}" for i in range(8)]), max_size=4), max_size=3)
+MATTERS = st.dictionaries(st.sampled_from([f"f{i}" for i in range(8)]), st.sampled_from(["m1", "m2"]))
+
+
+@given(st.lists(GATES, min_size=1, max_size=6, unique_by=lambda g: g.fact_id), READERS, ANSWERS, MATTERS)
+def test_each_answer_of_a_message_passes_the_composite_rule_and_so_does_each_matter(
+    gates: list[Gate], readers: list[Recipient], answers: list[list[str]], matters: dict[str, str]
+) -> None:
+    """A message of several questions: each answer is one composite, and facts of one matter are
+    one composite whichever answers they are in (as across two replies); a fact no question
+    chose is told only with what it may be told together with."""
+    kept, held = limit_to_composite(gates, readers, matter_of=matters, answers=answers)
+    by_id = {g.fact_id: g for g in gates}
+    assert sorted([*kept, *(h.fact_id for h in held)]) == sorted(by_id)
+    several = len(answers) > 1
+    scopes = [set(a) for a in answers] if several else [set(by_id)]
+    scopes += [{f for f in by_id if matters.get(f, f) == m} for m in set(matters.values())]
+    chosen = {f for a in answers for f in a} if several else set(by_id)
+    unchosen = set(kept) - chosen  # no question chose them: judged with every answer
+    scopes = [scope | unchosen for scope in scopes]
+    for scope in scopes:
+        told = [by_id[f] for f in kept if f in scope]
+        if told:
+            assert all(Composite.of(told).allows(r) for r in readers), (scope, kept)
+    if not several:  # one question, or none: the reply is one composite, as before
+        assert (kept, held) == limit_to_composite(gates, readers, matter_of=matters)
+
+
+@given(st.lists(GATES, min_size=1, max_size=6, unique_by=lambda g: g.fact_id), READERS)
+def test_answers_that_each_hold_every_fact_are_one_composite(gates: list[Gate], readers: list[Recipient]) -> None:
+    """Two questions that chose the same facts are no wider than one question."""
+    ids = [g.fact_id for g in gates]
+    assert limit_to_composite(gates, readers, answers=[ids, ids]) == limit_to_composite(gates, readers)

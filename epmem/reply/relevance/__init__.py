@@ -99,6 +99,11 @@ class Choice:
     left_out: dict[str, str] = field(default_factory=dict)
     #: the cross-encoder's (or its stand-in's) logit of each fact it read.
     logits: dict[str, float] = field(default_factory=dict)
+    #: a message that asks several questions: the facts each question chose, one tuple per
+    #: question in the message's order (empty for one question). Each question's answer is its
+    #: own composite (epmem/reply/composite.py): two questions in one message are told what two
+    #: messages would be.
+    answers: tuple[tuple[str, ...], ...] = ()
     #: with a model configured (epmem/reply/model_choice.py): who chose (``model`` or ``rules``),
     #: why the model's choice was not used, what it was offered, the rules step's own choice and
     #: the call. None without a model: the record is then as it always was.
@@ -112,6 +117,8 @@ class Choice:
             "ms": round(self.ms, 1),
             "left_out": [{"fact": f, "why": why} for f, why in self.left_out.items()],
         }
+        if self.answers:
+            out["answers"] = [list(a) for a in self.answers]
         return out if self.chooser is None else {**out, **self.chooser}
 
 
@@ -221,4 +228,5 @@ def _together(kind: QuestionKind, each: Sequence[Choice], limit: int) -> Choice:
         sum(c.ms for c in each),
         left_out,
         logits,
+        answers=tuple(tuple(f for f in c.chosen if f in chosen) for c in each),
     )
