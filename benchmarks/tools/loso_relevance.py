@@ -48,7 +48,6 @@ from epmem.reply.relevance import Relevance, Reranker
 #: more is one more way to fit the sets at hand rather than the next one.
 GRID: dict[str, Sequence[float]] = {
     "logit_margin": (2.0, 3.0, 4.0, 6.0, 99.0),
-    "margin_from": (-1.0, 0.0, 2.0),
     "floor": (0.55, 0.6, 0.65),
 }
 

@@ -36,18 +36,16 @@ class RelevanceConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_recall: float = Field(description="a fact whose recall score is below this does not answer anything")
-    open_relative_cut: float = Field(
-        ge=0, le=1, description="open questions: keep facts with at least this share of the best recall score"
+    relative_cut: float = Field(
+        ge=0, le=1, description="open and state questions: keep facts with at least this share of the best recall score"
     )
-    open_min_recall: float = Field(description="open questions: and at least this recall score")
-    state_relative_cut: float = Field(ge=0, le=1, description="state questions: the same share, their own")
-    state_min_recall: float = Field(description="state questions: the least recall score, their own")
     open_veto: float = Field(description="open questions: a cross-encoder logit below this leaves a fact out")
     open_veto_recall: float = Field(description="open and state: unless its recall score is at least this")
     state_veto: float = Field(description="state questions: a cross-encoder logit below this leaves a fact out")
     complete_events: bool = Field(description="open and state: the other facts of an event told are told too")
     rescue_recall: float = Field(
-        description="below the kind's least recall but at least this: said only when the cross-encoder is sure"
+        description="the least recall score a fact is weighed at (recall's own floor): an open question weighs every"
+        " fact from here; any other, below min_recall, only when the cross-encoder is sure"
     )
     rescue_logit: float = Field(description="the logit at which the cross-encoder is sure a fact answers")
     max_facts: int = Field(ge=1, description="the most facts one reply tells")
@@ -58,8 +56,9 @@ class RelevanceConfig(BaseModel):
     event_margin: float = Field(ge=0, description="other events answer only within this of the best event")
     floor: float = Field(description="nothing below this relevance is said, unless the cross-encoder is sure")
     answers: float = Field(description="the logit at which the cross-encoder says a fact answers")
-    logit_margin: float = Field(description="an event more than this logit below the best chosen one is left out")
-    margin_from: float = Field(description="once the best chosen event's logit is at least this")
+    logit_margin: float = Field(
+        description="an event more than this logit below the best chosen one is left out, once that one answers"
+    )
     max_parts: int = Field(ge=1, description="the cross-encoder reads at most this many parts of a question")
     stand_out: float = Field(
         description="when every fact read is left out, an event this far above every other by recall still answers"

@@ -40,7 +40,7 @@ async def body_of(runtime: Runtime, audit_id: str | None) -> dict:  # type: igno
 async def house_tells_all(tmp_path: Path) -> AsyncIterator[Runtime]:
     """A relevance step that keeps every fact of a catch-up: only the composite rule limits."""
     scenario = load_scenario(example("house_and_bonus.yaml"))
-    everything = ENGLISH.relevance.replace(open_relative_cut=0.0, open_min_recall=-1.0, max_facts=10)
+    everything = ENGLISH.relevance.replace(relative_cut=0.0, rescue_recall=-1.0, max_facts=10)
     runtime = await Runtime.open(
         Settings(data_dir=tmp_path / "all"), policy=scenario.effective_policy(), relevance=everything
     )

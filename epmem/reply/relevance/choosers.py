@@ -41,7 +41,7 @@ def choose_open(r: Reading) -> Chosen:
     ranked, rescued = _weighable(r, logit, left_out)
     own = r.own
     top = max((own[d.fact.id] for d in ranked if d.fact.id not in rescued), default=0.0)
-    cut = (c.open_relative_cut if r.kind == "open" else c.state_relative_cut) * top
+    cut = c.relative_cut * top
     kept = [d for d in ranked if own[d.fact.id] >= cut or d.fact.id in rescued]
     if c.complete_events:
         told = {d.fact.event_id for d in kept}
@@ -142,13 +142,13 @@ def _within_logit_margin(
     left_out: dict[str, str],
 ) -> list[str]:
     """Leave out the chosen events the cross-encoder rates far below the best chosen one,
-    once it is fairly sure of that one (``logit_margin``, ``margin_from``); unless the event
+    once the cross-encoder says that one answers (``logit_margin``, ``answers``); unless the event
     is, within the same margin, the best answer to a part of the question of its own: "Is
     Marcus working on Fridays this term, and what is he preparing for September?" has two
     best answers, and the second must not be measured against the first."""
     c = r.config
     best = best_by_event(chosen, event_of, logit)
-    if not best or max(best.values()) < c.margin_from:
+    if not best or max(best.values()) < c.answers:
         return chosen
     cut = max(best.values()) - c.logit_margin
     keep = {e for e, x in best.items() if x >= cut} | _best_per_part(r, chosen, event_of, by_part)
@@ -167,12 +167,12 @@ def _best_per_part(
     r: Reading, chosen: list[str], event_of: dict[str, str], by_part: dict[str, tuple[float, ...]]
 ) -> set[str]:
     """The events within ``logit_margin`` of the best answer to some part of the question
-    that the cross-encoder is fairly sure of (at least ``margin_from``)."""
+    that the cross-encoder says answers it (at least ``answers``)."""
     keep: set[str] = set()
     for p in range(min((len(v) for v in by_part.values()), default=0)):
         best = best_by_event(chosen, event_of, {f: v[p] for f, v in by_part.items()})
         top = max(best.values(), default=-math.inf)
-        if top >= r.config.margin_from:
+        if top >= r.config.answers:
             keep |= {e for e, x in best.items() if x >= top - r.config.logit_margin}
     return keep
 

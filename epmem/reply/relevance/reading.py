@@ -82,7 +82,7 @@ def read(
     if kind in c.match_kinds:
         sims = _maxsims(matcher, c, asked, projection.used, own, recalled)
         own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
-    least = {"open": c.open_min_recall, "state": c.state_min_recall}.get(kind, c.min_recall)
+    least = c.rescue_recall if kind == "open" else c.min_recall
     pool = sorted(
         (d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)), key=lambda d: -own[d.fact.id]
     )
