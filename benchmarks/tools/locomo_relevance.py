@@ -9,8 +9,8 @@ questions with both answering and other candidates, the AUC (an answering fact a
 and hit@1 (the first is an answering fact):
 
 - ``cosine``: the embedder alone;
-- ``cosine+maxsim``: plus ``match_weight * (MaxSim - match_center)`` (the late-interaction
-  model, as open and state questions hear it; relevance-en.yaml's values);
+- ``cosine+maxsim``: plus ``match_weight * (MaxSim - median MaxSim of the candidates)`` (the
+  late-interaction model, as open and state questions hear it; relevance-en.yaml's weight);
 - ``maxsim``, ``cross-encoder``: each alone;
 - ``cosine+cross-encoder``: plus ``rerank_weight * sigmoid(logit / rerank_temperature)``, as
   other questions hear it.
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     c = ENGLISH.relevance
     combine: dict[str, Callable[[Signals], np.ndarray]] = {
         "cosine": lambda s: s["cos"],
-        "cosine+maxsim": lambda s: s["cos"] + c.match_weight * (s["sim"] - c.match_center),
+        "cosine+maxsim": lambda s: s["cos"] + c.match_weight * (s["sim"] - np.median(s["sim"])),
         "maxsim": lambda s: s["sim"],
         "cross-encoder": lambda s: s["logit"],
         "cosine+cross-encoder": lambda s: s["cos"] + c.rerank_weight / (1 + np.exp(-s["logit"] / c.rerank_temperature)),

@@ -62,7 +62,6 @@ GRID: dict[str, Sequence[float]] = {
     "rescue_logit": (1.0, 2.0, 3.0),
     "complete_events": (False, True),
     "match_weight": (0.0, 1.0, 2.0, 3.0),
-    "match_center": (0.7, 0.75, 0.8),
 }
 
 #: ``--ceiling``: the parameters that decide what is left out, over a wider range than the

@@ -64,7 +64,6 @@ class RelevanceConfig(BaseModel):
         description="when every fact read is left out, an event this far above every other by recall still answers"
     )
     match_weight: float = Field(description="open and state: weight of the late-interaction MaxSim (0: off)")
-    match_center: float = Field(description="the MaxSim a typical recalled fact has (subtracted before weighing)")
     match_limit: int = Field(ge=0, description="the late-interaction model reads at most this many facts")
     match_kinds: tuple[Kind, ...] = Field(description="the question kinds the late-interaction model weighs in on")
 

@@ -120,11 +120,25 @@ def test_a_model_file_that_is_not_the_expected_one_is_refused(tmp_path: Path) ->
 
 def test_a_strongly_recalled_fact_stays_clear_of_the_open_veto_whatever_the_matcher_says() -> None:
     """The open veto spares a fact the embedder recalls strongly; the matcher moves the cut,
-    not that: a 0.65 recall lowered to 0.55 is still not read by the cross-encoder."""
-    events, proj = _storyline([("f1", "e1", "Megan and Luis got engaged.", 0.65, True)])
+    not that: a 0.65 recall lowered to 0.55 (its MaxSim 0.10 below the median of the facts read,
+    0.75) is still not read by the cross-encoder."""
+    events, proj = _storyline(
+        [("f1", "e1", "Megan and Luis got engaged.", 0.65, True), ("f2", "e2", "Tom's new bike.", 0.30, True)]
+    )
     reranker = Logits({"engaged": -11.0})
-    choice = Relevance(ENGLISH.relevance, reranker, Scripted({"engaged": 0.65})).choose(
+    choice = Relevance(ENGLISH.relevance, reranker, Scripted({"engaged": 0.65, "bike": 0.85})).choose(
         "What's new with the family?", events, proj
     )
-    assert choice.kind == "open" and choice.chosen == ("f1",) and reranker.read == []
+    assert choice.kind == "open" and choice.chosen == ("f1",) and not any("engaged" in t for t in reranker.read)
     assert choice.scores["f1"] == pytest.approx(0.55)
+
+
+def test_the_matcher_is_centred_on_the_facts_it_read_for_the_question() -> None:
+    """No fitted centre: a fact the matcher finds as covering as the others keeps its recall
+    score, and one fact read alone is not moved at all (nothing to compare it with)."""
+    events, proj = _storyline(STATE[:2])
+    alike = Relevance(ENGLISH.relevance, None, Scripted({"asthma": 0.5, "driving": 0.5}))
+    assert alike.choose("How is Priya's health?", events, proj).scores == pytest.approx({"f1": 0.60, "f2": 0.50})
+    one, proj_one = _storyline(STATE[:1])
+    low = Relevance(ENGLISH.relevance, None, Scripted({"asthma": 0.1})).choose("How is Priya's health?", one, proj_one)
+    assert low.scores == pytest.approx({"f1": 0.60})

@@ -30,7 +30,8 @@ the model judges "Are you getting a pet?" against "Alex is picking up a cat" as 
 
 Open and state questions also hear a third model (``match_weight``): a late-interaction
 MaxSim (epmem/embedding/late_interaction.py, ColBERT token vectors) is added to the recall score
-of the best ``match_limit`` facts, centred so that a typical fact keeps its score. "How's your
+of the best ``match_limit`` facts, centred on the median of those it read for this question, so
+that a typical fact keeps its score (no fitted centre: the question's own facts set it). "How's your
 health, Chucho?" is near "Chucho's son got into engineering" for the pooled embedder; token by
 token, nothing of the son's admission covers "health", and the fact falls below the cut.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,7 +82,9 @@ def read(
     sims: dict[str, float] = {}
     if kind in c.match_kinds:
         sims = _maxsims(matcher, c, asked, projection.used, own, recalled)
-        own.update({f: own[f] + c.match_weight * (m - c.match_center) for f, m in sims.items()})
+        # centred on the facts read for this question: a typical one keeps its recall score
+        center = statistics.median(sims.values()) if sims else 0.0
+        own.update({f: own[f] + c.match_weight * (m - center) for f, m in sims.items()})
     least = c.rescue_recall if kind == "open" else c.min_recall
     pool = sorted(
         (d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)), key=lambda d: -own[d.fact.id]
