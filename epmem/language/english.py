@@ -259,13 +259,20 @@ def questions(message: str) -> list[str]:
     or open as a question does, split further where a clause joined by "and" asks again ("Is the
     strike vote still on, and what are we asking for?"), each with the sentences before it that
     ask nothing ("congrats on the paper!! which journal did it end up in?": the "it" is the
-    paper), the last with those after it too. A message that asks several things is answered as
-    several questions: each is read with its own kind and finds its own answer, so that the
-    answer to one is never measured against the answer to the other. A message with one
+    paper), the last with those after it too. A request that lists several things ("send him my
+    login, the money I lent people and the whole story": :func:`requested`) asks for each of
+    them: each thing is one need, as a question is. A message that asks several things is
+    answered as several questions: each is read with its own kind and finds its own answer, so
+    that the answer to one is never measured against the answer to the other. A message with one
     question or none gives itself."""
     found: list[str] = []
     context: list[str] = []
     for sentence in _SENTENCES.split(message.strip()):
+        things = requested(sentence)
+        if len(things) > 1:  # "send him my login, the money I lent people and the whole story"
+            found.extend(things)
+            context = []
+            continue
         clauses = [p.strip() for p in _CLAUSE.split(sentence) if p.strip()]
         for clause in clauses if len(clauses) > 1 else [sentence.strip()]:
             if len(clause.split()) >= 2 and (clause.endswith("?") or _ASKS.search(clause)):

@@ -137,3 +137,27 @@ async def test_more_questions_than_a_reply_tells_facts_are_read_as_one_message(a
     assert asked == {}
     _, two = await ana.engine.recall("how did your dad's operation go? and are you still doing that course?")
     assert len(two) == 2
+
+
+def test_a_request_that_lists_things_asks_for_each_of_them() -> None:
+    """A request is read thing by thing (``requested``): each thing it lists is one need, as a
+    question is, and is recalled and answered on its own."""
+    assert questions("Please send me the wifi password, the plumber's number and the date of the party.") == [
+        "the wifi password",
+        "the plumber's number",
+        "the date of the party",
+    ]
+    # one thing asked for, or a request that lists nothing: the message is one question
+    assert questions("Send me the photos from Saturday.") == ["Send me the photos from Saturday."]
+    assert questions("Can you tell me when the party is?") == ["Can you tell me when the party is?"]
+
+
+async def test_a_request_for_two_things_recalls_each_on_its_own(ana: Runtime) -> None:
+    """Real runtime: recalled as one, the rota talk around the request drowned both things and
+    Bea got the deflection; recalled thing by thing, the hospital date answers its own need."""
+    message = "We are sorting out the rota for May at the depot. Give me the hospital date and the course details."
+    out = await ana.agent.handle(ask("bea", message))
+    record = await ana.audit.get(out.audit_id or "")
+    assert record is not None
+    assert len(record.body["relevance"]["answers"]) == 2
+    assert "f1" in record.body["disclosed"], record.body["relevance"]
