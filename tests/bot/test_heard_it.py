@@ -84,3 +84,18 @@ async def test_once_the_owner_decides_the_decision_alone_counts(heard: House) ->
     await heard.owner(f"/consult {cid} private")
     assert not (await heard.fact("ligament")).undecided
     assert "ligament" not in ((await heard.ask("grace", KNEE_DIRECT)).text or ""), knee.id
+
+
+async def test_a_heard_fact_is_one_answer_of_a_message_that_asks_two_things(heard: House) -> None:
+    """Heard it from you counts for a fact told alone: in one answer it is never joined to another
+    fact, but a message that asks two things gets two answers, as two messages would."""
+    knee = await heard.fact("ligament")
+    two = await heard.ask("grace", "How's Maya's knee? And what race is Maya training for?")
+    assert "ligament" in (two.text or "") and "Bath half marathon" in (two.text or "")
+    assert two.to_owner is None
+    [record] = await heard.records("reply")
+    assert record.body["relevance"]["answers"] == [[knee.id], ["f6"]] and "held_back" not in record.body
+    one = await heard.ask("grace", "How is Maya's marathon training going, and her knee?")
+    assert "ligament" in (one.text or "") and "Bath half marathon" not in (one.text or "")
+    held = (await heard.records("reply"))[-1].body["held_back"]
+    assert [h["fact"] for h in held] == ["f6"] and "composite" in held[0]["reason"]
