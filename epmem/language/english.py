@@ -10,6 +10,7 @@ question with the owner named where the asker says "you" (:func:`addressed_to`),
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from epmem.english_words import not_plainly_english
 from epmem.language.phrases import load_phrases
@@ -121,7 +122,11 @@ _REQUEST = re.compile(
     r"\s+(?:(?:me|him|her|us|them|over)\s+)?(?P<things>[^.?!;:]{3,})",
     re.I,
 )
-_ITEMS = re.compile(r",\s*(?:and\s+)?|\s+and\s+(?=(?:the|a|an|his|her|their|my|your|our|all|any|what|how)\b)", re.I)
+_ITEMS = re.compile(
+    r",?\s+and\s+(?:send|give|tell|show|forward|share|list)\s+(?:(?:me|him|her|us|them)\s+)?"  # a second request
+    r"|,\s*(?:and\s+)?|\s+and\s+(?=(?:the|a|an|his|her|their|my|your|our|all|any|what|how)\b)",
+    re.I,
+)
 
 
 #: "the thing we talked about", "that plan I mentioned": an earlier chat, named by nothing else.
@@ -240,12 +245,30 @@ def opens_a_matter(question: str) -> bool:
         tokens = tokens[1:]
     if any(t.casefold() in _TO_YOU for t in tokens):
         return True
+    if _has_own_subject(tokens):
+        return True
     for i, t in enumerate(tokens):
         if t.casefold() in _SPOKEN_OF:
             return False  # "he" before any name: whoever the message named before
         if i > 0 and _is_name(t):
             return True
     return False
+
+
+#: a verb that opens a question ("is", "did", "will") and the words before it that ask ("when").
+_AUXILIARY = frozenset("is are was were do does did has have had will would can could should shall may might".split())
+_WH = frozenset("what when where who whom whose which how why".split())
+
+
+def _has_own_subject(tokens: Sequence[str]) -> bool:
+    """Whether a question's subject is a thing of its own, not a pronoun: "is there water this
+    Saturday?", "when is the party?". Its verb comes first (after a word that asks) and "there"
+    or "the" right after it: the question says what it is about, as a name does, and needs no
+    earlier question to say it ("Is she ok?" and "Any news?" do)."""
+    folded = [t.casefold().replace("’", "'") for t in tokens]
+    if folded and folded[0].removesuffix("'s") in _WH:  # "when's the party?": when is
+        folded = ["is", *folded[1:]] if folded[0].endswith("'s") else folded[1:]
+    return len(folded) >= 2 and folded[0] in _AUXILIARY and folded[1] in ("there", "the")
 
 
 def _is_name(word: str) -> bool:

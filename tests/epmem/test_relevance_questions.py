@@ -72,6 +72,19 @@ def test_a_question_that_names_nobody_of_its_own_goes_on_with_the_one_before() -
     ]
 
 
+def test_a_question_whose_subject_is_a_thing_of_its_own_is_its_own() -> None:
+    # "there" or "the" right after its verb: the question says what it is about, as a name does
+    assert questions("How is Rita doing? and is there water this Saturday?") == [
+        "How is Rita doing?",
+        "and is there water this Saturday?",
+    ]
+    assert questions("How's Rita? When's the party?") == ["How's Rita?", "When's the party?"]
+    assert opens_a_matter("did the landlord call back?")
+    # a pronoun, or nothing named, still goes on with the question before it
+    assert not opens_a_matter("is she there this Saturday?")
+    assert not opens_a_matter("is there any news?")
+
+
 def test_only_languages_that_split_questions_split_them() -> None:
     assert of("周末有什么安排？你爸爸的手术怎么样？").questions("周末有什么安排？你爸爸的手术怎么样？") == [
         "周末有什么安排？你爸爸的手术怎么样？"
@@ -146,6 +159,11 @@ def test_a_request_that_lists_things_asks_for_each_of_them() -> None:
         "the wifi password",
         "the plumber's number",
         "the date of the party",
+    ]
+    # two requests joined by "and" ask for two things, whatever the second asks with
+    assert questions("Send me the wifi password and tell me when the party is.") == [
+        "the wifi password",
+        "when the party is",
     ]
     # one thing asked for, or a request that lists nothing: the message is one question
     assert questions("Send me the photos from Saturday.") == ["Send me the photos from Saturday."]
