@@ -102,10 +102,12 @@ class Case:
     owner: str = ""
     #: each question of a message that asks several, with what recall found for it alone.
     asked: Mapping[str, Sequence[RecalledEvent]] = field(default_factory=dict)
+    #: each contact's name and aliases (the relevance step names them as the facts do).
+    people: Sequence[Sequence[str]] = ()
 
     def choose(self, relevance: Relevance) -> Choice:
         """The relevance step's choice for this case, as the engine makes it."""
-        return relevance.choose(self.question, self.events, self.storyline, self.owner, self.asked)
+        return relevance.choose(self.question, self.events, self.storyline, self.owner, self.asked, self.people)
 
 
 async def collect(paths: Sequence[Path]) -> list[Case]:
@@ -135,6 +137,7 @@ async def collect(paths: Sequence[Path]) -> list[Case]:
                                 frozenset(gold.may),
                                 scenario.owner.name,
                                 asked,
+                                [(c.name, *c.aliases) for c in runtime.policy.contacts.values()],
                             )
                         )
             finally:

@@ -242,6 +242,11 @@ class PrivacyEngine(ReadsPolicy):
             told = {d.fact.id for d in projection.used}
         return self._closed_would_answer(question, events, rulebook, audience, told, asked)
 
+    def _people(self) -> list[tuple[str, ...]]:
+        """Each contact's name and aliases, as the policy has them now (relevance reads a
+        contact in a question as the facts name them)."""
+        return [(c.name, *c.aliases) for c in self.policy.contacts.values()]
+
     def language_for(self, text: str | None, recipient: Recipient | None = None) -> Language:
         """The language to answer ``text`` in: its own; when it has no letters to tell by, the
         contact's (policy ``contacts.ID.language``), then the owner's (``owner.language``)."""
@@ -282,7 +287,7 @@ class PrivacyEngine(ReadsPolicy):
         """The storyline, narrowed to what answers the question and may be told together, with
         what each reader already knows of the same matters (epmem/reply/cumulative.py)."""
         storyline = project(events, rulebook, audience)
-        choice = self.relevance.choose(question, events, storyline, self.policy.owner.name, asked)
+        choice = self.relevance.choose(question, events, storyline, self.policy.owner.name, asked, self._people())
         if self.chooser is not None:  # shown the storyline alone: what every reader may know
             choice = await self.chooser.choose(question, storyline, choice, self.policy.owner.name, recent_turns)
         by_id = {d.fact.id: d.fact for d in storyline.decisions}
@@ -339,7 +344,9 @@ class PrivacyEngine(ReadsPolicy):
         if not any(d.used and d.fact.id in undecided for d in storyline.decisions):
             return ClosedCandidates()
         opened_asked = {q: opening(evs) for q, evs in (asked or {}).items()}
-        choice = self.relevance.choose(question, opened, storyline, self.policy.owner.name, opened_asked)
+        choice = self.relevance.choose(
+            question, opened, storyline, self.policy.owner.name, opened_asked, self._people()
+        )
         event_of = {d.fact.id: d.fact.event_id for d in storyline.decisions}
         answered = {event_of[f] for f in told if f in event_of}
         chosen = tuple(f for f in choice.chosen if f in undecided and event_of.get(f) not in answered)

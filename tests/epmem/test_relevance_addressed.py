@@ -10,7 +10,7 @@ from epmem.embedding.cross_encoder import available, shared_cross_encoder
 from epmem.memory.facts import Fact
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.reply.relevance import Relevance, addressed_to, owner_called
+from epmem.reply.relevance import Relevance, addressed_to, called_as_in_facts, owner_called
 
 
 def test_the_owner_addressed_as_you_is_named() -> None:
@@ -46,4 +46,44 @@ def test_the_cross_encoder_hears_you_as_the_owner() -> None:
     named = relevance.choose("Are you two getting a pet?", events, projection, owner="Alex Novak")
     assert named.chosen == ("f1",), named.left_out
     unnamed = relevance.choose("Are you two getting a pet?", events, projection)
+    assert unnamed.chosen == () and "f1" in unnamed.left_out
+
+
+PEOPLE = [("Fernanda Ibarra", "Fer", "mija"), ("Eduardo Ibarra", "Lalo"), ("Guillermo Ruiz", "Memo")]
+
+
+def test_a_contact_is_named_as_the_facts_name_them() -> None:
+    facts = ["Fernanda is getting married in December.", "Memo cleans the tinaco on Saturday."]
+    assert called_as_in_facts("when is Fer's wedding?", PEOPLE, facts) == "when is Fernanda's wedding?"
+    assert called_as_in_facts("is Guillermo coming?", PEOPLE, facts) == "is Memo coming?"
+    # a form the facts use already, a surname two contacts share, a lower-case word: as asked
+    assert called_as_in_facts("is Fernanda ok?", PEOPLE, facts) == "is Fernanda ok?"
+    assert called_as_in_facts("how are the Ibarra kids?", PEOPLE, facts) == "how are the Ibarra kids?"
+    assert called_as_in_facts("how are you, mija?", PEOPLE, facts) == "how are you, mija?"
+    # a word of the owner's name names the owner as much as the contact
+    tuan = [("Nguyen Van Tuan",)]
+    assert called_as_in_facts("is Nguyen ok?", tuan, ["Tuan is bringing bánh chưng."], "Nguyen Thi Lan") == (
+        "is Nguyen ok?"
+    )
+    assert called_as_in_facts("is Nguyen ok?", tuan, ["Tuan is bringing bánh chưng."]) == "is Tuan ok?"
+    # facts that name nobody of theirs: nothing to name them by
+    assert called_as_in_facts("when is Fer's wedding?", PEOPLE, ["The water is cut."]) == "when is Fer's wedding?"
+
+
+@pytest.mark.skipif(not available(), reason="the cross-encoder is not installed")
+def test_the_cross_encoder_hears_an_alias_as_the_contact() -> None:
+    fact = Fact(
+        id="f1",
+        text="Fernanda is getting married at a hacienda in Tlaquepaque on 5 December.",
+        event_id="e1",
+        category="family",
+        level=3,
+        state="owner-set",
+    )
+    events = [RecalledEvent("e1", 0.45, (Recalled(fact, 0.45),))]
+    projection = Projection((FactDecision(fact, 0.45, True, (), used=True),))
+    relevance = Relevance(ENGLISH.relevance, shared_cross_encoder())
+    named = relevance.choose("when is Fer's wedding?", events, projection, people=PEOPLE)
+    assert named.chosen == ("f1",), named.left_out
+    unnamed = relevance.choose("when is Fer's wedding?", events, projection)
     assert unnamed.chosen == () and "f1" in unnamed.left_out

@@ -63,7 +63,7 @@ from epmem.memory.recall import RecalledEvent
 from epmem.reply.projection import Projection
 from epmem.reply.relevance.multilingual import multilingual_reader, reads_other_language
 from epmem.reply.relevance.choosers import best_by_event, choose_open, choose_specific
-from epmem.reply.relevance.reading import OPEN_KINDS, counterparts, owner_called, read
+from epmem.reply.relevance.reading import OPEN_KINDS, called_as_in_facts, counterparts, owner_called, read
 
 __all__ = [
     "Choice",
@@ -77,6 +77,7 @@ __all__ = [
     "counterparts",
     "english_kind",
     "owner_called",
+    "called_as_in_facts",
     "question_kind",
     "question_parts",
 ]
@@ -157,10 +158,12 @@ class Relevance:
         projection: Projection,
         owner: str = "",
         asked: Mapping[str, Sequence[RecalledEvent]] | None = None,
+        people: Sequence[Sequence[str]] = (),
     ) -> Choice:
         """``events`` as recalled (covers are weighed by their truth too: a cover is the owner's
         chosen answer to questions about the secret it stands for); ``projection`` the storyline;
-        ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named).
+        ``owner`` the owner's name (the cross-encoder reads "you" as the owner, named);
+        ``people`` each contact's name and aliases (it reads a contact as the facts name them).
 
         ``asked``: a message that asks several questions, each with what recall found for it
         alone (the language's ``questions``). Each is answered on its own, with its own kind,
@@ -170,7 +173,7 @@ class Relevance:
         if asked is not None and len(asked) > 1:
             return _together(
                 question_kind(question),
-                [self.choose(q, evs, _recalled_in(projection, evs), owner) for q, evs in asked.items()],
+                [self.choose(q, evs, _recalled_in(projection, evs), owner, people=people) for q, evs in asked.items()],
                 self.config_for(question).max_facts,
             )
         started = time.perf_counter()
@@ -181,7 +184,7 @@ class Relevance:
             # the cross-encoder and the late-interaction model read English only
             reranker, c = multilingual_reader(), c.replace(match_weight=0.0)
         models = (reranker if c.rerank_weight > 0 else None, self.matcher if c.match_weight > 0 else None)
-        r = read(spec, c, question, events, projection, owner, models)
+        r = read(spec, c, question, events, projection, owner, models, people)
         if not r.pool:
             return Choice(r.kind, ())
         out = choose_open(r) if r.kind in OPEN_KINDS else choose_specific(r)

@@ -67,13 +67,16 @@ def read(
     projection: Projection,
     owner: str,
     models: tuple[Reranker | None, Reranker | None],
+    people: Sequence[Sequence[str]] = (),
 ) -> Reading:
     """``question`` read in ``spec``'s language with ``config``; ``models``: the reranker (or
-    the language's stand-in) and the late-interaction matcher, each None when off."""
+    the language's stand-in) and the late-interaction matcher, each None when off; ``people``:
+    each contact's name and aliases (:func:`called_as_in_facts`)."""
     reranker, matcher = models
     c = config
     kind = spec.kind(question)
-    asked = spec.addressed_to(question, owner_called(owner, [d.fact.text for d in projection.used]))
+    texts = [d.fact.text for d in projection.used]
+    asked = spec.addressed_to(called_as_in_facts(question, people, texts, owner), owner_called(owner, texts))
     recalled = {r.fact.id: r for ev in events for r in ev.facts}
     pairs = counterparts(recalled)
     own = {d.fact.id: inherited(d, recalled, pairs) for d in projection.used}
@@ -143,6 +146,41 @@ def owner_called(owner: str, texts: Sequence[str]) -> str:
         if n > count:
             best, count = form.strip("."), n
     return best or (owner.split() or [""])[0]
+
+
+def called_as_in_facts(question: str, people: Sequence[Sequence[str]], texts: Sequence[str], owner: str = "") -> str:
+    """``question`` with each contact it names by a form the facts never use ("Fer") named as
+    the facts name them ("Fernanda"), as the owner's "you" is (:func:`owner_called`): the
+    cross-encoder cannot know that "when is Fer's wedding?" asks about "Fernanda is getting
+    married" (-5.7) unless the policy, which lists the contact's aliases, tells it. A form is a
+    capitalised name or alias of one contact only: a surname two contacts share, or a word such
+    as "mija", names nobody in particular; nor does a word of the owner's name ("Nguyen" for
+    Nguyen Thi Lan and her brother Nguyen Van Tuan)."""
+    forms = [[f for form in dict.fromkeys(names) for f in (form, *form.split()) if _is_form(f)] for names in people]
+    owners: dict[str, int] = {}
+    for forms_of in [*forms, [f for f in (owner, *owner.split()) if _is_form(f)]]:
+        for f in set(forms_of):
+            owners[f] = owners.get(f, 0) + 1
+    folded = [_fold(t) for t in texts]
+    for forms_of in forms:
+        mine = [f for f in dict.fromkeys(forms_of) if owners[f] == 1]
+        said = [f for f in mine if re.search(rf"(?<!\w){re.escape(f)}(?!\w)", question)]
+        if not said or any(_uses(folded, f) for f in said):
+            continue
+        used = max(mine, key=lambda f: _uses(folded, f))
+        if _uses(folded, used):
+            for f in said:
+                question = re.sub(rf"(?<!\w){re.escape(f)}(?!\w)", used, question)
+    return question
+
+
+def _is_form(word: str) -> bool:
+    return len(word.strip(".")) >= 3 and word[0].isupper()
+
+
+def _uses(folded: Sequence[str], form: str) -> int:
+    key = _fold(form)
+    return sum(len(re.findall(rf"(?<!\w){re.escape(key)}(?!\w)", t)) for t in folded)
 
 
 def _fold(text: str) -> str:
