@@ -144,3 +144,43 @@ def test_a_state_question_tells_the_rest_of_an_event_it_tells() -> None:
     assert whole.kind == "state" and set(whole.chosen) == {"f1", "f2"}
     part = Relevance(ENGLISH.relevance.replace(complete_events=False), model).choose("Is Mateus okay?", events, proj)
     assert part.chosen == ("f1",)
+
+
+def _cover_and_truth(*others: tuple[str, str, str, float]) -> tuple[list[RecalledEvent], Projection]:
+    """A secret hearing (f1, which the asker may not know) covered by a dentist visit (f2), and
+    ``others`` the asker may know."""
+    truth = Fact(
+        id="f1",
+        text="Thaís gave evidence at the hearing about the missing ampoules.",
+        event_id="e1",
+        category="work",
+        level=1,
+        state="owner-set",
+    )
+    cover = Fact(
+        id="f2",
+        text="Thaís had root canal treatment at the dentist on 14 April.",
+        event_id="e1",
+        category="work",
+        level=3,
+        state="owner-set",
+        version="cover",
+        covers="f1",
+    )
+    told, proj = storyline(*others)
+    e1 = RecalledEvent("e1", 0.9, (Recalled(truth, 0.9), Recalled(cover, 0.4)))
+    return [e1, *told], Projection((FactDecision(cover, 0.4, True, (), used=True), *proj.decisions))
+
+
+def test_a_cover_stands_in_for_its_truth_not_for_an_answer_the_asker_may_be_told() -> None:
+    model = Scripted({"evidence": 6.0, "reported": 3.0, "dentist": -8.0})
+    relevance = Relevance(ENGLISH.relevance, model)
+    question = "Is it true Thaís went to the police about the missing ampoules?"
+    # nothing else answers: the cover is the owner's answer to a question about the secret
+    events, proj = _cover_and_truth()
+    assert relevance.choose(question, events, proj).chosen == ("f2",)
+    # a fact the asker may know answers by its own words: the cover, which does not, is not told
+    events, proj = _cover_and_truth(("f3", "e2", "Thaís reported Karla over the missing ampoules.", 0.7))
+    choice = relevance.choose(question, events, proj)
+    assert choice.chosen == ("f3",), choice.left_out
+    assert "f2" in choice.left_out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from epmem.language.english import asks_yes_or_no
 from epmem.memory.recall import Recalled
 from epmem.reply.projection import FactDecision
-from epmem.reply.relevance.reading import Reading
+from epmem.reply.relevance.reading import Logits, Reading
 from epmem.reply.rumour import claim_words, is_rumour, speaks_to
 
 
@@ -31,7 +31,8 @@ def choose_open(r: Reading) -> Chosen:
     """Open and state questions: every event the storyline has, best first, down to a share of
     the best recall score; the cross-encoder only vetoes what it is sure is not about it."""
     c = r.config
-    logit, reranked, _ = r.logits([d for d in r.pool if r.embedded[d.fact.id] < c.open_veto_recall])
+    read = r.logits([d for d in r.pool if r.embedded[d.fact.id] < c.open_veto_recall])
+    logit, reranked = read.best, read.read
     veto = c.open_veto if r.kind == "open" else c.state_veto
     left_out = {
         f: f"cross-encoder {x:.1f} < {veto}: not about the question"
@@ -62,7 +63,9 @@ def choose_specific(r: Reading) -> Chosen:
     event answers, others within ``event_margin`` and within ``logit_margin`` of it; a rumour
     only by what speaks to its claim."""
     c = r.config
-    logit, reranked, by_part = r.logits(r.pool)
+    read = r.logits(r.pool)
+    logit, by_part = _covers_stand_in(r, read)
+    reranked = read.read
     left_out = {f: f"cross-encoder {x:.1f} < {c.veto}: does not answer it" for f, x in logit.items() if x < c.veto}
     ranked, _ = _weighable(r, logit, left_out)
     scores = {
@@ -76,6 +79,23 @@ def choose_specific(r: Reading) -> Chosen:
     if is_rumour(r.question, asks_yes_or_no):
         chosen = _on_the_claim(r.question, chosen, {d.fact.id: d for d in r.pool}, r.recalled, r.pairs, left_out)
     return Chosen(chosen, scores, reranked, left_out, logit)
+
+
+def _covers_stand_in(r: Reading, read: Logits) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+    """A cover is read with its truth: it is the owner's answer to questions about the secret
+    it stands for. But where a fact the asker may know answers the question by its own words,
+    a cover that does not answer by its own is read by its own words: it stands in for its
+    truth, never for an answer the asker may be told. "Is it true Thaís went to the police about
+    the missing ampoules?" is answered by her report to COREN, which the asker may know, not by
+    the dentist story that covers a hearing about those ampoules."""
+    covers = {d.fact.id for d in r.pool if d.fact.version == "cover" and d.fact.id in read.alone}
+    answered = any(x >= r.config.answers for f, x in read.alone.items() if f not in covers)
+    if not answered:
+        return read.best, read.by_part
+    own = {f for f in covers if read.alone[f] < r.config.answers}
+    best = {f: min(x, read.alone[f]) if f in own else x for f, x in read.best.items()}
+    by_part = {f: tuple(min(x, read.alone[f]) for x in xs) if f in own else xs for f, xs in read.by_part.items()}
+    return best, by_part
 
 
 def _weighable(r: Reading, logit: dict[str, float], left_out: dict[str, str]) -> tuple[list[FactDecision], set[str]]:

@@ -12,7 +12,7 @@ import re
 import statistics
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
 from epmem.memory.recall import Recalled, RecalledEvent
@@ -47,16 +47,16 @@ class Reading:
     #: the cross-encoder, or the language's stand-in for it (None: recall alone).
     reranker: Reranker | None
 
-    def logits(self, facts: list[FactDecision]) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
+    def logits(self, facts: list[FactDecision]) -> Logits:
         """The cross-encoder's logit for the best ``rerank_limit`` of ``facts`` (a cover's is the
         better of its own and its truth's: it is read with its truth, as for recall), and per
         part of the question."""
         if self.reranker is None or self.config.rerank_limit == 0 or not facts:
-            return {}, 0, {}
-        logit, read, by_part = read_with_truth(
-            self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled
+            return Logits({}, 0, {}, {})
+        read = read_with_truth(self.reranker, self.parts, facts[: self.config.rerank_limit], self.recalled)
+        return replace(
+            read, best=_same_day(self, facts, read.best), alone=_same_day(self, facts, read.alone, counterparts=False)
         )
-        return _same_day(self, facts, logit), read, by_part
 
 
 def read(
@@ -112,10 +112,12 @@ def _maxsims(
     facts = facts[: c.match_limit]
     if not facts:
         return {}
-    return read_with_truth(matcher, [question], facts, recalled)[0]
+    return read_with_truth(matcher, [question], facts, recalled).best
 
 
-def _same_day(r: Reading, facts: Sequence[FactDecision], logit: dict[str, float]) -> dict[str, float]:
+def _same_day(
+    r: Reading, facts: Sequence[FactDecision], logit: dict[str, float], counterparts: bool = True
+) -> dict[str, float]:
     """A question that names a calendar day ("what exactly is happening in the canteen on 15 June?")
     is answered by what happens that day: a fact read here that names the same day (or whose cover
     or truth does) is as sure an answer as the cross-encoder's surest (its ``rescue_logit``),
@@ -126,7 +128,8 @@ def _same_day(r: Reading, facts: Sequence[FactDecision], logit: dict[str, float]
         return logit
     out = dict(logit)
     for d in facts:
-        texts = [d.fact.text, *(r.recalled[o].fact.text for o in r.pairs.get(d.fact.id, ()) if o in r.recalled)]
+        others = r.pairs.get(d.fact.id, ()) if counterparts else ()
+        texts = [d.fact.text, *(r.recalled[o].fact.text for o in others if o in r.recalled)]
         if d.fact.id in out and any(named_days(t) & asked for t in texts):
             out[d.fact.id] = max(out[d.fact.id], r.config.rescue_logit)
     return out
@@ -199,12 +202,23 @@ def counterparts(recalled: dict[str, Recalled]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in pairs.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class Logits:
+    """A model's reading of the facts: ``best`` over the question's parts and over each fact
+    and its counterpart (a cover read with its truth, a truth with its cover; recall treats them
+    the same way), ``read`` how many texts it read, ``by_part`` the best per part, and
+    ``alone`` each fact's best by its own words only."""
+
+    best: dict[str, float]
+    read: int
+    by_part: dict[str, tuple[float, ...]]
+    alone: dict[str, float]
+
+
 def read_with_truth(
     model: Reranker, questions: Sequence[str], facts: Sequence[FactDecision], recalled: dict[str, Recalled]
-) -> tuple[dict[str, float], int, dict[str, tuple[float, ...]]]:
-    """``model``'s score of each fact in ``facts``, how many texts it read, and the score per
-    question part: the best over the question's parts, and over the fact and its counterpart (a
-    cover read with its truth, a truth with its cover; recall treats them the same way)."""
+) -> Logits:
+    """``model``'s reading of each fact in ``facts`` (:class:`Logits`)."""
     pairs = counterparts(recalled)
     read = {d.fact.id: d.fact for d in facts}
     # a fact and its counterpart are one event told two ways (counted once where words are counted)
@@ -231,7 +245,12 @@ def read_with_truth(
         d.fact.id: tuple(max(xs) for xs in zip(per[d.fact.id], *(per[o] for o in pairs.get(d.fact.id, ()))))
         for d in facts
     }
-    return {f: max(xs, default=-math.inf) for f, xs in by_part.items()}, sum(map(len, batches)), by_part
+    return Logits(
+        {f: max(xs, default=-math.inf) for f, xs in by_part.items()},
+        sum(map(len, batches)),
+        by_part,
+        {d.fact.id: max(per[d.fact.id], default=-math.inf) for d in facts},
+    )
 
 
 def inherited(d: FactDecision, recalled: dict[str, Recalled], pairs: dict[str, tuple[str, ...]]) -> float:
