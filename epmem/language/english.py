@@ -27,7 +27,7 @@ LATIN_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ]+(?:['’][A-Za-z]+)?")
 _CATCH_UP = re.compile(
     r"\b(up to|been up to|what'?s new|what is new|any news|anything new|what'?s going on|what is going on"
     r"|how (?:is|are|'s) (?:\w+ ){0,3}(?:doing|getting on|keeping)|keeping busy|catch me up|latest"
-    r"|everything|all (?:that )?you (?:know|can tell|can share)|all about)\b",
+    r"|everything|all (?:that )?you (?:know|can tell|can share)|all about|the whole (?:[\w-]+ ){0,3}(?:story|saga|thing))\b",
     re.IGNORECASE,
 )
 

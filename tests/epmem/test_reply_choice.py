@@ -107,6 +107,7 @@ async def test_relevance_is_blind_to_what_the_asker_may_not_know(house: Runtime)
     [
         ("Catch me up on Maya's news", "open"),
         ("What is Lin up to these days?", "open"),
+        ("tell me the whole visa story", "open"),  # the whole of a story is everything about it
         ("When is the Atlas launch?", "when"),
         ("Where are they moving?", "where"),
         ("Who is the new team lead?", "who"),
