@@ -20,6 +20,8 @@ OWNER_TG, PRIYA_TG = 900, 901
 TEAM, OWNER_SLACK, PRIYA_SLACK = "T1", "USAM", "UPRIYA"
 #: the issue's question: knee surgery (life, whitelisted to Priya) and a release date (work).
 KNEE_AND_LAUNCH_Q = "Is Sam having knee surgery, and when is the mobile app launch?"
+#: one question about both (two questions are two answers, each its own composite)
+KNEE_AND_LAUNCH_ONE_Q = "Any news on Sam's knee surgery and the mobile app launch?"
 KNEE, LAUNCH = "knee surgery", "28 February"
 
 

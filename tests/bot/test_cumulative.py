@@ -22,7 +22,7 @@ from epmem.reply.respond import deflection
 from bot.runtime import Runtime
 from testkit.audit_page import TOKEN
 from testkit.house import HOUSE_Q, OWNER_NAME, TRUTH, house_runtime
-from testkit.quickstart import KNEE, KNEE_AND_LAUNCH_Q, LAUNCH, quickstart_runtime
+from testkit.quickstart import KNEE, KNEE_AND_LAUNCH_ONE_Q, KNEE_AND_LAUNCH_Q, LAUNCH, quickstart_runtime
 from testkit.runtime import OWN_SCENARIOS, ask, scenario_runtime
 
 MONEY_Q = "Did Maya get any money from work recently?"
@@ -137,12 +137,15 @@ async def test_priya_hears_knee_surgery_and_the_launch_in_one_reply(
     tmp_path: Path, scope: str | None, told: list[str]
 ) -> None:
     """With EPMEM_COMPOSITE_SCOPE=matter unrelated facts of one reply are judged matter by
-    matter, and Priya hears both; the default judges one reply's facts as one composite (safe
-    when a link is missing) and tells one of them, as before."""
+    matter, and Priya hears both; the default judges one answer's facts as one composite (safe
+    when a link is missing) and tells one of them, as before. Asked as two questions in one
+    message, she is told what two messages would tell her: both, whatever the scope."""
     runtime = await quickstart_runtime(tmp_path / "data", **({"composite_scope": scope} if scope else {}))
     try:
-        reply = (await runtime.agent.handle(ask("priya", KNEE_AND_LAUNCH_Q))).text or ""
+        reply = (await runtime.agent.handle(ask("priya", KNEE_AND_LAUNCH_ONE_Q))).text or ""
         assert [w for w in (KNEE, LAUNCH) if w in reply] == told
+        two = (await runtime.agent.handle(ask("priya", KNEE_AND_LAUNCH_Q))).text or ""
+        assert KNEE in two and LAUNCH in two
     finally:
         await runtime.close()
 
