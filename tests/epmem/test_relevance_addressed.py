@@ -32,16 +32,7 @@ def test_the_owner_is_named_as_the_facts_name_them() -> None:
 
 @pytest.mark.skipif(not available(), reason="the cross-encoder is not installed")
 def test_the_cross_encoder_hears_you_as_the_owner() -> None:
-    fact = Fact(
-        id="f1",
-        text="Alex and Sam are picking up Knedlík, a cat from the shelter, on Saturday.",
-        event_id="e1",
-        category="daily_life",
-        level=3,
-        state="owner-set",
-    )
-    events = [RecalledEvent("e1", 0.64, (Recalled(fact, 0.64),))]
-    projection = Projection((FactDecision(fact, 0.64, True, (), used=True),))
+    events, projection = _one_fact("Alex and Sam are picking up Knedlík, a cat from the shelter, on Saturday.", 0.64)
     relevance = Relevance(ENGLISH.relevance, shared_cross_encoder())
     named = relevance.choose("Are you two getting a pet?", events, projection, owner="Alex Novak")
     assert named.chosen == ("f1",), named.left_out
@@ -72,18 +63,17 @@ def test_a_contact_is_named_as_the_facts_name_them() -> None:
 
 @pytest.mark.skipif(not available(), reason="the cross-encoder is not installed")
 def test_the_cross_encoder_hears_an_alias_as_the_contact() -> None:
-    fact = Fact(
-        id="f1",
-        text="Fernanda is getting married at a hacienda in Tlaquepaque on 5 December.",
-        event_id="e1",
-        category="family",
-        level=3,
-        state="owner-set",
-    )
-    events = [RecalledEvent("e1", 0.45, (Recalled(fact, 0.45),))]
-    projection = Projection((FactDecision(fact, 0.45, True, (), used=True),))
+    events, projection = _one_fact("Fernanda is getting married at a hacienda in Tlaquepaque on 5 December.", 0.45)
     relevance = Relevance(ENGLISH.relevance, shared_cross_encoder())
     named = relevance.choose("when is Fer's wedding?", events, projection, people=PEOPLE)
     assert named.chosen == ("f1",), named.left_out
     unnamed = relevance.choose("when is Fer's wedding?", events, projection)
     assert unnamed.chosen == () and "f1" in unnamed.left_out
+
+
+def _one_fact(text: str, score: float) -> tuple[list[RecalledEvent], Projection]:
+    """One fact the asker may know, recalled at ``score``."""
+    fact = Fact(id="f1", text=text, event_id="e1", category="daily_life", level=3, state="owner-set")
+    return [RecalledEvent("e1", score, (Recalled(fact, score),))], Projection(
+        (FactDecision(fact, score, True, (), used=True),)
+    )
