@@ -51,6 +51,12 @@ def test_a_contact_is_named_as_the_facts_name_them() -> None:
     assert called_as_in_facts("is Fernanda ok?", PEOPLE, facts) == "is Fernanda ok?"
     assert called_as_in_facts("how are the Ibarra kids?", PEOPLE, facts) == "how are the Ibarra kids?"
     assert called_as_in_facts("how are you, mija?", PEOPLE, facts) == "how are you, mija?"
+    # a function word names nobody, even as someone's alias
+    will = [("William Okafor", "Will")]
+    assert called_as_in_facts("Will you be there?", will, ["William is coming."]) == "Will you be there?"
+    assert called_as_in_facts("is Will coming?", [("William Okafor", "Willy")], ["William is coming."]) == (
+        "is Will coming?"
+    )
     # a word of the owner's name names the owner as much as the contact
     tuan = [("Nguyen Van Tuan",)]
     assert called_as_in_facts("is Nguyen ok?", tuan, ["Tuan is bringing bánh chưng."], "Nguyen Thi Lan") == (

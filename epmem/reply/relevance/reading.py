@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from epmem.english_words import STOPWORDS
 from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
@@ -178,7 +179,9 @@ def called_as_in_facts(question: str, people: Sequence[Sequence[str]], texts: Se
 
 
 def _is_form(word: str) -> bool:
-    return len(word.strip(".")) >= 3 and word[0].isupper()
+    """A name's form that can name someone in a question: capitalised, three letters or more,
+    and no function word ("Will" for William opens "Will you be there?")."""
+    return len(word.strip(".")) >= 3 and word[0].isupper() and word.casefold() not in STOPWORDS
 
 
 def _uses(folded: Sequence[str], form: str) -> int:
