@@ -34,7 +34,7 @@ from epmem.memory.sessions import Session
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.ingest.statements import LEAD as _LEAD, SUBJECTLESS_SKIP as _SUBJECTLESS_SKIP
-from epmem.ingest.statements import asks, chat_statements, informative, worth
+from epmem.ingest.statements import asks, chat_statements, ends_asking, informative, worth
 from epmem.ingest.unread import FILLER, Unread
 from epmem.ingest.zh import ChineseFacts, has_cjk
 from epmem.textnorm import STOPWORDS, normalise, sentence, third_person, words
@@ -229,7 +229,7 @@ class RulesExtractor(ReadsPolicy):
                 unread.append(Unread(session.id, t, turn.speaker, quote if len(quote) <= 120 else quote[:119] + "…"))
 
         for raw, joined in chat_statements(turn.text, lambda x: bool(self.cues.read(x, owner=owner)), mine):
-            if raw.rstrip().endswith("?"):
+            if ends_asking(raw):
                 td.cues += [c for c in (self.cues.read(x, owner=owner) for x in [raw, *_SEGMENT.split(raw)]) if c][:1]
                 continue
             cover = self.zh.cover(raw) if has_cjk(raw) else self._cover(raw, mine)

@@ -120,7 +120,17 @@ def asks(text: str) -> bool:
     text = text.strip()
     if has_cjk(text):
         return asks_zh(text)
-    return text.endswith("?") or bool(_OPENS_ASKING.match(_ASK_LEAD.sub("", text)))
+    return ends_asking(text) or bool(_OPENS_ASKING.match(_ASK_LEAD.sub("", text)))
+
+
+#: what may follow a question mark at the end of a chat line: emoji and their joiners.
+_TRAILING_EMOJI = re.compile(r"[\s\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+$")
+
+
+def ends_asking(text: str) -> bool:
+    """Whether ``text`` ends with a question mark, emoji after it apart: "why didn't you come to
+    the tianguis? 🥺" asks, and carries no news to tell back."""
+    return _TRAILING_EMOJI.sub("", text).endswith("?")
 
 
 #: words a sentence with its own subject starts with (a fragment starts with none of them).

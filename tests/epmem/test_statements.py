@@ -82,6 +82,16 @@ def test_the_statement_before_a_question_is_kept(extractor: RulesExtractor) -> N
     assert "15 May" in fact.text and "update the plan" not in fact.text and fact.category == "work"
 
 
+def test_a_question_that_ends_in_an_emoji_is_no_fact(extractor: RulesExtractor) -> None:
+    # a question carries no news to tell back, whatever follows its question mark
+    s = session(
+        [("tom", "why didn't you come to the market on Saturday? 🥺"), ("owner", "the van broke down 😩")],
+        participants=["owner", "tom"],
+    )
+    (fact,) = extractor.drafts(s)
+    assert "van broke down" in fact.text
+
+
 def test_a_narrowing_cue_after_an_emoji_reaches_its_statement(extractor: RulesExtractor) -> None:
     s = session(
         [("owner", "the new sofa cost me 3.2k of savings 😬 don't tell Mum the price")], participants=["owner", "kira"]
