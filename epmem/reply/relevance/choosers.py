@@ -93,7 +93,7 @@ def _covers_stand_in(r: Reading, read: Logits) -> tuple[dict[str, float], dict[s
     if not answered:
         return read.best, read.by_part
     own = {f for f in covers if read.alone[f] < r.config.answers}
-    best = {f: min(x, read.alone[f]) if f in own else x for f, x in read.best.items()}
+    best = {f: read.alone[f] if f in own else x for f, x in read.best.items()}  # alone is never above best
     by_part = {f: tuple(min(x, read.alone[f]) for x in xs) if f in own else xs for f, xs in read.by_part.items()}
     return best, by_part
 

@@ -165,14 +165,18 @@ def called_as_in_facts(question: str, people: Sequence[Sequence[str]], texts: Se
     for forms_of in [*forms, [f for f in (owner, *owner.split()) if _is_form(f)]]:
         for f in set(forms_of):
             owners[f] = owners.get(f, 0) + 1
-    folded = [_fold(t) for t in texts]
+    folded: list[str] | None = None  # the facts are read only for a contact the question names
     for forms_of in forms:
         mine = [f for f in dict.fromkeys(forms_of) if owners[f] == 1]
         said = [f for f in mine if re.search(rf"(?<!\w){re.escape(f)}(?!\w)", question)]
-        if not said or any(_uses(folded, f) for f in said):
+        if not said:
             continue
-        used = max(mine, key=lambda f: _uses(folded, f))
-        if _uses(folded, used):
+        folded = folded if folded is not None else [_fold(t) for t in texts]
+        uses = {f: _uses(folded, f) for f in mine}
+        if any(uses[f] for f in said):
+            continue
+        used = max(mine, key=uses.__getitem__)
+        if uses[used]:
             for f in said:
                 question = re.sub(rf"(?<!\w){re.escape(f)}(?!\w)", used, question)
     return question
