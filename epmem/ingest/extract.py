@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+from epmem.embedding.bilingual import has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.ingest.asked import asked_before
@@ -32,7 +33,7 @@ from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session, source_ref
-from epmem.textnorm import normalise
+from epmem.textnorm import chinese_name_forms, normalise
 
 _EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
 
@@ -85,15 +86,17 @@ def present(session: Session) -> list[str]:
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
 
 
-def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
+def listeners(session: Session, turns: Sequence[int] = (), *, to_everyone: bool = False) -> list[str]:
     """Who heard it said (heard it from you, docs/DESIGN.md sec. 3): the readers a live
     platform named when it was said (``Session.present``); else the conversation's other party:
     in a direct chat, the person it was with; in a group, the one the owner was talking with
     (the sub-session's counterpart: the message answered, the person named, else the one who
     spoke just before), and the members the chat shows read every message it came from
-    (``Turn.seen_by``: who replied to it, or wrote both before and after it). An export names
-    no members, and a silent member of a busy group may not have read a remark meant for
-    someone else: where unsure, fewer people heard it."""
+    (``Turn.seen_by``: who replied to it, or wrote both before and after it). Where the export
+    names the group's members (``Session.roster``) and the caller found the message a member's
+    news to everyone (``to_everyone``: answering nobody, naming nobody it speaks to, no secrecy
+    cue), every member heard it. An export that names no members, and a silent member of a busy group,
+    may not have read a remark meant for someone else: where unsure, fewer people heard it."""
     if session.present:
         people = list(session.present)
     else:
@@ -102,7 +105,33 @@ def listeners(session: Session, turns: Sequence[int] = ()) -> list[str]:
         if session.chat_kind == "group" and said:
             common = set(said[0].seen_by).intersection(*(t.seen_by for t in said[1:]))
             people += [p for p in said[0].seen_by if p in common]
+            if to_everyone:
+                people += session.roster
     return [p for p in dict.fromkeys(people) if p != OWNER_ID]
+
+
+#: where a message speaks to someone by name: a sentence's first words before a comma ("Carlos,
+#: yours is ...", "👍 Kenji, are we still good"), or its last ones after one ("..., Rincy?")
+_SENTENCE_END = re.compile(r"[.!?。！？\n]+|[\U0001f000-\U0001faff\u2600-\u27bf]+")
+_COMMA = re.compile(r"[,，、]")
+
+
+def speaks_to_someone(text: str, named: Callable[[str], bool]) -> bool:
+    """Whether a group message is said to someone in particular, not to everyone: it mentions
+    someone (``@``), or a sentence opens or closes on a name ``named`` knows, set off by a comma
+    (at most three words, or eight characters of Chinese). A name in the middle of a sentence is
+    talked about, not talked to ("Josh and Chloe have called off the wedding")."""
+    if "@" in text:
+        return True
+    for sentence in _SENTENCE_END.split(text):
+        parts = _COMMA.split(sentence.strip())
+        if len(parts) < 2:
+            continue
+        for part in {parts[0].strip(), parts[-1].strip()}:
+            short = len(part) <= 8 if has_cjk(part) else 0 < len(part.split()) <= 3
+            if part and short and named(part):
+                return True
+    return False
 
 
 #: the owner describing what they tell (or told) someone else: "I'll tell your sister the money
@@ -290,7 +319,7 @@ class Finalizer(ReadsPolicy):
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)
         )
-        heard_by = self._heard_by(session, d.source_turns, shut, blacklist)
+        heard_by = self._heard_by(session, d.source_turns, shut, blacklist, self._to_everyone(session, d))
         closed = not self.open_by_category
         if closed:
             shared = bool(d.source_turns) and batch.per_turn[d.source_turns[0]] > 1
@@ -322,13 +351,48 @@ class Finalizer(ReadsPolicy):
             context=asked_before(session, d.source_turns),
         )
 
-    def _heard_by(self, session: Session, turns: Sequence[int], shut: bool, blacklist: Sequence[str]) -> list[str]:
+    def _heard_by(
+        self, session: Session, turns: Sequence[int], shut: bool, blacklist: Sequence[str], to_everyone: bool
+    ) -> list[str]:
         """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts
         out; nobody for a never-share fact, a cover story or a secret such as a door code (``shut``)."""
         if shut:
             return []
         denied = {m for b in blacklist for m in self.policy.groups.get(b, [b])}
-        return [p for p in listeners(session, turns) if p in self.policy.contacts and p not in denied]
+        return [
+            p
+            for p in listeners(session, turns, to_everyone=to_everyone)
+            if p in self.policy.contacts and p not in denied
+        ]
+
+    def _to_everyone(self, session: Session, d: Draft) -> bool:
+        """Whether a group fact is a member's news to the whole group: every message it came from
+        was written by a member, answers nobody (no reply link) and speaks to nobody by name
+        (``speaks_to_someone``: a contact, a group or the owner), and no secrecy cue marks it
+        ("大家先别外传": said to those present, not for telling back). Only then does a member the
+        export names hear it without the chat showing they read it (``listeners``). Never the
+        owner's own remark: a remark to a whole room is where the owner tells a cover story whose
+        truth sits in another chat, and an import cannot tell that story from news (measured:
+        the owner's "FYI I'm out Thursday mornings, arbitration course" to a channel with the
+        client's counsel, whom the story is not for)."""
+        if session.chat_kind != "group" or not session.roster or not d.source_turns:
+            return False
+        if any(e.startswith(SECRECY_CUE) for e in d.evidence):
+            return False
+        said = [session.turns[t] for t in d.source_turns if 0 <= t < len(session.turns)]
+        return bool(said) and not any(
+            t.speaker == OWNER_ID or t.reply_to or speaks_to_someone(t.text, self._names_someone) for t in said
+        )
+
+    def _names_someone(self, text: str) -> bool:
+        """A contact, a group or the owner named in ``text``."""
+        if self.names.find(text):
+            return True
+        name = self.policy.owner.name.strip()
+        words = {w.casefold() for w in re.findall(r"\w{3,}", name) if not has_cjk(w)}
+        if any(w.casefold() in words for w in re.findall(r"\w+", text)):
+            return True
+        return any(form in text for form in chinese_name_forms(name))
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the
@@ -446,6 +510,8 @@ class Finalizer(ReadsPolicy):
 #: the evidence a widening cue in the owner's own words leaves on the facts it opens
 #: (epmem/ingest/cues.py ``Cue.evidence``); ``everyone``: "you can tell anyone".
 OWNER_OPENED = "cue:also:"
+#: the evidence a secrecy cue leaves on a fact (epmem.ingest.cues.Cue.evidence)
+SECRECY_CUE = "cue:secret:"
 OPENED_TO_EVERYONE = "everyone"
 PRESENT = "present"
 

@@ -33,6 +33,8 @@ def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], d
                     chat_title=s.chat.title,
                     reply_to=None if t.reply_to is None else str(t.reply_to),
                     source=source,
+                    # a scenario names a group's members, as a Slack export names a channel's
+                    roster=tuple(people.sender(p) for p in s.participants) if s.chat.kind == "group" else (),
                 )
             )
     return out, {s.id: s.id for s in scenario.sessions}

@@ -17,6 +17,7 @@ import zipfile
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
+from collections.abc import Sequence
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
@@ -41,6 +42,8 @@ _SKIP = {
     "bot_remove",
     "channel_archive",
 }
+#: the notices that say when someone joined a channel or a private group
+_JOINS = {"channel_join", "group_join"}
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
 _LINK = re.compile(r"<(https?://[^|>]+)(?:\|([^>]*))?>")
 _LISTS: dict[str, ChatKind] = {
@@ -140,9 +143,10 @@ def _text(raw: str, users: dict[str, tuple[str, str]]) -> tuple[str, tuple[str, 
     return text, tuple(mentions)
 
 
-def _conversations(export: _Export) -> list[tuple[str, str, ChatKind, str | None]]:
-    """(folder, chat id, kind, title) for every conversation the lists name."""
-    out: list[tuple[str, str, ChatKind, str | None]] = []
+def _conversations(export: _Export) -> list[tuple[str, str, ChatKind, str | None, list[str]]]:
+    """(folder, chat id, kind, title, members) for every conversation the lists name: a
+    channel's or a group's member user ids as the export lists them (none for a direct chat)."""
+    out: list[tuple[str, str, ChatKind, str | None, list[str]]] = []
     for list_name, kind in _LISTS.items():
         if not export.has(list_name):
             continue
@@ -153,15 +157,41 @@ def _conversations(export: _Export) -> list[tuple[str, str, ChatKind, str | None
             if not isinstance(c, dict) or "id" not in c:
                 raise IngestError(export.where(list_name), f"entry {i}", "each conversation needs an 'id'")
             folder = str(c.get("name") or c["id"]) if kind == "group" else str(c["id"])
-            out.append((folder, str(c["id"]), kind, c.get("name") if kind == "group" else None))
+            members = c.get("members") if kind == "group" else None
+            listed = [str(m) for m in members] if isinstance(members, list) else []
+            out.append((folder, str(c["id"]), kind, c.get("name") if kind == "group" else None, listed))
     return out
 
 
+def _joined(export: _Export, days: list[str]) -> dict[str, float]:
+    """user id -> when they joined the conversation, where the export shows a join notice."""
+    joined: dict[str, float] = {}
+    for day in days:
+        data = export.read(day)
+        for m in data if isinstance(data, list) else []:
+            if isinstance(m, dict) and m.get("subtype") in _JOINS and isinstance(m.get("user"), str):
+                try:
+                    joined.setdefault(m["user"], float(m.get("ts")))  # type: ignore[arg-type]
+                except (TypeError, ValueError):
+                    continue
+    return joined
+
+
 def _messages(
-    export: _Export, folder: str, chat_id: str, kind: ChatKind, title: str | None, users: dict[str, tuple[str, str]]
+    export: _Export,
+    folder: str,
+    chat_id: str,
+    kind: ChatKind,
+    title: str | None,
+    users: dict[str, tuple[str, str]],
+    members: Sequence[str] = (),
 ) -> list[Message]:
+    """The conversation's messages. A channel's message carries its roster (``Message.roster``):
+    the members the export lists who were in the channel when it was posted: every listed
+    member but one whose join notice comes later. Who left is not listed, and so never counts."""
     out: list[Message] = []
     days = sorted(n for n in export.names if n.startswith(folder + "/"))
+    joined = _joined(export, days) if members else {}
     for day in days:
         data = export.read(day)
         if not isinstance(data, list):
@@ -206,6 +236,9 @@ def _messages(
                     mentions=mentions,
                     edited=bool(m.get("edited")),
                     source=str(export.path),
+                    roster=tuple(
+                        users[u][0] for u in members if u in users and joined.get(u, float("-inf")) <= when.timestamp()
+                    ),
                 )
             )
     return out
@@ -218,8 +251,8 @@ def parse_slack(path: Path, people: People) -> list[Message]:
             raise IngestError(path, "", "not a Slack export (no users.json)")
         users, _team = _users(export, people)
         out: list[Message] = []
-        for folder, chat_id, kind, title in _conversations(export):
-            out.extend(_messages(export, folder, chat_id, kind, title, users))
+        for folder, chat_id, kind, title, members in _conversations(export):
+            out.extend(_messages(export, folder, chat_id, kind, title, users, members))
         return out
     finally:
         export.close()

@@ -255,6 +255,7 @@ def sessions_from_payloads(session_hits: Sequence[Hit], turn_hits: Sequence[Hit]
             participants=list(p["participants"]),
             members=list(p["members"]),
             present=list(p.get("present", [])),
+            roster=list(p.get("roster") or []),
             chat_title=p.get("chat_title"),
             origin_id=p.get("origin_id"),
             source=str(p.get("source", "")),

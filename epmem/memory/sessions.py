@@ -50,6 +50,10 @@ class Message:
     #: who read it when it was sent, where the platform said so (a live group's roster, as
     #: person ids); an export names nobody, and then only the people who wrote count.
     readers: tuple[str, ...] = ()
+    #: the group's members as the export names them (a scenario session's participants): who
+    #: could read it, not who did; only a remark to everyone counts as heard by all of them
+    #: (epmem.ingest.extract.listeners). Empty where the export names no members.
+    roster: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,9 @@ class Session:
     #: time; heard it from you, docs/DESIGN.md sec. 3). Empty for an export, which names no
     #: members: then only the conversation's other party counts (epmem.ingest.extract.listeners).
     present: list[str] = field(default_factory=list)
+    #: the group's members as an export names them (``Message.roster``), the owner left out;
+    #: empty where it names none. Who was in the chat, not who read each message.
+    roster: list[str] = field(default_factory=list)
     chat_title: str | None = None
     #: the chat session a group sub-session was cut from (facts may name either).
     origin_id: str | None = None
@@ -143,6 +150,7 @@ class Session:
             "participants": self.participants,
             "members": self.members,
             "present": self.present,
+            "roster": self.roster,
             "origin_id": self.origin_id,
             "source": self.source,
             "start": start.isoformat() if start else None,
@@ -242,6 +250,7 @@ def _session(
     origin: str | None,
     present: list[str],
     seen: dict[str, list[str]] | None = None,
+    roster: list[str] | None = None,
 ) -> Session:
     first = msgs[0]
     s = Session(
@@ -252,6 +261,7 @@ def _session(
         participants=participants,
         members=members,
         present=present,
+        roster=list(roster or []),
         chat_title=first.chat_title,
         origin_id=origin,
         source=first.source,
@@ -332,9 +342,19 @@ class SessionStream:
             people = sorted({m.speaker for m in chunk} | {OWNER_ID}, key=lambda p: p != OWNER_ID)
             return [_session(base, chunk, people, members, None, present)]
         seen = _seen_by(chunk)
+        # the members an export names, as for a live roster: who was there for the whole conversation
+        listed = [set(m.roster) for m in chunk if m.roster]
+        roster = sorted(set.intersection(*listed) - {OWNER_ID}) if listed else []
         return [
             _session(
-                f"{base}~{stable_id(counterpart)[:8]}", thread, [OWNER_ID, counterpart], members, base, present, seen
+                f"{base}~{stable_id(counterpart)[:8]}",
+                thread,
+                [OWNER_ID, counterpart],
+                members,
+                base,
+                present,
+                seen,
+                roster,
             )
             for counterpart, thread in sorted(_group_threads(chunk).items())
         ]

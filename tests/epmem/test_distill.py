@@ -513,6 +513,75 @@ def test_in_an_exported_group_whoever_the_chat_shows_read_a_message_heard_it() -
     assert listeners(with_ana) == ["ana"]  # no message named: only the other party
 
 
+def test_a_message_said_to_someone_by_name_is_told_from_one_said_to_everyone() -> None:
+    """A name that opens or closes a sentence, set off by a comma, speaks to that person; a
+    name in the middle of a sentence is talked about. A mention speaks to who it names."""
+    from epmem.ingest.extract import speaks_to_someone
+
+    names = {"carlos", "kenji", "rincy", "阿嫲", "josh", "chloe"}
+
+    def named(text: str) -> bool:
+        return any(n in text.casefold() for n in names)
+
+    assert speaks_to_someone("Q2 targets are in your inbox. Carlos, yours is €180,000 for the bonus", named)
+    assert speaks_to_someone("👍 Kenji, are we still good for Snowflake by end of April?", named)
+    assert speaks_to_someone("ok. I'm coming for Onam, 10 days 🥳 Rincy, sadya at yours this year?", named)
+    assert speaks_to_someone("are you coming on Sunday, Rincy?", named)
+    assert speaks_to_someone("还可以啦阿嫲，目标中山大学💪", named)
+    assert speaks_to_someone("@ana the slides are up", named)
+    assert not speaks_to_someone("Josh and Chloe have called off the wedding.", named)
+    assert not speaks_to_someone("Sadly Carlos is out, it's his cousin's wedding that weekend.", named)
+    assert not speaks_to_someone("Guys, the lift is broken until Friday.", named)
+
+
+async def test_a_members_news_to_everyone_is_heard_by_every_member_the_export_names(memory: FactMemory) -> None:
+    """An export that names a group's members (a Slack channel's, a scenario's participants):
+    a member's news said to everyone (answering nobody, naming nobody it speaks to, no secrecy
+    cue) was heard by every member, silent ones too. One said to someone by name or by a reply
+    is heard as in any export: by the one it was said to and whoever the chat shows read it; so
+    is the owner's own remark, which may be a story told to the room. An export naming no
+    members leaves the silent member out of every remark."""
+    from datetime import datetime, timedelta, timezone
+
+    from epmem.memory.sessions import Message, build_sessions
+
+    t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
+    lines = [
+        ("owen", "How's the new place?", None),
+        ("owner", "We're moving to Lisbon in the spring.", None),
+        ("tom", "My sister got into Oxford!", None),
+        ("owen", "Congrats!", None),
+        ("tom", "Owen, my project deadline moved to May.", None),
+        ("owen", "Between us, my brother is expecting twins.", None),
+        ("tom", "My salary went up in March.", "0"),
+        ("owen", "Nice", None),
+    ]
+    d, _ = distiller(memory)
+    for chat, roster in (("named", ("owner", "owen", "kira", "tom")), ("unnamed", ())):
+        messages = [
+            Message(
+                "telegram", chat, "group", str(i), who, who, text, t0 + timedelta(minutes=i), reply_to=to, roster=roster
+            )
+            for i, (who, text, to) in enumerate(lines)
+        ]
+        for s in build_sessions(messages):
+            await d.ingest(s)
+    facts = [f for f in await memory.all() if f.version == "truth"]
+
+    def heard(words: str, chat: str) -> list[str]:
+        base = stable_id("telegram", chat, "0")
+        (fact,) = [f for f in facts if words in f.text and (f.session_id or "").startswith(base)]
+        return sorted(fact.heard_by)
+
+    assert heard("Oxford", "named") == ["kira", "owen", "tom"]  # to everyone: every member named
+    assert heard("Oxford", "unnamed") == ["owen", "tom"]  # no members named: silent Kira unknown
+    assert heard("deadline", "named") == ["owen", "tom"]  # "Owen, ...": said to Owen
+    assert heard("salary", "named") == ["owen", "tom"]  # a reply to Owen
+    assert heard("twins", "named") == ["owen", "tom"]  # "between us": not for telling back to the room
+    assert heard("twins", "unnamed") == ["owen", "tom"]
+    assert heard("Lisbon", "named") == heard("Lisbon", "unnamed") == ["owen"]  # the owner's own remark
+
+
 async def test_a_cover_told_as_news_is_not_told_back_as_heard(memory: FactMemory) -> None:
     """A cover story is never told back as heard, even to the people the owner told it to as
     news: one of them who may know the truth would then hold the story and the truth of one

@@ -3,6 +3,7 @@ CLI uses (read_export, then the real Edge store). Nothing here is mocked."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -88,6 +89,33 @@ def test_slack_export_content(policy: Policy) -> None:
     kim = next(s for s in general if "unknown:slack:T0EPMEM01/U0KIM0004" in s.participants)
     assert kim.turns[-1].text.startswith("[file: roadmap-q2.pdf]")
     assert "roadmap deck" in kim.turns[0].text  # <url|label> made readable
+
+
+def test_a_slack_channel_names_who_was_in_it(policy: Policy, tmp_path: Path) -> None:
+    """A channel's members, as the export lists them, are its roster (who could read a remark
+    to everyone): less the owner, and less anyone whose join notice comes later in the
+    conversation. A direct chat has none, and so has an export that lists no members."""
+    folder = tmp_path / "slack"
+    shutil.copytree(FIXTURES / "slack", folder)
+    sessions = read_export(folder, policy)
+    general = [s for s in sessions if s.chat_kind == "group"]
+    kim = "unknown:slack:T0EPMEM01/U0KIM0004"
+    assert general and all(s.roster == sorted(["priya", "tom", kim]) for s in general)
+    assert all(s.roster == [] for s in sessions if s.chat_kind == "direct")
+    first = min((folder / "general").glob("*.json"))
+    day = json.loads(first.read_text())
+    join = day.pop(0)
+    join["ts"] = "1772528600.000450"  # Kim joins after Priya's release note, before her own question
+    day.insert(3, join)
+    first.write_text(json.dumps(day))
+    later = {s.start: s.roster for s in read_export(folder, policy) if s.chat_kind == "group"}
+    assert sorted(later.items())[0][1] == ["priya", "tom"]
+    assert sorted(later.items())[-1][1] == sorted(["priya", "tom", kim])  # the next day she was there
+    channels = json.loads((folder / "channels.json").read_text())
+    (folder / "channels.json").write_text(
+        json.dumps([{k: v for k, v in c.items() if k != "members"} for c in channels])
+    )
+    assert all(s.roster == [] for s in read_export(folder, policy))
 
 
 @pytest.mark.parametrize(
