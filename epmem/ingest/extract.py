@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from epmem.embedding.bilingual import has_cjk
 from epmem.embedding.once import embed
 from epmem.ingest.annotate import Annotation, CategoryClassifier, Clamped, ContactNames, clamp
 from epmem.ingest.asked import asked_before
+from epmem.ingest.heard import describes_a_telling, heard_label, listeners, present, said_to_everyone, stated_by
 from epmem.ingest.topics import holds_secret
 from epmem.memory.facts import Fact, Version
 from epmem.memory.nearest import FindsSimilar
@@ -33,7 +33,7 @@ from epmem.memory.recall import FactMemory
 from epmem.policy.holder import PolicyHolder, ReadsPolicy
 from epmem.policy.model import OWNER_ID, Policy
 from epmem.memory.sessions import Session, source_ref
-from epmem.textnorm import chinese_name_forms, normalise
+from epmem.textnorm import normalise
 
 _EVENT_ID = re.compile(r"[^a-z0-9_.-]+")
 
@@ -79,108 +79,6 @@ def reply_index(session: Session, turn_index: int) -> int | None:
     return None
 
 
-def present(session: Session) -> list[str]:
-    """Everyone but the owner who read the conversation: in a group sub-session, the whole
-    group (they all saw the owner's messages), not only the counterpart."""
-    people = session.members or session.participants
-    return [p for p in dict.fromkeys(people) if p != OWNER_ID]
-
-
-def listeners(session: Session, turns: Sequence[int] = (), *, to_everyone: bool = False) -> list[str]:
-    """Who heard it said (heard it from you, docs/DESIGN.md sec. 3): the readers a live
-    platform named when it was said (``Session.present``); else the conversation's other party:
-    in a direct chat, the person it was with; in a group, the one the owner was talking with
-    (the sub-session's counterpart: the message answered, the person named, else the one who
-    spoke just before), and the members the chat shows read every message it came from
-    (``Turn.seen_by``: who replied to it, or wrote both before and after it). Where the export
-    names the group's members (``Session.roster``) and the caller found the message a member's
-    news to everyone (``to_everyone``: answering nobody, naming nobody it speaks to, no secrecy
-    cue), every member heard it. An export that names no members, and a silent member of a busy group,
-    may not have read a remark meant for someone else: where unsure, fewer people heard it."""
-    if session.present:
-        people = list(session.present)
-    else:
-        people = list(session.participants)
-        said = [session.turns[t] for t in turns if 0 <= t < len(session.turns)]
-        if session.chat_kind == "group" and said:
-            common = set(said[0].seen_by).intersection(*(t.seen_by for t in said[1:]))
-            people += [p for p in said[0].seen_by if p in common]
-            if to_everyone:
-                people += session.roster
-    return [p for p in dict.fromkeys(people) if p != OWNER_ID]
-
-
-#: where a message speaks to someone by name: a sentence's first words before a comma ("Carlos,
-#: yours is ...", "👍 Kenji, are we still good"), or its last ones after one ("..., Rincy?")
-_SENTENCE_END = re.compile(r"[.!?。！？\n]+|[\U0001f000-\U0001faff\u2600-\u27bf]+")
-_COMMA = re.compile(r"[,，、]")
-
-
-def speaks_to_someone(text: str, named: Callable[[str], bool]) -> bool:
-    """Whether a group message is said to someone in particular, not to everyone: it mentions
-    someone (``@``), or a sentence opens or closes on a name ``named`` knows, set off by a comma
-    (at most three words, or eight characters of Chinese). A name in the middle of a sentence is
-    talked about, not talked to ("Josh and Chloe have called off the wedding")."""
-    if "@" in text:
-        return True
-    for sentence in _SENTENCE_END.split(text):
-        parts = _COMMA.split(sentence.strip())
-        if len(parts) < 2:
-            continue
-        for part in {parts[0].strip(), parts[-1].strip()}:
-            short = len(part) <= 8 if has_cjk(part) else 0 < len(part.split()) <= 3
-            if part and short and named(part):
-                return True
-    return False
-
-
-#: the owner describing what they tell (or told) someone else: "I'll tell your sister the money
-#: went on the transmission", "I told the firm I'm doing a course", "我跟他们说是装修".
-_TELLING = re.compile(
-    r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
-    r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
-    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)"
-    r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?|说是|说成",
-    re.IGNORECASE,
-)
-#: the owner describing what someone else believes: "work thinks it's a family emergency", "they
-#: think I'm at a conference", "他们都以为我在出差". A story in place: whoever hears that knows
-#: the truth behind it, and the words are not news to retell.
-_BELIEVED = re.compile(
-    r"\b(?!(?:we|you)\b)[a-z]{2,}\s+(?:still\s+)?"  # anyone but "we" and "you" ("I" is one letter)
-    r"(?:thinks?|believes?|assumes?)\s+(?:that\s+)?(?:it'?s|it is|I'?m|I am|we'?re|we are|I'?ve|I have|I was|we were)\b"
-    r"|(?:他们|她们|他|她|大家|公司|同事|家里|爸妈|爸|妈)[^。！？]{0,4}(?:都|还)?以为",
-    re.IGNORECASE,
-)
-_ASKED_WHAT_TOLD = re.compile(
-    r"\bwhat\s+(?:did|will|do)\s+you\s+(?:tell|say)|你(?:跟|和|对)[^？?]{0,8}(?:怎么说|说了什么)", re.I
-)
-
-
-def describes_a_telling(session: Session, turns: Sequence[int]) -> bool:
-    """Whether the message says what the owner tells someone else or what someone else believes,
-    or answers "what did you tell them?": whoever heard the owner describe a story knows the
-    truth behind it, and the words are not news to retell (heard it from you stays shut)."""
-    by_msg = {t.msg_id: t for t in session.turns}
-    for i in turns:
-        if not 0 <= i < len(session.turns):
-            continue
-        turn = session.turns[i]
-        if _TELLING.search(turn.text) or _BELIEVED.search(turn.text):
-            return True
-        asked = by_msg.get(turn.reply_to or "")
-        if asked is not None and _ASKED_WHAT_TOLD.search(asked.text):
-            return True
-    return False
-
-
-def heard_label(session: Session) -> str:
-    """Where it was heard, for the audit's reason: the kind of chat and the day, nothing said in it."""
-    start = session.start
-    day = f" of {start:%Y-%m-%d}" if start else ""
-    return f"the {'group chat' if session.chat_kind == 'group' else 'chat'}{day}"
-
-
 def owner_named(session: Session, names: ContactNames) -> set[str]:
     """Contacts and groups the owner's own turns in this session name."""
     named: set[str] = set()
@@ -188,13 +86,6 @@ def owner_named(session: Session, names: ContactNames) -> set[str]:
         if turn.speaker == OWNER_ID:
             named.update(names.find(turn.text))
     return named
-
-
-def stated_by(session: Session, turns: Sequence[int]) -> str | None:
-    """Who said the message a fact came from (its first source turn), when not the owner (None:
-    the owner, or unknown)."""
-    first = next((session.turns[t].speaker for t in turns if 0 <= t < len(session.turns)), OWNER_ID)
-    return None if first == OWNER_ID else first
 
 
 def _slug(value: str) -> str:
@@ -319,7 +210,13 @@ class Finalizer(ReadsPolicy):
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)
         )
-        heard_by = self._heard_by(session, d.source_turns, shut, blacklist, self._to_everyone(session, d))
+        heard_by = self._heard_by(
+            session,
+            d.source_turns,
+            shut,
+            blacklist,
+            said_to_everyone(session, d.source_turns, d.evidence, self.names, self.policy.owner.name),
+        )
         closed = not self.open_by_category
         if closed:
             shared = bool(d.source_turns) and batch.per_turn[d.source_turns[0]] > 1
@@ -364,35 +261,6 @@ class Finalizer(ReadsPolicy):
             for p in listeners(session, turns, to_everyone=to_everyone)
             if p in self.policy.contacts and p not in denied
         ]
-
-    def _to_everyone(self, session: Session, d: Draft) -> bool:
-        """Whether a group fact is a member's news to the whole group: every message it came from
-        was written by a member, answers nobody (no reply link) and speaks to nobody by name
-        (``speaks_to_someone``: a contact, a group or the owner), and no secrecy cue marks it
-        ("大家先别外传": said to those present, not for telling back). Only then does a member the
-        export names hear it without the chat showing they read it (``listeners``). Never the
-        owner's own remark: a remark to a whole room is where the owner tells a cover story whose
-        truth sits in another chat, and an import cannot tell that story from news (measured:
-        the owner's "FYI I'm out Thursday mornings, arbitration course" to a channel with the
-        client's counsel, whom the story is not for)."""
-        if session.chat_kind != "group" or not session.roster or not d.source_turns:
-            return False
-        if any(e.startswith(SECRECY_CUE) for e in d.evidence):
-            return False
-        said = [session.turns[t] for t in d.source_turns if 0 <= t < len(session.turns)]
-        return bool(said) and not any(
-            t.speaker == OWNER_ID or t.reply_to or speaks_to_someone(t.text, self._names_someone) for t in said
-        )
-
-    def _names_someone(self, text: str) -> bool:
-        """A contact, a group or the owner named in ``text``."""
-        if self.names.find(text):
-            return True
-        name = self.policy.owner.name.strip()
-        words = {w.casefold() for w in re.findall(r"\w{3,}", name) if not has_cjk(w)}
-        if any(w.casefold() in words for w in re.findall(r"\w+", text)):
-            return True
-        return any(form in text for form in chinese_name_forms(name))
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the
@@ -510,8 +378,6 @@ class Finalizer(ReadsPolicy):
 #: the evidence a widening cue in the owner's own words leaves on the facts it opens
 #: (epmem/ingest/cues.py ``Cue.evidence``); ``everyone``: "you can tell anyone".
 OWNER_OPENED = "cue:also:"
-#: the evidence a secrecy cue leaves on a fact (epmem.ingest.cues.Cue.evidence)
-SECRECY_CUE = "cue:secret:"
 OPENED_TO_EVERYONE = "everyone"
 PRESENT = "present"
 

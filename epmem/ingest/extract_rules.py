@@ -27,7 +27,8 @@ from epmem.ingest.annotate import Annotation, CategoryClassifier, ContactNames
 from epmem.ingest.covers import TRUTH_MARK as _TRUTH_MARK, TRUTH_WORD as _TRUTH_WORD, find_cover
 from epmem.ingest.cues import Cue, CueReader
 from epmem.ingest.cuesplit import PROMISE as _PROMISE, CueSplitter, filler as _filler
-from epmem.ingest.extract import Draft, owner_first_name, present, reply_index
+from epmem.ingest.extract import Draft, owner_first_name, reply_index
+from epmem.ingest.heard import present
 from epmem.ingest.failclosed import decide
 from epmem.ingest.review_rank import PASSING
 from epmem.memory.sessions import Session

@@ -52,7 +52,7 @@ class Message:
     readers: tuple[str, ...] = ()
     #: the group's members as the export names them (a scenario session's participants): who
     #: could read it, not who did; only a remark to everyone counts as heard by all of them
-    #: (epmem.ingest.extract.listeners). Empty where the export names no members.
+    #: (epmem.ingest.heard.listeners). Empty where the export names no members.
     roster: tuple[str, ...] = ()
 
 
@@ -115,7 +115,7 @@ class Session:
     turns: list[Turn] = field(default_factory=list)
     #: who read it when it was said, as a live platform named them (a group's roster at the
     #: time; heard it from you, docs/DESIGN.md sec. 3). Empty for an export, which names no
-    #: members: then only the conversation's other party counts (epmem.ingest.extract.listeners).
+    #: members: then only the conversation's other party counts (epmem.ingest.heard.listeners).
     present: list[str] = field(default_factory=list)
     #: the group's members as an export names them (``Message.roster``), the owner left out;
     #: empty where it names none. Who was in the chat, not who read each message.

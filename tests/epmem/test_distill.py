@@ -447,7 +447,7 @@ def test_an_export_is_heard_by_the_other_party_a_live_group_by_its_roster() -> N
     each message: whoever read every message of the conversation heard it."""
     from datetime import datetime, timedelta, timezone
 
-    from epmem.ingest.extract import listeners
+    from epmem.ingest.heard import listeners
     from epmem.memory.sessions import Message, build_sessions
 
     t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
@@ -481,7 +481,7 @@ def test_in_an_exported_group_whoever_the_chat_shows_read_a_message_heard_it() -
     A fact from two messages is heard by who read both."""
     from datetime import datetime, timedelta, timezone
 
-    from epmem.ingest.extract import listeners
+    from epmem.ingest.heard import listeners
     from epmem.memory.sessions import SESSION_GAP, Message, build_sessions
 
     t0 = datetime(2026, 3, 1, 10, tzinfo=timezone.utc)
@@ -516,7 +516,7 @@ def test_in_an_exported_group_whoever_the_chat_shows_read_a_message_heard_it() -
 def test_a_message_said_to_someone_by_name_is_told_from_one_said_to_everyone() -> None:
     """A name that opens or closes a sentence, set off by a comma, speaks to that person; a
     name in the middle of a sentence is talked about. A mention speaks to who it names."""
-    from epmem.ingest.extract import speaks_to_someone
+    from epmem.ingest.heard import speaks_to_someone
 
     names = {"carlos", "kenji", "rincy", "阿嫲", "josh", "chloe"}
 
@@ -643,7 +643,7 @@ async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: Fac
 def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> None:
     """The same reading in Chinese: "先说……" (say first that ...), "打算说是……" (plans to say it is
     ...) describe a story told to others; plain news does not."""
-    from epmem.ingest.extract import describes_a_telling
+    from epmem.ingest.heard import describes_a_telling
 
     chat = session(
         [
@@ -659,7 +659,7 @@ def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> N
 def test_the_owner_describing_what_someone_else_believes_is_not_news_to_tell_back() -> None:
     """ "Work thinks it's a family emergency" describes a story in place, as "I told work ..."
     does: whoever heard it knows the truth behind it. What the owner thinks is plain news."""
-    from epmem.ingest.extract import describes_a_telling
+    from epmem.ingest.heard import describes_a_telling
 
     chat = session(
         [
