@@ -17,6 +17,8 @@ def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], d
     out: list[Message] = []
     names = {cid: c.name for cid, c in scenario.policy.contacts.items()} | {OWNER_ID: scenario.owner.name}
     for s in scenario.sessions:
+        # a scenario names a group's members, as a Slack export names a channel's
+        roster = tuple(people.sender(p) for p in s.participants) if s.chat.kind == "group" else ()
         for i, t in enumerate(s.turns):
             when = t.time or (s.time + timedelta(seconds=i) if s.time else None)
             speaker = people.sender(t.speaker)
@@ -33,8 +35,7 @@ def scenario_messages(scenario: Scenario, source: str) -> tuple[list[Message], d
                     chat_title=s.chat.title,
                     reply_to=None if t.reply_to is None else str(t.reply_to),
                     source=source,
-                    # a scenario names a group's members, as a Slack export names a channel's
-                    roster=tuple(people.sender(p) for p in s.participants) if s.chat.kind == "group" else (),
+                    roster=roster,
                 )
             )
     return out, {s.id: s.id for s in scenario.sessions}

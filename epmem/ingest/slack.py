@@ -11,13 +11,16 @@ skipped; an edited message carries its final text and an ``edited`` mark.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import re
 import zipfile
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
-from collections.abc import Sequence
 
 from epmem.ingest.errors import IngestError
 from epmem.ingest.people import People
@@ -163,20 +166,6 @@ def _conversations(export: _Export) -> list[tuple[str, str, ChatKind, str | None
     return out
 
 
-def _joined(export: _Export, days: list[str]) -> dict[str, float]:
-    """user id -> when they joined the conversation, where the export shows a join notice."""
-    joined: dict[str, float] = {}
-    for day in days:
-        data = export.read(day)
-        for m in data if isinstance(data, list) else []:
-            if isinstance(m, dict) and m.get("subtype") in _JOINS and isinstance(m.get("user"), str):
-                try:
-                    joined.setdefault(m["user"], float(m.get("ts")))  # type: ignore[arg-type]
-                except (TypeError, ValueError):
-                    continue
-    return joined
-
-
 def _messages(
     export: _Export,
     folder: str,
@@ -190,8 +179,8 @@ def _messages(
     the members the export lists who were in the channel when it was posted: every listed
     member but one whose join notice comes later. Who left is not listed, and so never counts."""
     out: list[Message] = []
+    joined: dict[str, float] = {}  # user id -> the first join notice's time
     days = sorted(n for n in export.names if n.startswith(folder + "/"))
-    joined = _joined(export, days) if members else {}
     for day in days:
         data = export.read(day)
         if not isinstance(data, list):
@@ -200,6 +189,9 @@ def _messages(
             at = f"message {i}"
             if not isinstance(m, dict):
                 raise IngestError(export.where(day), at, "a message must be an object")
+            if m.get("subtype") in _JOINS and isinstance(m.get("user"), str):
+                with contextlib.suppress(TypeError, ValueError):
+                    joined.setdefault(m["user"], float(str(m.get("ts"))))
             if m.get("type", "message") != "message" or m.get("subtype") in _SKIP or m.get("bot_id"):
                 continue
             ts = m.get("ts")
@@ -236,11 +228,28 @@ def _messages(
                     mentions=mentions,
                     edited=bool(m.get("edited")),
                     source=str(export.path),
-                    roster=tuple(
-                        users[u][0] for u in members if u in users and joined.get(u, float("-inf")) <= when.timestamp()
-                    ),
                 )
             )
+    return _with_rosters(out, [users[u][0] for u in members if u in users], joined, users) if members else out
+
+
+def _with_rosters(
+    messages: list[Message], listed: list[str], joined: dict[str, float], users: dict[str, tuple[str, str]]
+) -> list[Message]:
+    """Each message with the members who were in the channel when it was posted: every listed
+    member but one whose join notice comes later. Messages posted between the same joins share
+    one roster (a channel of thousands stays one tuple per join, not one per message)."""
+    late = sorted((t, users[u][0]) for u, t in joined.items() if u in users and users[u][0] in listed)
+    times = [t for t, _ in late]
+    after = {p for _, p in late}
+    always = tuple(p for p in listed if p not in after)
+    rosters: dict[int, tuple[str, ...]] = {}
+    out = []
+    for m in messages:
+        k = bisect.bisect_right(times, m.time.timestamp()) if m.time else 0
+        if k not in rosters:
+            rosters[k] = always + tuple(p for _, p in late[:k])
+        out.append(replace(m, roster=rosters[k]))
     return out
 
 

@@ -343,7 +343,7 @@ class SessionStream:
             return [_session(base, chunk, people, members, None, present)]
         seen = _seen_by(chunk)
         # the members an export names, as for a live roster: who was there for the whole conversation
-        listed = [set(m.roster) for m in chunk if m.roster]
+        listed = [set(r) for r in {id(m.roster): m.roster for m in chunk if m.roster}.values()]  # shared tuples once
         roster = sorted(set.intersection(*listed) - {OWNER_ID}) if listed else []
         return [
             _session(
