@@ -210,13 +210,7 @@ class Finalizer(ReadsPolicy):
             or holds_secret(d.text)
             or describes_a_telling(session, d.source_turns)
         )
-        heard_by = self._heard_by(
-            session,
-            d.source_turns,
-            shut,
-            blacklist,
-            said_to_everyone(session, d.source_turns, d.evidence, self.names, self.policy.owner.name),
-        )
+        heard_by = self._heard_by(session, d, shut, blacklist)
         closed = not self.open_by_category
         if closed:
             shared = bool(d.source_turns) and batch.per_turn[d.source_turns[0]] > 1
@@ -248,19 +242,15 @@ class Finalizer(ReadsPolicy):
             context=asked_before(session, d.source_turns),
         )
 
-    def _heard_by(
-        self, session: Session, turns: Sequence[int], shut: bool, blacklist: Sequence[str], to_everyone: bool
-    ) -> list[str]:
+    def _heard_by(self, session: Session, d: Draft, shut: bool, blacklist: Sequence[str]) -> list[str]:
         """The contacts who heard it said, less anyone a blacklist (a cue naming them) shuts
         out; nobody for a never-share fact, a cover story or a secret such as a door code (``shut``)."""
         if shut:
             return []
         denied = {m for b in blacklist for m in self.policy.groups.get(b, [b])}
-        return [
-            p
-            for p in listeners(session, turns, to_everyone=to_everyone)
-            if p in self.policy.contacts and p not in denied
-        ]
+        to_everyone = said_to_everyone(session, d.source_turns, d.evidence, self.names, self.policy.owner.name)
+        heard = listeners(session, d.source_turns, to_everyone=to_everyone)
+        return [p for p in heard if p in self.policy.contacts and p not in denied]
 
     def _covers_most_like(self, drafts: list[Draft]) -> list[Draft]:
         """A cover whose truth the conversation did not name (``Draft.truths``) stands in for the

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 
 from epmem.embedding.bilingual import has_cjk
 from epmem.ingest.annotate import ContactNames
+from epmem.ingest.statements import EMOJI
 from epmem.memory.sessions import Session
 from epmem.policy.model import OWNER_ID
-from epmem.textnorm import chinese_name_forms
+from epmem.textnorm import chinese_name_forms, words
 
 #: the evidence a secrecy cue leaves on a fact (epmem.ingest.cues.Cue.evidence)
 SECRECY_CUE = "cue:secret:"
@@ -55,7 +56,7 @@ def listeners(session: Session, turns: Sequence[int] = (), *, to_everyone: bool 
 
 #: where a message speaks to someone by name: a sentence's first words before a comma ("Carlos,
 #: yours is ...", "👍 Kenji, are we still good"), or its last ones after one ("..., Rincy?")
-_SENTENCE_END = re.compile(r"[.!?。！？\n]+|[\U0001f000-\U0001faff\u2600-\u27bf]+")
+_SENTENCE_END = re.compile(rf"[.!?。！？\n]+|[{EMOJI}]+")
 _COMMA = re.compile(r"[,，、]")
 
 
@@ -153,8 +154,8 @@ def names_someone(text: str, names: ContactNames, owner_name: str) -> bool:
     if names.find(text):
         return True
     name = owner_name.strip()
-    words = {w.casefold() for w in re.findall(r"\w{3,}", name) if not has_cjk(w)}
-    if any(w.casefold() in words for w in re.findall(r"\w+", text)):
+    owner = {w for w in words(name) if len(w) >= 3 and not has_cjk(w)}
+    if any(w in owner for w in words(text)):
         return True
     return any(form in text for form in chinese_name_forms(name))
 

@@ -230,16 +230,19 @@ def _messages(
                     source=str(export.path),
                 )
             )
-    return _with_rosters(out, [users[u][0] for u in members if u in users], joined, users) if members else out
+    if not members:
+        return out
+    listed = [users[u][0] for u in members if u in users]
+    return _with_rosters(out, listed, {users[u][0]: t for u, t in joined.items() if u in users})
 
 
-def _with_rosters(
-    messages: list[Message], listed: list[str], joined: dict[str, float], users: dict[str, tuple[str, str]]
-) -> list[Message]:
+def _with_rosters(messages: list[Message], listed: list[str], joined: dict[str, float]) -> list[Message]:
     """Each message with the members who were in the channel when it was posted: every listed
-    member but one whose join notice comes later. Messages posted between the same joins share
-    one roster (a channel of thousands stays one tuple per join, not one per message)."""
-    late = sorted((t, users[u][0]) for u, t in joined.items() if u in users and users[u][0] in listed)
+    member but one whose join notice (person id -> time) comes later. Messages posted between
+    the same joins share one roster (a channel of thousands stays one tuple per join, not one
+    per message)."""
+    members = set(listed)
+    late = sorted((t, p) for p, t in joined.items() if p in members)
     times = [t for t, _ in late]
     after = {p for _, p in late}
     always = tuple(p for p in listed if p not in after)

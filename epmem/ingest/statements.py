@@ -92,11 +92,11 @@ def worth(text: str, speaker_words: set[str] | frozenset[str]) -> bool:
 
 
 #: the emoji and symbol blocks a chat line's pictures come from (a character class's ranges).
-_EMOJI = "\U0001f000-\U0001faff\u2600-\u27bf"
+EMOJI = "\U0001f000-\U0001faff\u2600-\u27bf"
 #: what joins or varies an emoji (a variation selector, a zero-width joiner).
 _EMOJI_JOINERS = "\ufe0f\u200d"
 #: an emoji between two clauses may end a thought: "cost me 3.2k 😬 don't tell my mum" (see _pieces).
-_EMOJI_BREAK = re.compile(rf"([{_EMOJI}][{_EMOJI}{_EMOJI_JOINERS}]*)[ \t]+(?=\S)")
+_EMOJI_BREAK = re.compile(rf"([{EMOJI}][{EMOJI}{_EMOJI_JOINERS}]*)[ \t]+(?=\S)")
 #: "don't forget Mama's name day is Sunday": the reminder's lead is not part of what it says.
 _REMINDER = re.compile(
     rf"^(?:(?:also|and|oh|btw)[\s,]+)?(?:don{_APOS}?t forget|do not forget|remember|"
@@ -125,7 +125,7 @@ def asks(text: str) -> bool:
 
 
 #: what may follow a question mark at the end of a chat line: emoji and their joiners.
-_TRAILING_EMOJI = re.compile(rf"[\s{_EMOJI}{_EMOJI_JOINERS}]+$")
+_TRAILING_EMOJI = re.compile(rf"[\s{EMOJI}{_EMOJI_JOINERS}]+$")
 
 
 def ends_asking(text: str) -> bool:
