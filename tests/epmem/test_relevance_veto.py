@@ -184,3 +184,19 @@ def test_a_cover_stands_in_for_its_truth_not_for_an_answer_the_asker_may_be_told
     choice = relevance.choose(question, events, proj)
     assert choice.chosen == ("f3",), choice.left_out
     assert "f2" in choice.left_out
+
+
+def test_a_fact_that_only_repeats_the_question_is_no_answer_and_sets_no_cut() -> None:
+    """A question "How is Chloé? She looked thin at Sunday lunch." is not answered by "Chloé looked so thin
+    at Sunday lunch." (the asker's own words, stored when they said them): told back it says
+    nothing, and as the question's nearest fact it set the cut of a state question, under which
+    what does answer it fell. The audit names why it was left out."""
+    events, proj = storyline(
+        ("f1", "e1", "Chloé looked so thin at Sunday lunch.", 0.95),
+        ("f2", "e2", "Chloé is tired from a growth spurt, the doctor says it is normal.", 0.70),
+    )
+    choice = Relevance(ENGLISH.relevance, Scripted({})).choose(
+        "How is Chloé? She looked thin at Sunday lunch.", events, proj
+    )
+    assert choice.chosen == ("f2",)
+    assert "says nothing" in choice.left_out["f1"]

@@ -185,8 +185,9 @@ class Relevance:
             reranker, c = multilingual_reader(), c.replace(match_weight=0.0)
         models = (reranker if c.rerank_weight > 0 else None, self.matcher if c.match_weight > 0 else None)
         r = read(spec, c, question, events, projection, owner, models, people)
+        echoed = {f: "says nothing the question does not" for f in r.echoes}
         if not r.pool:
-            return Choice(r.kind, ())
+            return Choice(r.kind, (), left_out=echoed)
         out = choose_open(r) if r.kind in OPEN_KINDS else choose_specific(r)
         return Choice(
             r.kind,
@@ -194,7 +195,7 @@ class Relevance:
             out.scores,
             out.reranked,
             (time.perf_counter() - started) * 1000,
-            out.left_out,
+            {**echoed, **out.left_out},
             out.logits,
         )
 

@@ -18,6 +18,7 @@ from epmem.english_words import STOPWORDS
 from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
+from epmem.textnorm import content_words, words
 from epmem.timeparse import named_days
 
 OPEN_KINDS: tuple[QuestionKind, ...] = ("open", "state")
@@ -47,6 +48,8 @@ class Reading:
     pool: list[FactDecision]
     #: the cross-encoder, or the language's stand-in for it (None: recall alone).
     reranker: Reranker | None
+    #: facts left out of the pool because they say nothing the question does not (:func:`repeats`).
+    echoes: tuple[str, ...] = ()
 
     def logits(self, facts: list[FactDecision]) -> Logits:
         """The cross-encoder's logit for the best ``rerank_limit`` of ``facts`` (a cover's is the
@@ -90,10 +93,19 @@ def read(
         center = statistics.median(sims.values()) if sims else 0.0
         own.update({f: own[f] + c.match_weight * (m - center) for f, m in sims.items()})
     least = c.rescue_recall if kind == "open" else c.min_recall
-    pool = sorted(
-        (d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)), key=lambda d: -own[d.fact.id]
-    )
-    return Reading(question, kind, c, parts, recalled, pairs, own, embedded, sims, least, pool, reranker)
+    weighed = [d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)]
+    echoes = tuple(d.fact.id for d in weighed if repeats(question, d.fact.text))
+    pool = sorted((d for d in weighed if d.fact.id not in echoes), key=lambda d: -own[d.fact.id])
+    return Reading(question, kind, c, parts, recalled, pairs, own, embedded, sims, least, pool, reranker, echoes)
+
+
+def repeats(question: str, text: str) -> bool:
+    """Whether a fact says nothing the question does not already say: every content word of it is
+    in the question ("How is Chloé? She looked thin at Sunday lunch." and "Chloé looked so thin at
+    Sunday lunch."). Told back, it answers nothing, and as the question's nearest fact it would
+    set the cut that leaves out what does answer it."""
+    said = content_words(words(text))
+    return bool(said) and set(said) <= set(content_words(words(question)))
 
 
 def _maxsims(
