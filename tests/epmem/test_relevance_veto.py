@@ -200,3 +200,15 @@ def test_a_fact_that_only_repeats_the_question_is_no_answer_and_sets_no_cut() ->
     )
     assert choice.chosen == ("f2",)
     assert "says nothing" in choice.left_out["f1"]
+    # a yes/no question is answered by the fact that repeats it; what the asker stated is not
+    events, proj = storyline(
+        ("f1", "e1", "Marcus is moving to Leeds in May.", 0.95), ("f2", "e2", "Marcus got a new job.", 0.60)
+    )
+    choice = Relevance(ENGLISH.relevance, Scripted({"Leeds": 4.0, "job": 1.0})).choose(
+        "Is Marcus moving to Leeds in May?", events, proj
+    )
+    assert "f1" in choice.chosen and "f1" not in choice.left_out
+    choice = Relevance(ENGLISH.relevance, Scripted({"Leeds": 4.0, "job": 3.0})).choose(
+        "Marcus got a new job. Is he moving to Leeds in May?", events, proj
+    )
+    assert choice.chosen == ("f1",) and "says nothing" in choice.left_out["f2"]

@@ -18,7 +18,8 @@ from epmem.english_words import STOPWORDS
 from epmem.language import LanguageSpec, QuestionKind, RelevanceConfig, Reranker
 from epmem.memory.recall import Recalled, RecalledEvent
 from epmem.reply.projection import FactDecision, Projection
-from epmem.textnorm import content_words, words
+from epmem.language.english import asks_yes_or_no
+from epmem.textnorm import content_words, split_sentences, words
 from epmem.timeparse import named_days
 
 OPEN_KINDS: tuple[QuestionKind, ...] = ("open", "state")
@@ -100,12 +101,16 @@ def read(
 
 
 def repeats(question: str, text: str) -> bool:
-    """Whether a fact says nothing the question does not already say: every content word of it is
-    in the question ("How is Chloé? She looked thin at Sunday lunch." and "Chloé looked so thin at
-    Sunday lunch."). Told back, it answers nothing, and as the question's nearest fact it would
-    set the cut that leaves out what does answer it."""
-    said = content_words(words(text))
-    return bool(said) and set(said) <= set(content_words(words(question)))
+    """Whether a fact says nothing the message does not already say: every content word of it is
+    in what the asker wrote ("How is Chloé? She looked thin at Sunday lunch." and "Chloé looked so
+    thin at Sunday lunch."). Told back, it answers nothing, and as the message's nearest fact it
+    would set the cut that leaves out what does answer it. A yes/no question is not read: the
+    fact that repeats it is its answer ("Is Marcus moving to Leeds?" "Marcus is moving to Leeds.")."""
+    said = set(content_words(words(text)))
+    if not said:
+        return False
+    read = " ".join(s for s in split_sentences(question) if not asks_yes_or_no(s))
+    return said <= set(content_words(words(read)))
 
 
 def _maxsims(
