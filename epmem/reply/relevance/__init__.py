@@ -28,6 +28,10 @@ embedder, not for the cross-encoder. The cross-encoder reads the question with t
 where the asker says "you" (:func:`addressed_to`): the memory speaks of the owner by name, and
 the model judges "Are you getting a pet?" against "Alex is picking up a cat" as unrelated.
 
+Every kind: a fact that says nothing the message does not (:func:`~epmem.reply.relevance.reading.repeats`:
+the asker's own remark, open to them because they heard it) is no answer and sets no cut; a
+yes/no question is not read for it, since the fact that repeats it answers it.
+
 Open and state questions also hear a third model (``match_weight``): a late-interaction
 MaxSim (epmem/embedding/late_interaction.py, ColBERT token vectors) is added to the recall score
 of the best ``match_limit`` facts, centred on the median of those it read for this question, so
