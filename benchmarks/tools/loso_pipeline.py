@@ -92,9 +92,11 @@ async def collect(path: Path) -> list[PipelineCase]:
             try:
                 await pipeline.ingest(runtime, scenario, str(file))
                 stored = await runtime.memory.all()
-                carries = {
-                    f.id: frozenset(g.id for g in scenario.facts if f in pipeline.carriers(g, [f])) for f in stored
-                }
+                carried: dict[str, set[str]] = {}
+                for g in scenario.facts:
+                    for f in pipeline.carriers(g, stored):
+                        carried.setdefault(f.id, set()).add(g.id)
+                carries = {f: frozenset(gs) for f, gs in carried.items()}
                 rulebook = await runtime.engine.rulebook()
                 people = [(c.name, *c.aliases) for c in runtime.policy.contacts.values()]
                 for item in scenario.tasks.answer:
