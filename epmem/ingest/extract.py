@@ -208,7 +208,7 @@ class Finalizer(ReadsPolicy):
             or version == "cover"
             or batch.state == "pending"
             or holds_secret(d.text)
-            or describes_a_telling(session, d.source_turns)
+            or describes_a_telling(session, d.source_turns, d.text)
         )
         heard_by = self._heard_by(session, d, shut, blacklist)
         closed = not self.open_by_category

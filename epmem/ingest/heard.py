@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from epmem.embedding.bilingual import has_cjk
+from epmem.embedding.bilingual import CJK, has_cjk
 from epmem.ingest.annotate import ContactNames
 from epmem.ingest.statements import EMOJI
 from epmem.memory.sessions import Session
 from epmem.policy.model import OWNER_ID
-from epmem.textnorm import chinese_name_forms, words
+from epmem.textnorm import chinese_name_forms, content_words, words
 
 #: the evidence a secrecy cue leaves on a fact (epmem.ingest.cues.Cue.evidence)
 SECRECY_CUE = "cue:secret:"
@@ -84,7 +84,10 @@ _TELLING = re.compile(
     r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
     r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
     r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)"
-    r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?|说是|说成",
+    r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?"
+    # "说是" with no one before it, or the owner: a story ("说是装修"). After someone else it is
+    # what they said ("医生说是早期", the doctor says it is early-stage): news, as in English
+    r"|(?:^|(?<=[，,。！？!?：:；;\s]))说(?:是|成)|(?:我|咱)们?(?:都|也)?说(?:是|成)",
     re.IGNORECASE,
 )
 #: the owner describing what someone else believes: "work thinks it's a family emergency", "they
@@ -101,16 +104,62 @@ _ASKED_WHAT_TOLD = re.compile(
 )
 
 
-def describes_a_telling(session: Session, turns: Sequence[int]) -> bool:
+#: a message's sentences: what ends one in English and in Chinese, or a line break
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+#: a sentence that points at the one before it ("That's what I told Mum.") or after it ("Here's
+#: what we tell the kids."): the telling is about that sentence too
+_POINTS_BACK = re.compile(r"^\W*(?:that'?s|that is|so that'?s|this is)\b|^\W*(?:这就是|就这么|这么)", re.I)
+_POINTS_ON = re.compile(r"\b(?:here'?s|this is) what\b|如下|这么说|这样说", re.I)
+
+
+def _units(text: str) -> set[str]:
+    """What two texts share when one retells the other: content words, and pairs of Chinese
+    characters (Chinese sets no space between words)."""
+    out = set(content_words(words(text)))
+    for run in re.findall(f"[{CJK}]+", text):
+        out.update(run[k : k + 2] for k in range(max(1, len(run) - 1)))
+    return {u for u in out if not re.fullmatch(f"[^{CJK}]", u)}
+
+
+def sentences_saying(text: str, said: str | None) -> str:
+    """The sentences of a message that ``said`` (a fact's words) came from, with a sentence that
+    points at one of them ("That's what I told Mum."). The whole message when it has one
+    sentence, when ``said`` is None, or when no sentence holds at least half of what it says:
+    where unsure, the whole message is read (fail closed)."""
+    parts = [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    want = _units(said) if said else set()
+    if len(parts) < 2 or not want:
+        return text
+    shares = [len(_units(p) & want) / len(want) for p in parts]
+    best = max(shares)
+    if best < 0.5:
+        return text
+    keep = {k for k, share in enumerate(shares) if share >= best / 2}
+    for k in list(keep):
+        if k + 1 < len(parts) and _POINTS_BACK.search(parts[k + 1]):
+            keep.add(k + 1)
+        if k > 0 and _POINTS_ON.search(parts[k - 1]):
+            keep.add(k - 1)
+    return " ".join(parts[k] for k in sorted(keep))
+
+
+def describes_a_telling(session: Session, turns: Sequence[int], said: str | None = None) -> bool:
     """Whether the message says what the owner tells someone else or what someone else believes,
     or answers "what did you tell them?": whoever heard the owner describe a story knows the
-    truth behind it, and the words are not news to retell (heard it from you stays shut)."""
+    truth behind it, and the words are not news to retell (heard it from you stays shut).
+    ``said``: the fact's words. In a contact's message the telling is then read in the
+    sentences it came from (:func:`sentences_saying`): "Please don't let him know I told you"
+    is about their telling, and "Sipho was arrested on Friday", said two sentences earlier, is
+    their news. The owner's message is read whole: where the owner says whom they tell what
+    ("NOT Sanna yet, not while her IVF is going badly. I'll tell her when the time is right"),
+    every sentence of it is part of deciding who knows (measured: vignettes, Mikko)."""
     by_msg = {t.msg_id: t for t in session.turns}
     for i in turns:
         if not 0 <= i < len(session.turns):
             continue
         turn = session.turns[i]
-        if _TELLING.search(turn.text) or _BELIEVED.search(turn.text):
+        text = turn.text if turn.speaker == OWNER_ID else sentences_saying(turn.text, said)
+        if _TELLING.search(text) or _BELIEVED.search(text):
             return True
         asked = by_msg.get(turn.reply_to or "")
         if asked is not None and _ASKED_WHAT_TOLD.search(asked.text):

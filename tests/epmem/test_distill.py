@@ -640,6 +640,66 @@ async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: Fac
     assert all(heard == [] for t, heard in told.items() if "arbitration" in t or "transmission" in t), told
 
 
+async def test_a_telling_is_read_in_the_sentence_it_is_in(memory: FactMemory) -> None:
+    """A contact's "Please don't let him know I told you" is about their telling, not about
+    the news two sentences before it: that news is told back to the person who said it. The
+    owner's message is read whole: "I'll tell her when the time is right" shuts the news beside it."""
+    d, _ = distiller(memory)
+    await d.ingest(
+        session(
+            [
+                (
+                    "joan",
+                    "Sipho was arrested for drunk driving on Friday. The court date is 3 June. "
+                    "Please don't let him know I told you, he is so ashamed.",
+                ),
+                ("owner", "Dad is on a business trip in Oslo. I'll tell the kids when the time is right."),
+            ],
+            participants=["owner", "joan"],
+        )
+    )
+    heard = {f.text: f.heard_by for f in await memory.all()}
+    assert any("arrested" in t and h == ["joan"] for t, h in heard.items()), heard
+    assert any("Oslo" in t for t in heard) and all(h == [] for t, h in heard.items() if "Oslo" in t), heard
+
+
+def test_a_telling_is_read_in_the_sentences_a_fact_came_from() -> None:
+    """Which sentences of a message a fact's words came from; the whole message where no
+    sentence holds half of them (fail closed: a telling anywhere in it then shuts the fact)."""
+    from epmem.ingest.heard import describes_a_telling, sentences_saying
+
+    text = "Settlement 1 July. We tell Siobhan together on 1 June, not before."
+    assert sentences_saying(text, "Settlement 1 July.") == "Settlement 1 July."
+    assert sentences_saying(text, "Rachel is buying the practice.") == text
+    assert sentences_saying(text, None) == text
+    assert sentences_saying("Here's what we tell the kids. Dad is away for work.", "Dad is away for work.") == (
+        "Here's what we tell the kids. Dad is away for work."
+    )
+    chat = session([("rachel", text), ("owner", text)], participants=["owner", "rachel"])
+    assert not describes_a_telling(chat, [0], "Settlement 1 July.")
+    assert describes_a_telling(chat, [0], "Siobhan is told on 1 June.")
+    assert describes_a_telling(chat, [0])
+    assert describes_a_telling(chat, [1], "Settlement 1 July.")  # the owner's message: read whole
+
+
+def test_what_someone_else_said_it_is_is_news_in_chinese() -> None:
+    """ "医生说是早期" (the doctor says it is early-stage) reports what the doctor said, as "the
+    doctor said it's early-stage" does in English; "说是装修" with no one before it, or the
+    owner, is the story the owner tells."""
+    from epmem.ingest.heard import describes_a_telling
+
+    chat = session(
+        [
+            ("owner", "出来了，医生说是早期阿尔茨海默病，要长期吃药。"),
+            ("owner", "说是装修，七月再开。"),
+            ("owner", "对外就说是装修。"),
+            ("owner", "我们说是装修。"),
+        ],
+        participants=["owner", "gege"],
+    )
+    assert [describes_a_telling(chat, [i]) for i in range(4)] == [False, True, True, True]
+
+
 def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> None:
     """The same reading in Chinese: "先说……" (say first that ...), "打算说是……" (plans to say it is
     ...) describe a story told to others; plain news does not."""
