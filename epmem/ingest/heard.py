@@ -81,9 +81,12 @@ def speaks_to_someone(text: str, named: Callable[[str], bool]) -> bool:
 #: the owner describing what they tell (or told) someone else: "I'll tell your sister the money
 #: went on the transmission", "I told the firm I'm doing a course", "我跟他们说是装修".
 _TELLING = re.compile(
-    r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s"
-    r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s"
-    r"|我(?:会|就|跟|和|对)[^。！？]{0,8}(?:说|讲|告诉)|告诉(?:他们|她们|他|她|大家)"
+    # whom it is told to is someone else: "can I tell you something?", "I'll tell you when I can"
+    # speak to the reader, who hears it (a confidence, not a story for others)
+    r"\b(?:I|we)(?:'ll| will|'m going to| am going to|'re going to| are going to| have| 've)?\s+(?:tell|told|say to|said to)\s(?!(?:you|u|ya)\b)"
+    r"|\b(?:I'?m|we'?re|gonna)\s+(?:telling|tell)\s(?!(?:you|u|ya)\b)"
+    # so is "我跟你说" (let me tell you); "我跟厂里说好了" (I agreed with the factory) is no telling
+    r"|我(?:会|就|跟|和|对)(?![你您])[^。！？]{0,8}(?:说(?!好)|讲|告诉)|告诉(?:他们|她们|他|她|大家)"
     r"|(?:先|就|对外|打算|准备|会|只)说(?:是|成)?"
     # "说是" with no one before it, or the owner: a story ("说是装修"). After someone else it is
     # what they said ("医生说是早期", the doctor says it is early-stage): news, as in English

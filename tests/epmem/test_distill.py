@@ -682,6 +682,26 @@ def test_a_telling_is_read_in_the_sentences_a_fact_came_from() -> None:
     assert describes_a_telling(chat, [1], "Settlement 1 July.")  # the owner's message: read whole
 
 
+def test_telling_the_reader_is_a_confidence_not_a_story() -> None:
+    """ "Can I tell you something? I have atrial fibrillation" tells the reader, who hears it:
+    a confidence, told back to them. A telling is to someone else ("I'll tell Tom ...")."""
+    from epmem.ingest.heard import describes_a_telling
+
+    chat = session(
+        [
+            ("owner", "Hannah, can I tell you something? I have atrial fibrillation."),
+            ("owner", "fyi I sent Leila $2,000. I'll tell you why when I can."),
+            ("owner", "我跟你说，我下个月做手术。"),
+            ("owner", "下一批大衣我跟厂里说好了，每件168。"),
+            ("owner", "I'll tell Tom the money went on the car."),
+            ("owner", "I told your sister it was a work trip."),
+            ("owner", "我会跟你哥说是去出差。"),
+        ],
+        participants=["owner", "hannah"],
+    )
+    assert [describes_a_telling(chat, [i]) for i in range(7)] == [False, False, False, False, True, True, True]
+
+
 def test_what_someone_else_said_it_is_is_news_in_chinese() -> None:
     """ "医生说是早期" (the doctor says it is early-stage) reports what the doctor said, as "the
     doctor said it's early-stage" does in English; "说是装修" with no one before it, or the
