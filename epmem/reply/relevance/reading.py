@@ -95,22 +95,27 @@ def read(
         own.update({f: own[f] + c.match_weight * (m - center) for f, m in sims.items()})
     least = c.rescue_recall if kind == "open" else c.min_recall
     weighed = [d for d in projection.used if own[d.fact.id] >= min(least, c.rescue_recall)]
-    echoes = tuple(d.fact.id for d in weighed if repeats(question, d.fact.text))
+    stated = statement_words(question)
+    echoes = tuple(d.fact.id for d in weighed if repeats(stated, d.fact.text))
     pool = sorted((d for d in weighed if d.fact.id not in echoes), key=lambda d: -own[d.fact.id])
     return Reading(question, kind, c, parts, recalled, pairs, own, embedded, sims, least, pool, reranker, echoes)
 
 
-def repeats(question: str, text: str) -> bool:
-    """Whether a fact says nothing the message does not already say: every content word of it is
-    in what the asker wrote ("How is Chloé? She looked thin at Sunday lunch." and "Chloé looked so
-    thin at Sunday lunch."). Told back, it answers nothing, and as the message's nearest fact it
-    would set the cut that leaves out what does answer it. A yes/no question is not read: the
-    fact that repeats it is its answer ("Is Marcus moving to Leeds?" "Marcus is moving to Leeds.")."""
-    said = set(content_words(words(text)))
-    if not said:
-        return False
+def statement_words(question: str) -> frozenset[str]:
+    """The content words of what the asker wrote, less its yes/no questions: the fact that
+    repeats "Is Marcus moving to Leeds?" is its answer ("Marcus is moving to Leeds.")."""
     read = " ".join(s for s in split_sentences(question) if not asks_yes_or_no(s))
-    return said <= set(content_words(words(read)))
+    return frozenset(content_words(words(read)))
+
+
+def repeats(stated: frozenset[str], text: str) -> bool:
+    """Whether a fact says nothing the message does not already say: every content word of it is
+    in what the asker wrote (``stated``, :func:`statement_words`: "How is Chloé? She looked thin
+    at Sunday lunch." and "Chloé looked so thin at Sunday lunch."). Told back, it answers
+    nothing, and as the message's nearest fact it would set the cut that leaves out what does
+    answer it."""
+    said = set(content_words(words(text)))
+    return bool(said) and said <= stated
 
 
 def _maxsims(
