@@ -17,7 +17,7 @@ from epmem.ingest.annotate import ContactNames
 from epmem.ingest.statements import EMOJI
 from epmem.memory.sessions import Session
 from epmem.policy.model import OWNER_ID
-from epmem.textnorm import chinese_name_forms, content_words, words
+from epmem.textnorm import chinese_name_forms, content_words, split_sentences, words
 
 #: the evidence a secrecy cue leaves on a fact (epmem.ingest.cues.Cue.evidence)
 SECRECY_CUE = "cue:secret:"
@@ -107,8 +107,6 @@ _ASKED_WHAT_TOLD = re.compile(
 )
 
 
-#: a message's sentences: what ends one in English and in Chinese, or a line break
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 #: a sentence that points at the one before it ("That's what I told Mum.") or after it ("Here's
 #: what we tell the kids."): the telling is about that sentence too
 _POINTS_BACK = re.compile(r"^\W*(?:that'?s|that is|so that'?s|this is)\b|^\W*(?:这就是|就这么|这么)", re.I)
@@ -129,7 +127,7 @@ def sentences_saying(text: str, said: str | None) -> str:
     points at one of them ("That's what I told Mum."). The whole message when it has one
     sentence, when ``said`` is None, or when no sentence holds at least half of what it says:
     where unsure, the whole message is read (fail closed)."""
-    parts = [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    parts = split_sentences(text)
     want = _units(said) if said else set()
     if len(parts) < 2 or not want:
         return text
