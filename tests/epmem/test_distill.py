@@ -640,6 +640,14 @@ async def test_the_owner_describing_a_story_is_not_news_to_tell_back(memory: Fac
     assert all(heard == [] for t, heard in told.items() if "arbitration" in t or "transmission" in t), told
 
 
+def owner_tellings(*lines: str) -> list[bool]:
+    """Whether each of these messages of the owner's, in one chat, describes a telling."""
+    from epmem.ingest.heard import describes_a_telling
+
+    chat = session([("owner", line) for line in lines], participants=["owner", "kira"])
+    return [describes_a_telling(chat, [i]) for i in range(len(lines))]
+
+
 async def test_a_telling_is_read_in_the_sentence_it_is_in(memory: FactMemory) -> None:
     """A contact's "Please don't let him know I told you" is about their telling, not about
     the news two sentences before it: that news is told back to the person who said it. The
@@ -685,70 +693,46 @@ def test_a_telling_is_read_in_the_sentences_a_fact_came_from() -> None:
 def test_telling_the_reader_is_a_confidence_not_a_story() -> None:
     """ "Can I tell you something? I have atrial fibrillation" tells the reader, who hears it:
     a confidence, told back to them. A telling is to someone else ("I'll tell Tom ...")."""
-    from epmem.ingest.heard import describes_a_telling
-
-    chat = session(
-        [
-            ("owner", "Hannah, can I tell you something? I have atrial fibrillation."),
-            ("owner", "fyi I sent Leila $2,000. I'll tell you why when I can."),
-            ("owner", "我跟你说，我下个月做手术。"),
-            ("owner", "下一批大衣我跟厂里说好了，每件168。"),
-            ("owner", "I'll tell Tom the money went on the car."),
-            ("owner", "I told your sister it was a work trip."),
-            ("owner", "我会跟你哥说是去出差。"),
-        ],
-        participants=["owner", "hannah"],
-    )
-    assert [describes_a_telling(chat, [i]) for i in range(7)] == [False, False, False, False, True, True, True]
+    assert owner_tellings(
+        "Hannah, can I tell you something? I have atrial fibrillation.",
+        "fyi I sent Leila $2,000. I'll tell you why when I can.",
+        "我跟你说，我下个月做手术。",
+        "下一批大衣我跟厂里说好了，每件168。",
+        "I'll tell Tom the money went on the car.",
+        "I told your sister it was a work trip.",
+        "我会跟你哥说是去出差。",
+    ) == [False, False, False, False, True, True, True]
 
 
 def test_what_someone_else_said_it_is_is_news_in_chinese() -> None:
     """ "医生说是早期" (the doctor says it is early-stage) reports what the doctor said, as "the
     doctor said it's early-stage" does in English; "说是装修" with no one before it, or the
     owner, is the story the owner tells."""
-    from epmem.ingest.heard import describes_a_telling
-
-    chat = session(
-        [
-            ("owner", "出来了，医生说是早期阿尔茨海默病，要长期吃药。"),
-            ("owner", "说是装修，七月再开。"),
-            ("owner", "对外就说是装修。"),
-            ("owner", "我们说是装修。"),
-        ],
-        participants=["owner", "gege"],
-    )
-    assert [describes_a_telling(chat, [i]) for i in range(4)] == [False, True, True, True]
+    assert owner_tellings(
+        "出来了，医生说是早期阿尔茨海默病，要长期吃药。",
+        "说是装修，七月再开。",
+        "对外就说是装修。",
+        "我们说是装修。",
+    ) == [False, True, True, True]
 
 
 def test_the_owner_describing_a_story_in_chinese_is_not_news_to_tell_back() -> None:
     """The same reading in Chinese: "先说……" (say first that ...), "打算说是……" (plans to say it is
     ...) describe a story told to others; plain news does not."""
-    from epmem.ingest.heard import describes_a_telling
-
-    chat = session(
-        [
-            ("owner", "先说下学期去新加坡访学半年，等调动手续办完再正式提。"),
-            ("owner", "学校那边我打算说是去外地参加培训。"),
-            ("owner", "我下个月搬去天河。"),
-        ],
-        participants=["owner", "kira"],
-    )
-    assert [describes_a_telling(chat, [i]) for i in range(3)] == [True, True, False]
+    assert owner_tellings(
+        "先说下学期去新加坡访学半年，等调动手续办完再正式提。",
+        "学校那边我打算说是去外地参加培训。",
+        "我下个月搬去天河。",
+    ) == [True, True, False]
 
 
 def test_the_owner_describing_what_someone_else_believes_is_not_news_to_tell_back() -> None:
     """ "Work thinks it's a family emergency" describes a story in place, as "I told work ..."
     does: whoever heard it knows the truth behind it. What the owner thinks is plain news."""
-    from epmem.ingest.heard import describes_a_telling
-
-    chat = session(
-        [
-            ("owner", "Work thinks it's a family emergency, so I've got the whole week to move out."),
-            ("owner", "My parents still think I'm at the conference in Leeds."),
-            ("owner", "他们都以为我在上海出差。"),
-            ("owner", "I think it's going to be a long week, the move is on Saturday."),
-            ("owner", "我以为搬家要一个月。"),
-        ],
-        participants=["owner", "zoe"],
-    )
-    assert [describes_a_telling(chat, [i]) for i in range(5)] == [True, True, True, False, False]
+    assert owner_tellings(
+        "Work thinks it's a family emergency, so I've got the whole week to move out.",
+        "My parents still think I'm at the conference in Leeds.",
+        "他们都以为我在上海出差。",
+        "I think it's going to be a long week, the move is on Saturday.",
+        "我以为搬家要一个月。",
+    ) == [True, True, True, False, False]
