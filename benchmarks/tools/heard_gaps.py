@@ -16,6 +16,14 @@ It also counts, over the scenario's gold facts, how many an extracted fact carri
 appears in one) and how many a turn of the chats says at all (no extractor that keeps the chat's
 words can carry the others): the share of facts worth retelling.
 
+``bounds`` says how far each step could take pipeline completeness with no owner, over every
+may fact of every pair (heard or not): ``told`` as it is; ``choice`` if the relevance step and
+the composite rule told every heard carrier that recall brings (``not-chosen`` and
+``held-back`` told too); ``recall_and_choice`` if recall also brought every heard carrier
+(``not-recalled`` too); ``heard_ceiling``, every heard may fact. Why: a completeness bound above
+``recall_and_choice`` cannot be met by choosing better, only by recall, by what is counted as
+heard, or by what the extractor keeps.
+
 Usage::
 
     python -m benchmarks.tools.heard_gaps ../shared/bench/storylines-v1 [--pairs]
@@ -85,8 +93,11 @@ async def run(scenario: Scenario, embedder: Embedder, source: str, pairs: list[d
                     record = await runtime.audit.get(out.audit_id or "")
                     body = record.body if record is not None else {}
                     classes = {}
+                    told = set(body.get("disclosed", []))
                     for fid in gold.may:
                         g = scenario.fact(fid)
+                        counts["may"] += 1
+                        counts["may-told"] += any(f.id in told for f in pipeline.carriers(g, stored))
                         if not all(m in present.get(g.session or "", set()) for m in members):
                             continue
                         classes[fid] = classify(pipeline.carriers(g, stored), members, body)
@@ -113,14 +124,30 @@ async def main(paths: Sequence[Path], embedder: Embedder | None = None) -> dict[
     pairs: list[dict[str, Any]] = []
     for path in scenario_files(list(paths)):
         total += await run(load_scenario(path), embedder, str(path), pairs)
-    facts = {k: total.pop(k) for k in ("gold", "carried", "said")}
+    facts = {k: total.pop(k) for k in ("gold", "carried", "said", "may", "may-told")}
     return {
         "heard_may": sum(total.values()),
         "classes": {c: total[c] for c in CLASSES if total[c]},
         "gold_facts": facts["gold"],
         "carried": facts["carried"],
         "said": facts["said"],
+        "may": facts["may"],
+        "bounds": bounds(facts["may"], facts["may-told"], total),
         "pairs": pairs,
+    }
+
+
+def bounds(may: int, told: int, classes: Counter[str]) -> dict[str, float]:
+    """Completeness as it is and as it would be with a perfect relevance step, then with perfect
+    recall too, and every heard may fact told (the module docstring says why)."""
+    if not may:
+        return {}
+    choice = told + classes["not-chosen"] + classes["held-back"]
+    return {
+        "told": round(told / may, 4),
+        "choice": round(choice / may, 4),
+        "recall_and_choice": round((choice + classes["not-recalled"]) / may, 4),
+        "heard_ceiling": round(sum(classes[c] for c in CLASSES) / may, 4),
     }
 
 
