@@ -96,11 +96,12 @@ async def run(scenario: Scenario, embedder: Embedder, source: str, pairs: list[d
                     told = set(body.get("disclosed", []))
                     for fid in gold.may:
                         g = scenario.fact(fid)
+                        carriers = pipeline.carriers(g, stored)
                         counts["may"] += 1
-                        counts["may-told"] += any(f.id in told for f in pipeline.carriers(g, stored))
+                        counts["may-told"] += any(f.id in told for f in carriers)
                         if not all(m in present.get(g.session or "", set()) for m in members):
                             continue
-                        classes[fid] = classify(pipeline.carriers(g, stored), members, body)
+                        classes[fid] = classify(carriers, members, body)
                         counts[classes[fid]] += 1
                     if classes:
                         pairs.append(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from epmem.embedding.bilingual import CJK, has_cjk
+from epmem.embedding.sparse import cjk_terms
 from epmem.ingest.annotate import ContactNames
 from epmem.ingest.statements import EMOJI
 from epmem.memory.sessions import Session
@@ -116,9 +117,7 @@ _POINTS_ON = re.compile(r"\b(?:here'?s|this is) what\b|如下|这么说|这样�
 def _units(text: str) -> set[str]:
     """What two texts share when one retells the other: content words, and pairs of Chinese
     characters (Chinese sets no space between words)."""
-    out = set(content_words(words(text)))
-    for run in re.findall(f"[{CJK}]+", text):
-        out.update(run[k : k + 2] for k in range(max(1, len(run) - 1)))
+    out = {*content_words(words(text)), *cjk_terms(text)}
     return {u for u in out if not re.fullmatch(f"[^{CJK}]", u)}
 
 
